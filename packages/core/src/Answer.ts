@@ -1,0 +1,163 @@
+/**
+ * Answers to callbacks, and `validate`, the pure check behind "nothing was sent": an answer that does not fit its
+ * callback fails with `AnswerMismatch` before anything is stored.
+ *
+ * `KeepCallbackOpen` is a handler's decision ("not mine, a person decides"); it is never sent.
+ *
+ * @example
+ * ```ts
+ * import { Answer } from "@parley/core"
+ *
+ * const yes = new Answer.AllowApproval()
+ * const no = new Answer.DenyApproval({ reason: "not today" })
+ * const result = Answer.ClientToolResult.success({ city: "Lyon", country: "France" })
+ * const signIn = new Answer.SignInAnswer({ connected: [], denied: ["gmail"] })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { Callback } from "./Callback.js"
+import { AnswerMismatch } from "./ParleyError.js"
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class AllowApproval
+  extends Schema.TaggedClass<AllowApproval>("@parley/core/Answer/AllowApproval")("AllowApproval", {})
+{}
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class DenyApproval extends Schema.TaggedClass<DenyApproval>("@parley/core/Answer/DenyApproval")("DenyApproval", {
+  reason: Schema.optional(Schema.String)
+}) {}
+
+/**
+ * The result of a client tool: the tool's encoded success value, or a tool error the model sees.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ClientToolResult
+  extends Schema.TaggedClass<ClientToolResult>("@parley/core/Answer/ClientToolResult")("ClientToolResult", {
+    isFailure: Schema.Boolean,
+    result: Schema.Unknown
+  })
+{
+  /**
+   * A successful result (already encoded with the tool's `success` schema).
+   *
+   * @since 0.1.0
+   */
+  static success(result: unknown): ClientToolResult {
+    return new ClientToolResult({ isFailure: false, result })
+  }
+  /**
+   * A tool error the model sees.
+   *
+   * @since 0.1.0
+   */
+  static failure(result: unknown): ClientToolResult {
+    return new ClientToolResult({ isFailure: true, result })
+  }
+}
+
+/**
+ * The answer to a sign-in: which requests (by id) were connected and which denied. It must name every request.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class SignInAnswer extends Schema.TaggedClass<SignInAnswer>("@parley/core/Answer/SignInAnswer")("SignInAnswer", {
+  connected: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  denied: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type Answer = AllowApproval | DenyApproval | ClientToolResult | SignInAnswer
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Answer: Schema.Union<
+  [typeof AllowApproval, typeof DenyApproval, typeof ClientToolResult, typeof SignInAnswer]
+> = Schema.Union(AllowApproval, DenyApproval, ClientToolResult, SignInAnswer)
+
+/**
+ * A handler's decision to leave the callback to someone else. Never sent.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class KeepCallbackOpen
+  extends Schema.TaggedClass<KeepCallbackOpen>("@parley/core/Answer/KeepCallbackOpen")("KeepCallbackOpen", {})
+{}
+
+/**
+ * @since 0.1.0
+ * @category Guards
+ */
+export const isKeepCallbackOpen = (u: unknown): u is KeepCallbackOpen => u instanceof KeepCallbackOpen
+
+/**
+ * The answers a callback kind takes.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const expectedFor = (callback: Callback): ReadonlyArray<Answer["_tag"]> => {
+  switch (callback._tag) {
+    case "OpenApproval":
+      return ["AllowApproval", "DenyApproval"]
+    case "OpenClientToolCall":
+      return ["ClientToolResult"]
+    case "OpenSignIn":
+      return ["SignInAnswer"]
+  }
+}
+
+const signInIssues = (requested: ReadonlyArray<string>, answer: SignInAnswer): ReadonlyArray<string> => {
+  const issues: Array<string> = []
+  const named = [...answer.connected, ...answer.denied]
+  const unknown = named.filter((id) => !requested.includes(id))
+  if (unknown.length > 0) {
+    issues.push(`names unknown sign-in requests ${unknown.join(", ")} (requested: ${requested.join(", ")})`)
+  }
+  const missing = requested.filter((id) => !named.includes(id))
+  if (missing.length > 0) issues.push(`does not name ${missing.join(", ")}`)
+  const both = answer.connected.filter((id) => answer.denied.includes(id))
+  if (both.length > 0) issues.push(`names ${both.join(", ")} as both connected and denied`)
+  const repeated = named.filter((id, i) => named.indexOf(id) !== i && !both.includes(id))
+  if (repeated.length > 0) issues.push(`names ${[...new Set(repeated)].join(", ")} more than once`)
+  return issues
+}
+
+/**
+ * Checks that `answer` fits `callback`: its kind, and for a sign-in that it names every requested source once and
+ * nothing else. Fails with `AnswerMismatch`; does nothing else.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const validate = (callback: Callback, answer: Answer): Effect.Effect<Answer, AnswerMismatch> => {
+  const mismatch = (reason: string) =>
+    Effect.fail(new AnswerMismatch({ module: "Answer", method: "validate", callbackId: callback.id, reason }))
+  const expected = expectedFor(callback)
+  if (!expected.includes(answer._tag)) {
+    return mismatch(`a ${callback.kind} callback takes ${expected.join(" or ")}, not ${answer._tag}`)
+  }
+  if (callback._tag === "OpenSignIn" && answer._tag === "SignInAnswer") {
+    const issues = signInIssues(callback.requests.map((request) => request.id), answer)
+    if (issues.length > 0) return mismatch(`the SignInAnswer ${issues.join("; ")}`)
+  }
+  return Effect.succeed(answer)
+}

@@ -1,0 +1,188 @@
+/**
+ * Callbacks: the questions a turn asks the program and waits for. A turn stops at a callback and continues once it
+ * has an answer (`Answer`). There are three kinds, each a `Schema.TaggedClass`: `OpenApproval` (the permission
+ * policy says `ask` before a tool call), `OpenClientToolCall` (the model called a tool the program answers) and
+ * `OpenSignIn` (the agent needs a connector the user has not connected).
+ *
+ * @example
+ * ```ts
+ * import { Callback } from "@parley/core"
+ * import { Match } from "effect"
+ *
+ * const describe = Match.type<Callback.Callback>().pipe(
+ *   Match.tag("OpenApproval", (cb) => `may I call ${cb.request.tool.id}?`),
+ *   Match.tag("OpenClientToolCall", (cb) => `please run ${cb.request.tool.name}`),
+ *   Match.tag("OpenSignIn", (cb) => `please sign in to ${cb.requests.map((r) => r.source).join(", ")}`),
+ *   Match.exhaustive
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
+import { ToolAnnotations } from "./ToolSpec.js"
+
+/**
+ * The kinds of callback, as printed by the seed guides (`answering: sign_in`).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Kind = Schema.Literal("approval", "client_tool", "sign_in")
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type Kind = typeof Kind.Type
+
+/**
+ * The tool a callback is about.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ToolRef extends Schema.Class<ToolRef>("@parley/core/Callback/ToolRef")({
+  id: ToolId,
+  name: Schema.String,
+  annotations: Schema.optionalWith(ToolAnnotations, { default: () => new ToolAnnotations({}) })
+}) {}
+
+/**
+ * The policy rule that decided `ask`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class RuleMatched extends Schema.TaggedClass<RuleMatched>("@parley/core/Callback/RuleMatched")("RuleMatched", {
+  index: Schema.Int,
+  pattern: Schema.String
+}) {}
+
+/**
+ * The policy's default decided `ask`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class DefaultDecision
+  extends Schema.TaggedClass<DefaultDecision>("@parley/core/Callback/DefaultDecision")("DefaultDecision", {})
+{}
+
+/**
+ * What decided that a tool call needs an approval.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const DecidedBy = Schema.Union(RuleMatched, DefaultDecision)
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type DecidedBy = typeof DecidedBy.Type
+
+/**
+ * An approval request: which tool, with which arguments, and what in the policy asked.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ApprovalRequest extends Schema.Class<ApprovalRequest>("@parley/core/Callback/ApprovalRequest")({
+  tool: ToolRef,
+  toolCallId: Schema.String,
+  arguments: Schema.Unknown,
+  decidedBy: DecidedBy
+}) {}
+
+/**
+ * A client tool call: the tool the program runs and the arguments the model gave (not yet decoded).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ClientToolRequest extends Schema.Class<ClientToolRequest>("@parley/core/Callback/ClientToolRequest")({
+  tool: ToolRef,
+  toolCallId: Schema.String,
+  arguments: Schema.Unknown
+}) {}
+
+/**
+ * One connector the user must sign in to. Answers name requests by `id`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class SignInRequest extends Schema.Class<SignInRequest>("@parley/core/Callback/SignInRequest")({
+  id: Schema.String,
+  source: Schema.String
+}) {}
+
+const common = {
+  id: CallbackId,
+  sessionId: SessionId,
+  turnId: TurnId,
+  openedAt: Schema.DateTimeUtc,
+  expiresAt: Schema.optional(Schema.DateTimeUtc)
+}
+
+/**
+ * The policy asks before a tool call. Answer with `AllowApproval` or `DenyApproval`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class OpenApproval
+  extends Schema.TaggedClass<OpenApproval>("@parley/core/Callback/OpenApproval")("OpenApproval", {
+    ...common,
+    kind: Schema.tag("approval"),
+    request: ApprovalRequest
+  })
+{}
+
+/**
+ * The model called a client tool. Answer with a `ClientToolResult`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class OpenClientToolCall extends Schema.TaggedClass<OpenClientToolCall>(
+  "@parley/core/Callback/OpenClientToolCall"
+)("OpenClientToolCall", {
+  ...common,
+  kind: Schema.tag("client_tool"),
+  request: ClientToolRequest
+}) {}
+
+/**
+ * The agent needs connectors the user has not connected. Answer with a `SignInAnswer` naming every request.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class OpenSignIn extends Schema.TaggedClass<OpenSignIn>("@parley/core/Callback/OpenSignIn")("OpenSignIn", {
+  ...common,
+  kind: Schema.tag("sign_in"),
+  requests: Schema.NonEmptyArray(SignInRequest)
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type Callback = OpenApproval | OpenClientToolCall | OpenSignIn
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Callback: Schema.Union<[typeof OpenApproval, typeof OpenClientToolCall, typeof OpenSignIn]> = Schema
+  .Union(OpenApproval, OpenClientToolCall, OpenSignIn)
+
+/**
+ * @since 0.1.0
+ * @category Guards
+ */
+export const isCallback: (u: unknown) => u is Callback = Schema.is(Callback)

@@ -1,0 +1,269 @@
+/**
+ * The typed errors of Parley. Each is a `Schema.TaggedError`, so an error raised in a server reaches an HTTP
+ * client as the same value; `ParleyError` is both the union type and the schema that decodes it.
+ *
+ * @example
+ * ```ts
+ * import { ParleyError } from "@parley/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.fail(
+ *   new ParleyError.CallbackNotOpen({ module: "Turn", method: "answer", callbackId: "cb_1" })
+ * ).pipe(
+ *   Effect.catchIf(ParleyError.isParleyError, (error) => Effect.log(error.message))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export const TypeId: unique symbol = Symbol.for("@parley/core/ParleyError")
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type TypeId = typeof TypeId
+
+const common = {
+  module: Schema.String,
+  method: Schema.String,
+  description: Schema.optional(Schema.String),
+  cause: Schema.optional(Schema.Defect)
+}
+
+const where = (error: { readonly module: string; readonly method: string }) => `${error.module}.${error.method}`
+const suffix = (description: string | undefined) => (description === undefined ? "" : `: ${description}`)
+
+/**
+ * An id that does not have the form its kind requires.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class InvalidId extends Schema.TaggedError<InvalidId>("@parley/core/ParleyError/InvalidId")("InvalidId", {
+  ...common,
+  kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId"),
+  value: Schema.String
+}) {
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: invalid ${this.kind} ${JSON.stringify(this.value)}${suffix(this.description)}`
+  }
+}
+
+/**
+ * The answer does not fit the callback; nothing was sent.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class AnswerMismatch
+  extends Schema.TaggedError<AnswerMismatch>("@parley/core/ParleyError/AnswerMismatch")("AnswerMismatch", {
+    ...common,
+    callbackId: Schema.String,
+    reason: Schema.String
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: the answer does not fit callback ${this.callbackId}: ${this.reason}. Nothing was sent.`
+  }
+}
+
+/**
+ * The callback is not open: it does not exist, or it was closed without an answer (expired, cancelled, turn ended).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class CallbackNotOpen
+  extends Schema.TaggedError<CallbackNotOpen>("@parley/core/ParleyError/CallbackNotOpen")("CallbackNotOpen", {
+    ...common,
+    callbackId: Schema.String
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: callback ${this.callbackId} is not open${suffix(this.description)}`
+  }
+}
+
+/**
+ * Another answer to the callback won first; this one was not stored.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class CallbackAlreadyAnswered extends Schema.TaggedError<CallbackAlreadyAnswered>(
+  "@parley/core/ParleyError/CallbackAlreadyAnswered"
+)("CallbackAlreadyAnswered", {
+  ...common,
+  callbackId: Schema.String
+}) {
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: callback ${this.callbackId} was already answered`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category Errors
+ */
+export class SessionNotFound
+  extends Schema.TaggedError<SessionNotFound>("@parley/core/ParleyError/SessionNotFound")("SessionNotFound", {
+    ...common,
+    sessionId: Schema.String
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: no session ${this.sessionId}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category Errors
+ */
+export class TurnNotFound
+  extends Schema.TaggedError<TurnNotFound>("@parley/core/ParleyError/TurnNotFound")("TurnNotFound", {
+    ...common,
+    sessionId: Schema.String,
+    turnId: Schema.String
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: no turn ${this.turnId} in session ${this.sessionId}`
+  }
+}
+
+/**
+ * A permission policy that cannot be used: a malformed tool pattern, an unknown namespace, …
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class PolicyInvalid
+  extends Schema.TaggedError<PolicyInvalid>("@parley/core/ParleyError/PolicyInvalid")("PolicyInvalid", {
+    ...common,
+    issues: Schema.Array(Schema.String)
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: invalid permission policy: ${this.issues.join("; ")}`
+  }
+}
+
+/**
+ * An agent definition that cannot run: an unknown model, duplicate tool names, …
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class AgentInvalid
+  extends Schema.TaggedError<AgentInvalid>("@parley/core/ParleyError/AgentInvalid")("AgentInvalid", {
+    ...common,
+    agent: Schema.String,
+    issues: Schema.Array(Schema.String)
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: agent ${this.agent} is invalid: ${this.issues.join("; ")}`
+  }
+}
+
+/**
+ * The model failed (network, provider error, malformed output).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ModelFailure
+  extends Schema.TaggedError<ModelFailure>("@parley/core/ParleyError/ModelFailure")("ModelFailure", {
+    ...common,
+    model: Schema.String
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: model ${this.model} failed${suffix(this.description)}`
+  }
+}
+
+/**
+ * The transport could not carry a request (connection refused, unexpected response, …).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class TransportFailure
+  extends Schema.TaggedError<TransportFailure>("@parley/core/ParleyError/TransportFailure")("TransportFailure", {
+    ...common
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: transport failure${suffix(this.description)}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type ParleyError =
+  | InvalidId
+  | AnswerMismatch
+  | CallbackNotOpen
+  | CallbackAlreadyAnswered
+  | SessionNotFound
+  | TurnNotFound
+  | PolicyInvalid
+  | AgentInvalid
+  | ModelFailure
+  | TransportFailure
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const ParleyError: Schema.Union<[
+  typeof InvalidId,
+  typeof AnswerMismatch,
+  typeof CallbackNotOpen,
+  typeof CallbackAlreadyAnswered,
+  typeof SessionNotFound,
+  typeof TurnNotFound,
+  typeof PolicyInvalid,
+  typeof AgentInvalid,
+  typeof ModelFailure,
+  typeof TransportFailure
+]> = Schema.Union(
+  InvalidId,
+  AnswerMismatch,
+  CallbackNotOpen,
+  CallbackAlreadyAnswered,
+  SessionNotFound,
+  TurnNotFound,
+  PolicyInvalid,
+  AgentInvalid,
+  ModelFailure,
+  TransportFailure
+)
+
+/**
+ * @since 0.1.0
+ * @category Guards
+ */
+export const isParleyError = (u: unknown): u is ParleyError => Predicate.hasProperty(u, TypeId)

@@ -1,0 +1,65 @@
+/**
+ * The serialisable description of a tool, as an agent definition carries it: its stable id, name, description,
+ * JSON Schemas and annotations.
+ *
+ * @example
+ * ```ts
+ * import { ToolSpec } from "@parley/core"
+ *
+ * const spec = new ToolSpec.ToolSpec({
+ *   id: "client.get_location",
+ *   name: "get_location",
+ *   description: "The user's current location.",
+ *   parameters: { type: "object", properties: {} },
+ *   annotations: new ToolSpec.ToolAnnotations({ readOnlyHint: true })
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { ToolId } from "./Ids.js"
+
+/**
+ * Hints about what a tool does (the MCP annotations). Policies and handlers read them; nothing enforces them.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ToolAnnotations extends Schema.Class<ToolAnnotations>("@parley/core/ToolAnnotations")({
+  title: Schema.optional(Schema.String),
+  readOnlyHint: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  destructiveHint: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  idempotentHint: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  openWorldHint: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {}
+
+/**
+ * A JSON Schema document (an object).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const JsonSchema = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type JsonSchema = typeof JsonSchema.Type
+
+/**
+ * A tool as the model and the runtime see it.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ToolSpec extends Schema.Class<ToolSpec>("@parley/core/ToolSpec")({
+  id: ToolId,
+  name: Schema.String,
+  description: Schema.String,
+  parameters: JsonSchema,
+  success: Schema.optional(JsonSchema),
+  failure: Schema.optional(JsonSchema),
+  annotations: Schema.optionalWith(ToolAnnotations, { default: () => new ToolAnnotations({}) })
+}) {}

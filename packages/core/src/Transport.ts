@@ -1,0 +1,115 @@
+/**
+ * The protocol port: what the client API (`Agent`, `Session`, `Turn`) needs from a Parley runtime, in-process or
+ * across a network. `LocalTransport.layer` (in `@parley/runtime`) and the HTTP transport provide the same Tag, so
+ * the program chooses at the edge.
+ *
+ * @example
+ * ```ts
+ * import { Transport } from "@parley/core"
+ * import { Effect, Stream } from "effect"
+ *
+ * const firstEvents = (sessionId: Parameters<Transport.Service["events"]>[0]) =>
+ *   Effect.gen(function*() {
+ *     const transport = yield* Transport.Transport
+ *     return yield* transport.events(sessionId, 0).pipe(Stream.take(3), Stream.runCollect)
+ *   })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+import type { AgentSpec } from "./AgentSpec.js"
+import type { Answer } from "./Answer.js"
+import type { Callback } from "./Callback.js"
+import type { CallbackId } from "./Ids.js"
+import { SessionId, TurnId } from "./Ids.js"
+import type {
+  AgentInvalid,
+  AnswerMismatch,
+  CallbackAlreadyAnswered,
+  CallbackNotOpen,
+  PolicyInvalid,
+  SessionNotFound,
+  TransportFailure,
+  TurnNotFound
+} from "./ParleyError.js"
+import type { TurnEvent } from "./TurnEvent.js"
+
+/**
+ * A session as the transport reports it.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class SessionInfo extends Schema.Class<SessionInfo>("@parley/core/Transport/SessionInfo")({
+  sessionId: SessionId,
+  agent: Schema.String,
+  parentSessionId: Schema.optional(SessionId),
+  createdAt: Schema.DateTimeUtc
+}) {}
+
+/**
+ * A turn that was started: its ids and the `seq` of its `TurnStarted` event.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class TurnRef extends Schema.Class<TurnRef>("@parley/core/Transport/TurnRef")({
+  sessionId: SessionId,
+  turnId: TurnId,
+  cursor: Schema.Int
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface AnswerRequest {
+  /** The root session whose turn is answered (for a subagent's callback: the root's, not the child's). */
+  readonly sessionId: SessionId
+  readonly turnId: TurnId
+  readonly callbackId: CallbackId
+  readonly answer: Answer
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Service {
+  /** Creates a session running `agent`; the definition is validated first. */
+  readonly createSession: (
+    agent: AgentSpec
+  ) => Effect.Effect<SessionInfo, AgentInvalid | PolicyInvalid | TransportFailure>
+  readonly getSession: (sessionId: SessionId) => Effect.Effect<SessionInfo, SessionNotFound | TransportFailure>
+  /** Starts a turn with the user's message. */
+  readonly sendMessage: (
+    sessionId: SessionId,
+    input: string
+  ) => Effect.Effect<TurnRef, SessionNotFound | TransportFailure>
+  /** The session's events from `seq` on: the stored ones, then live ones as they are appended. Never ends by itself. */
+  readonly events: (sessionId: SessionId, from: number) => Stream.Stream<TurnEvent, SessionNotFound | TransportFailure>
+  /** The callbacks open in a turn's tree (its own and its subagents'). */
+  readonly openCallbacks: (
+    sessionId: SessionId,
+    turnId: TurnId
+  ) => Effect.Effect<ReadonlyArray<Callback>, SessionNotFound | TurnNotFound | TransportFailure>
+  /** Answers a callback of the turn's tree. Validated first: a mismatch stores nothing. Exactly one answer wins. */
+  readonly answer: (
+    request: AnswerRequest
+  ) => Effect.Effect<
+    void,
+    AnswerMismatch | CallbackNotOpen | CallbackAlreadyAnswered | SessionNotFound | TurnNotFound | TransportFailure
+  >
+  /** Cancels the session: its running turn ends `Cancelled`, open callbacks are resolved `cancelled`. */
+  readonly cancel: (sessionId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class Transport extends Context.Tag("@parley/core/Transport")<Transport, Service>() {}
