@@ -1,0 +1,564 @@
+/**
+ * A deterministic, offline `@effect/ai` `LanguageModel` for tests and for the "brains" of example programs.
+ *
+ * `ScriptedModel.make(steps)` builds a real `LanguageModel.LanguageModel` service with `LanguageModel.make`. Every
+ * model call (`generateText`, `generateObject` or `streamText`) is recorded with the prompt and the tools it got, and
+ * consumes the next step of the script. A step is a `Reply` (text and / or tool calls) or a function of the recorded
+ * call, so a step can answer from the conversation so far (for example from a tool result in the prompt).
+ *
+ * Streaming is first-class: a text reply is streamed as `text-start`, one `text-delta` per word and `text-end`; tool
+ * calls are `tool-call` parts with deterministic ids (`call_1`, `call_2`, … unless the step names one); every reply
+ * ends with a `finish` part (`tool-calls` or `stop`, with word-count usage).
+ *
+ * A call beyond the script fails with an `AiError.UnknownError` and is remembered, and `assertComplete` fails with
+ * `UnexpectedModelCall` or `UnconsumedModelSteps`, so a test fails if the model was not driven the way it claims.
+ * `ScriptedModel.fromFunction(brain)` is the unlimited variant for example programs.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const first = yield* LanguageModel.generateText({ prompt: "What is the weather in Paris?" })
+ *   const second = yield* LanguageModel.generateText({ prompt: "Thanks!" })
+ *   console.log(first.text, second.text) // "Sunny, 21°C." "You're welcome."
+ *   yield* ScriptedModel.assertComplete
+ *   const calls = yield* ScriptedModel.calls
+ *   console.log(ScriptedModel.lastUserText(calls[1])) // "Thanks!"
+ * }).pipe(
+ *   Effect.provide(ScriptedModel.layer([
+ *     ScriptedModel.text("Sunny, 21°C."),
+ *     (call) => ScriptedModel.text(ScriptedModel.lastUserText(call) === "Thanks!" ? "You're welcome." : "Pardon?")
+ *   ]))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as AiError from "@effect/ai/AiError"
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Prompt from "@effect/ai/Prompt"
+import type * as Response from "@effect/ai/Response"
+import * as Tool from "@effect/ai/Tool"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import type * as JSONSchema from "effect/JSONSchema"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
+
+// =============================================================================
+// Models
+// =============================================================================
+
+/**
+ * One tool call the scripted model makes. Without an `id`, the model generates `call_1`, `call_2`, … (one counter per
+ * model, so ids stay unique across the whole conversation).
+ *
+ * The `params` are decoded by `@effect/ai` against the tool's parameters schema, and the tool must be in the toolkit
+ * of the request: an unknown tool or invalid params make the model call fail with `AiError.MalformedOutput`, as
+ * they would with a real provider.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ToolCall {
+  readonly name: string
+  readonly params: unknown
+  readonly id?: string | undefined
+}
+
+/**
+ * What the scripted model answers to one call: some text, some tool calls, or both (text first).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Reply {
+  readonly text?: string | undefined
+  readonly toolCalls?: ReadonlyArray<ToolCall> | undefined
+}
+
+/**
+ * A tool as the model saw it in a call: its name, description and parameters as JSON Schema.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ToolDescription {
+  readonly name: string
+  readonly description: string | undefined
+  readonly parameters: JSONSchema.JsonSchema7
+}
+
+/**
+ * A tool result found in a call's prompt (from a `tool` message, or a provider-executed result in an `assistant`
+ * message).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ToolResult {
+  readonly id: string
+  readonly name: string
+  readonly isFailure: boolean
+  readonly result: unknown
+}
+
+/**
+ * One recorded model call.
+ *
+ * - `index`: zero-based position among all calls to this model (the error messages count from 1).
+ * - `method`: `"streamText"` for `LanguageModel.streamText`, `"generateText"` for `generateText` and `generateObject`.
+ * - `prompt`: the prompt the model got.
+ * - `tools`: the tools of the request after `toolChoice` filtering, parameters as JSON Schema.
+ * - `toolChoice`: as passed by the caller (`"none"` when the request had no toolkit).
+ * - `responseFormat`: `{ type: "json", … }` for `generateObject`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Call {
+  readonly index: number
+  readonly method: "generateText" | "streamText"
+  readonly prompt: Prompt.Prompt
+  readonly tools: ReadonlyArray<ToolDescription>
+  readonly toolChoice: LanguageModel.ToolChoice<string>
+  readonly responseFormat: LanguageModel.ProviderOptions["responseFormat"]
+}
+
+/**
+ * A step of the script: a fixed `Reply`, or a function that decides from the recorded call. A function step may fail
+ * with an `AiError`, which fails that model call.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type Step = Reply | ((call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>)
+
+/**
+ * The handle of a scripted model.
+ *
+ * - `languageModel`: the `LanguageModel` service.
+ * - `calls`: every call so far, in order (unexpected ones included).
+ * - `assertComplete`: fails with `UnexpectedModelCall` if a call went beyond the script, else with
+ *   `UnconsumedModelSteps` if steps are left. Always succeeds for `fromFunction`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Service {
+  readonly languageModel: LanguageModel.Service
+  readonly calls: Effect.Effect<ReadonlyArray<Call>>
+  readonly assertComplete: Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps>
+}
+
+/**
+ * The tag of the scripted model's handle; `layer` and `layerFunction` provide it together with
+ * `LanguageModel.LanguageModel`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class ScriptedModel extends Context.Tag("@parley/testing/ScriptedModel")<ScriptedModel, Service>() {}
+
+// =============================================================================
+// Errors
+// =============================================================================
+
+/**
+ * A model call arrived after the script was used up. The call itself failed with an `AiError.UnknownError` (whose
+ * `cause` is this error); `assertComplete` reports it afterwards, in case the program swallowed the model failure.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class UnexpectedModelCall extends Data.TaggedError("UnexpectedModelCall")<{
+  /** Zero-based index of the call. */
+  readonly index: number
+  readonly method: "generateText" | "streamText"
+  /** Number of steps in the script. */
+  readonly steps: number
+  readonly lastUserText: string | undefined
+}> {
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    const userText = this.lastUserText === undefined ? "no user message" : JSON.stringify(this.lastUserText)
+    return `unexpected model call #${this.index + 1}: the script has ${this.steps} step${
+      this.steps === 1 ? "" : "s"
+    } (${this.method}, last user text: ${userText})`
+  }
+}
+
+/**
+ * The script still had steps when `assertComplete` ran.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class UnconsumedModelSteps extends Data.TaggedError("UnconsumedModelSteps")<{
+  /** Steps never consumed. */
+  readonly remaining: number
+  /** Number of steps in the script. */
+  readonly steps: number
+}> {
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `${this.remaining} of ${this.steps} scripted model step${this.steps === 1 ? " was" : "s were"} not consumed`
+  }
+}
+
+// =============================================================================
+// Constructors
+// =============================================================================
+
+/**
+ * A reply with only text.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const text = (text: string): Reply => ({ text })
+
+/**
+ * A reply with one tool call. Without `id`, the model generates one (`call_N`).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const toolCall = (name: string, params: unknown, id?: string): Reply => ({
+  toolCalls: [id === undefined ? { name, params } : { name, params, id }]
+})
+
+/**
+ * A reply with text and / or tool calls.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const reply = (options: {
+  readonly text?: string | undefined
+  readonly toolCalls?: ReadonlyArray<ToolCall> | undefined
+}): Reply => ({ text: options.text, toolCalls: options.toolCalls })
+
+/**
+ * A scripted model: each call consumes the next step; a call beyond the script fails with `AiError.UnknownError`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (steps: ReadonlyArray<Step>): Effect.Effect<Service> =>
+  makeWith({ size: steps.length, step: (index) => steps[index] })
+
+/**
+ * A model driven by one function, for any number of calls (for example programs). `assertComplete` always succeeds.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const fromFunction = (
+  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>
+): Effect.Effect<Service> => makeWith({ size: undefined, step: () => brain })
+
+// =============================================================================
+// Layers
+// =============================================================================
+
+/**
+ * Provides `LanguageModel.LanguageModel` (and the `ScriptedModel` handle) from a script.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (steps: ReadonlyArray<Step>): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+  Layer.effectContext(Effect.map(make(steps), toContext))
+
+/**
+ * Provides `LanguageModel.LanguageModel` (and the `ScriptedModel` handle) from a brain function.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerFunction = (
+  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>
+): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
+  Layer.effectContext(Effect.map(fromFunction(brain), toContext))
+
+// =============================================================================
+// Accessors
+// =============================================================================
+
+/**
+ * Every call the provided scripted model received so far.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const calls: Effect.Effect<ReadonlyArray<Call>, never, ScriptedModel> = Effect.flatMap(
+  ScriptedModel,
+  (model) => model.calls
+)
+
+/**
+ * Checks that the provided scripted model consumed its whole script and got no call beyond it.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const assertComplete: Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps, ScriptedModel> = Effect
+  .flatMap(ScriptedModel, (model) => model.assertComplete)
+
+// =============================================================================
+// Utils
+// =============================================================================
+
+/**
+ * The text of the last user message of the call's prompt, or `undefined` when it has none.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const lastUserText = (call: Call): string | undefined => {
+  for (let i = call.prompt.content.length - 1; i >= 0; i--) {
+    const message = call.prompt.content[i]
+    if (message.role === "user") {
+      return message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
+    }
+  }
+  return undefined
+}
+
+/**
+ * Every tool result in the call's prompt, in order.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const toolResults = (call: Call): ReadonlyArray<ToolResult> =>
+  call.prompt.content.flatMap((message) =>
+    message.role === "tool" || message.role === "assistant"
+      ? message.content.flatMap((part) =>
+        part.type === "tool-result"
+          ? [{ id: part.id, name: part.name, isFailure: part.isFailure, result: part.result }]
+          : []
+      )
+      : []
+  )
+
+/**
+ * The names of the tools offered in the call.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const toolNames = (call: Call): ReadonlyArray<string> => call.tools.map((tool) => tool.name)
+
+// =============================================================================
+// Internals
+// =============================================================================
+
+interface Script {
+  /** Number of steps, or `undefined` for an unlimited brain. */
+  readonly size: number | undefined
+  readonly step: (index: number) => Step | undefined
+}
+
+interface State {
+  readonly calls: ReadonlyArray<Call>
+  readonly unexpected: ReadonlyArray<UnexpectedModelCall>
+  readonly nextToolCallId: number
+}
+
+const MODULE = "ScriptedModel"
+
+const toContext = (model: Service): Context.Context<LanguageModel.LanguageModel | ScriptedModel> =>
+  Context.make(ScriptedModel, model).pipe(Context.add(LanguageModel.LanguageModel, model.languageModel))
+
+const makeWith = (script: Script): Effect.Effect<Service> =>
+  Effect.gen(function*() {
+    const state = yield* Ref.make<State>({ calls: [], unexpected: [], nextToolCallId: 1 })
+
+    const respond = (
+      options: LanguageModel.ProviderOptions,
+      method: Call["method"]
+    ): Effect.Effect<RenderedReply, AiError.AiError> =>
+      Effect.gen(function*() {
+        const tools = yield* describeTools(options.tools, method)
+        const [call, taken] = yield* Ref.modify(
+          state,
+          (current): [readonly [Call, Step | UnexpectedModelCall], State] => {
+            const call: Call = {
+              index: current.calls.length,
+              method,
+              prompt: options.prompt,
+              tools,
+              toolChoice: options.toolChoice,
+              responseFormat: options.responseFormat
+            }
+            const calls = [...current.calls, call]
+            const step = script.step(call.index)
+            if (step === undefined) {
+              const unexpected = new UnexpectedModelCall({
+                index: call.index,
+                method,
+                steps: script.size ?? 0,
+                lastUserText: lastUserText(call)
+              })
+              return [[call, unexpected], { ...current, calls, unexpected: [...current.unexpected, unexpected] }]
+            }
+            return [[call, step], { ...current, calls }]
+          }
+        )
+        if (taken instanceof UnexpectedModelCall) {
+          return yield* new AiError.UnknownError({ module: MODULE, method, description: taken.message, cause: taken })
+        }
+        const answer = yield* runStep(taken, call)
+        const toolCallIds = yield* Ref.modify(state, (current): [ReadonlyArray<string>, State] => {
+          let next = current.nextToolCallId
+          const ids = (answer.toolCalls ?? []).map((toolCall) => toolCall.id ?? `call_${next++}`)
+          return [ids, { ...current, nextToolCallId: next }]
+        })
+        return { reply: answer, toolCallIds, call }
+      })
+
+    const languageModel = yield* LanguageModel.make({
+      generateText: (options) => Effect.map(respond(options, "generateText"), toParts),
+      streamText: (options) =>
+        Stream.unwrap(
+          Effect.map(
+            respond(options, "streamText"),
+            (rendered) => Stream.fromChunks(...toStreamParts(rendered).map(Chunk.of))
+          )
+        )
+    })
+
+    const assertCompleteEffect: Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps> = Effect.flatMap(
+      Ref.get(state),
+      (current): Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps> => {
+        if (current.unexpected.length > 0) {
+          return Effect.fail(current.unexpected[0])
+        }
+        if (script.size !== undefined && current.calls.length < script.size) {
+          return Effect.fail(
+            new UnconsumedModelSteps({ remaining: script.size - current.calls.length, steps: script.size })
+          )
+        }
+        return Effect.void
+      }
+    )
+
+    return {
+      languageModel,
+      calls: Effect.map(Ref.get(state), (current) => current.calls),
+      assertComplete: assertCompleteEffect
+    }
+  })
+
+const runStep = (step: Step, call: Call): Effect.Effect<Reply, AiError.AiError> =>
+  typeof step === "function"
+    ? Effect.suspend(() => {
+      const result = step(call)
+      return Effect.isEffect(result) ? result : Effect.succeed(result)
+    })
+    : Effect.succeed(step)
+
+const describeTools = (
+  tools: ReadonlyArray<Tool.Any>,
+  method: Call["method"]
+): Effect.Effect<ReadonlyArray<ToolDescription>, AiError.AiError> =>
+  Effect.try({
+    try: () =>
+      tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description ?? Tool.getDescriptionFromSchemaAst(tool.parametersSchema.ast),
+        parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
+      })),
+    catch: (cause) =>
+      new AiError.MalformedInput({
+        module: MODULE,
+        method,
+        description: "a tool's parameters could not be converted to JSON Schema",
+        cause
+      })
+  })
+
+interface RenderedReply {
+  readonly call: Call
+  readonly reply: Reply
+  readonly toolCallIds: ReadonlyArray<string>
+}
+
+/** Splits text into word-sized deltas (each word with its surrounding whitespace); they concatenate to the text. */
+const splitWords = (text: string): ReadonlyArray<string> => text.match(/\s*\S+\s*/g) ?? [text]
+
+const countWords = (text: string): number => text.match(/\S+/g)?.length ?? 0
+
+const promptWords = (prompt: Prompt.Prompt): number =>
+  prompt.content.reduce((total, message) => {
+    if (message.role === "system") {
+      return total + countWords(message.content)
+    }
+    return message.content.reduce(
+      (sum, part) => part.type === "text" || part.type === "reasoning" ? sum + countWords(part.text) : sum,
+      total
+    )
+  }, 0)
+
+const hasText = (rendered: RenderedReply): boolean =>
+  rendered.reply.text !== undefined && rendered.reply.text.length > 0
+
+const metadataPart = (rendered: RenderedReply): Response.ResponseMetadataPartEncoded => ({
+  type: "response-metadata",
+  id: `resp_${rendered.call.index + 1}`,
+  modelId: "scripted-model"
+})
+
+const toolCallParts = (rendered: RenderedReply): Array<Response.ToolCallPartEncoded> =>
+  (rendered.reply.toolCalls ?? []).map((toolCall, i) => ({
+    type: "tool-call",
+    id: rendered.toolCallIds[i],
+    name: toolCall.name,
+    params: toolCall.params
+  }))
+
+const finishPart = (rendered: RenderedReply): Response.FinishPartEncoded => {
+  const toolCalls = rendered.reply.toolCalls ?? []
+  const inputTokens = promptWords(rendered.call.prompt)
+  const outputTokens = countWords(rendered.reply.text ?? "") + toolCalls.length
+  return {
+    type: "finish",
+    reason: toolCalls.length > 0 ? "tool-calls" : "stop",
+    usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }
+  }
+}
+
+const toParts = (rendered: RenderedReply): Array<Response.PartEncoded> => [
+  metadataPart(rendered),
+  ...(hasText(rendered) ? [{ type: "text" as const, text: rendered.reply.text ?? "" }] : []),
+  ...toolCallParts(rendered),
+  finishPart(rendered)
+]
+
+const toStreamParts = (rendered: RenderedReply): Array<Response.StreamPartEncoded> => {
+  const id = `text_${rendered.call.index + 1}`
+  const textParts: Array<Response.StreamPartEncoded> = hasText(rendered)
+    ? [
+      { type: "text-start", id },
+      ...splitWords(rendered.reply.text ?? "").map((delta): Response.StreamPartEncoded => ({
+        type: "text-delta",
+        id,
+        delta
+      })),
+      { type: "text-end", id }
+    ]
+    : []
+  return [metadataPart(rendered), ...textParts, ...toolCallParts(rendered), finishPart(rendered)]
+}
