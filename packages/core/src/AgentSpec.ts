@@ -119,13 +119,13 @@ export const make = (fields: {
   readonly timeouts?: CallbackTimeouts | undefined
 }): AgentSpec => ({
   name: fields.name,
-  description: fields.description,
-  model: fields.model,
+  ...(fields.description === undefined ? {} : { description: fields.description }),
+  ...(fields.model === undefined ? {} : { model: fields.model }),
   instructions: fields.instructions ?? "",
   tools: fields.tools ?? [],
   connectors: fields.connectors ?? [],
   subagents: fields.subagents ?? [],
-  permissions: fields.permissions,
+  ...(fields.permissions === undefined ? {} : { permissions: fields.permissions }),
   builtins: fields.builtins ?? new Builtins({}),
   timeouts: fields.timeouts ?? new CallbackTimeouts({})
 })

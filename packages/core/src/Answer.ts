@@ -134,7 +134,7 @@ const signInIssues = (requested: ReadonlyArray<string>, answer: SignInAnswer): R
   }
   const missing = requested.filter((id) => !named.includes(id))
   if (missing.length > 0) issues.push(`does not name ${missing.join(", ")}`)
-  const both = answer.connected.filter((id) => answer.denied.includes(id))
+  const both = [...new Set(answer.connected.filter((id) => answer.denied.includes(id)))]
   if (both.length > 0) issues.push(`names ${both.join(", ")} as both connected and denied`)
   const repeated = named.filter((id, i) => named.indexOf(id) !== i && !both.includes(id))
   if (repeated.length > 0) issues.push(`names ${[...new Set(repeated)].join(", ")} more than once`)
@@ -153,7 +153,11 @@ export const validate = (callback: Callback, answer: Answer): Effect.Effect<Answ
     Effect.fail(new AnswerMismatch({ module: "Answer", method: "validate", callbackId: callback.id, reason }))
   const expected = expectedFor(callback)
   if (!expected.includes(answer._tag)) {
-    return mismatch(`a ${callback.kind} callback takes ${expected.join(" or ")}, not ${answer._tag}`)
+    return mismatch(
+      `${callback.kind === "approval" ? "an" : "a"} ${callback.kind} callback takes ${
+        expected.join(" or ")
+      }, not ${answer._tag}`
+    )
   }
   if (callback._tag === "OpenSignIn" && answer._tag === "SignInAnswer") {
     const issues = signInIssues(callback.requests.map((request) => request.id), answer)

@@ -60,7 +60,7 @@ export class SessionInfo extends Schema.Class<SessionInfo>("@parley/core/Transpo
 export class TurnRef extends Schema.Class<TurnRef>("@parley/core/Transport/TurnRef")({
   sessionId: SessionId,
   turnId: TurnId,
-  cursor: Schema.Int
+  cursor: Schema.NonNegativeInt
 }) {}
 
 /**
@@ -85,6 +85,11 @@ export interface Service {
     agent: AgentSpec
   ) => Effect.Effect<SessionInfo, AgentInvalid | PolicyInvalid | TransportFailure>
   readonly getSession: (sessionId: SessionId) => Effect.Effect<SessionInfo, SessionNotFound | TransportFailure>
+  /** A turn of the session: its ids and the `seq` its events start from. */
+  readonly getTurn: (
+    sessionId: SessionId,
+    turnId: TurnId
+  ) => Effect.Effect<TurnRef, SessionNotFound | TurnNotFound | TransportFailure>
   /** Starts a turn with the user's message. */
   readonly sendMessage: (
     sessionId: SessionId,

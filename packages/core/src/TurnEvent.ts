@@ -25,12 +25,12 @@ import { Final } from "./TurnState.js"
 const common = {
   sessionId: SessionId,
   turnId: TurnId,
-  seq: Schema.Int,
+  seq: Schema.NonNegativeInt,
   at: Schema.DateTimeUtc
 }
 
 /**
- * A turn started with the user's input. A child's first turn names its parent.
+ * A turn started with the user's input.
  *
  * @since 0.1.0
  * @category Schemas

@@ -41,7 +41,7 @@ export class Completed extends Schema.TaggedClass<Completed>("@parley/core/TurnS
 export class Blocked extends Schema.TaggedClass<Blocked>("@parley/core/TurnState/Blocked")("Blocked", {
   ...common,
   callbacks: Schema.Array(Callback),
-  cursor: Schema.Int
+  cursor: Schema.NonNegativeInt
 }) {}
 
 /**

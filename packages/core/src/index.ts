@@ -1,4 +1,11 @@
 /**
+ * Agents: define, run, start or find sessions.
+ *
+ * @since 0.1.0
+ */
+export * as Agent from "./Agent.js"
+
+/**
  * The serialisable definition of an agent.
  *
  * @since 0.1.0
@@ -48,6 +55,13 @@ export * as ParleyError from "./ParleyError.js"
 export * as Permissions from "./Permissions.js"
 
 /**
+ * Sessions: conversations with one agent, made of turns.
+ *
+ * @since 0.1.0
+ */
+export * as Session from "./Session.js"
+
+/**
  * The serialisable description of a tool.
  *
  * @since 0.1.0
@@ -60,6 +74,13 @@ export * as ToolSpec from "./ToolSpec.js"
  * @since 0.1.0
  */
 export * as Transport from "./Transport.js"
+
+/**
+ * Turns: wait for them, follow their events, answer their callbacks by id.
+ *
+ * @since 0.1.0
+ */
+export * as Turn from "./Turn.js"
 
 /**
  * The events of a session's log.

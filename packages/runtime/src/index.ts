@@ -1,4 +1,34 @@
 /**
+ * Connectors: named sources of tools that need the user's sign-in.
+ *
  * @since 0.1.0
  */
-export {}
+export * as Connectors from "./Connectors.js"
+
+/**
+ * The engine: runs agent turns on an event-sourced log.
+ *
+ * @since 0.1.0
+ */
+export * as Engine from "./Engine.js"
+
+/**
+ * The `Transport` port over an in-process engine.
+ *
+ * @since 0.1.0
+ */
+export * as LocalTransport from "./LocalTransport.js"
+
+/**
+ * Model selection: agent → `@effect/ai` `LanguageModel`.
+ *
+ * @since 0.1.0
+ */
+export * as Models from "./Models.js"
+
+/**
+ * The session store: append-only event logs.
+ *
+ * @since 0.1.0
+ */
+export * as SessionStore from "./SessionStore.js"

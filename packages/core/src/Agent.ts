@@ -1,0 +1,157 @@
+/**
+ * Agents: define one with `Agent.make`, then run it (`Agent.run`), start a session (`Agent.startSession`) or find
+ * one by id (`Agent.session`). Every call needs a `Transport` in context — `LocalTransport.layer` in-process, the
+ * HTTP transport across processes — and answers callbacks with the `CallbackHandler` in context while it waits.
+ *
+ * @example
+ * ```ts
+ * import { Agent, CallbackHandler, Permissions } from "@parley/core"
+ * import { Effect } from "effect"
+ *
+ * const assistant = Agent.make({
+ *   name: "assistant",
+ *   model: "mistral-large-latest",
+ *   instructions: "Use your tools. Answer in one short sentence.",
+ *   connectors: ["gmail"],
+ *   permissions: new Permissions.PermissionPolicy({ default: "allow" })
+ * })
+ *
+ * const program = Agent.run(assistant, "What is my latest email about?").pipe(
+ *   Effect.provide(CallbackHandler.layer(CallbackHandler.denyAllSignIns))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as AgentSpec from "./AgentSpec.js"
+import * as CallbackHandler from "./CallbackHandler.js"
+import * as Ids from "./Ids.js"
+import type { AgentInvalid, InvalidId, PolicyInvalid, SessionNotFound, TransportFailure } from "./ParleyError.js"
+import { PermissionPolicy } from "./Permissions.js"
+import * as Session from "./Session.js"
+import type { ToolSpec } from "./ToolSpec.js"
+import { Transport } from "./Transport.js"
+import type * as Turn from "./Turn.js"
+import type { TurnState } from "./TurnState.js"
+
+/**
+ * A tool an agent can carry: a bare `ToolSpec`, or a tool value (`ClientTool`, `Tool` from `@parley/tools`) with
+ * its spec and, for tools the SDK runs, the handler that answers its calls.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type ToolLike = ToolSpec | {
+  readonly spec: ToolSpec
+  readonly handler?: CallbackHandler.Service | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Agent {
+  readonly spec: AgentSpec.AgentSpec
+  /** Answers the calls of the agent's tools that have handlers (for the whole tree). */
+  readonly handler: CallbackHandler.Service | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  readonly name: string
+  readonly description?: string | undefined
+  readonly model?: string | undefined
+  readonly instructions?: string | undefined
+  readonly tools?: ReadonlyArray<ToolLike> | undefined
+  readonly connectors?: ReadonlyArray<string> | undefined
+  readonly subagents?: ReadonlyArray<Agent> | undefined
+  readonly permissions?: PermissionPolicy | undefined
+  /** Shorthand: `permissionMode: "ask"` is a policy whose default is `ask`. */
+  readonly permissionMode?: PermissionPolicy["default"] | undefined
+  readonly builtins?: AgentSpec.Builtins | undefined
+  readonly timeouts?: AgentSpec.CallbackTimeouts | undefined
+}
+
+const specOf = (tool: ToolLike): ToolSpec => ("spec" in tool && !("id" in tool) ? tool.spec : tool as ToolSpec)
+const handlerOf = (tool: ToolLike) => ("handler" in tool && !("id" in tool) ? tool.handler : undefined)
+
+/**
+ * Defines an agent. Nothing runs: the definition is checked when a session starts.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (options: Options): Agent => {
+  const tools = options.tools ?? []
+  const subagents = options.subagents ?? []
+  const handlers = [
+    ...tools.map(handlerOf),
+    ...subagents.map((subagent) => subagent.handler)
+  ].filter((handler): handler is CallbackHandler.Service => handler !== undefined)
+  const permissions = options.permissions ??
+    (options.permissionMode === undefined
+      ? undefined
+      : new PermissionPolicy({ default: options.permissionMode, rules: [] }))
+  return {
+    spec: AgentSpec.make({
+      name: options.name,
+      description: options.description,
+      model: options.model,
+      instructions: options.instructions,
+      tools: tools.map(specOf),
+      connectors: options.connectors,
+      subagents: subagents.map((subagent) => subagent.spec),
+      permissions,
+      builtins: options.builtins,
+      timeouts: options.timeouts
+    }),
+    handler: handlers.length === 0 ? undefined : CallbackHandler.make(...handlers)
+  }
+}
+
+/**
+ * Starts a session running the agent.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const startSession = (
+  agent: Agent
+): Effect.Effect<Session.Session, AgentInvalid | PolicyInvalid | TransportFailure, Transport> =>
+  Effect.flatMap(Transport, (transport) => transport.createSession(agent.spec)).pipe(
+    Effect.map((info) => Session.make({ id: info.sessionId, handler: agent.handler }))
+  )
+
+/**
+ * A session of the agent, by id (from this process or another one).
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const session = (
+  agent: Agent,
+  sessionId: string
+): Effect.Effect<Session.Session, InvalidId | SessionNotFound | TransportFailure, Transport> =>
+  Effect.gen(function*() {
+    const id = yield* Ids.sessionId(sessionId)
+    const transport = yield* Transport
+    yield* transport.getSession(id)
+    return Session.make({ id, handler: agent.handler })
+  })
+
+/**
+ * Starts a session, sends the message and waits for the turn (see `Turn.result`).
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const run = <R = never>(
+  agent: Agent,
+  input: string,
+  options?: Turn.ResultOptions<R>
+): Effect.Effect<TurnState, AgentInvalid | PolicyInvalid | Turn.ResultError, Transport | R> =>
+  Effect.flatMap(startSession(agent), (session) => Session.run(session, input, options))

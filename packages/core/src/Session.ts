@@ -1,0 +1,98 @@
+/**
+ * A session: a conversation with one agent, made of turns. `Session.run` sends a message and waits for the turn;
+ * `Session.sendMessage` starts a turn and returns it (`Turn.result`, `Turn.events`, `Turn.answer`);
+ * `Session.turn` finds a turn by id, for a program that answers later or from another process.
+ *
+ * @example
+ * ```ts
+ * import { Agent, Session, Turn } from "@parley/core"
+ * import { Effect } from "effect"
+ *
+ * const program = (assistant: Agent.Agent) =>
+ *   Effect.gen(function*() {
+ *     const session = yield* Agent.startSession(assistant)
+ *     const turn = yield* Session.sendMessage(session, "Where am I?")
+ *     const state = yield* Turn.result(turn)
+ *     yield* Session.cancel(session)
+ *     return state
+ *   })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import type * as CallbackHandler from "./CallbackHandler.js"
+import type { SessionId, TurnId } from "./Ids.js"
+import type { SessionNotFound, TransportFailure, TurnNotFound } from "./ParleyError.js"
+import { Transport } from "./Transport.js"
+import * as Turn from "./Turn.js"
+import type { TurnState } from "./TurnState.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Session {
+  readonly id: SessionId
+  /** Handlers that come with the agent (tools with handlers). */
+  readonly handler: CallbackHandler.Service | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (fields: Session): Session => fields
+
+const turnOf = (session: Session, ref: { readonly turnId: TurnId; readonly cursor: number }): Turn.Turn =>
+  Turn.make({ sessionId: session.id, turnId: ref.turnId, cursor: ref.cursor, handler: session.handler })
+
+/**
+ * Starts a turn with the user's message.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const sendMessage = (
+  session: Session,
+  input: string
+): Effect.Effect<Turn.Turn, SessionNotFound | TransportFailure, Transport> =>
+  Effect.flatMap(Transport, (transport) => transport.sendMessage(session.id, input)).pipe(
+    Effect.map((ref) => turnOf(session, ref))
+  )
+
+/**
+ * Sends a message and waits for the turn (see `Turn.result`).
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const run = <R = never>(
+  session: Session,
+  input: string,
+  options?: Turn.ResultOptions<R>
+): Effect.Effect<TurnState, Turn.ResultError, Transport | R> =>
+  Effect.flatMap(sendMessage(session, input), (turn) => Turn.result(turn, options))
+
+/**
+ * A turn of the session, by id.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const turn = (
+  session: Session,
+  turnId: TurnId
+): Effect.Effect<Turn.Turn, SessionNotFound | TurnNotFound | TransportFailure, Transport> =>
+  Effect.flatMap(Transport, (transport) => transport.getTurn(session.id, turnId)).pipe(
+    Effect.map((ref) => turnOf(session, ref))
+  )
+
+/**
+ * Cancels the session's running turn: it ends `Cancelled`, and its open callbacks are resolved `cancelled`.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const cancel = (session: Session): Effect.Effect<void, SessionNotFound | TransportFailure, Transport> =>
+  Effect.flatMap(Transport, (transport) => transport.cancel(session.id))

@@ -1,0 +1,146 @@
+/**
+ * Connectors: named sources of tools that need the user's sign-in (`gmail`, a calendar, an MCP server). A call to
+ * a tool of a connector the session has not connected opens an `OpenSignIn`; `connected` resumes that same call,
+ * `denied` returns a tool error the model can explain. Connector tools have the stable ids
+ * `connector.<source>.<tool>`.
+ *
+ * @example
+ * ```ts
+ * import { Connectors } from "@parley/runtime"
+ *
+ * const ConnectorsLive = Connectors.layer([Connectors.demoMailbox()])
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type { ToolId } from "@parley/core/Ids"
+import { ToolAnnotations, ToolSpec } from "@parley/core/ToolSpec"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+
+/**
+ * A connector tool: its description for the model, and what runs it once the connector is connected.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ConnectorTool {
+  readonly spec: ToolSpec
+  readonly run: (args: unknown) => Effect.Effect<unknown, string>
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Connector {
+  readonly source: string
+  readonly tools: ReadonlyArray<ConnectorTool>
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Service {
+  readonly get: (source: string) => Option.Option<Connector>
+}
+
+/**
+ * @since 0.1.0
+ * @category Context
+ */
+export class Connectors extends Context.Tag("@parley/runtime/Connectors")<Connectors, Service>() {}
+
+/**
+ * A connector from its tools.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (
+  source: string,
+  tools: ReadonlyArray<{
+    readonly name: string
+    readonly description: string
+    readonly parameters?: Record<string, unknown>
+    readonly annotations?: ToolAnnotations
+    readonly run: (args: unknown) => Effect.Effect<unknown, string>
+  }>
+): Connector => ({
+  source,
+  tools: tools.map((tool) => ({
+    spec: new ToolSpec({
+      id: `connector.${source}.${tool.name}` as ToolId,
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters ?? { type: "object", properties: {}, required: [] },
+      annotations: tool.annotations ?? new ToolAnnotations({})
+    }),
+    run: tool.run
+  }))
+})
+
+/**
+ * The connectors of a program.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (connectors: ReadonlyArray<Connector>): Layer.Layer<Connectors> =>
+  Layer.succeed(Connectors, {
+    get: (source) => Option.fromNullable(connectors.find((connector) => connector.source === source))
+  })
+
+/**
+ * No connectors.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerEmpty: Layer.Layer<Connectors> = layer([])
+
+/**
+ * An email of the demo mailbox.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Email extends Schema.Class<Email>("@parley/runtime/Connectors/Email")({
+  from: Schema.String,
+  subject: Schema.String,
+  received: Schema.String,
+  snippet: Schema.String
+}) {}
+
+/**
+ * An in-process demo connector: a `gmail`-like mailbox with a `latest_email` tool that only reads.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const demoMailbox = (options?: {
+  readonly source?: string
+  readonly emails?: ReadonlyArray<Email>
+}): Connector => {
+  const emails = options?.emails ?? [
+    new Email({
+      from: "Camille Martin <camille@example.com>",
+      subject: "Dinner on Friday?",
+      received: "2026-12-01T18:42:00Z",
+      snippet: "Are you free for dinner on Friday at 8? I booked a table near the Place Bellecour."
+    })
+  ]
+  return make(options?.source ?? "gmail", [{
+    name: "latest_email",
+    description: "The most recent email in the user's inbox.",
+    annotations: new ToolAnnotations({ readOnlyHint: true }),
+    run: () =>
+      emails.length === 0
+        ? Effect.fail("The inbox is empty.")
+        : Effect.succeed(Schema.encodeSync(Email)(emails[emails.length - 1]))
+  }])
+}

@@ -1,0 +1,141 @@
+import type { Callback } from "@parley/core/Callback"
+import type { CallbackId } from "@parley/core/Ids"
+import { newCallbackId } from "@parley/core/Ids"
+import { CallbackOpened, CallbackResolved, TurnBlocked } from "@parley/core/TurnEvent"
+import type { Resolution } from "@parley/core/TurnEvent"
+import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type { Service as SessionStore } from "../SessionStore.js"
+import { append, appendUnlocked, locked } from "./log.js"
+import type { Draft, Outcome, PendingCallback, SessionRuntime, Tree } from "./state.js"
+
+/** The callback broker: every open callback of every tree, and how the closed ones closed. */
+export interface Broker {
+  readonly store: SessionStore
+  readonly pending: Map<CallbackId, PendingCallback>
+  readonly closed: Map<CallbackId, Resolution>
+}
+
+export const makeBroker = (store: SessionStore): Broker => ({ store, pending: new Map(), closed: new Map() })
+
+/** Appends a callback event to the asking session's log and, for a subagent, to the root's log too. */
+const appendCallbackEvent = (
+  broker: Broker,
+  pending: PendingCallback,
+  draft: (ids: { sessionId: SessionRuntime["session"]["sessionId"]; turnId: Callback["turnId"] }) => Draft
+) =>
+  Effect.gen(function*() {
+    yield* appendUnlocked(broker.store, pending.session, [
+      draft({ sessionId: pending.callback.sessionId, turnId: pending.callback.turnId })
+    ])
+    if (pending.session !== pending.tree.root) {
+      yield* append(broker.store, pending.tree.root, [
+        draft({ sessionId: pending.tree.root.session.sessionId, turnId: pending.tree.rootTurnId })
+      ])
+    }
+  })
+
+/** A fiber of the tree stopped running (it waits on a callback, or it ended): the tree may now be blocked. */
+export const becameIdle = (broker: Broker, tree: Tree): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    tree.active -= 1
+    if (tree.active > 0 || tree.open.size === 0) return Effect.void
+    const callbackIds = [...tree.open.keys()]
+    return append(broker.store, tree.root, [
+      (meta) =>
+        new TurnBlocked({ sessionId: tree.root.session.sessionId, turnId: tree.rootTurnId, ...meta, callbackIds })
+    ]).pipe(Effect.asVoid)
+  })
+
+/**
+ * Opens a callback in `session`'s turn and waits for it to close. The deadline is kept on `Clock`, so tests move it
+ * with `TestClock`; at the deadline the callback is resolved `expired`.
+ */
+export const open = (
+  broker: Broker,
+  options: {
+    readonly session: SessionRuntime
+    readonly tree: Tree
+    readonly timeout: Duration.Duration | undefined
+    readonly success?: PendingCallback["success"]
+    readonly make: (
+      fields: { id: CallbackId; openedAt: DateTime.Utc; expiresAt: DateTime.Utc | undefined }
+    ) => Callback
+  }
+): Effect.Effect<Outcome> =>
+  Effect.gen(function*() {
+    const id = yield* newCallbackId
+    const openedAt = yield* DateTime.now
+    const expiresAt = options.timeout === undefined ? undefined : DateTime.addDuration(openedAt, options.timeout)
+    const callback = options.make({ id, openedAt, expiresAt })
+    const deferred = yield* Deferred.make<Outcome>()
+    const pending: PendingCallback = {
+      callback,
+      session: options.session,
+      tree: options.tree,
+      deferred,
+      success: options.success
+    }
+    yield* locked(
+      options.session,
+      Effect.gen(function*() {
+        broker.pending.set(id, pending)
+        options.tree.open.set(id, pending)
+        yield* appendCallbackEvent(
+          broker,
+          pending,
+          (ids) => (meta) => new CallbackOpened({ ...ids, ...meta, callback })
+        )
+      })
+    )
+    yield* becameIdle(broker, options.tree)
+    const wait = Deferred.await(deferred)
+    if (options.timeout === undefined) return yield* wait
+    return yield* Effect.raceFirst(
+      wait,
+      Effect.sleep(options.timeout).pipe(
+        Effect.zipRight(resolve(broker, id, { _tag: "expired" })),
+        Effect.zipRight(wait)
+      )
+    )
+  })
+
+const resolutionOf = (outcome: Outcome): Resolution => outcome._tag
+
+/**
+ * Closes an open callback with `outcome`: exactly one resolution wins. Returns false when the callback was no longer
+ * open. The tree counts the waiting fiber as running again before the event is visible, so no reader sees a stale
+ * `TurnBlocked`.
+ */
+export const resolve = (broker: Broker, id: CallbackId, outcome: Outcome): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    const pending = broker.pending.get(id)
+    if (pending === undefined) return Effect.succeed(false)
+    return locked(
+      pending.session,
+      Effect.gen(function*() {
+        if (!broker.pending.has(id)) return false
+        broker.pending.delete(id)
+        pending.tree.open.delete(id)
+        broker.closed.set(id, resolutionOf(outcome))
+        if (outcome._tag === "answered" || outcome._tag === "expired") pending.tree.active += 1
+        const answer = outcome._tag === "answered" ? outcome.answer : undefined
+        yield* appendCallbackEvent(
+          broker,
+          pending,
+          (ids) => (meta) =>
+            new CallbackResolved({ ...ids, ...meta, callbackId: id, resolution: resolutionOf(outcome), answer })
+        )
+        yield* Deferred.succeed(pending.deferred, outcome)
+        return true
+      })
+    )
+  })
+
+/** Closes every callback still open in a tree (the turn ended or was cancelled). */
+export const resolveAll = (broker: Broker, tree: Tree, outcome: Outcome): Effect.Effect<void> =>
+  Effect.forEach([...tree.open.keys()], (id) => resolve(broker, id, outcome), { discard: true })
+
+export const defaultTimeout = Duration.hours(1)

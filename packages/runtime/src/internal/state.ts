@@ -1,0 +1,79 @@
+import type * as LanguageModel from "@effect/ai/LanguageModel"
+import type { Answer } from "@parley/core/Answer"
+import type { Callback } from "@parley/core/Callback"
+import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
+import type { ToolSpec } from "@parley/core/ToolSpec"
+import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as Deferred from "effect/Deferred"
+import type * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import type { Connector } from "../Connectors.js"
+import type { StoredSession } from "../SessionStore.js"
+
+/** How a callback closed, as its waiting fiber sees it. */
+export type Outcome =
+  | { readonly _tag: "answered"; readonly answer: Answer }
+  | { readonly _tag: "expired" }
+  | { readonly _tag: "cancelled" }
+  | { readonly _tag: "turn_ended" }
+
+/** The in-memory side of a session: its append lock and what is derived from its log. */
+export interface SessionRuntime {
+  readonly session: StoredSession
+  readonly lock: Effect.Semaphore
+  readonly turnLock: Effect.Semaphore
+  nextSeq: number
+  /** Connector sources the user connected in this session (derived from answered sign-ins). */
+  readonly connected: Set<string>
+  current: RunningTurn | undefined
+}
+
+export interface RunningTurn {
+  readonly turnId: TurnId
+  readonly tree: Tree
+  fiber: Fiber.RuntimeFiber<void> | undefined
+}
+
+/**
+ * A root turn and everything it waits on (its own tool calls and, later, its subagents'). `active` counts the
+ * fibers of the tree that are not waiting on a callback: when it drops to 0 with callbacks open, the tree is blocked.
+ */
+export interface Tree {
+  readonly root: SessionRuntime
+  readonly rootTurnId: TurnId
+  active: number
+  readonly open: Map<CallbackId, PendingCallback>
+}
+
+export interface PendingCallback {
+  readonly callback: Callback
+  readonly session: SessionRuntime
+  readonly tree: Tree
+  readonly deferred: Deferred.Deferred<Outcome>
+  /** The JSON Schema a client tool's success value must match. */
+  readonly success: ToolSpec["success"]
+}
+
+/** A tool as the turn resolves it from the model's tool name. */
+export type ResolvedTool =
+  | { readonly _tag: "client"; readonly spec: ToolSpec }
+  | {
+    readonly _tag: "connector"
+    readonly spec: ToolSpec
+    readonly connector: Connector
+    readonly run: (args: unknown) => Effect.Effect<unknown, string>
+  }
+
+/** Everything one turn's loop needs. */
+export interface TurnContext {
+  readonly session: SessionRuntime
+  readonly turnId: TurnId
+  readonly tree: Tree
+  readonly model: LanguageModel.Service
+  /** Tools by the name the model sees. */
+  readonly tools: ReadonlyMap<string, ResolvedTool>
+}
+
+export type Draft = (meta: { readonly seq: number; readonly at: TurnEvent["at"] }) => TurnEvent
+
+export type { SessionId }
