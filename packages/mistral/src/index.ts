@@ -1,4 +1,22 @@
 /**
+ * The HTTP client for Mistral's `POST /v1/chat/completions` and for OpenAI-compatible servers (vLLM, Ollama,
+ * llama.cpp), on `@effect/platform`'s `HttpClient`, with retries on 429 / 5xx honouring `Retry-After`.
+ *
  * @since 0.1.0
  */
-export {}
+export * as MistralClient from "./MistralClient.js"
+
+/**
+ * Per-request configuration for the Mistral provider (sampling parameters, output caps, extra body fields,
+ * `HttpClient` transform), set with `withConfigOverride`.
+ *
+ * @since 0.1.0
+ */
+export * as MistralConfig from "./MistralConfig.js"
+
+/**
+ * An `@effect/ai` `LanguageModel` backed by Mistral chat completions or an OpenAI-compatible server.
+ *
+ * @since 0.1.0
+ */
+export * as MistralLanguageModel from "./MistralLanguageModel.js"

@@ -1,0 +1,203 @@
+/**
+ * Wire shapes of `POST /chat/completions` (Mistral and OpenAI-compatible servers).
+ *
+ * Requests are plain TypeScript types (we only ever encode them). Responses and stream chunks are lenient
+ * schemas: every field is optional or nullable and unknown fields (such as Mistral's padding field `p`) are
+ * ignored, because servers differ in what they send.
+ */
+import * as Schema from "effect/Schema"
+
+// =============================================================================
+// Request
+// =============================================================================
+
+/** @internal */
+export type Flavour = "mistral" | "compat"
+
+/** @internal */
+export type ContentChunk =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image_url"; readonly image_url: { readonly url: string } }
+  | { readonly type: "document_url"; readonly document_url: string; readonly document_name?: string }
+
+/** @internal */
+export interface ToolCall {
+  readonly id: string
+  readonly type: "function"
+  readonly function: { readonly name: string; readonly arguments: string }
+}
+
+/** @internal */
+export type Message =
+  | { readonly role: "system"; readonly content: string }
+  | { readonly role: "user"; readonly content: string | ReadonlyArray<ContentChunk> }
+  | {
+    readonly role: "assistant"
+    readonly content: string | null
+    readonly tool_calls?: ReadonlyArray<ToolCall>
+    readonly prefix?: boolean
+  }
+  | { readonly role: "tool"; readonly content: string; readonly tool_call_id: string; readonly name?: string }
+
+/** @internal */
+export interface FunctionTool {
+  readonly type: "function"
+  readonly function: {
+    readonly name: string
+    readonly description?: string
+    readonly parameters: unknown
+  }
+}
+
+/** @internal */
+export type ToolChoice = "auto" | "none" | "any" | "required" | {
+  readonly type: "function"
+  readonly function: { readonly name: string }
+}
+
+/** @internal */
+export type ResponseFormat =
+  | { readonly type: "text" | "json_object" }
+  | {
+    readonly type: "json_schema"
+    readonly json_schema: {
+      readonly name: string
+      readonly description?: string
+      readonly schema: unknown
+      readonly strict?: boolean
+    }
+  }
+
+/** @internal */
+export interface ChatCompletionRequest {
+  readonly model: string
+  readonly messages: ReadonlyArray<Message>
+  readonly stream?: boolean
+  readonly tools?: ReadonlyArray<FunctionTool>
+  readonly tool_choice?: ToolChoice
+  readonly parallel_tool_calls?: boolean
+  readonly response_format?: ResponseFormat
+  readonly temperature?: number
+  readonly top_p?: number
+  readonly stop?: string | ReadonlyArray<string>
+  readonly presence_penalty?: number
+  readonly frequency_penalty?: number
+  /** Mistral only. */
+  readonly max_tokens?: number
+  /** Mistral only. */
+  readonly random_seed?: number
+  /** Mistral only. */
+  readonly safe_prompt?: boolean
+  /** Mistral only. */
+  readonly prompt_mode?: "reasoning"
+  /** Mistral only. */
+  readonly prompt_cache_key?: string
+  readonly reasoning_effort?: string
+  readonly prediction?: { readonly type: "content"; readonly content: string }
+  /** OpenAI-compatible only. */
+  readonly max_completion_tokens?: number
+  /** OpenAI-compatible only. */
+  readonly seed?: number
+  /** OpenAI-compatible only (Mistral answers 422). */
+  readonly stream_options?: { readonly include_usage: boolean }
+  /** Server-specific extra fields, merged into the body as they are. */
+  readonly [extra: string]: unknown
+}
+
+// =============================================================================
+// Response
+// =============================================================================
+
+const optionalNullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
+
+/** @internal */
+export const Usage = Schema.Struct({
+  prompt_tokens: optionalNullable(Schema.Number),
+  completion_tokens: optionalNullable(Schema.Number),
+  total_tokens: optionalNullable(Schema.Number),
+  num_cached_tokens: optionalNullable(Schema.Number),
+  prompt_tokens_details: optionalNullable(Schema.Struct({ cached_tokens: optionalNullable(Schema.Number) })),
+  completion_tokens_details: optionalNullable(Schema.Struct({ reasoning_tokens: optionalNullable(Schema.Number) }))
+})
+
+/** @internal */
+export type Usage = typeof Usage.Type
+
+/** A content chunk as returned: `text`, `thinking` (reasoning) or anything else (ignored). @internal */
+export const ResponseContentChunk = Schema.Struct({
+  type: Schema.String,
+  text: optionalNullable(Schema.String),
+  thinking: optionalNullable(Schema.Union(
+    Schema.String,
+    Schema.Array(Schema.Struct({ type: Schema.String, text: optionalNullable(Schema.String) }))
+  ))
+})
+
+/** @internal */
+export type ResponseContentChunk = typeof ResponseContentChunk.Type
+
+const Content = optionalNullable(Schema.Union(Schema.String, Schema.Array(ResponseContentChunk)))
+
+const Arguments = Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
+/** A tool call, whole or as a fragment (OpenAI-style streams leave out or null every field but `index`). @internal */
+export const ResponseToolCall = Schema.Struct({
+  index: optionalNullable(Schema.Number),
+  id: optionalNullable(Schema.String),
+  type: optionalNullable(Schema.String),
+  function: optionalNullable(Schema.Struct({
+    name: optionalNullable(Schema.String),
+    arguments: optionalNullable(Arguments)
+  }))
+})
+
+/** @internal */
+export type ResponseToolCall = typeof ResponseToolCall.Type
+
+/** @internal */
+export const ResponseMessage = Schema.Struct({
+  role: optionalNullable(Schema.String),
+  content: Content,
+  tool_calls: optionalNullable(Schema.Array(ResponseToolCall)),
+  reasoning: optionalNullable(Schema.String),
+  reasoning_content: optionalNullable(Schema.String)
+})
+
+/** @internal */
+export type ResponseMessage = typeof ResponseMessage.Type
+
+const ErrorField = optionalNullable(Schema.Unknown)
+
+/** @internal */
+export const ChatCompletionResponse = Schema.Struct({
+  id: optionalNullable(Schema.String),
+  model: optionalNullable(Schema.String),
+  created: optionalNullable(Schema.Number),
+  choices: Schema.Array(Schema.Struct({
+    index: optionalNullable(Schema.Number),
+    message: ResponseMessage,
+    finish_reason: optionalNullable(Schema.String)
+  })),
+  usage: optionalNullable(Usage)
+})
+
+/** @internal */
+export type ChatCompletionResponse = typeof ChatCompletionResponse.Type
+
+/** @internal */
+export const ChatCompletionChunk = Schema.Struct({
+  id: optionalNullable(Schema.String),
+  model: optionalNullable(Schema.String),
+  created: optionalNullable(Schema.Number),
+  choices: optionalNullable(Schema.Array(Schema.Struct({
+    index: optionalNullable(Schema.Number),
+    delta: optionalNullable(ResponseMessage),
+    finish_reason: optionalNullable(Schema.String)
+  }))),
+  usage: optionalNullable(Usage),
+  /** vLLM and Ollama report failures inside the stream as `{"error": {...}}`. */
+  error: ErrorField
+})
+
+/** @internal */
+export type ChatCompletionChunk = typeof ChatCompletionChunk.Type

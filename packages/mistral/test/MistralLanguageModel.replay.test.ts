@@ -1,0 +1,256 @@
+/**
+ * A session recorded with other providers, replayed to Mistral: the request must pass every documented check
+ * (reference/mistral-wire.md §1.1, §1.3). The fake server runs in validating mode, so a broken rule would be a
+ * 400/422 there; each rule is also asserted on the recorded request.
+ */
+import { LanguageModel, Prompt } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as MistralClient from "../src/MistralClient.js"
+import * as FakeServer from "./fixtures/FakeServer.js"
+import * as Layers from "./fixtures/Layers.js"
+import * as MistralRules from "./fixtures/MistralRules.js"
+import * as Scripts from "./fixtures/Scripts.js"
+
+const OPENAI_ID = "call_8f3a9b2c1d4e5f6a7b8c9d0e"
+const ANTHROPIC_ID = "toolu_01A09q90qw90lq917835lq9"
+const OLLAMA_ID = "call_k3j2h1g0"
+const MISTRAL_ID = "D681PevKs"
+
+const result = (id: string, name: string, isFailure: boolean, value: unknown) =>
+  ({ type: "tool-result", id, name, isFailure, result: value, providerExecuted: false }) as const
+
+/** What a Parley session hands to the model on the turn after tool calls were settled. */
+const session = Prompt.make([
+  { role: "system", content: "You are Parley's assistant. Use tools when needed." },
+  { role: "user", content: [{ type: "text", text: "Book room A for Monday and tell me the weather." }] },
+  {
+    role: "assistant",
+    content: [
+      { type: "reasoning", text: "Need the calendar, a booking and the weather." },
+      { type: "text", text: "Let me check a few things." },
+      { type: "tool-call", id: OPENAI_ID, name: "calendar_lookup", params: { day: "monday" } },
+      { type: "tool-call", id: ANTHROPIC_ID, name: "book_room", params: { room: "A", day: "monday" } },
+      { type: "tool-call", id: OLLAMA_ID, name: "browser_geolocate", params: {} },
+      { type: "tool-call", id: MISTRAL_ID, name: "get_weather", params: { city: "Paris" } }
+    ]
+  },
+  {
+    role: "tool",
+    content: [
+      // Out of call order, as results settle in any order.
+      result(MISTRAL_ID, "get_weather", false, "Sunny, 21°C"),
+      result(OPENAI_ID, "calendar_lookup", false, { free: true }),
+      // An approval the user denied.
+      result(ANTHROPIC_ID, "book_room", true, { _tag: "ApprovalDenied", reason: "The user denied this action" }),
+      // A client-side tool that failed in the browser.
+      result(OLLAMA_ID, "browser_geolocate", true, { _tag: "ClientToolError", message: "Permission denied" })
+    ]
+  },
+  { role: "user", content: [{ type: "text", text: "Thanks. Which day is free, then?" }] }
+])
+
+const ID = /^[a-zA-Z0-9]{9}$/
+const NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+describe("MistralLanguageModel replayed session", () => {
+  it.scoped("produces a request that satisfies every Mistral rule", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "Monday is free." }, "stop"))
+      server.enqueue(Scripts.completion({ content: "Monday is free." }, "stop"))
+      const model = Layers.model(server, { model: "mistral-large-latest" })
+      const response = yield* LanguageModel.generateText({ prompt: session }).pipe(Effect.provide(model))
+      assert.strictEqual(response.text, "Monday is free.") // the validating server answered 200
+      const body = server.requests[0].body
+      const messages = body.messages
+
+      // Closed schema and every structural rule, as the fake server checks them.
+      assert.deepStrictEqual(MistralRules.validate(body), [])
+
+      const calls = messages[3].tool_calls ?? []
+      const ids = calls.map((call) => call.id)
+      const [calendarId, bookId, geoId, weatherId] = ids
+      assert.deepStrictEqual(messages, [
+        { role: "system", content: "You are Parley's assistant. Use tools when needed." },
+        { role: "user", content: "Book room A for Monday and tell me the weather." },
+        { role: "assistant", content: "Let me check a few things." },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [
+            {
+              id: calendarId,
+              type: "function",
+              function: { name: "calendar_lookup", arguments: "{\"day\":\"monday\"}" }
+            },
+            {
+              id: bookId,
+              type: "function",
+              function: { name: "book_room", arguments: "{\"room\":\"A\",\"day\":\"monday\"}" }
+            },
+            { id: geoId, type: "function", function: { name: "browser_geolocate", arguments: "{}" } },
+            { id: weatherId, type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } }
+          ]
+        },
+        { role: "tool", name: "calendar_lookup", tool_call_id: calendarId, content: "{\"free\":true}" },
+        {
+          role: "tool",
+          name: "book_room",
+          tool_call_id: bookId,
+          content: "{\"error\":{\"_tag\":\"ApprovalDenied\",\"reason\":\"The user denied this action\"}}"
+        },
+        {
+          role: "tool",
+          name: "browser_geolocate",
+          tool_call_id: geoId,
+          content: "{\"error\":{\"_tag\":\"ClientToolError\",\"message\":\"Permission denied\"}}"
+        },
+        { role: "tool", name: "get_weather", tool_call_id: weatherId, content: "Sunny, 21°C" },
+        { role: "assistant", content: "Tool results received." },
+        { role: "user", content: "Thanks. Which day is free, then?" }
+      ])
+
+      // Rule 1: ids are 9 alphanumerics; foreign ids are remapped, Mistral's own id is kept.
+      const toolMessageIds = messages.filter((m) => m.role === "tool").map((m) => m.tool_call_id ?? "")
+      for (const id of [...ids, ...toolMessageIds]) assert.match(id, ID)
+      assert.strictEqual(weatherId, MISTRAL_ID)
+      for (const original of [OPENAI_ID, ANTHROPIC_ID, OLLAMA_ID]) assert.notInclude(ids, original)
+      // …consistently between the assistant's tool_calls and the tool messages, and deterministically.
+      assert.deepStrictEqual(toolMessageIds, ids)
+      assert.strictEqual(new Set(ids).size, ids.length)
+      yield* LanguageModel.generateText({ prompt: session }).pipe(Effect.provide(model))
+      assert.deepStrictEqual(server.requests[1].body, body)
+
+      // Rule 2: function names.
+      for (const call of calls) assert.match(call.function.name, NAME)
+
+      // Rule 3: role order; in particular never `user` (or `system`) right after `tool`.
+      for (let i = 1; i < messages.length; i++) {
+        const previous = messages[i - 1].role
+        assert.isTrue(
+          MistralRules.NEXT_ROLES[previous].has(messages[i].role),
+          `${messages[i].role} after ${previous}`
+        )
+      }
+
+      // Rule 4: exactly one tool message per call, right after the assistant message, in call order.
+      const following = messages.slice(4, 4 + calls.length)
+      assert.deepStrictEqual(following.map((m) => m.role), calls.map(() => "tool"))
+      assert.strictEqual(messages[4 + calls.length].role, "assistant")
+
+      // Rule 5: the last message is `user` (or `tool`, or a prefix assistant).
+      assert.strictEqual(messages[messages.length - 1].role, "user")
+
+      // Rule 6: the assistant message carrying tool_calls has empty content; its text went just before it.
+      assert.strictEqual(messages[3].content, "")
+      assert.strictEqual(messages[2].content, "Let me check a few things.")
+
+      // Reasoning from another provider is not replayed (no `reasoning_content`, no thinking chunk).
+      assert.notInclude(server.requests[0].raw, "Need the calendar")
+    }))
+
+  it.scoped("repairs histories that would break a rule: missing, orphaned, misplaced and duplicate results", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(
+        Scripts.completion({ content: "ok" }, "stop"),
+        Scripts.completion({ content: "ok" }, "stop"),
+        Scripts.completion({ content: "ok" }, "stop")
+      )
+      const model = Layers.model(server)
+      const broken = Prompt.make([
+        { role: "user", content: [{ type: "text", text: "go" }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "tool-call", id: "chatcmpl-tool-1", name: "mcp.files/read", params: { path: "/a" } },
+            { type: "tool-call", id: "functions.search:1", name: "search", params: { q: "x" } }
+          ]
+        },
+        // The result of the first call arrives late, after an unrelated user message; a duplicate and an
+        // orphan are present; the second call never got a result.
+        { role: "user", content: [{ type: "text", text: "still there?" }] },
+        {
+          role: "tool",
+          content: [
+            result("chatcmpl-tool-1", "mcp.files/read", false, "file body"),
+            result("chatcmpl-tool-1", "mcp.files/read", false, "duplicate"),
+            result("orphan-id", "search", false, "no call")
+          ]
+        }
+      ])
+      yield* LanguageModel.generateText({ prompt: broken }).pipe(Effect.provide(model))
+      const messages = server.requests[0].body.messages
+      assert.deepStrictEqual(MistralRules.validate(server.requests[0].body), [])
+      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "tool", "tool", "assistant", "user"])
+      const calls = messages[1].tool_calls ?? []
+      assert.strictEqual(calls[0].function.name, "mcp_files_read")
+      assert.deepStrictEqual(messages[2], {
+        role: "tool",
+        name: "mcp_files_read",
+        tool_call_id: calls[0].id,
+        content: "file body"
+      })
+      assert.strictEqual(messages[3].tool_call_id, calls[1].id)
+      assert.include(String(messages[3].content), "No result was recorded")
+      assert.notInclude(server.requests[0].raw, "orphan")
+      assert.notInclude(server.requests[0].raw, "duplicate")
+
+      // Ending on tool results: no bridge, last role `tool`.
+      const endsWithTool = Prompt.make([
+        { role: "user", content: [{ type: "text", text: "weather?" }] },
+        { role: "assistant", content: [{ type: "tool-call", id: "call_1", name: "get_weather", params: {} }] },
+        { role: "tool", content: [result("call_1", "get_weather", false, "Sunny")] }
+      ])
+      yield* LanguageModel.generateText({ prompt: endsWithTool }).pipe(Effect.provide(model))
+      assert.deepStrictEqual(server.requests[1].body.messages.map((m) => m.role), ["user", "assistant", "tool"])
+
+      // Ending on an assistant message: sent as a prefix to continue.
+      const endsWithAssistant = Prompt.make([
+        { role: "user", content: [{ type: "text", text: "Write a poem" }] },
+        { role: "assistant", content: [{ type: "text", text: "Roses are" }] }
+      ])
+      yield* LanguageModel.generateText({ prompt: endsWithAssistant }).pipe(Effect.provide(model))
+      assert.deepStrictEqual(server.requests[2].body.messages.at(-1), {
+        role: "assistant",
+        content: "Roses are",
+        prefix: true
+      })
+    }))
+
+  it.scoped("the validating fake server rejects what Mistral rejects (so the checks above are meaningful)", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      const naive = {
+        model: "mistral-large-latest",
+        messages: [
+          { role: "user", content: "go" },
+          {
+            role: "assistant",
+            content: "calling",
+            tool_calls: [{ id: OPENAI_ID, type: "function", function: { name: "a.b", arguments: "{}" } }]
+          },
+          { role: "tool", tool_call_id: OPENAI_ID, content: "done" },
+          { role: "user", content: "next" },
+          { role: "assistant", content: "unfinished" }
+        ]
+      } as const
+      const send = (body: MistralClient.ChatCompletionRequest) =>
+        MistralClient.MistralClient.pipe(
+          Effect.flatMap((client) => client.createChatCompletion(body)),
+          Effect.flip,
+          Effect.provide(Layers.client(server, { retry: false }))
+        )
+      const extra = yield* send({ ...naive, stream_options: { include_usage: true } })
+      assert.strictEqual(extra._tag === "HttpResponseError" ? extra.response.status : 0, 422)
+      const invalid = yield* send(naive)
+      assert.strictEqual(invalid._tag === "HttpResponseError" ? invalid.response.status : 0, 400)
+      assert.include(invalid._tag === "HttpResponseError" ? invalid.body ?? "" : "", "\"code\":\"3280\"")
+      assert.deepStrictEqual(
+        [...new Set(MistralRules.validate(naive).map((violation) => violation.rule))].sort(),
+        ["assistant-content", "last-role", "name", "role-order", "tool-call-id"]
+      )
+      assert.deepStrictEqual(server.requests.length, 2)
+    }))
+})
