@@ -80,13 +80,14 @@ export const run = (broker: Broker, ctx: TurnContext): Effect.Effect<string, Mod
       }
       yield* append(broker.store, ctx.session, drafts)
       if (calls.length === 0) return text
-      // The loop's own fiber waits while the calls run: each call counts as a running fiber of the tree.
+      // The loop hands its running unit to the calls: each counts as a running fiber of the tree, and the last one
+      // to end hands the unit back to the loop (so the tree never looks blocked while the loop is about to go on).
       ctx.tree.active += calls.length - 1
-      yield* Effect.forEach(
-        calls,
-        (call) => ToolExecution.run(broker, ctx, call).pipe(Effect.ensuring(Callbacks.becameIdle(broker, ctx.tree))),
-        { concurrency: "unbounded", discard: true }
-      )
-      ctx.tree.active += 1
+      let remaining = calls.length
+      const finish = Effect.suspend(() => (--remaining > 0 ? Callbacks.becameIdle(broker, ctx.tree) : Effect.void))
+      yield* Effect.forEach(calls, (call) => ToolExecution.run(broker, ctx, call).pipe(Effect.ensuring(finish)), {
+        concurrency: "unbounded",
+        discard: true
+      })
     }
   })

@@ -1,5 +1,5 @@
 import type { Callback } from "@parley/core/Callback"
-import type { CallbackId } from "@parley/core/Ids"
+import type { CallbackId, TurnId } from "@parley/core/Ids"
 import { newCallbackId } from "@parley/core/Ids"
 import { CallbackOpened, CallbackResolved, TurnBlocked } from "@parley/core/TurnEvent"
 import type { Resolution } from "@parley/core/TurnEvent"
@@ -8,7 +8,8 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { Service as SessionStore } from "../SessionStore.js"
-import { append, appendUnlocked, locked } from "./log.js"
+import type { EventIds } from "./log.js"
+import { append, appendToTreeUnlocked, locked } from "./log.js"
 import type { Draft, Outcome, PendingCallback, SessionRuntime, Tree } from "./state.js"
 
 /** The callback broker: every open callback of every tree, and how the closed ones closed. */
@@ -20,32 +21,18 @@ export interface Broker {
 
 export const makeBroker = (store: SessionStore): Broker => ({ store, pending: new Map(), closed: new Map() })
 
-/** Appends a callback event to the asking session's log and, for a subagent, to the root's log too. */
-const appendCallbackEvent = (
-  broker: Broker,
-  pending: PendingCallback,
-  draft: (ids: { sessionId: SessionRuntime["session"]["sessionId"]; turnId: Callback["turnId"] }) => Draft
-) =>
-  Effect.gen(function*() {
-    yield* appendUnlocked(broker.store, pending.session, [
-      draft({ sessionId: pending.callback.sessionId, turnId: pending.callback.turnId })
-    ])
-    if (pending.session !== pending.tree.root) {
-      yield* append(broker.store, pending.tree.root, [
-        draft({ sessionId: pending.tree.root.session.sessionId, turnId: pending.tree.rootTurnId })
-      ])
-    }
-  })
+const appendCallbackEvent = (broker: Broker, pending: PendingCallback, draft: (ids: EventIds) => Draft) =>
+  appendToTreeUnlocked(broker.store, pending.session, pending.callback.turnId, draft)
 
 /** A fiber of the tree stopped running (it waits on a callback, or it ended): the tree may now be blocked. */
 export const becameIdle = (broker: Broker, tree: Tree): Effect.Effect<void> =>
   Effect.suspend(() => {
     tree.active -= 1
-    if (tree.active > 0 || tree.open.size === 0) return Effect.void
+    const turnId = tree.currentTurnId
+    if (tree.active > 0 || tree.open.size === 0 || turnId === undefined) return Effect.void
     const callbackIds = [...tree.open.keys()]
     return append(broker.store, tree.root, [
-      (meta) =>
-        new TurnBlocked({ sessionId: tree.root.session.sessionId, turnId: tree.rootTurnId, ...meta, callbackIds })
+      (meta) => new TurnBlocked({ sessionId: tree.root.session.sessionId, turnId, ...meta, callbackIds })
     ]).pipe(Effect.asVoid)
   })
 
@@ -76,7 +63,8 @@ export const open = (
       session: options.session,
       tree: options.tree,
       deferred,
-      success: options.success
+      success: options.success,
+      waiting: true
     }
     yield* locked(
       options.session,
@@ -92,15 +80,37 @@ export const open = (
     )
     yield* becameIdle(broker, options.tree)
     const wait = Deferred.await(deferred)
-    if (options.timeout === undefined) return yield* wait
-    return yield* Effect.raceFirst(
+    const waitOrExpire = options.timeout === undefined ? wait : Effect.raceFirst(
       wait,
       Effect.sleep(options.timeout).pipe(
         Effect.zipRight(resolve(broker, id, { _tag: "expired" })),
         Effect.zipRight(wait)
       )
     )
+    return yield* Effect.ensuring(waitOrExpire, Effect.sync(() => reactivate(pending)))
   })
+
+/** The fiber waiting on `pending` counts as running again (once: at resolution, or when it stops waiting). */
+const reactivate = (pending: PendingCallback) => {
+  if (!pending.waiting) return
+  pending.waiting = false
+  pending.tree.active += 1
+}
+
+/** Runs `effect` as a running fiber of the tree. */
+export const working = <A, E, R>(broker: Broker, tree: Tree, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    tree.active += 1
+    return Effect.ensuring(effect, becameIdle(broker, tree))
+  })
+
+/** Runs `effect` while the fiber waits on others of the tree (it does not count as running meanwhile). */
+export const idleWhile = <A, E, R>(
+  broker: Broker,
+  tree: Tree,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.zipRight(becameIdle(broker, tree), Effect.ensuring(effect, Effect.sync(() => tree.active += 1)))
 
 const resolutionOf = (outcome: Outcome): Resolution => outcome._tag
 
@@ -120,7 +130,7 @@ export const resolve = (broker: Broker, id: CallbackId, outcome: Outcome): Effec
         broker.pending.delete(id)
         pending.tree.open.delete(id)
         broker.closed.set(id, resolutionOf(outcome))
-        if (outcome._tag === "answered" || outcome._tag === "expired") pending.tree.active += 1
+        reactivate(pending)
         const answer = outcome._tag === "answered" ? outcome.answer : undefined
         yield* appendCallbackEvent(
           broker,
@@ -134,8 +144,29 @@ export const resolve = (broker: Broker, id: CallbackId, outcome: Outcome): Effec
     )
   })
 
-/** Closes every callback still open in a tree (the turn ended or was cancelled). */
-export const resolveAll = (broker: Broker, tree: Tree, outcome: Outcome): Effect.Effect<void> =>
-  Effect.forEach([...tree.open.keys()], (id) => resolve(broker, id, outcome), { discard: true })
+/** Closes the callbacks still open in the given sessions (their turns ended or were cancelled). */
+export const resolveAll = (
+  broker: Broker,
+  sessions: ReadonlyArray<SessionRuntime>,
+  outcome: Outcome
+): Effect.Effect<void> =>
+  Effect.forEach(
+    [...broker.pending.values()].filter((pending) => sessions.includes(pending.session)),
+    (pending) => resolve(broker, pending.callback.id, outcome),
+    { discard: true }
+  )
+
+/**
+ * A new root turn lists the callbacks its tree still has open (subagents of earlier turns): they are filed again
+ * under it, so its handlers and `Blocked` see them.
+ */
+export const adopt = (broker: Broker, tree: Tree, turnId: TurnId): Effect.Effect<void> =>
+  append(
+    broker.store,
+    tree.root,
+    [...tree.open.values()].filter((pending) => pending.session !== tree.root).map((pending) => (meta) =>
+      new CallbackOpened({ sessionId: tree.root.session.sessionId, turnId, ...meta, callback: pending.callback })
+    )
+  ).pipe(Effect.asVoid)
 
 export const defaultTimeout = Duration.hours(1)

@@ -1,8 +1,9 @@
 import type { AgentSpec } from "@parley/core/AgentSpec"
-import { hasSubagentTools } from "@parley/core/AgentSpec"
+import { AgentSpec as AgentSpecSchema, hasSubagentTools } from "@parley/core/AgentSpec"
 import * as Answer from "@parley/core/Answer"
 import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import { newSessionId, newTurnId } from "@parley/core/Ids"
+import type { PolicyInvalid } from "@parley/core/ParleyError"
 import {
   AgentInvalid,
   CallbackAlreadyAnswered,
@@ -10,29 +11,32 @@ import {
   SessionNotFound,
   TurnNotFound
 } from "@parley/core/ParleyError"
-import type { ParleyError } from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
 import { SessionInfo, TurnRef } from "@parley/core/Transport"
-import { TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
+import { SubagentEnded, SubagentStarted, TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
 import { Cancelled, Completed, Failed } from "@parley/core/TurnState"
 import type { Final } from "@parley/core/TurnState"
 import * as Policy from "@parley/policy/PermissionPolicy"
 import * as PolicyWarning from "@parley/policy/PolicyWarning"
 import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Connectors from "../Connectors.js"
 import type * as Models from "../Models.js"
 import type * as SessionStore from "../SessionStore.js"
 import * as AgentLoop from "./agentLoop.js"
+import * as Builtins from "./builtins.js"
 import * as Callbacks from "./callbacks.js"
 import { checkClientToolResult } from "./jsonSchema.js"
-import { append } from "./log.js"
-import type { ResolvedTool, RunningTurn, SessionRuntime, Tree } from "./state.js"
+import { append, appendToTree } from "./log.js"
+import type { ResolvedTool, RunningTurn, SessionRuntime, Subagents, Tree } from "./state.js"
 
 const invalid = (agent: AgentSpec, issues: ReadonlyArray<string>) =>
   new AgentInvalid({ module: "Engine", method: "createSession", agent: agent.name, issues })
@@ -44,10 +48,11 @@ const resolveTools = (
 ): Effect.Effect<ReadonlyMap<string, ResolvedTool>, AgentInvalid> => {
   const tools = new Map<string, ResolvedTool>()
   const issues: Array<string> = []
-  for (const spec of agent.tools) {
-    if (tools.has(spec.name)) issues.push(`two tools are named ${spec.name}`)
-    tools.set(spec.name, { _tag: "client", spec })
+  const add = (name: string, tool: ResolvedTool) => {
+    if (tools.has(name)) issues.push(`two tools are named ${name}`)
+    tools.set(name, tool)
   }
+  for (const spec of agent.tools) add(spec.name, { _tag: "client", spec })
   for (const source of agent.connectors) {
     const connector = connectors.get(source)
     if (Option.isNone(connector)) {
@@ -55,13 +60,35 @@ const resolveTools = (
       continue
     }
     for (const tool of connector.value.tools) {
-      const name = `${source}_${tool.spec.name}`
-      if (tools.has(name)) issues.push(`two tools are named ${name}`)
-      tools.set(name, { _tag: "connector", spec: tool.spec, connector: connector.value, run: tool.run })
+      add(`${source}_${tool.spec.name}`, {
+        _tag: "connector",
+        spec: tool.spec,
+        connector: connector.value,
+        run: tool.run
+      })
+    }
+  }
+  if (hasSubagentTools(agent) && agent.subagents.length > 0) {
+    for (const spec of Builtins.specs(agent)) {
+      add(spec.name, { _tag: "builtin", spec, builtin: spec.builtin as "spawn" | "message" | "wait" | "interrupt" })
     }
   }
   return issues.length > 0 ? Effect.fail(invalid(agent, issues)) : Effect.succeed(tools)
 }
+
+/** A subagent without a model or a policy of its own uses its parent's. */
+const childSpec = (parent: AgentSpec, child: AgentSpec): AgentSpec => ({
+  ...child,
+  model: child.model ?? parent.model,
+  ...(child.permissions ?? parent.permissions) === undefined
+    ? {}
+    : { permissions: child.permissions ?? parent.permissions }
+})
+
+const descendants = (session: SessionRuntime): ReadonlyArray<SessionRuntime> => [
+  session,
+  ...session.children.flatMap(descendants)
+]
 
 export const make = (
   store: SessionStore.Service,
@@ -89,21 +116,27 @@ export const make = (
         createdAt: session.session.createdAt
       })
 
-    const createSession = (agent: AgentSpec) =>
+    /** Checks a definition (and its subagents') before anything runs. */
+    const validate = (agent: AgentSpec): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
       Effect.gen(function*() {
+        yield* Schema.validate(AgentSpecSchema)(agent).pipe(
+          Effect.mapError((error) => invalid(agent, [ParseResult.TreeFormatter.formatErrorSync(error)]))
+        )
         if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions)
         yield* resolveTools(agent, connectors)
         yield* models.resolve(agent)
         if (agent.permissions !== undefined) {
           const warnings = PolicyWarning.check(agent.permissions, {
             agent: agent.name,
-            hasSubagents: hasSubagentTools(agent)
+            hasSubagents: hasSubagentTools(agent) && agent.subagents.length > 0
           })
           yield* Effect.forEach(warnings, (warning) => Effect.logWarning(PolicyWarning.message(warning)))
         }
-        const sessionId = yield* newSessionId
-        const createdAt = yield* DateTime.now
-        const stored: SessionStore.StoredSession = { sessionId, agent, parent: undefined, createdAt }
+        yield* Effect.forEach(agent.subagents, (child) => validate(childSpec(agent, child)), { discard: true })
+      })
+
+    const register = (stored: SessionStore.StoredSession, tree: Tree | undefined) =>
+      Effect.gen(function*() {
         yield* store.createSession(stored)
         const session: SessionRuntime = {
           session: stored,
@@ -111,52 +144,206 @@ export const make = (
           turnLock: yield* Effect.makeSemaphore(1),
           nextSeq: 0,
           connected: new Set(),
-          current: undefined
+          tree: tree ??
+            { root: undefined as unknown as SessionRuntime, currentTurnId: undefined, active: 0, open: new Map() },
+          turns: [],
+          children: [],
+          last: undefined
         }
-        sessions.set(sessionId, session)
-        return info(session)
+        if (tree === undefined) session.tree.root = session
+        sessions.set(stored.sessionId, session)
+        return session
       })
 
-    const endTurn = (session: SessionRuntime, turnId: TurnId, tree: Tree, state: Final) =>
+    const createSession = (agent: AgentSpec) =>
       Effect.gen(function*() {
-        yield* Callbacks.resolveAll(broker, tree, { _tag: state._tag === "Cancelled" ? "cancelled" : "turn_ended" })
+        yield* validate(agent)
+        const stored: SessionStore.StoredSession = {
+          sessionId: yield* newSessionId,
+          agent,
+          parent: undefined,
+          createdAt: yield* DateTime.now
+        }
+        return info(yield* register(stored, undefined))
+      })
+
+    const endTurn = (session: SessionRuntime, running: RunningTurn, state: Final) =>
+      Effect.gen(function*() {
+        if (yield* Deferred.isDone(running.done)) return
+        const tree = session.tree
+        yield* Callbacks.resolveAll(broker, [session], {
+          _tag: state._tag === "Cancelled" ? "cancelled" : "turn_ended"
+        })
         yield* append(store, session, [
-          (meta) => new TurnEnded({ sessionId: session.session.sessionId, turnId, ...meta, state })
+          (meta) => new TurnEnded({ sessionId: session.session.sessionId, turnId: running.turnId, ...meta, state })
         ])
-        session.current = undefined
+        const parent = session.session.parent === undefined ? undefined : sessions.get(session.session.parent.sessionId)
+        if (parent !== undefined) {
+          yield* appendToTree(
+            store,
+            parent,
+            parent.turns[0]?.turnId ?? session.session.parent!.turnId,
+            (ids) => (meta) =>
+              new SubagentEnded({
+                ...ids,
+                ...meta,
+                childSessionId: session.session.sessionId,
+                childTurnId: running.turnId,
+                state
+              })
+          )
+        }
+        if (session === tree.root && tree.currentTurnId === running.turnId) tree.currentTurnId = undefined
+        const index = session.turns.indexOf(running)
+        if (index >= 0) session.turns.splice(index, 1)
+        session.last = state
+        yield* Deferred.succeed(running.done, state)
+      }).pipe(Effect.uninterruptible)
+
+    const subagents: Subagents = {
+      spawn: (parent, parentTurnId, name, task) =>
+        Effect.gen(function*() {
+          const declared = parent.session.agent.subagents.find((subagent) => subagent.name === name)
+          if (declared === undefined) {
+            const known = parent.session.agent.subagents.map((subagent) => subagent.name).join(", ")
+            return yield* Effect.fail(`There is no subagent named ${name} (declared: ${known}).`)
+          }
+          const child = yield* register({
+            sessionId: yield* newSessionId,
+            agent: childSpec(parent.session.agent, declared),
+            parent: { sessionId: parent.session.sessionId, turnId: parentTurnId },
+            createdAt: yield* DateTime.now
+          }, parent.tree)
+          parent.children.push(child)
+          const running = yield* startTurn(child, task, true, (childTurnId) =>
+            appendToTree(store, parent, parentTurnId, (ids) => (meta) =>
+              new SubagentStarted({
+                ...ids,
+                ...meta,
+                childSessionId: child.session.sessionId,
+                childTurnId,
+                agent: name,
+                task
+              })))
+          return { sessionId: child.session.sessionId, turnId: running.turnId, agent: name, status: "started" }
+        }),
+      message: (parent, sessionId, message) =>
+        Effect.gen(function*() {
+          const child = yield* childOf(parent, sessionId)
+          const running = yield* startTurn(child, message, child.turns.length === 0, () => Effect.void)
+          return { sessionId, turnId: running.turnId, status: "message sent" }
+        }),
+      wait: (parent, sessionIds) =>
+        Effect.gen(function*() {
+          const targets = sessionIds === undefined
+            ? parent.children
+            : yield* Effect.forEach(sessionIds, (id) => childOf(parent, id))
+          const states = yield* Callbacks.idleWhile(
+            broker,
+            parent.tree,
+            Effect.forEach(targets, (child) => {
+              const pending = child.turns[child.turns.length - 1]
+              return pending === undefined ? Effect.succeed(child.last) : Deferred.await(pending.done)
+            }, { concurrency: "unbounded" })
+          )
+          return targets.map((child, i) => {
+            const state = states[i]
+            return {
+              sessionId: child.session.sessionId,
+              agent: child.session.agent.name,
+              state: state?._tag ?? "NotStarted",
+              ...(state?._tag === "Completed" ? { text: state.text } : {}),
+              ...(state?._tag === "Failed" ? { error: state.error.message } : {})
+            }
+          })
+        }),
+      interrupt: (parent, sessionId) =>
+        Effect.gen(function*() {
+          const child = yield* childOf(parent, sessionId)
+          yield* cancelTree(child)
+          return { sessionId, status: "interrupted" }
+        })
+    }
+
+    const childOf = (parent: SessionRuntime, sessionId: string) =>
+      Effect.suspend(() => {
+        const child = parent.children.find((candidate) => candidate.session.sessionId === sessionId)
+        return child === undefined
+          ? Effect.fail(`There is no subagent session ${sessionId} started by this agent.`)
+          : Effect.succeed(child)
       })
 
-    const runTurn = (session: SessionRuntime, turnId: TurnId, input: string, running: RunningTurn) =>
-      Effect.gen(function*() {
-        const sessionId = session.session.sessionId
-        session.current = running
+    const runTurn = (session: SessionRuntime, running: RunningTurn, input: string, counted: boolean) => {
+      const tree = session.tree
+      const sessionId = session.session.sessionId
+      const turnId = running.turnId
+      const body = Effect.gen(function*() {
+        if (session === tree.root) tree.currentTurnId = turnId
         yield* append(store, session, [(meta) => new TurnStarted({ sessionId, turnId, ...meta, input })])
+        if (session === tree.root) yield* Callbacks.adopt(broker, tree, turnId)
         const outcome = yield* Effect.gen(function*() {
           const model = yield* models.resolve(session.session.agent)
           const tools = yield* resolveTools(session.session.agent, connectors)
-          return yield* AgentLoop.run(broker, { session, turnId, tree: running.tree, model, tools })
+          return yield* AgentLoop.run(broker, { session, turnId, tree, model, tools, subagents })
         }).pipe(Effect.either)
         const state: Final = outcome._tag === "Right"
           ? new Completed({ sessionId, turnId, text: outcome.right })
-          : new Failed({ sessionId, turnId, error: outcome.left as ParleyError })
-        yield* endTurn(session, turnId, running.tree, state)
-      }).pipe(session.turnLock.withPermits(1))
+          : new Failed({ sessionId, turnId, error: outcome.left })
+        yield* endTurn(session, running, state)
+      })
+      const counting = counted
+        ? Effect.ensuring(body, Callbacks.becameIdle(broker, tree))
+        : Callbacks.working(broker, tree, body)
+      return session.turnLock.withPermits(1)(counting)
+    }
+
+    /** Queues a turn of the session. A `counted` turn counts as running in the tree from now on. */
+    const startTurn = (
+      session: SessionRuntime,
+      input: string,
+      counted: boolean,
+      before: (turnId: TurnId) => Effect.Effect<void>
+    ) =>
+      Effect.gen(function*() {
+        const turnId = yield* newTurnId
+        const running: RunningTurn = { turnId, done: yield* Deferred.make<Final>(), fiber: undefined }
+        session.turns.push(running)
+        if (counted) session.tree.active += 1
+        yield* before(turnId)
+        running.fiber = yield* FiberSet.run(fibers, runTurn(session, running, input, counted))
+        return running
+      })
 
     const sendMessage = (sessionId: SessionId, input: string) =>
       Effect.gen(function*() {
         const session = yield* sessionOf(sessionId, "sendMessage")
-        const turnId = yield* newTurnId
         const cursor = session.nextSeq
-        const tree: Tree = { root: session, rootTurnId: turnId, active: 1, open: new Map() }
-        const running: RunningTurn = { turnId, tree, fiber: undefined }
-        running.fiber = yield* FiberSet.run(fibers, runTurn(session, turnId, input, running))
-        return new TurnRef({ sessionId, turnId, cursor })
+        const running = yield* startTurn(session, input, false, () => Effect.void)
+        return new TurnRef({ sessionId, turnId: running.turnId, cursor })
+      })
+
+    /** Cancels a session and every subagent under it. */
+    const cancelTree = (session: SessionRuntime) =>
+      Effect.gen(function*() {
+        const all = descendants(session)
+        const running = all.flatMap((member) => member.turns.map((turn) => ({ member, turn })))
+        yield* Effect.forEach(running, ({ turn }) =>
+          turn.fiber === undefined ? Effect.void : Fiber.interrupt(turn.fiber), {
+          discard: true
+        })
+        yield* Callbacks.resolveAll(broker, all, { _tag: "cancelled" })
+        yield* Effect.forEach(running, ({ member, turn }) =>
+          endTurn(member, turn, new Cancelled({ sessionId: member.session.sessionId, turnId: turn.turnId })), {
+          discard: true
+        })
       })
 
     const findTurn = (session: SessionRuntime, turnId: TurnId, method: string) =>
       store.read(session.session.sessionId, 0).pipe(
         Effect.flatMap((events) => {
-          const started = events.find((event) => event._tag === "TurnStarted" && event.turnId === turnId)
+          const started = events.find((event) =>
+            event._tag === "TurnStarted" && event.turnId === turnId
+          )
           return started === undefined
             ? Effect.fail(new TurnNotFound({ module: "Engine", method, sessionId: session.session.sessionId, turnId }))
             : Effect.succeed(started)
@@ -167,8 +354,15 @@ export const make = (
       Effect.gen(function*() {
         const session = yield* sessionOf(sessionId, "openCallbacks")
         yield* findTurn(session, turnId, "openCallbacks")
-        const tree = session.current?.turnId === turnId ? session.current.tree : undefined
-        return tree === undefined ? [] : [...tree.open.values()].map((pending) => pending.callback)
+        const tree = session.tree
+        const pending = session === tree.root && tree.currentTurnId === turnId
+          ? [...tree.open.values()]
+          : [...tree.open.values()].filter((p) =>
+            p.session === session && p.callback.turnId === turnId
+          )
+        return pending.map((p) =>
+          p.callback
+        )
       })
 
     const answer = (request: Transport.AnswerRequest) =>
@@ -178,19 +372,20 @@ export const make = (
         const pending = broker.pending.get(request.callbackId)
         const notOpen = (description: string) =>
           new CallbackNotOpen({ module: "Turn", method: "answer", callbackId: request.callbackId, description })
+        const alreadyAnswered = new CallbackAlreadyAnswered({
+          module: "Turn",
+          method: "answer",
+          callbackId: request.callbackId
+        })
         if (pending === undefined) {
           const closed = broker.closed.get(request.callbackId)
           if (closed === "answered") {
-            return yield* new CallbackAlreadyAnswered({
-              module: "Turn",
-              method: "answer",
-              callbackId: request.callbackId
-            })
+            return yield* alreadyAnswered
           }
           return yield* notOpen(closed === undefined ? "no such callback" : `it was resolved ${closed}`)
         }
-        if (pending.tree.root !== session || pending.tree.rootTurnId !== request.turnId) {
-          return yield* notOpen(`it belongs to turn ${pending.tree.rootTurnId} of another tree`)
+        if (pending.tree.root !== session && pending.session !== session) {
+          return yield* notOpen(`it belongs to another session's tree`)
         }
         yield* Answer.validate(pending.callback, request.answer)
         if (request.answer._tag === "ClientToolResult") {
@@ -201,28 +396,14 @@ export const make = (
           answer: request.answer
         })
         if (!won) {
-          return yield* new CallbackAlreadyAnswered({
-            module: "Turn",
-            method: "answer",
-            callbackId: request.callbackId
-          })
-        }
-      })
-
-    const cancel = (sessionId: SessionId) =>
-      Effect.gen(function*() {
-        const session = yield* sessionOf(sessionId, "cancel")
-        const running = session.current
-        if (running === undefined) return
-        if (running.fiber !== undefined) yield* Fiber.interrupt(running.fiber)
-        if (session.current === running) {
-          yield* endTurn(session, running.turnId, running.tree, new Cancelled({ sessionId, turnId: running.turnId }))
+          return yield* alreadyAnswered
         }
       })
 
     const service: Transport.Service = {
       createSession,
-      getSession: (sessionId) => Effect.map(sessionOf(sessionId, "getSession"), info),
+      getSession: (sessionId) =>
+        Effect.map(sessionOf(sessionId, "getSession"), info),
       getTurn: (sessionId, turnId) =>
         sessionOf(sessionId, "getTurn").pipe(
           Effect.flatMap((session) => findTurn(session, turnId, "getTurn")),
@@ -233,7 +414,7 @@ export const make = (
         Stream.unwrap(Effect.map(sessionOf(sessionId, "events"), () => store.tail(sessionId, from))),
       openCallbacks,
       answer,
-      cancel
+      cancel: (sessionId) => Effect.flatMap(sessionOf(sessionId, "cancel"), cancelTree)
     }
     return service
   })

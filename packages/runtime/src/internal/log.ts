@@ -1,4 +1,4 @@
-import type { SessionId } from "@parley/core/Ids"
+import type { SessionId, TurnId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -34,3 +34,34 @@ export const append = (
 ): Effect.Effect<ReadonlyArray<TurnEvent>> => locked(session, appendUnlocked(store, session, drafts))
 
 export const sessionIdOf = (session: SessionRuntime): SessionId => session.session.sessionId
+
+/** Event ids: the session and turn an event is filed under. */
+export interface EventIds {
+  readonly sessionId: SessionId
+  readonly turnId: TurnId
+}
+
+/**
+ * Appends an event that the whole tree must see (callbacks, subagents): to the session's own log and, for a
+ * subagent, to the root's log under the running root turn. The caller holds the session's lock.
+ */
+export const appendToTreeUnlocked = (
+  store: SessionStore,
+  session: SessionRuntime,
+  turnId: TurnId,
+  draft: (ids: EventIds) => Draft
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    yield* appendUnlocked(store, session, [draft({ sessionId: session.session.sessionId, turnId })])
+    const tree = session.tree
+    if (session !== tree.root && tree.currentTurnId !== undefined) {
+      yield* append(store, tree.root, [draft({ sessionId: tree.root.session.sessionId, turnId: tree.currentTurnId })])
+    }
+  })
+
+export const appendToTree = (
+  store: SessionStore,
+  session: SessionRuntime,
+  turnId: TurnId,
+  draft: (ids: EventIds) => Draft
+): Effect.Effect<void> => locked(session, appendToTreeUnlocked(store, session, turnId, draft))

@@ -61,6 +61,8 @@ const ref = (tool: ResolvedTool) =>
 const authorize = (broker: Broker, ctx: TurnContext, tool: ResolvedTool, call: ToolCall) =>
   Effect.gen(function*() {
     const spec = ctx.session.session.agent
+    // Of the subagent tools, only agents.spawn asks: the others act on subagents already approved.
+    if (tool._tag === "builtin" && tool.builtin !== "spawn") return undefined
     const evaluation = Policy.evaluate(spec.permissions ?? allowAll, tool.spec.id)
     if (evaluation.decision === "allow") return undefined
     if (evaluation.decision === "deny") {
@@ -144,6 +146,36 @@ const runConnectorTool = (
     )
   })
 
+const stringParam = (params: unknown, key: string): string | undefined => {
+  const value = typeof params === "object" && params !== null ? (params as Record<string, unknown>)[key] : undefined
+  return typeof value === "string" ? value : undefined
+}
+
+const runBuiltin = (ctx: TurnContext, tool: Extract<ResolvedTool, { _tag: "builtin" }>, call: ToolCall) => {
+  const params = call.params
+  const ids = typeof params === "object" && params !== null
+    ? (params as Record<string, unknown>)["sessionIds"]
+    : undefined
+  const required = (key: string, use: (value: string) => Effect.Effect<unknown, string>) => {
+    const value = stringParam(params, key)
+    return value === undefined ? Effect.fail(`${tool.spec.name} needs a "${key}" string.`) : use(value)
+  }
+  const effect: Effect.Effect<unknown, string> = tool.builtin === "spawn"
+    ? required(
+      "agent",
+      (agent) => required("task", (task) => ctx.subagents.spawn(ctx.session, ctx.turnId, agent, task))
+    )
+    : tool.builtin === "message"
+    ? required("sessionId", (id) => required("message", (message) => ctx.subagents.message(ctx.session, id, message)))
+    : tool.builtin === "wait"
+    ? ctx.subagents.wait(
+      ctx.session,
+      Array.isArray(ids) ? ids.filter((id): id is string => typeof id === "string") : undefined
+    )
+    : required("sessionId", (id) => ctx.subagents.interrupt(ctx.session, id))
+  return Effect.match(effect, { onFailure: failure, onSuccess: (result): Result => ({ isFailure: false, result }) })
+}
+
 /** Runs one tool call of the model: policy, approval, then the tool; appends its `ToolCallCompleted`. */
 export const run = (broker: Broker, ctx: TurnContext, call: ToolCall): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -153,6 +185,8 @@ export const run = (broker: Broker, ctx: TurnContext, call: ToolCall): Effect.Ef
       : (yield* authorize(broker, ctx, tool, call)) ??
         (tool._tag === "client"
           ? yield* runClientTool(broker, ctx, tool, call)
+          : tool._tag === "builtin"
+          ? yield* runBuiltin(ctx, tool, call)
           : yield* runConnectorTool(broker, ctx, tool, call))
     yield* append(broker.store, ctx.session, [
       (meta) =>
