@@ -30,7 +30,7 @@ import * as Ids from "./Ids.js"
 import type { AgentInvalid, InvalidId, PolicyInvalid, SessionNotFound, TransportFailure } from "./ParleyError.js"
 import { PermissionPolicy } from "./Permissions.js"
 import * as Session from "./Session.js"
-import type { ToolSpec } from "./ToolSpec.js"
+import { ToolSpec } from "./ToolSpec.js"
 import { Transport } from "./Transport.js"
 import type * as Turn from "./Turn.js"
 import type { TurnState } from "./TurnState.js"
@@ -44,7 +44,7 @@ import type { TurnState } from "./TurnState.js"
  */
 export type ToolLike = ToolSpec | {
   readonly spec: ToolSpec
-  readonly handler?: CallbackHandler.Service | undefined
+  readonly callbackHandler?: CallbackHandler.Service | undefined
 }
 
 /**
@@ -76,8 +76,8 @@ export interface Options {
   readonly timeouts?: AgentSpec.CallbackTimeouts | undefined
 }
 
-const specOf = (tool: ToolLike): ToolSpec => ("spec" in tool && !("id" in tool) ? tool.spec : tool as ToolSpec)
-const handlerOf = (tool: ToolLike) => ("handler" in tool && !("id" in tool) ? tool.handler : undefined)
+const specOf = (tool: ToolLike): ToolSpec => (tool instanceof ToolSpec ? tool : tool.spec)
+const handlerOf = (tool: ToolLike) => (tool instanceof ToolSpec ? undefined : tool.callbackHandler)
 
 /**
  * Defines an agent. Nothing runs: the definition is checked when a session starts.

@@ -165,6 +165,11 @@ export interface ClientTool<
   readonly failure: Failure
   readonly annotations: ToolAnnotations.ToolAnnotations
   /**
+   * The tool's serialisable description, for `Agent.make({ tools })`. The name is checked when a session starts
+   * (or up front with `toSpec`).
+   */
+  readonly spec: ToolSpec.ToolSpec
+  /**
    * Whether `callback` is a call of this tool (its `request.tool.id` is this tool's id).
    */
   called(callback: Callback.Callback): callback is Callback.OpenClientToolCall
@@ -314,7 +319,7 @@ export const make = <
 >(name: Name, options: Options<P, S, F>): ClientTool<Name, ParametersOf<P>, S, F> => {
   const input: ParametersInput = options.parameters ?? {}
   const parameters = Schema.isSchema(input) ? input : Schema.Struct(input)
-  return Object.assign(Object.create(Proto), {
+  const tool = Object.assign(Object.create(Proto), {
     name,
     id: `client.${name}`,
     description: options.description,
@@ -323,6 +328,7 @@ export const make = <
     failure: options.failure ?? Schema.String,
     annotations: ToolAnnotations.make(options.annotations)
   })
+  return Object.assign(tool, { spec: specOf(tool) })
 }
 
 /**
@@ -380,16 +386,18 @@ export const jsonSchema = (schema: Schema.Schema.All): ToolSpec.JsonSchema => {
  * @category Utils
  */
 export const toSpec = (tool: Any): Effect.Effect<ToolSpec.ToolSpec, InvalidId> =>
-  Effect.map(checkedId(tool, "toSpec"), (id) =>
-    new ToolSpec.ToolSpec({
-      id,
-      name: tool.name,
-      description: tool.description,
-      parameters: jsonSchema(tool.parameters),
-      success: jsonSchema(tool.success),
-      failure: jsonSchema(tool.failure),
-      annotations: tool.annotations
-    }))
+  Effect.as(checkedId(tool, "toSpec"), specOf(tool))
+
+const specOf = (tool: Omit<Any, "spec">): ToolSpec.ToolSpec =>
+  new ToolSpec.ToolSpec({
+    id: tool.id as ToolSpec.ToolSpec["id"],
+    name: tool.name,
+    description: tool.description,
+    parameters: jsonSchema(tool.parameters),
+    success: jsonSchema(tool.success),
+    failure: jsonSchema(tool.failure),
+    annotations: tool.annotations
+  }, true)
 
 // =============================================================================
 // Answering

@@ -58,6 +58,8 @@ export interface Tool<
     params: Schema.Schema.Type<Parameters>,
     callback: Callback.OpenClientToolCall
   ): ClientTool.HandlerResult<Schema.Schema.Type<Success>, Schema.Schema.Type<Failure>>
+  /** Answers this tool's calls with `handler`: an agent carrying the tool answers them whenever a run waits. */
+  readonly callbackHandler: CallbackHandler.Service
 }
 
 /**
@@ -91,7 +93,15 @@ export const make = <
     Schema.Schema.Type<S>,
     Schema.Schema.Type<F>
   >
-): Tool<Name, ClientTool.ParametersOf<P>, S, F> => Object.assign(ClientTool.make(name, options), { handler })
+): Tool<Name, ClientTool.ParametersOf<P>, S, F> => {
+  const tool = ClientTool.make(name, options)
+  return Object.assign(tool, {
+    handler,
+    callbackHandler: CallbackHandler.make({
+      clientTool: ClientTool.answers(ClientTool.answer(tool, handler))
+    })
+  })
+}
 
 /**
  * The handler record that answers the calls of these tools by running their handlers (through `ClientTool.run`:
