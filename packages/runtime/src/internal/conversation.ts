@@ -12,7 +12,12 @@ export const fromLog = (instructions: string, events: ReadonlyArray<TurnEvent>):
   let tool: Array<Prompt.ToolMessagePart> | undefined
   const flush = () => {
     if (assistant !== undefined) messages.push(Prompt.assistantMessage({ content: assistant }))
-    if (tool !== undefined) messages.push(Prompt.toolMessage({ content: tool }))
+    if (tool !== undefined) {
+      // Results are logged as calls finish; the model gets them in the order of its calls.
+      const order = (assistant ?? []).flatMap((part) => (part.type === "tool-call" ? [part.id] : []))
+      tool.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
+      messages.push(Prompt.toolMessage({ content: tool }))
+    }
     assistant = undefined
     tool = undefined
   }

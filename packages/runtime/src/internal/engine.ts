@@ -355,11 +355,12 @@ export const make = (
         const session = yield* sessionOf(sessionId, "openCallbacks")
         yield* findTurn(session, turnId, "openCallbacks")
         const tree = session.tree
-        const pending = session === tree.root && tree.currentTurnId === turnId
-          ? [...tree.open.values()]
-          : [...tree.open.values()].filter((p) =>
-            p.session === session && p.callback.turnId === turnId
-          )
+        // A root turn lists its whole tree (subagents outlive turns); a subagent's turn lists its own.
+        const pending = [...tree.open.values()].filter((p) =>
+          session === tree.root
+            ? p.session !== session || p.callback.turnId === turnId
+            : p.session === session && p.callback.turnId === turnId
+        )
         return pending.map((p) =>
           p.callback
         )
@@ -406,7 +407,9 @@ export const make = (
         Effect.map(sessionOf(sessionId, "getSession"), info),
       getTurn: (sessionId, turnId) =>
         sessionOf(sessionId, "getTurn").pipe(
-          Effect.flatMap((session) => findTurn(session, turnId, "getTurn")),
+          Effect.flatMap((session) =>
+            findTurn(session, turnId, "getTurn")
+          ),
           Effect.map((started) => new TurnRef({ sessionId, turnId, cursor: started.seq }))
         ),
       sendMessage,
