@@ -3,14 +3,8 @@ import { AgentSpec as AgentSpecSchema, hasSubagentTools } from "@parley/core/Age
 import * as Answer from "@parley/core/Answer"
 import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import { newSessionId, newTurnId } from "@parley/core/Ids"
-import type { PolicyInvalid } from "@parley/core/ParleyError"
-import {
-  AgentInvalid,
-  CallbackAlreadyAnswered,
-  CallbackNotOpen,
-  SessionNotFound,
-  TurnNotFound
-} from "@parley/core/ParleyError"
+import type { AgentInvalid, PolicyInvalid } from "@parley/core/ParleyError"
+import { CallbackAlreadyAnswered, CallbackNotOpen, SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
 import { SessionInfo, TurnRef } from "@parley/core/Transport"
 import { SubagentEnded, SubagentStarted, TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
@@ -23,7 +17,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
-import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -32,63 +25,11 @@ import type * as Connectors from "../Connectors.js"
 import type * as Models from "../Models.js"
 import type * as SessionStore from "../SessionStore.js"
 import * as AgentLoop from "./agentLoop.js"
-import * as Builtins from "./builtins.js"
+import { childSpec, descendants, invalid, resolveTools } from "./agentTools.js"
 import * as Callbacks from "./callbacks.js"
 import { checkClientToolResult } from "./jsonSchema.js"
 import { append, appendToTree } from "./log.js"
-import type { ResolvedTool, RunningTurn, SessionRuntime, Subagents, Tree } from "./state.js"
-
-const invalid = (agent: AgentSpec, issues: ReadonlyArray<string>) =>
-  new AgentInvalid({ module: "Engine", method: "createSession", agent: agent.name, issues })
-
-/** The tools the model sees for an agent, by the name it calls them. */
-const resolveTools = (
-  agent: AgentSpec,
-  connectors: Connectors.Service
-): Effect.Effect<ReadonlyMap<string, ResolvedTool>, AgentInvalid> => {
-  const tools = new Map<string, ResolvedTool>()
-  const issues: Array<string> = []
-  const add = (name: string, tool: ResolvedTool) => {
-    if (tools.has(name)) issues.push(`two tools are named ${name}`)
-    tools.set(name, tool)
-  }
-  for (const spec of agent.tools) add(spec.name, { _tag: "client", spec })
-  for (const source of agent.connectors) {
-    const connector = connectors.get(source)
-    if (Option.isNone(connector)) {
-      issues.push(`no connector named ${source}`)
-      continue
-    }
-    for (const tool of connector.value.tools) {
-      add(`${source}_${tool.spec.name}`, {
-        _tag: "connector",
-        spec: tool.spec,
-        connector: connector.value,
-        run: tool.run
-      })
-    }
-  }
-  if (hasSubagentTools(agent) && agent.subagents.length > 0) {
-    for (const spec of Builtins.specs(agent)) {
-      add(spec.name, { _tag: "builtin", spec, builtin: spec.builtin as "spawn" | "message" | "wait" | "interrupt" })
-    }
-  }
-  return issues.length > 0 ? Effect.fail(invalid(agent, issues)) : Effect.succeed(tools)
-}
-
-/** A subagent without a model or a policy of its own uses its parent's. */
-const childSpec = (parent: AgentSpec, child: AgentSpec): AgentSpec => ({
-  ...child,
-  model: child.model ?? parent.model,
-  ...(child.permissions ?? parent.permissions) === undefined
-    ? {}
-    : { permissions: child.permissions ?? parent.permissions }
-})
-
-const descendants = (session: SessionRuntime): ReadonlyArray<SessionRuntime> => [
-  session,
-  ...session.children.flatMap(descendants)
-]
+import type { RunningTurn, SessionRuntime, Subagents, Tree } from "./state.js"
 
 export const make = (
   store: SessionStore.Service,
