@@ -268,6 +268,10 @@ export const make = (
       Effect.gen(function*() {
         const all = descendants(session)
         const running = all.flatMap((member) => member.turns.map((turn) => ({ member, turn })))
+        // Their callbacks no longer hold the tree: interrupting the waiting fibers must not look like a block.
+        for (const [id, pending] of session.tree.open) {
+          if (all.includes(pending.session)) session.tree.open.delete(id)
+        }
         yield* Effect.forEach(running, ({ turn }) =>
           turn.fiber === undefined ? Effect.void : Fiber.interrupt(turn.fiber), {
           discard: true
