@@ -80,9 +80,13 @@ export const open = (
     )
     yield* becameIdle(broker, options.tree)
     const wait = Deferred.await(deferred)
-    const waitOrExpire = options.timeout === undefined ? wait : Effect.raceFirst(
+    // The deadline is `expiresAt`, whatever time passed while the callback was being filed.
+    const remaining = expiresAt === undefined
+      ? undefined
+      : Effect.map(DateTime.now, (now) => Duration.millis(Math.max(0, DateTime.distance(now, expiresAt))))
+    const waitOrExpire = remaining === undefined ? wait : Effect.raceFirst(
       wait,
-      Effect.sleep(options.timeout).pipe(
+      Effect.flatMap(remaining, Effect.sleep).pipe(
         Effect.zipRight(resolve(broker, id, { _tag: "expired" })),
         Effect.zipRight(wait)
       )
@@ -168,5 +172,3 @@ export const adopt = (broker: Broker, tree: Tree, turnId: TurnId): Effect.Effect
       new CallbackOpened({ sessionId: tree.root.session.sessionId, turnId, ...meta, callback: pending.callback })
     )
   ).pipe(Effect.asVoid)
-
-export const defaultTimeout = Duration.hours(1)

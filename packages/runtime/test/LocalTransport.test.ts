@@ -1,0 +1,12 @@
+import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { TransportSuite } from "@parley/testing"
+import { Layer } from "effect"
+
+TransportSuite.suite("LocalTransport", (model) =>
+  LocalTransport.layer.pipe(
+    Layer.provide([
+      SessionStore.layerMemory,
+      Connectors.layer([Connectors.demoMailbox()]),
+      Models.layer(Models.single(model))
+    ])
+  ))
