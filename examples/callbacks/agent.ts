@@ -1,0 +1,98 @@
+/**
+ * The example agent of the callbacks guide, and the answers the programs share.
+ *
+ * An assistant with a client tool (`get_location`, answered by the program) and the `gmail` connector. Its
+ * permission policy allows everything except `client.get_location`, which asks first, so that the program decides.
+ * `get_location` declares that it only reads.
+ *
+ * Nothing runs on import: this file only defines values.
+ */
+import { Agent, Answer, type Callback, CallbackHandler, Turn } from "@parley/core"
+import { PermissionPolicy } from "@parley/policy"
+import { ClientTool, ToolAnnotations } from "@parley/tools"
+import { Effect, Match, Schema } from "effect"
+
+// ----------------------------------------------------------------------------
+// The example agent
+// ----------------------------------------------------------------------------
+
+export const Location = Schema.Struct({ city: Schema.String, country: Schema.String })
+
+/** A client tool: answered through a callback, not within the session. */
+export const getLocation = ClientTool.make("get_location", {
+  description: "The user's current location.",
+  parameters: { precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }) },
+  success: Location,
+  annotations: ToolAnnotations.readOnly
+})
+
+/** Reads the location from the device. The parameters arrive decoded, with the default applied. */
+export const readLocation = (_: ClientTool.Parameters<typeof getLocation>): typeof Location.Type => ({
+  city: "Lyon",
+  country: "France"
+})
+
+/** Allow every tool call, but ask before each `get_location` call. */
+export const permissions = new PermissionPolicy.PermissionPolicy({
+  default: "allow",
+  rules: [PermissionPolicy.rule("client.get_location", "ask")]
+})
+
+export const assistant = Agent.make({
+  name: "assistant",
+  model: "mistral-large-latest",
+  instructions: "Use your tools. Answer in one short sentence.",
+  tools: [getLocation],
+  connectors: ["gmail"],
+  permissions
+})
+
+export const question = "Where am I, and what is my latest email about?"
+
+// ----------------------------------------------------------------------------
+// Answer while a run waits: one handler per kind
+// ----------------------------------------------------------------------------
+
+/** Allows the tool calls whose tool declares that it only reads; a person decides the others. */
+export const approveReads = CallbackHandler.of({
+  approval: (_context, request) =>
+    request.tool.annotations.readOnlyHint
+      ? new Answer.AllowApproval()
+      : new Answer.KeepCallbackOpen() // not mine: a person decides
+})
+
+/** Refuses every sign-in: names each requested source as denied. */
+export const refuseSignIns = CallbackHandler.of({
+  signIn: (signIn) => new Answer.SignInAnswer({ denied: signIn.requests.map((request) => request.id) })
+})
+
+/** Answers the calls of `get_location` with `readLocation`; calls of other client tools stay open. */
+export const answerLocation = CallbackHandler.of({
+  clientTool: ClientTool.answers(getLocation.answer(readLocation))
+})
+
+/** The three handlers as one layer: provide it around `Agent.run`, `Session.run` or `Turn.result`. */
+export const Handlers = CallbackHandler.layer([approveReads, answerLocation, refuseSignIns])
+
+// ----------------------------------------------------------------------------
+// Answer by id
+// ----------------------------------------------------------------------------
+
+/** The answer to send for one open callback, whatever its kind, or `KeepCallbackOpen` when it is not ours. */
+const answerFor = Match.type<Callback.Callback>().pipe(
+  Match.withReturnType<Effect.Effect<Answer.Answer | Answer.KeepCallbackOpen>>(),
+  Match.tag("OpenApproval", () => Effect.succeed(new Answer.AllowApproval())), // a person said yes
+  Match.when((callback) => getLocation.called(callback), (callback) => getLocation.run(callback, readLocation)),
+  Match.tag(
+    "OpenSignIn",
+    ({ requests }) => Effect.succeed(new Answer.SignInAnswer({ denied: requests.map((request) => request.id) }))
+  ),
+  Match.orElse(() => Effect.succeed(new Answer.KeepCallbackOpen())) // not ours: leave it open for another client
+)
+
+/** Answers one open callback of `turn` by id, whatever its kind. */
+export const answerCallback = (turn: Turn.Turn, callback: Callback.Callback) =>
+  Effect.flatMap(
+    answerFor(callback),
+    (answer) => Answer.isKeepCallbackOpen(answer) ? Effect.void : Turn.answer(turn, callback.id, answer)
+  )
