@@ -97,10 +97,20 @@ export const byAgent = (models: Readonly<Record<string, LanguageModel.Service>>)
  */
 export const orElse = (...services: ReadonlyArray<Service>): Service => ({
   resolve: (agent) =>
-    Effect.firstSuccessOf([
-      ...services.map((service) => service.resolve(agent)),
-      Effect.fail(unknownModel(agent, []))
-    ])
+    Effect.gen(function*() {
+      const issues: Array<string> = []
+      for (const service of services) {
+        const resolved = yield* Effect.either(service.resolve(agent))
+        if (resolved._tag === "Right") return resolved.right
+        issues.push(...resolved.left.issues)
+      }
+      return yield* new AgentInvalid({
+        module: "Models",
+        method: "resolve",
+        agent: agent.name,
+        issues: issues.length > 0 ? issues : [`no model for ${JSON.stringify(agent.model ?? "")}`]
+      })
+    })
 })
 
 /**

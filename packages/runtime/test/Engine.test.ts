@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Permissions, Session, ToolSpec, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Layer } from "effect"
+import { Chunk, Effect, Layer, Stream } from "effect"
 
 const getLocation = new ToolSpec.ToolSpec({
   id: "client.get_location" as ToolSpec.ToolSpec["id"],
@@ -87,5 +87,22 @@ describe("Engine", () => {
       }
       assert.deepStrictEqual(seen, ["sign_in", "approval", "client_tool"])
       assert.strictEqual(state._tag, "Completed")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a cancelled turn gives its unfinished tool calls a result", () =>
+    Effect.gen(function*() {
+      const session = yield* Agent.startSession(assistant)
+      const blocked = yield* Session.run(session, "Where am I?")
+      assert.strictEqual(blocked._tag, "Blocked")
+      yield* Session.cancel(session)
+      const turn = yield* Session.turn(session, blocked.turnId)
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Turn.events(turn)))
+      const completed = events.filter((e) => e._tag === "ToolCallCompleted")
+      assert.deepStrictEqual(completed.map((e) => [e.name, e.isFailure, e.result]), [
+        ["gmail_latest_email", true, "The call to gmail_latest_email was cancelled."],
+        ["get_location", true, "The call to get_location was cancelled."]
+      ])
+      const last = events[events.length - 1]
+      assert.strictEqual(last._tag === "TurnEnded" ? last.state._tag : last._tag, "Cancelled")
     }).pipe(Effect.provide(TestLayer)))
 })

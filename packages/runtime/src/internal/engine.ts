@@ -7,7 +7,8 @@ import type { AgentInvalid, PolicyInvalid } from "@parley/core/ParleyError"
 import { CallbackAlreadyAnswered, CallbackNotOpen, SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
 import { SessionInfo, TurnRef } from "@parley/core/Transport"
-import { SubagentEnded, SubagentStarted, TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
+import type { ToolCallStarted } from "@parley/core/TurnEvent"
+import { SubagentEnded, SubagentStarted, ToolCallCompleted, TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
 import { Cancelled, Completed, Failed } from "@parley/core/TurnState"
 import type { Final } from "@parley/core/TurnState"
 import * as Policy from "@parley/policy/PermissionPolicy"
@@ -108,6 +109,34 @@ export const make = (
         return info(yield* register(stored, undefined))
       })
 
+    /** A cancelled turn's tool calls that had no result get one, so the conversation stays whole for the model. */
+    const closeUnfinishedToolCalls = (session: SessionRuntime, turnId: TurnId) =>
+      Effect.gen(function*() {
+        const events = yield* store.read(session.session.sessionId, 0)
+        const completed = new Set(
+          events.flatMap((event) => (event._tag === "ToolCallCompleted" ? [event.toolCallId] : []))
+        )
+        const unfinished = events.filter((event): event is ToolCallStarted =>
+          event._tag === "ToolCallStarted" && event.turnId === turnId && !completed.has(event.toolCallId)
+        )
+        yield* append(
+          store,
+          session,
+          unfinished.map((call) => (meta) =>
+            new ToolCallCompleted({
+              sessionId: session.session.sessionId,
+              turnId,
+              ...meta,
+              toolCallId: call.toolCallId,
+              toolId: call.toolId,
+              name: call.name,
+              isFailure: true,
+              result: `The call to ${call.name} was cancelled.`
+            })
+          )
+        )
+      })
+
     const endTurn = (session: SessionRuntime, running: RunningTurn, state: Final) =>
       Effect.gen(function*() {
         if (yield* Deferred.isDone(running.done)) return
@@ -115,6 +144,7 @@ export const make = (
         yield* Callbacks.resolveAll(broker, [session], {
           _tag: state._tag === "Cancelled" ? "cancelled" : "turn_ended"
         })
+        if (state._tag === "Cancelled") yield* closeUnfinishedToolCalls(session, running.turnId)
         yield* append(store, session, [
           (meta) => new TurnEnded({ sessionId: session.session.sessionId, turnId: running.turnId, ...meta, state })
         ])
