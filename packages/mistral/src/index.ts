@@ -20,3 +20,11 @@ export * as MistralConfig from "./MistralConfig.js"
  * @since 0.1.0
  */
 export * as MistralLanguageModel from "./MistralLanguageModel.js"
+
+/**
+ * Model selection: resolves the model an agent names (`mistral-large-latest`, `openai-compat:llama3`) to a
+ * `LanguageModel`, in the shape of the runtime's `Models.Service`, with endpoints from options or the environment.
+ *
+ * @since 0.1.0
+ */
+export * as MistralModels from "./MistralModels.js"
