@@ -56,14 +56,31 @@ export class SeqConflict extends Data.TaggedError("SeqConflict")<{
 }> {}
 
 /**
+ * A second resolution of one callback: exactly one `CallbackResolved` is stored per callback id.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ResolutionConflict extends Data.TaggedError("ResolutionConflict")<{
+  readonly sessionId: SessionId
+  readonly callbackId: string
+}> {}
+
+/**
  * @since 0.1.0
  * @category Models
  */
 export interface Service {
   readonly createSession: (session: StoredSession) => Effect.Effect<void>
   readonly getSession: (sessionId: SessionId) => Effect.Effect<Option.Option<StoredSession>>
-  /** Appends events; the first one's `seq` must be the log's length. */
-  readonly append: (sessionId: SessionId, events: ReadonlyArray<TurnEvent>) => Effect.Effect<void, SeqConflict>
+  /**
+   * Appends events, all or none: the first one's `seq` must be the log's length, and a callback is resolved at most
+   * once.
+   */
+  readonly append: (
+    sessionId: SessionId,
+    events: ReadonlyArray<TurnEvent>
+  ) => Effect.Effect<void, SeqConflict | ResolutionConflict>
   /** The stored events with `seq >= from`. */
   readonly read: (sessionId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>>
   /** The stored events with `seq >= from`, then every event appended later, in order, gap-free. */

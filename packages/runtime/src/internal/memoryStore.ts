@@ -5,11 +5,12 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import type { Service, StoredSession } from "../SessionStore.js"
-import { SeqConflict } from "../SessionStore.js"
+import { ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
 interface Log {
   readonly session: StoredSession
   readonly events: Array<TurnEvent>
+  readonly resolved: Set<string>
   readonly pubsub: PubSub.PubSub<TurnEvent>
 }
 
@@ -26,18 +27,24 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
     createSession: (session) =>
       PubSub.unbounded<TurnEvent>().pipe(
         Effect.map((pubsub) => {
-          if (!logs.has(session.sessionId)) logs.set(session.sessionId, { session, events: [], pubsub })
+          if (!logs.has(session.sessionId)) {
+            logs.set(session.sessionId, { session, events: [], resolved: new Set(), pubsub })
+          }
         })
       ),
     getSession: (sessionId) => Effect.sync(() => Option.map(logOf(sessionId), (log) => log.session)),
     append: (sessionId, events) =>
-      Effect.suspend(() => {
+      Effect.suspend((): Effect.Effect<void, SeqConflict | ResolutionConflict> => {
         const log = logs.get(sessionId)
         const actual = log?.events.length ?? 0
         if (log === undefined || events.length === 0) return Effect.void
         if (events[0].seq !== actual || events.some((event, i) => event.seq !== actual + i)) {
           return Effect.fail(new SeqConflict({ sessionId, expected: events[0].seq, actual }))
         }
+        const resolutions = events.flatMap((event) => (event._tag === "CallbackResolved" ? [event.callbackId] : []))
+        const twice = resolutions.find((id, i) => log.resolved.has(id) || resolutions.indexOf(id) !== i)
+        if (twice !== undefined) return Effect.fail(new ResolutionConflict({ sessionId, callbackId: twice }))
+        resolutions.forEach((id) => log.resolved.add(id))
         log.events.push(...events)
         return PubSub.publishAll(log.pubsub, events)
       }),
