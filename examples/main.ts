@@ -8,12 +8,16 @@
 import { Console, Effect } from "effect"
 import * as Callbacks from "./callbacks/main.js"
 import { isEntry } from "./shared/entry.js"
+import * as SubagentApprovals from "./subagent-approvals/main.js"
 
 export const main = Effect.all([
   Console.log("Parley examples, offline: the model is a scripted brain (ScriptedModel), no API key is used."),
   Console.log(""),
   Console.log("# Callbacks (docs/guides/callbacks.md)"),
-  Callbacks.main
+  Callbacks.main,
+  Console.log(""),
+  Console.log("# Subagent approvals (docs/guides/subagent-approvals.md)"),
+  SubagentApprovals.main
 ], { discard: true })
 
 if (isEntry(import.meta.url)) Effect.runPromise(main)

@@ -1,33 +1,50 @@
 /**
  * The runtime every example runs on, picked in one place: which transport, which store, which connectors, which
- * model.
+ * models.
  *
- * - `runtimeLayer(model)` is the seam: it takes any `@effect/ai` `LanguageModel` service. The examples pass the
- *   language model of an offline scripted brain (`offlineRuntime`); to run them against Mistral, pass the
- *   `@parley/mistral` language model here instead — nothing else in a program changes.
- * - `offlineRuntime(brain)` builds a `ScriptedModel` from a brain function and runs everything in process.
+ * - `runtimeLayer(models)` is the seam: it takes a `Models.Service`, the runtime's model resolver (for each agent —
+ *   the root and every subagent — the `@effect/ai` `LanguageModel` it runs on). The examples pass offline scripted
+ *   brains (`offlineRuntime`, `offlineRuntimeByAgent`); to run them against Mistral, pass the `@parley/mistral`
+ *   resolver here instead (it has the same shape: `resolve(agent)`) — nothing else in a program changes.
+ * - `offlineRuntime(brain)`: one scripted brain for every agent (`Models.single`).
+ * - `offlineRuntimeByAgent({ agentName: brain, ... })`: one scripted brain per agent name (`Models.byAgent`), for
+ *   programs whose subagents think differently from their parent.
  */
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
 // the module, not the "@parley/testing" index: the index also exports TransportSuite, which loads vitest
 import * as ScriptedModel from "@parley/testing/ScriptedModel"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Record } from "effect"
 
-/** An `@effect/ai` `LanguageModel` service: what `Models` resolves an agent's model name to. */
-export type LanguageModelService = Parameters<typeof Models.single>[0]
+/** A scripted brain: decides each model reply from the conversation so far. */
+export type Brain = (call: ScriptedModel.Call) => ScriptedModel.Reply
 
 /**
  * The in-process runtime: `LocalTransport` over an in-memory session store, the demo `gmail` mailbox as the only
- * connector, and `model` for every agent, whatever model name it gives.
+ * connector, and `models` to resolve the model of every agent.
  */
-export const runtimeLayer = (model: LanguageModelService) =>
+export const runtimeLayer = (models: Models.Service) =>
   LocalTransport.layer.pipe(
     Layer.provide([
       SessionStore.layerMemory,
       Connectors.layer([Connectors.demoMailbox()]),
-      Models.layer(Models.single(model)) // <- the model seam: swap in the Mistral LanguageModel here
+      Models.layer(models) // <- the model seam: pass the Mistral resolver (`@parley/mistral`) instead
     ])
   )
 
-/** The offline runtime: `runtimeLayer` with a scripted brain as the model. */
-export const offlineRuntime = (brain: (call: ScriptedModel.Call) => ScriptedModel.Reply) =>
-  Layer.unwrapEffect(Effect.map(ScriptedModel.fromFunction(brain), (scripted) => runtimeLayer(scripted.languageModel)))
+/** The offline runtime: `runtimeLayer` with one scripted brain as the model of every agent. */
+export const offlineRuntime = (brain: Brain) =>
+  Layer.unwrapEffect(
+    Effect.map(ScriptedModel.fromFunction(brain), (scripted) => runtimeLayer(Models.single(scripted.languageModel)))
+  )
+
+/**
+ * The offline runtime with one scripted brain per agent, by agent name: `{ shop: parentBrain, researcher: ... }`.
+ * A session whose tree has an agent without a brain fails to start (`AgentInvalid`, naming the agents that have one).
+ */
+export const offlineRuntimeByAgent = (brains: { readonly [agentName: string]: Brain }) =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.all(Record.map(brains, ScriptedModel.fromFunction)),
+      (scripted) => runtimeLayer(Models.byAgent(Record.map(scripted, (model) => model.languageModel)))
+    )
+  )

@@ -45,8 +45,8 @@ const folders = fs.readdirSync(examplesDir, { withFileTypes: true })
   .sort()
 
 describe.concurrent("examples", () => {
-  it("the callbacks guide has an example folder", () => {
-    assert.include(folders, "callbacks")
+  it("the callbacks and subagent approvals guides have example folders", () => {
+    assert.includeMembers(folders, ["callbacks", "subagent-approvals"])
   })
 
   for (const folder of folders) {
@@ -66,6 +66,13 @@ describe.concurrent("examples", () => {
         for (const folder of folders) {
           assert.include(stdout, readExpected(folder), `the ${folder} walkthrough`)
         }
+        // each walkthrough under its guide's header, in order
+        const callbacks = stdout.indexOf("# Callbacks (docs/guides/callbacks.md)\n" + readExpected("callbacks"))
+        const subagents = stdout.indexOf(
+          "\n\n# Subagent approvals (docs/guides/subagent-approvals.md)\n" + readExpected("subagent-approvals")
+        )
+        assert.isAtLeast(callbacks, 0, "the callbacks walkthrough under its header")
+        assert.isAbove(subagents, callbacks, "the subagent approvals walkthrough under its header, after a blank line")
       }),
     { timeout: 90_000 }
   )
