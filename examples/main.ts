@@ -8,10 +8,11 @@
 import { Console, Effect } from "effect"
 import * as Callbacks from "./callbacks/main.js"
 import { isEntry } from "./shared/entry.js"
+import { modelDescription } from "./shared/runtime.js"
 import * as SubagentApprovals from "./subagent-approvals/main.js"
 
 export const main = Effect.all([
-  Console.log("Parley examples, offline: the model is a scripted brain (ScriptedModel), no API key is used."),
+  Console.log(`Parley examples, ${modelDescription("mistral-large-latest")}.`),
   Console.log(""),
   Console.log("# Callbacks (docs/guides/callbacks.md)"),
   Callbacks.main,

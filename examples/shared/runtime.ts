@@ -3,13 +3,15 @@
  * models.
  *
  * - `runtimeLayer(models)` is the seam: it takes a `Models.Service`, the runtime's model resolver (for each agent —
- *   the root and every subagent — the `@effect/ai` `LanguageModel` it runs on). The examples pass offline scripted
- *   brains (`offlineRuntime`, `offlineRuntimeByAgent`); to run them against Mistral, pass the `@parley/mistral`
- *   resolver here instead (it has the same shape: `resolve(agent)`) — nothing else in a program changes.
+ *   the root and every subagent — the `@effect/ai` `LanguageModel` it runs on).
  * - `offlineRuntime(brain)`: one scripted brain for every agent (`Models.single`).
  * - `offlineRuntimeByAgent({ agentName: brain, ... })`: one scripted brain per agent name (`Models.byAgent`), for
  *   programs whose subagents think differently from their parent.
+ * - When `MISTRAL_API_KEY` is set, both run every agent on the real model it names instead (`MistralModels` from
+ *   `@parley/mistral`, over `fetch`): the programs stay the same, the model's words will differ from the guides'.
  */
+import { FetchHttpClient } from "@effect/platform"
+import { MistralModels } from "@parley/mistral"
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
 // the module, not the "@parley/testing" index: the index also exports TransportSuite, which loads vitest
 import * as ScriptedModel from "@parley/testing/ScriptedModel"
@@ -31,9 +33,23 @@ export const runtimeLayer = (models: Models.Service) =>
     ])
   )
 
+/** Whether the examples run on a real model: `MISTRAL_API_KEY` is set. */
+export const live = (process.env.MISTRAL_API_KEY ?? "") !== ""
+
+/** What the examples run on, for the first line they print. */
+export const modelDescription = (model: string) =>
+  live
+    ? `live: ${MistralModels.describe(model)} (MISTRAL_API_KEY is set; the model's words will differ from the guides')`
+    : "offline: the model is a scripted brain (ScriptedModel), no API key is used"
+
+/** The real models, resolved by name from the agents' `model` (`mistral-*`, `openai-compat:<model>`). */
+const liveRuntime = Layer.unwrapEffect(
+  Effect.map(MistralModels.fromConfig(), (models) => runtimeLayer(models))
+).pipe(Layer.provide(FetchHttpClient.layer), Layer.orDie)
+
 /** The offline runtime: `runtimeLayer` with one scripted brain as the model of every agent. */
 export const offlineRuntime = (brain: Brain) =>
-  Layer.unwrapEffect(
+  live ? liveRuntime : Layer.unwrapEffect(
     Effect.map(ScriptedModel.fromFunction(brain), (scripted) => runtimeLayer(Models.single(scripted.languageModel)))
   )
 
@@ -42,7 +58,7 @@ export const offlineRuntime = (brain: Brain) =>
  * A session whose tree has an agent without a brain fails to start (`AgentInvalid`, naming the agents that have one).
  */
 export const offlineRuntimeByAgent = (brains: { readonly [agentName: string]: Brain }) =>
-  Layer.unwrapEffect(
+  live ? liveRuntime : Layer.unwrapEffect(
     Effect.map(
       Effect.all(Record.map(brains, ScriptedModel.fromFunction)),
       (scripted) => runtimeLayer(Models.byAgent(Record.map(scripted, (model) => model.languageModel)))
