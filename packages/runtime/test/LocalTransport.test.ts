@@ -1,5 +1,5 @@
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
-import { TransportSuite } from "@parley/testing"
+import * as TransportSuite from "@parley/testing/TransportSuite"
 import { Layer } from "effect"
 
 TransportSuite.suite("LocalTransport", (model) =>

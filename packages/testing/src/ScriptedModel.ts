@@ -37,19 +37,15 @@
  *
  * @since 0.1.0
  */
-import * as AiError from "@effect/ai/AiError"
+import type * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
-import type * as Response from "@effect/ai/Response"
-import * as Tool from "@effect/ai/Tool"
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
-import * as Ref from "effect/Ref"
-import * as Stream from "effect/Stream"
+import * as Internal from "./internal/scriptedModel.js"
 
 // =============================================================================
 // Models
@@ -256,7 +252,7 @@ export const reply = (options: {
  * @category Constructors
  */
 export const make = (steps: ReadonlyArray<Step>): Effect.Effect<Service> =>
-  makeWith({ size: steps.length, step: (index) => steps[index] })
+  fromScript({ size: steps.length, step: (index) => steps[index] })
 
 /**
  * A model driven by one function, for any number of calls (for example programs). `assertComplete` always succeeds.
@@ -266,11 +262,39 @@ export const make = (steps: ReadonlyArray<Step>): Effect.Effect<Service> =>
  */
 export const fromFunction = (
   brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>
-): Effect.Effect<Service> => makeWith({ size: undefined, step: () => brain })
+): Effect.Effect<Service> => fromScript({ size: undefined, step: () => brain })
+
+const fromScript = (script: Internal.Script): Effect.Effect<Service> =>
+  Effect.map(
+    Internal.makeWith(script, (call) =>
+      new UnexpectedModelCall({
+        index: call.index,
+        method: call.method,
+        steps: script.size ?? 0,
+        lastUserText: lastUserText(call)
+      })),
+    (recording): Service => ({
+      languageModel: recording.languageModel,
+      calls: recording.calls,
+      assertComplete: Effect.flatMap(
+        Effect.zip(recording.unexpected, recording.calls),
+        ([unexpected, calls]): Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps> => {
+          if (unexpected.length > 0) return Effect.fail(unexpected[0])
+          if (script.size !== undefined && calls.length < script.size) {
+            return Effect.fail(new UnconsumedModelSteps({ remaining: script.size - calls.length, steps: script.size }))
+          }
+          return Effect.void
+        }
+      )
+    })
+  )
 
 // =============================================================================
 // Layers
 // =============================================================================
+
+const toContext = (model: Service): Context.Context<LanguageModel.LanguageModel | ScriptedModel> =>
+  Context.make(ScriptedModel, model).pipe(Context.add(LanguageModel.LanguageModel, model.languageModel))
 
 /**
  * Provides `LanguageModel.LanguageModel` (and the `ScriptedModel` handle) from a script.
@@ -360,205 +384,3 @@ export const toolResults = (call: Call): ReadonlyArray<ToolResult> =>
  * @category Utils
  */
 export const toolNames = (call: Call): ReadonlyArray<string> => call.tools.map((tool) => tool.name)
-
-// =============================================================================
-// Internals
-// =============================================================================
-
-interface Script {
-  /** Number of steps, or `undefined` for an unlimited brain. */
-  readonly size: number | undefined
-  readonly step: (index: number) => Step | undefined
-}
-
-interface State {
-  readonly calls: ReadonlyArray<Call>
-  readonly unexpected: ReadonlyArray<UnexpectedModelCall>
-  readonly nextToolCallId: number
-}
-
-const MODULE = "ScriptedModel"
-
-const toContext = (model: Service): Context.Context<LanguageModel.LanguageModel | ScriptedModel> =>
-  Context.make(ScriptedModel, model).pipe(Context.add(LanguageModel.LanguageModel, model.languageModel))
-
-const makeWith = (script: Script): Effect.Effect<Service> =>
-  Effect.gen(function*() {
-    const state = yield* Ref.make<State>({ calls: [], unexpected: [], nextToolCallId: 1 })
-
-    const respond = (
-      options: LanguageModel.ProviderOptions,
-      method: Call["method"]
-    ): Effect.Effect<RenderedReply, AiError.AiError> =>
-      Effect.gen(function*() {
-        const tools = yield* describeTools(options.tools, method)
-        const [call, taken] = yield* Ref.modify(
-          state,
-          (current): [readonly [Call, Step | UnexpectedModelCall], State] => {
-            const call: Call = {
-              index: current.calls.length,
-              method,
-              prompt: options.prompt,
-              tools,
-              toolChoice: options.toolChoice,
-              responseFormat: options.responseFormat
-            }
-            const calls = [...current.calls, call]
-            const step = script.step(call.index)
-            if (step === undefined) {
-              const unexpected = new UnexpectedModelCall({
-                index: call.index,
-                method,
-                steps: script.size ?? 0,
-                lastUserText: lastUserText(call)
-              })
-              return [[call, unexpected], { ...current, calls, unexpected: [...current.unexpected, unexpected] }]
-            }
-            return [[call, step], { ...current, calls }]
-          }
-        )
-        if (taken instanceof UnexpectedModelCall) {
-          return yield* new AiError.UnknownError({ module: MODULE, method, description: taken.message, cause: taken })
-        }
-        const answer = yield* runStep(taken, call)
-        const toolCallIds = yield* Ref.modify(state, (current): [ReadonlyArray<string>, State] => {
-          let next = current.nextToolCallId
-          const ids = (answer.toolCalls ?? []).map((toolCall) => toolCall.id ?? `call_${next++}`)
-          return [ids, { ...current, nextToolCallId: next }]
-        })
-        return { reply: answer, toolCallIds, call }
-      })
-
-    const languageModel = yield* LanguageModel.make({
-      generateText: (options) => Effect.map(respond(options, "generateText"), toParts),
-      streamText: (options) =>
-        Stream.unwrap(
-          Effect.map(
-            respond(options, "streamText"),
-            (rendered) => Stream.fromChunks(...toStreamParts(rendered).map(Chunk.of))
-          )
-        )
-    })
-
-    const assertCompleteEffect: Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps> = Effect.flatMap(
-      Ref.get(state),
-      (current): Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps> => {
-        if (current.unexpected.length > 0) {
-          return Effect.fail(current.unexpected[0])
-        }
-        if (script.size !== undefined && current.calls.length < script.size) {
-          return Effect.fail(
-            new UnconsumedModelSteps({ remaining: script.size - current.calls.length, steps: script.size })
-          )
-        }
-        return Effect.void
-      }
-    )
-
-    return {
-      languageModel,
-      calls: Effect.map(Ref.get(state), (current) => current.calls),
-      assertComplete: assertCompleteEffect
-    }
-  })
-
-const runStep = (step: Step, call: Call): Effect.Effect<Reply, AiError.AiError> =>
-  typeof step === "function"
-    ? Effect.suspend(() => {
-      const result = step(call)
-      return Effect.isEffect(result) ? result : Effect.succeed(result)
-    })
-    : Effect.succeed(step)
-
-const describeTools = (
-  tools: ReadonlyArray<Tool.Any>,
-  method: Call["method"]
-): Effect.Effect<ReadonlyArray<ToolDescription>, AiError.AiError> =>
-  Effect.try({
-    try: () =>
-      tools.map((tool) => ({
-        name: tool.name,
-        description: tool.description ?? Tool.getDescriptionFromSchemaAst(tool.parametersSchema.ast),
-        parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
-      })),
-    catch: (cause) =>
-      new AiError.MalformedInput({
-        module: MODULE,
-        method,
-        description: "a tool's parameters could not be converted to JSON Schema",
-        cause
-      })
-  })
-
-interface RenderedReply {
-  readonly call: Call
-  readonly reply: Reply
-  readonly toolCallIds: ReadonlyArray<string>
-}
-
-/** Splits text into word-sized deltas (each word with its surrounding whitespace); they concatenate to the text. */
-const splitWords = (text: string): ReadonlyArray<string> => text.match(/\s*\S+\s*/g) ?? [text]
-
-const countWords = (text: string): number => text.match(/\S+/g)?.length ?? 0
-
-const promptWords = (prompt: Prompt.Prompt): number =>
-  prompt.content.reduce((total, message) => {
-    if (message.role === "system") {
-      return total + countWords(message.content)
-    }
-    return message.content.reduce(
-      (sum, part) => part.type === "text" || part.type === "reasoning" ? sum + countWords(part.text) : sum,
-      total
-    )
-  }, 0)
-
-const hasText = (rendered: RenderedReply): boolean =>
-  rendered.reply.text !== undefined && rendered.reply.text.length > 0
-
-const metadataPart = (rendered: RenderedReply): Response.ResponseMetadataPartEncoded => ({
-  type: "response-metadata",
-  id: `resp_${rendered.call.index + 1}`,
-  modelId: "scripted-model"
-})
-
-const toolCallParts = (rendered: RenderedReply): Array<Response.ToolCallPartEncoded> =>
-  (rendered.reply.toolCalls ?? []).map((toolCall, i) => ({
-    type: "tool-call",
-    id: rendered.toolCallIds[i],
-    name: toolCall.name,
-    params: toolCall.params
-  }))
-
-const finishPart = (rendered: RenderedReply): Response.FinishPartEncoded => {
-  const toolCalls = rendered.reply.toolCalls ?? []
-  const inputTokens = promptWords(rendered.call.prompt)
-  const outputTokens = countWords(rendered.reply.text ?? "") + toolCalls.length
-  return {
-    type: "finish",
-    reason: toolCalls.length > 0 ? "tool-calls" : "stop",
-    usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }
-  }
-}
-
-const toParts = (rendered: RenderedReply): Array<Response.PartEncoded> => [
-  metadataPart(rendered),
-  ...(hasText(rendered) ? [{ type: "text" as const, text: rendered.reply.text ?? "" }] : []),
-  ...toolCallParts(rendered),
-  finishPart(rendered)
-]
-
-const toStreamParts = (rendered: RenderedReply): Array<Response.StreamPartEncoded> => {
-  const id = `text_${rendered.call.index + 1}`
-  const textParts: Array<Response.StreamPartEncoded> = hasText(rendered)
-    ? [
-      { type: "text-start", id },
-      ...splitWords(rendered.reply.text ?? "").map((delta): Response.StreamPartEncoded => ({
-        type: "text-delta",
-        id,
-        delta
-      })),
-      { type: "text-end", id }
-    ]
-    : []
-  return [metadataPart(rendered), ...textParts, ...toolCallParts(rendered), finishPart(rendered)]
-}

@@ -48,21 +48,19 @@
  * @since 0.1.0
  */
 import type { KeepCallbackOpen } from "@parley/core/Answer"
-import * as Answer from "@parley/core/Answer"
+import type * as Answer from "@parley/core/Answer"
 import type * as Callback from "@parley/core/Callback"
-import * as Ids from "@parley/core/Ids"
-import { AnswerMismatch, InvalidId } from "@parley/core/ParleyError"
-import * as ToolSpec from "@parley/core/ToolSpec"
-import * as Arr from "effect/Array"
+import type { AnswerMismatch, InvalidId } from "@parley/core/ParleyError"
+import type * as ToolSpec from "@parley/core/ToolSpec"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as JSONSchema from "effect/JSONSchema"
-import * as ParseResult from "effect/ParseResult"
-import { type Pipeable, pipeArguments } from "effect/Pipeable"
+import type { Pipeable } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
-import * as Schema from "effect/Schema"
-import * as SchemaAST from "effect/SchemaAST"
-import * as ToolAnnotations from "./ToolAnnotations.js"
+import type * as Schema from "effect/Schema"
+import * as InternalDecoding from "./internal/decoding.js"
+import * as InternalJsonSchema from "./internal/jsonSchema.js"
+import * as InternalMake from "./internal/make.js"
+import * as InternalRun from "./internal/run.js"
+import type * as ToolAnnotations from "./ToolAnnotations.js"
 
 // =============================================================================
 // Models
@@ -72,7 +70,7 @@ import * as ToolAnnotations from "./ToolAnnotations.js"
  * @since 0.1.0
  * @category Models
  */
-export const TypeId: unique symbol = Symbol.for("@parley/tools/ClientTool")
+export const TypeId: unique symbol = InternalMake.TypeId
 
 /**
  * @since 0.1.0
@@ -258,28 +256,11 @@ export const isClientTool = (u: unknown): u is Any => Predicate.hasProperty(u, T
  * @category Guards
  */
 export const called = (tool: Any, callback: Callback.Callback): callback is Callback.OpenClientToolCall =>
-  callback._tag === "OpenClientToolCall" && callback.request.tool.id === tool.id
+  InternalRun.called(tool, callback)
 
 // =============================================================================
 // Constructors
 // =============================================================================
-
-const Proto = {
-  [TypeId]: TypeId,
-  pipe() {
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
-  },
-  called(this: Any, callback: Callback.Callback) {
-    return called(this, callback)
-  },
-  run(this: Any, callback: Callback.OpenClientToolCall, fn: Handler<object, unknown, unknown, unknown>) {
-    return run(this, callback, fn)
-  },
-  answer(this: Any, fn: Handler<object, unknown, unknown>) {
-    return answer(this, fn)
-  }
-}
 
 /**
  * The options of `make` (and of `Tool.make`).
@@ -316,20 +297,7 @@ export const make = <
   S extends ResultSchema,
   P extends ParametersInput = {},
   F extends ResultSchema = typeof Schema.String
->(name: Name, options: Options<P, S, F>): ClientTool<Name, ParametersOf<P>, S, F> => {
-  const input: ParametersInput = options.parameters ?? {}
-  const parameters = Schema.isSchema(input) ? input : Schema.Struct(input)
-  const tool = Object.assign(Object.create(Proto), {
-    name,
-    id: `client.${name}`,
-    description: options.description,
-    parameters,
-    success: options.success,
-    failure: options.failure ?? Schema.String,
-    annotations: ToolAnnotations.make(options.annotations)
-  })
-  return Object.assign(tool, { spec: specOf(tool) })
-}
+>(name: Name, options: Options<P, S, F>): ClientTool<Name, ParametersOf<P>, S, F> => InternalMake.make(name, options)
 
 /**
  * Checks the tool's name: its id `client.<name>` must be a valid tool id. Fails with `InvalidId`.
@@ -338,29 +306,11 @@ export const make = <
  * @category Utils
  */
 export const validate = <T extends Any>(tool: T): Effect.Effect<T, InvalidId> =>
-  Effect.as(checkedId(tool, "validate"), tool)
-
-const checkedId = (tool: Any, method: string): Effect.Effect<Ids.ToolId, InvalidId> =>
-  Effect.mapError(Ids.clientToolId(tool.name), (error) =>
-    new InvalidId({
-      module: "ClientTool",
-      method,
-      kind: "toolId",
-      value: error.value,
-      description: `the tool name ${JSON.stringify(tool.name)} must match ^[A-Za-z0-9][A-Za-z0-9_-]*$`
-    }))
+  Effect.as(InternalJsonSchema.checkedId(tool, "validate"), tool)
 
 // =============================================================================
 // JSON Schema
 // =============================================================================
-
-const emptyObject: ToolSpec.JsonSchema = { type: "object", properties: {}, required: [], additionalProperties: false }
-
-const isEmptyObject = (ast: SchemaAST.AST): boolean => {
-  const encoded = SchemaAST.encodedAST(ast)
-  return SchemaAST.isTypeLiteral(encoded) && encoded.propertySignatures.length === 0 &&
-    encoded.indexSignatures.length === 0
-}
 
 /**
  * The JSON Schema of a schema's encoded side, as a model reads it: no top-level `$ref` (a `Schema.Class` is
@@ -370,12 +320,7 @@ const isEmptyObject = (ast: SchemaAST.AST): boolean => {
  * @since 0.1.0
  * @category Utils
  */
-export const jsonSchema = (schema: Schema.Schema.All): ToolSpec.JsonSchema => {
-  if (isEmptyObject(schema.ast)) return { ...emptyObject }
-  const definitions: Record<string, JSONSchema.JsonSchema7> = {}
-  const root = JSONSchema.fromAST(schema.ast, { definitions, topLevelReferenceStrategy: "skip" })
-  return Object.keys(definitions).length === 0 ? { ...root } : { ...root, $defs: definitions }
-}
+export const jsonSchema = (schema: Schema.Schema.All): ToolSpec.JsonSchema => InternalJsonSchema.make(schema)
 
 /**
  * The serialisable description of the tool, as an agent definition carries it: id, name, description, the JSON
@@ -386,94 +331,11 @@ export const jsonSchema = (schema: Schema.Schema.All): ToolSpec.JsonSchema => {
  * @category Utils
  */
 export const toSpec = (tool: Any): Effect.Effect<ToolSpec.ToolSpec, InvalidId> =>
-  Effect.as(checkedId(tool, "toSpec"), specOf(tool))
-
-const specOf = (tool: Omit<Any, "spec">): ToolSpec.ToolSpec =>
-  new ToolSpec.ToolSpec({
-    id: tool.id as ToolSpec.ToolSpec["id"],
-    name: tool.name,
-    description: tool.description,
-    parameters: jsonSchema(tool.parameters),
-    success: jsonSchema(tool.success),
-    failure: jsonSchema(tool.failure),
-    annotations: tool.annotations
-  }, true)
+  Effect.as(InternalJsonSchema.checkedId(tool, "toSpec"), InternalJsonSchema.specOf(tool))
 
 // =============================================================================
 // Answering
 // =============================================================================
-
-const keep = new Answer.KeepCallbackOpen()
-
-// JSON has no `undefined`: an optional key is reported as "Expected A | B", not "A | B | undefined".
-const withoutUndefined = (union: SchemaAST.Union): SchemaAST.AST => {
-  const types = union.types.filter((type) => !SchemaAST.isUndefinedKeyword(type))
-  return types.length === union.types.length || types.length === 0 ? union : SchemaAST.Union.make(types)
-}
-
-// A union that fails is reported as one "Expected A | B, actual x", not once per member.
-const collapseUnions = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
-  switch (issue._tag) {
-    case "Composite":
-      return SchemaAST.isUnion(issue.ast)
-        ? new ParseResult.Type(withoutUndefined(issue.ast), issue.actual)
-        : new ParseResult.Composite(
-          issue.ast,
-          issue.actual,
-          "_tag" in issue.issues ? collapseUnions(issue.issues) : Arr.map(issue.issues, collapseUnions),
-          issue.output
-        )
-    case "Pointer":
-      return new ParseResult.Pointer(issue.path, issue.actual, collapseUnions(issue.issue))
-    case "Refinement":
-      return new ParseResult.Refinement(issue.ast, issue.actual, issue.kind, collapseUnions(issue.issue))
-    case "Transformation":
-      return new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, collapseUnions(issue.issue))
-    default:
-      return issue
-  }
-}
-
-const describe = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatIssueSync(collapseUnions(error.issue))
-    .map((issue) => issue.path.length === 0 ? issue.message : `${issue.path.join(".")}: ${issue.message}`)
-    .join("; ")
-
-const decodeArguments = (tool: Any, value: unknown) =>
-  Schema.decodeUnknown(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(value)
-
-const liftResult = <S, F, R>(result: HandlerResult<S, F, R>): Effect.Effect<S | KeepCallbackOpen, F, R> =>
-  Effect.isEffect(result) ? result : Effect.succeed(result)
-
-const encodeOutcome = (
-  tool: Any,
-  outcome: Either.Either<unknown, unknown>
-): Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen> => {
-  if (Either.isRight(outcome)) {
-    if (Answer.isKeepCallbackOpen(outcome.right)) return Effect.succeed(keep)
-    return Schema.encode(tool.success)(outcome.right).pipe(
-      Effect.map(Answer.ClientToolResult.success),
-      Effect.catchAll((error) =>
-        Effect.as(
-          Effect.logWarning(`${tool.id}: the value answered does not match the tool's success schema`, describe(error)),
-          Answer.ClientToolResult.failure(`${tool.name} failed: it produced a result that does not match its schema`)
-        )
-      )
-    )
-  }
-  return Schema.encode(tool.failure)(outcome.left).pipe(
-    Effect.map(Answer.ClientToolResult.failure),
-    Effect.catchAll((error) =>
-      Effect.as(
-        Effect.logWarning(
-          `${tool.id}: the tool failed with an error its failure schema does not encode`,
-          describe(error)
-        ),
-        Answer.ClientToolResult.failure(`${tool.name} failed`)
-      )
-    )
-  )
-}
 
 /**
  * Answers a call of `tool` with `fn`:
@@ -496,21 +358,7 @@ export const run = <T extends Any, R = never>(
   tool: T,
   callback: Callback.OpenClientToolCall,
   fn: Handler<Parameters<T>, Success<T>, Failure<T>, R>
-): Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen, never, R> => {
-  if (!called(tool, callback)) return Effect.succeed(keep)
-  return Effect.flatMap(
-    Effect.either(decodeArguments(tool, callback.request.arguments)),
-    (decoded) =>
-      Either.isLeft(decoded)
-        ? Effect.succeed(
-          Answer.ClientToolResult.failure(`Invalid arguments for ${tool.name}: ${describe(decoded.left)}`)
-        )
-        : Effect.suspend(() => liftResult(fn(decoded.right, callback))).pipe(
-          Effect.either,
-          Effect.flatMap((outcome) => encodeOutcome(tool, outcome))
-        )
-  )
-}
+): Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen, never, R> => InternalRun.run(tool, callback, fn)
 
 /**
  * An entry for `answers`: calls of `tool` are answered by running `fn` (see `run`).
@@ -518,10 +366,8 @@ export const run = <T extends Any, R = never>(
  * @since 0.1.0
  * @category Constructors
  */
-export const answer = <T extends Any>(tool: T, fn: Handler<Parameters<T>, Success<T>, Failure<T>>): ToolAnswer => ({
-  tool,
-  handle: (callback) => run(tool, callback, fn)
-})
+export const answer = <T extends Any>(tool: T, fn: Handler<Parameters<T>, Success<T>, Failure<T>>): ToolAnswer =>
+  InternalRun.answer(tool, fn)
 
 /**
  * The `clientTool` handler of `CallbackHandler.layer` from tool answers: a call goes to the entries for its tool,
@@ -535,15 +381,7 @@ export const answer = <T extends Any>(tool: T, fn: Handler<Parameters<T>, Succes
  * @since 0.1.0
  * @category Constructors
  */
-export const answers = (...entries: ReadonlyArray<ToolAnswer>): ClientToolHandler => (callback) =>
-  Effect.gen(function*() {
-    for (const entry of entries) {
-      if (!called(entry.tool, callback)) continue
-      const decision = yield* entry.handle(callback)
-      if (!Answer.isKeepCallbackOpen(decision)) return decision
-    }
-    return keep
-  })
+export const answers = (...entries: ReadonlyArray<ToolAnswer>): ClientToolHandler => InternalRun.answers(...entries)
 
 // =============================================================================
 // Checking results
@@ -561,20 +399,4 @@ export const decodeResult = (
   tool: Any,
   result: Answer.ClientToolResult,
   callbackId?: string
-): Effect.Effect<Answer.ClientToolResult, AnswerMismatch> => {
-  const schema = result.isFailure ? tool.failure : tool.success
-  const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(result.result)
-  if (Either.isRight(decoded) || (result.isFailure && typeof result.result === "string")) {
-    return Effect.succeed(result)
-  }
-  return Effect.fail(
-    new AnswerMismatch({
-      module: "ClientTool",
-      method: "decodeResult",
-      callbackId: callbackId ?? `(a call of ${tool.id})`,
-      reason: `the ${result.isFailure ? "failure" : "success"} result does not match the ${
-        result.isFailure ? "failure" : "success"
-      } schema of ${tool.id}: ${describe(decoded.left)}`
-    })
-  )
-}
+): Effect.Effect<Answer.ClientToolResult, AnswerMismatch> => InternalDecoding.decodeResult(tool, result, callbackId)
