@@ -11,8 +11,7 @@
  * print exactly its guide output.
  */
 import { Connectors } from "@parley/runtime"
-// the module, not the "@parley/testing" index: the index also exports TransportSuite, which loads vitest
-import * as ScriptedModel from "@parley/testing/ScriptedModel"
+import { ScriptedModel } from "@parley/testing"
 import { Option, Schema } from "effect"
 import { Location } from "./agent.js"
 

@@ -13,8 +13,7 @@
 import { FetchHttpClient } from "@effect/platform"
 import { MistralModels } from "@parley/mistral"
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
-// the module, not the "@parley/testing" index: the index also exports TransportSuite, which loads vitest
-import * as ScriptedModel from "@parley/testing/ScriptedModel"
+import { ScriptedModel } from "@parley/testing"
 import { Effect, Layer, Record } from "effect"
 
 /** A scripted brain: decides each model reply from the conversation so far. */

@@ -12,8 +12,7 @@
  *
  * Tool results are decoded with Schemas; a refused or failed call is reported in the answer instead.
  */
-// the module, not the "@parley/testing" index: the index also exports TransportSuite, which loads vitest
-import * as ScriptedModel from "@parley/testing/ScriptedModel"
+import { ScriptedModel } from "@parley/testing"
 import { Option, Schema } from "effect"
 
 /** The products a text names: "the Atlas and the Nova" → `["Atlas", "Nova"]`. */
