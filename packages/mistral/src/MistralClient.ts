@@ -29,10 +29,10 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Stream from "effect/Stream"
 import * as Internal from "./internal/client.js"
+import { optional } from "./internal/config.js"
 import type * as Wire from "./internal/wire.js"
 
 /**
@@ -151,9 +151,6 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, HttpC
  */
 export const layer = (options: Options = {}): Layer.Layer<MistralClient, never, HttpClient.HttpClient> =>
   Layer.effect(MistralClient, make(options))
-
-const optional = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
-  Config.map(Config.option(config), Option.getOrUndefined)
 
 /**
  * Like `layer`, with settings read from `effect` `Config`. By default it reads `MISTRAL_API_KEY` (optional,

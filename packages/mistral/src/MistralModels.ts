@@ -36,8 +36,8 @@ import { AgentInvalid } from "@parley/core/ParleyError"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { optional } from "./internal/config.js"
 import * as MistralClient from "./MistralClient.js"
 import type * as MistralConfig from "./MistralConfig.js"
 import * as MistralLanguageModel from "./MistralLanguageModel.js"
@@ -223,9 +223,6 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, HttpC
         })
     }
   })
-
-const optional = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
-  Config.map(Config.option(config), Option.getOrUndefined)
 
 /**
  * Like `make`, with the endpoints read from `effect` `Config`. By default: `MISTRAL_API_KEY` (redacted),
