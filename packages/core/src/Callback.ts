@@ -21,6 +21,7 @@
  */
 import * as Schema from "effect/Schema"
 import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
+import * as Permissions from "./Permissions.js"
 import { ToolAnnotations } from "./ToolSpec.js"
 
 /**
@@ -50,39 +51,18 @@ export class ToolRef extends Schema.Class<ToolRef>("@parley/core/Callback/ToolRe
 }) {}
 
 /**
- * The policy rule that decided `ask`.
+ * What in the permission policy decided `ask` (see `Permissions.DecidedBy`).
  *
  * @since 0.1.0
  * @category Schemas
  */
-export class RuleMatched extends Schema.TaggedClass<RuleMatched>("@parley/core/Callback/RuleMatched")("RuleMatched", {
-  index: Schema.Int,
-  pattern: Schema.String
-}) {}
-
-/**
- * The policy's default decided `ask`.
- *
- * @since 0.1.0
- * @category Schemas
- */
-export class DefaultDecision
-  extends Schema.TaggedClass<DefaultDecision>("@parley/core/Callback/DefaultDecision")("DefaultDecision", {})
-{}
-
-/**
- * What decided that a tool call needs an approval.
- *
- * @since 0.1.0
- * @category Schemas
- */
-export const DecidedBy = Schema.Union(RuleMatched, DefaultDecision)
+export const DecidedBy = Permissions.DecidedBy
 
 /**
  * @since 0.1.0
  * @category Models
  */
-export type DecidedBy = typeof DecidedBy.Type
+export type DecidedBy = Permissions.DecidedBy
 
 /**
  * An approval request: which tool, with which arguments, and what in the policy asked.

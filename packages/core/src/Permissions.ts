@@ -52,3 +52,44 @@ export class PermissionPolicy extends Schema.Class<PermissionPolicy>("@parley/co
   default: Decision,
   rules: Schema.optionalWith(Schema.Array(PermissionRule), { default: () => [] })
 }) {}
+
+/**
+ * The rule that decided an evaluation: its index in `rules`, the pattern that matched, and the rule.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class RuleMatched
+  extends Schema.TaggedClass<RuleMatched>("@parley/core/Permissions/RuleMatched")("RuleMatched", {
+    index: Schema.NonNegativeInt,
+    pattern: Schema.String,
+    rule: PermissionRule
+  })
+{}
+
+/**
+ * No rule matched: the policy's `default` decided.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class DefaultDecision
+  extends Schema.TaggedClass<DefaultDecision>("@parley/core/Permissions/DefaultDecision")("DefaultDecision", {})
+{}
+
+/**
+ * What decided an evaluation (and, in an approval request, what asked).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type DecidedBy = RuleMatched | DefaultDecision
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const DecidedBy: Schema.Union<[typeof RuleMatched, typeof DefaultDecision]> = Schema.Union(
+  RuleMatched,
+  DefaultDecision
+)

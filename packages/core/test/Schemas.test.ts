@@ -40,7 +40,7 @@ describe("Callback", () => {
       assert.strictEqual(approval.kind, "approval")
       if (approval._tag !== "OpenApproval") return assert.fail("expected an OpenApproval")
       assert.instanceOf(approval.request, Callback.ApprovalRequest)
-      assert.instanceOf(approval.request.decidedBy, Callback.RuleMatched)
+      assert.instanceOf(approval.request.decidedBy, Permissions.RuleMatched)
       assert.isTrue(DateTime.isDateTime(approval.openedAt))
       assert.strictEqual(DateTime.toEpochMillis(approval.openedAt), 0)
       assert.strictEqual(approval.expiresAt && DateTime.toEpochMillis(approval.expiresAt), 3_600_000)

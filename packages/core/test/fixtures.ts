@@ -1,4 +1,4 @@
-import { Answer, Callback, Ids, ParleyError, ToolSpec, TurnState } from "@parley/core"
+import { Answer, Callback, Ids, ParleyError, Permissions, ToolSpec, TurnState } from "@parley/core"
 import type { CallbackHandler } from "@parley/core"
 import { DateTime } from "effect"
 
@@ -41,7 +41,11 @@ export const approvalFor = (tool: Callback.ToolRef, id: Ids.CallbackId = approva
       tool,
       toolCallId: "call_1",
       arguments: { to: "ada@example.com", urgent: true, tags: ["a", "b"] },
-      decidedBy: new Callback.RuleMatched({ index: 0, pattern: "client.*" })
+      decidedBy: new Permissions.RuleMatched({
+        index: 0,
+        pattern: "client.*",
+        rule: new Permissions.PermissionRule({ tools: ["client.*"], decision: "ask" })
+      })
     })
   })
 
@@ -56,7 +60,7 @@ export const approvalByDefault = new Callback.OpenApproval({
     tool: readOnlyTool,
     toolCallId: "call_2",
     arguments: {},
-    decidedBy: new Callback.DefaultDecision()
+    decidedBy: new Permissions.DefaultDecision()
   })
 })
 

@@ -86,45 +86,46 @@ export type PermissionPolicy = Permissions.PermissionPolicy
 // ===== Evaluation =====
 
 /**
- * The rule at `index` decided: `pattern` is the first of its patterns that matched.
+ * The rule that decided an evaluation (core's `Permissions.RuleMatched`).
  *
  * @since 0.1.0
  * @category Schemas
  */
-export class RuleMatched
-  extends Schema.TaggedClass<RuleMatched>("@parley/policy/PermissionPolicy/RuleMatched")("RuleMatched", {
-    index: Schema.NonNegativeInt,
-    rule: PermissionRule,
-    pattern: Schema.String
-  })
-{}
+export const RuleMatched: typeof Permissions.RuleMatched = Permissions.RuleMatched
 
 /**
- * No rule matched: the policy's `default` decided.
+ * @since 0.1.0
+ * @category Models
+ */
+export type RuleMatched = Permissions.RuleMatched
+
+/**
+ * The policy's default decided (core's `Permissions.DefaultDecision`).
  *
  * @since 0.1.0
  * @category Schemas
  */
-export class DefaultDecision
-  extends Schema.TaggedClass<DefaultDecision>("@parley/policy/PermissionPolicy/DefaultDecision")("DefaultDecision", {})
-{}
+export const DefaultDecision: typeof Permissions.DefaultDecision = Permissions.DefaultDecision
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type DefaultDecision = Permissions.DefaultDecision
 
 /**
  * What decided an evaluation.
  *
  * @since 0.1.0
- * @category Models
+ * @category Schemas
  */
-export type DecidedBy = RuleMatched | DefaultDecision
+export const DecidedBy: typeof Permissions.DecidedBy = Permissions.DecidedBy
 
 /**
  * @since 0.1.0
- * @category Schemas
+ * @category Models
  */
-export const DecidedBy: Schema.Union<[typeof RuleMatched, typeof DefaultDecision]> = Schema.Union(
-  RuleMatched,
-  DefaultDecision
-)
+export type DecidedBy = Permissions.DecidedBy
 
 /**
  * The result of evaluating a policy for one tool id: the decision and what decided it.

@@ -1,4 +1,4 @@
-import { Callback, type CallbackHandler, Ids } from "@parley/core"
+import { Callback, type CallbackHandler, Ids, Permissions } from "@parley/core"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
 import { DateTime, Effect, Schema } from "effect"
 
@@ -56,7 +56,7 @@ export const approval = (toolId: string, annotations: ToolAnnotations.ToolAnnota
         tool: new Callback.ToolRef({ id, name: toolId.slice(toolId.indexOf(".") + 1), annotations }),
         toolCallId: "call_2",
         arguments: {},
-        decidedBy: new Callback.DefaultDecision()
+        decidedBy: new Permissions.DefaultDecision()
       })
     })
   })

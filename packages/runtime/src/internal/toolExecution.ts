@@ -2,11 +2,9 @@ import type { Answer } from "@parley/core/Answer"
 import {
   ApprovalRequest,
   ClientToolRequest,
-  DefaultDecision,
   OpenApproval,
   OpenClientToolCall,
   OpenSignIn,
-  RuleMatched,
   SignInRequest,
   ToolRef
 } from "@parley/core/Callback"
@@ -68,9 +66,7 @@ const authorize = (broker: Broker, ctx: TurnContext, tool: ResolvedTool, call: T
     if (evaluation.decision === "deny") {
       return failure(`The permission policy denies ${tool.spec.id}; the call was not made.`)
     }
-    const decidedBy = evaluation.decidedBy._tag === "RuleMatched"
-      ? new RuleMatched({ index: evaluation.decidedBy.index, pattern: evaluation.decidedBy.pattern })
-      : new DefaultDecision()
+    const decidedBy = evaluation.decidedBy
     const outcome = yield* Callbacks.open(broker, {
       session: ctx.session,
       tree: ctx.tree,
