@@ -105,4 +105,27 @@ describe("Engine", () => {
       const last = events[events.length - 1]
       assert.strictEqual(last._tag === "TurnEnded" ? last.state._tag : last._tag, "Cancelled")
     }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("a definition that cannot run is refused with a typed error before any session exists", () =>
+    Effect.gen(function*() {
+      const unknownConnector = yield* Effect.flip(Agent.startSession(Agent.make({ name: "a", connectors: ["slack"] })))
+      assert.strictEqual(unknownConnector._tag, "AgentInvalid")
+      if (unknownConnector._tag === "AgentInvalid") {
+        assert.deepStrictEqual(unknownConnector.issues, ["no connector named slack"])
+      }
+      const badPattern = yield* Effect.flip(Agent.startSession(Agent.make({
+        name: "b",
+        permissions: new Permissions.PermissionPolicy({
+          default: "allow",
+          rules: [new Permissions.PermissionRule({ tools: ["mail.*"], decision: "ask" })]
+        })
+      })))
+      assert.strictEqual(badPattern._tag, "PolicyInvalid")
+      const badTool = new ToolSpec.ToolSpec({ ...getLocation, id: "client.bad name" as ToolSpec.ToolSpec["id"] }, true)
+      const badName = yield* Effect.flip(Agent.startSession(Agent.make({ name: "c", tools: [badTool] })))
+      assert.strictEqual(badName._tag, "AgentInvalid")
+      assert.match(badName.message, /client\.bad name/)
+      const badId = yield* Effect.flip(Agent.session(assistant, "session-1"))
+      assert.strictEqual(badId._tag, "InvalidId")
+    }).pipe(Effect.provide(TestLayer)))
 })

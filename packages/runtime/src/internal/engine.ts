@@ -61,7 +61,9 @@ export const make = (
     /** Checks a definition (and its subagents') before anything runs. */
     const validate = (agent: AgentSpec): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
       Effect.gen(function*() {
-        yield* Schema.validate(AgentSpecSchema)(agent).pipe(
+        // A round trip through the wire form checks every field, also of values built without validation.
+        yield* Schema.encode(AgentSpecSchema)(agent).pipe(
+          Effect.flatMap(Schema.decodeUnknown(AgentSpecSchema)),
           Effect.mapError((error) => invalid(agent, [ParseResult.TreeFormatter.formatErrorSync(error)]))
         )
         if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions)
