@@ -13,9 +13,8 @@
  * - `ClientTool.toSpec(tool)`: the serialisable `ToolSpec` (JSON Schemas) an agent definition carries;
  * - `ClientTool.decodeResult(tool, result)`: check a hand-made result before sending it.
  *
- * `make` returns the tool directly. Its stable id is `client.<name>`; a name that does not match
- * `^[A-Za-z0-9][A-Za-z0-9_-]*$` fails with a typed `InvalidId` from `ClientTool.validate` and `ClientTool.toSpec`,
- * which is where an agent definition checks its tools.
+ * `make` returns the tool directly. Its stable id is `client.<name>`; a malformed name fails with a typed `InvalidId`
+ * from `ClientTool.validate` / `ClientTool.toSpec`, and with `AgentInvalid` when a session starts.
  *
  * @example
  * ```ts
@@ -91,7 +90,7 @@ export interface ParametersSchema extends Schema.Schema.AnyNoContext {
 }
 
 /**
- * The schema of a tool's success value or typed failure: any schema that needs no services.
+ * The schema of a tool's success value or typed failure: a schema that needs no services.
  *
  * @since 0.1.0
  * @category Models
