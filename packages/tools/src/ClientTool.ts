@@ -61,9 +61,7 @@ import * as InternalMake from "./internal/make.js"
 import * as InternalRun from "./internal/run.js"
 import type * as ToolAnnotations from "./ToolAnnotations.js"
 
-// =============================================================================
-// Models
-// =============================================================================
+// ===== Models =====
 
 /**
  * @since 0.1.0
@@ -238,9 +236,7 @@ export type ClientToolHandler = (
   callback: Callback.OpenClientToolCall
 ) => Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen>
 
-// =============================================================================
-// Guards
-// =============================================================================
+// ===== Guards =====
 
 /**
  * @since 0.1.0
@@ -257,9 +253,7 @@ export const isClientTool = (u: unknown): u is Any => Predicate.hasProperty(u, T
 export const called = (tool: Any, callback: Callback.Callback): callback is Callback.OpenClientToolCall =>
   InternalRun.called(tool, callback)
 
-// =============================================================================
-// Constructors
-// =============================================================================
+// ===== Constructors =====
 
 /**
  * The options of `make` (and of `Tool.make`).
@@ -307,9 +301,7 @@ export const make = <
 export const validate = <T extends Any>(tool: T): Effect.Effect<T, InvalidId> =>
   Effect.as(InternalJsonSchema.checkedId(tool, "validate"), tool)
 
-// =============================================================================
-// JSON Schema
-// =============================================================================
+// ===== JSON Schema =====
 
 /**
  * The JSON Schema of a schema's encoded side, as a model reads it: no top-level `$ref` (a `Schema.Class` is
@@ -332,9 +324,7 @@ export const jsonSchema = (schema: Schema.Schema.All): ToolSpec.JsonSchema => In
 export const toSpec = (tool: Any): Effect.Effect<ToolSpec.ToolSpec, InvalidId> =>
   Effect.as(InternalJsonSchema.checkedId(tool, "toSpec"), InternalJsonSchema.specOf(tool))
 
-// =============================================================================
-// Answering
-// =============================================================================
+// ===== Answering =====
 
 /**
  * Answers a call of `tool` with `fn`:
@@ -382,9 +372,7 @@ export const answer = <T extends Any>(tool: T, fn: Handler<Parameters<T>, Succes
  */
 export const answers = (...entries: ReadonlyArray<ToolAnswer>): ClientToolHandler => InternalRun.answers(...entries)
 
-// =============================================================================
-// Checking results
-// =============================================================================
+// ===== Checking results =====
 
 /**
  * Checks a `ClientToolResult` against the tool before it is sent: a success must decode with `success`, a failure
