@@ -108,14 +108,6 @@ export const working = <A, E, R>(broker: Broker, tree: Tree, effect: Effect.Effe
     return Effect.ensuring(effect, becameIdle(broker, tree))
   })
 
-/** Runs `effect` while the fiber waits on others of the tree (it does not count as running meanwhile). */
-export const idleWhile = <A, E, R>(
-  broker: Broker,
-  tree: Tree,
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
-  Effect.zipRight(becameIdle(broker, tree), Effect.ensuring(effect, Effect.sync(() => tree.active += 1)))
-
 const resolutionOf = (outcome: Outcome): Resolution => outcome._tag
 
 /**

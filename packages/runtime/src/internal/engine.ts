@@ -170,6 +170,7 @@ export const make = (
         const index = session.turns.indexOf(running)
         if (index >= 0) session.turns.splice(index, 1)
         session.last = state
+        running.onEnd.forEach((listener) => listener())
         yield* Deferred.succeed(running.done, state)
       }).pipe(Effect.uninterruptible)
 
@@ -211,14 +212,7 @@ export const make = (
           const targets = sessionIds === undefined
             ? parent.children
             : yield* Effect.forEach(sessionIds, (id) => childOf(parent, id))
-          const states = yield* Callbacks.idleWhile(
-            broker,
-            parent.tree,
-            Effect.forEach(targets, (child) => {
-              const pending = child.turns[child.turns.length - 1]
-              return pending === undefined ? Effect.succeed(child.last) : Deferred.await(pending.done)
-            }, { concurrency: "unbounded" })
-          )
+          const states = yield* waitForChildren(parent.tree, targets)
           return targets.map((child, i) => {
             const state = states[i]
             return {
@@ -237,6 +231,33 @@ export const make = (
           return { sessionId, status: "interrupted" }
         })
     }
+
+    /**
+     * Waits for subagents' latest turns (one that has none gives its last state). The waiting fiber does not
+     * count as running meanwhile; the last turn to end counts it again before its own fiber stops counting, so the
+     * tree never looks blocked while the waiter is about to go on.
+     */
+    const waitForChildren = (tree: Tree, children: ReadonlyArray<SessionRuntime>) =>
+      Effect.gen(function*() {
+        const turns = children.map((child) => child.turns[child.turns.length - 1])
+        let remaining = turns.filter((turn) => turn !== undefined).length
+        let idle = remaining > 0
+        const wake = () => {
+          if (idle) {
+            idle = false
+            tree.active += 1
+          }
+        }
+        if (idle) {
+          turns.forEach((turn) => turn?.onEnd.push(() => (--remaining === 0 ? wake() : undefined)))
+          yield* Callbacks.becameIdle(broker, tree)
+        }
+        return yield* Effect.forEach(
+          turns,
+          (turn, i) => turn === undefined ? Effect.succeed(children[i].last) : Deferred.await(turn.done),
+          { concurrency: "unbounded" }
+        ).pipe(Effect.ensuring(Effect.sync(wake)))
+      })
 
     const childOf = (parent: SessionRuntime, sessionId: string) =>
       Effect.suspend(() => {
@@ -279,7 +300,7 @@ export const make = (
     ) =>
       Effect.gen(function*() {
         const turnId = yield* newTurnId
-        const running: RunningTurn = { turnId, done: yield* Deferred.make<Final>(), fiber: undefined }
+        const running: RunningTurn = { turnId, done: yield* Deferred.make<Final>(), fiber: undefined, onEnd: [] }
         session.turns.push(running)
         if (counted) session.tree.active += 1
         yield* before(turnId)

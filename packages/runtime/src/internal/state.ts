@@ -40,6 +40,8 @@ export interface RunningTurn {
   readonly turnId: TurnId
   /** Completed when the turn ends, with its final state. */
   readonly done: Deferred.Deferred<Final>
+  /** Called when the turn ends, before `done` completes (a waiter counts as running again from that moment). */
+  readonly onEnd: Array<() => void>
   fiber: Fiber.RuntimeFiber<void> | undefined
 }
 
