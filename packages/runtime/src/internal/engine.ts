@@ -150,12 +150,14 @@ export const make = (
         yield* append(store, session, [
           (meta) => new TurnEnded({ sessionId: session.session.sessionId, turnId: running.turnId, ...meta, state })
         ])
-        const parent = session.session.parent === undefined ? undefined : sessions.get(session.session.parent.sessionId)
-        if (parent !== undefined) {
+        const link = session.session.parent
+        const parent = link === undefined ? undefined : sessions.get(link.sessionId)
+        if (link !== undefined && parent !== undefined) {
+          // Filed under the parent's running turn, or the one that spawned it when the parent is idle.
           yield* appendToTree(
             store,
             parent,
-            parent.turns[0]?.turnId ?? session.session.parent!.turnId,
+            parent.turns[0]?.turnId ?? link.turnId,
             (ids) => (meta) =>
               new SubagentEnded({
                 ...ids,
