@@ -3,6 +3,7 @@ import type { CallbackId, TurnId } from "@parley/core/Ids"
 import { newCallbackId } from "@parley/core/Ids"
 import { CallbackOpened, CallbackResolved, TurnBlocked } from "@parley/core/TurnEvent"
 import type { Resolution } from "@parley/core/TurnEvent"
+import type { Final } from "@parley/core/TurnState"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -10,7 +11,7 @@ import * as Effect from "effect/Effect"
 import type { Service as SessionStore } from "../SessionStore.js"
 import type { EventIds } from "./log.js"
 import { append, appendToTreeUnlocked, locked } from "./log.js"
-import type { Draft, Outcome, PendingCallback, SessionRuntime, Tree } from "./state.js"
+import type { Draft, Outcome, PendingCallback, RunningTurn, SessionRuntime, Tree } from "./state.js"
 
 /** The callback broker: every open callback of every tree, and how the closed ones closed. */
 export interface Broker {
@@ -164,3 +165,33 @@ export const adopt = (broker: Broker, tree: Tree, turnId: TurnId): Effect.Effect
       new CallbackOpened({ sessionId: tree.root.session.sessionId, turnId, ...meta, callback: pending.callback })
     )
   ).pipe(Effect.asVoid)
+
+/**
+ * Waits for turns of the tree (one that is `undefined` gives `last`). The waiting fiber does not count as running
+ * meanwhile; the last turn to end counts it again before its own fiber stops counting, so the tree never looks
+ * blocked while the waiter is about to go on.
+ */
+export const waitForTurns = (
+  broker: Broker,
+  tree: Tree,
+  targets: ReadonlyArray<{ readonly turn: RunningTurn | undefined; readonly last: Final | undefined }>
+): Effect.Effect<ReadonlyArray<Final | undefined>> =>
+  Effect.gen(function*() {
+    let remaining = targets.filter((target) => target.turn !== undefined).length
+    let idle = remaining > 0
+    const wake = () => {
+      if (idle) {
+        idle = false
+        tree.active += 1
+      }
+    }
+    if (idle) {
+      targets.forEach((target) => target.turn?.onEnd.push(() => (--remaining === 0 ? wake() : undefined)))
+      yield* becameIdle(broker, tree)
+    }
+    return yield* Effect.forEach(
+      targets,
+      (target) => target.turn === undefined ? Effect.succeed(target.last) : Deferred.await(target.turn.done),
+      { concurrency: "unbounded" }
+    ).pipe(Effect.ensuring(Effect.sync(wake)))
+  })

@@ -7,8 +7,7 @@ import type { AgentInvalid, PolicyInvalid } from "@parley/core/ParleyError"
 import { CallbackAlreadyAnswered, CallbackNotOpen, SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
 import { SessionInfo, TurnRef } from "@parley/core/Transport"
-import type { ToolCallStarted } from "@parley/core/TurnEvent"
-import { SubagentEnded, SubagentStarted, ToolCallCompleted, TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
+import { SubagentEnded, SubagentStarted, TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
 import { Cancelled, Completed, Failed } from "@parley/core/TurnState"
 import type { Final } from "@parley/core/TurnState"
 import * as Policy from "@parley/policy/PermissionPolicy"
@@ -31,6 +30,7 @@ import * as Callbacks from "./callbacks.js"
 import { checkClientToolResult } from "./jsonSchema.js"
 import { append, appendToTree } from "./log.js"
 import type { RunningTurn, SessionRuntime, Subagents, Tree } from "./state.js"
+import * as ToolExecution from "./toolExecution.js"
 
 export const make = (
   store: SessionStore.Service,
@@ -111,34 +111,6 @@ export const make = (
         return info(yield* register(stored, undefined))
       })
 
-    /** A cancelled turn's tool calls that had no result get one, so the conversation stays whole for the model. */
-    const closeUnfinishedToolCalls = (session: SessionRuntime, turnId: TurnId) =>
-      Effect.gen(function*() {
-        const events = yield* store.read(session.session.sessionId, 0)
-        const completed = new Set(
-          events.flatMap((event) => (event._tag === "ToolCallCompleted" ? [event.toolCallId] : []))
-        )
-        const unfinished = events.filter((event): event is ToolCallStarted =>
-          event._tag === "ToolCallStarted" && event.turnId === turnId && !completed.has(event.toolCallId)
-        )
-        yield* append(
-          store,
-          session,
-          unfinished.map((call) => (meta) =>
-            new ToolCallCompleted({
-              sessionId: session.session.sessionId,
-              turnId,
-              ...meta,
-              toolCallId: call.toolCallId,
-              toolId: call.toolId,
-              name: call.name,
-              isFailure: true,
-              result: `The call to ${call.name} was cancelled.`
-            })
-          )
-        )
-      })
-
     const endTurn = (session: SessionRuntime, running: RunningTurn, state: Final) =>
       Effect.gen(function*() {
         if (yield* Deferred.isDone(running.done)) return
@@ -146,7 +118,7 @@ export const make = (
         yield* Callbacks.resolveAll(broker, [session], {
           _tag: state._tag === "Cancelled" ? "cancelled" : "turn_ended"
         })
-        if (state._tag === "Cancelled") yield* closeUnfinishedToolCalls(session, running.turnId)
+        if (state._tag === "Cancelled") yield* ToolExecution.closeUnfinished(store, session, running.turnId)
         yield* append(store, session, [
           (meta) => new TurnEnded({ sessionId: session.session.sessionId, turnId: running.turnId, ...meta, state })
         ])
@@ -214,7 +186,11 @@ export const make = (
           const targets = sessionIds === undefined
             ? parent.children
             : yield* Effect.forEach(sessionIds, (id) => childOf(parent, id))
-          const states = yield* waitForChildren(parent.tree, targets)
+          const states = yield* Callbacks.waitForTurns(
+            broker,
+            parent.tree,
+            targets.map((child) => ({ turn: child.turns[child.turns.length - 1], last: child.last }))
+          )
           return targets.map((child, i) => {
             const state = states[i]
             return {
@@ -233,33 +209,6 @@ export const make = (
           return { sessionId, status: "interrupted" }
         })
     }
-
-    /**
-     * Waits for subagents' latest turns (one that has none gives its last state). The waiting fiber does not
-     * count as running meanwhile; the last turn to end counts it again before its own fiber stops counting, so the
-     * tree never looks blocked while the waiter is about to go on.
-     */
-    const waitForChildren = (tree: Tree, children: ReadonlyArray<SessionRuntime>) =>
-      Effect.gen(function*() {
-        const turns = children.map((child) => child.turns[child.turns.length - 1])
-        let remaining = turns.filter((turn) => turn !== undefined).length
-        let idle = remaining > 0
-        const wake = () => {
-          if (idle) {
-            idle = false
-            tree.active += 1
-          }
-        }
-        if (idle) {
-          turns.forEach((turn) => turn?.onEnd.push(() => (--remaining === 0 ? wake() : undefined)))
-          yield* Callbacks.becameIdle(broker, tree)
-        }
-        return yield* Effect.forEach(
-          turns,
-          (turn, i) => turn === undefined ? Effect.succeed(children[i].last) : Deferred.await(turn.done),
-          { concurrency: "unbounded" }
-        ).pipe(Effect.ensuring(Effect.sync(wake)))
-      })
 
     const childOf = (parent: SessionRuntime, sessionId: string) =>
       Effect.suspend(() => {

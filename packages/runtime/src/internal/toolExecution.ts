@@ -8,14 +8,17 @@ import {
   SignInRequest,
   ToolRef
 } from "@parley/core/Callback"
+import type { TurnId } from "@parley/core/Ids"
 import { PermissionPolicy } from "@parley/core/Permissions"
+import type { ToolCallStarted } from "@parley/core/TurnEvent"
 import { ToolCallCompleted } from "@parley/core/TurnEvent"
 import * as Policy from "@parley/policy/PermissionPolicy"
 import * as Effect from "effect/Effect"
+import type { Service as SessionStore } from "../SessionStore.js"
 import type { Broker } from "./callbacks.js"
 import * as Callbacks from "./callbacks.js"
 import { append } from "./log.js"
-import type { Outcome, ResolvedTool, TurnContext } from "./state.js"
+import type { Outcome, ResolvedTool, SessionRuntime, TurnContext } from "./state.js"
 
 export interface ToolCall {
   readonly id: string
@@ -197,4 +200,30 @@ export const run = (broker: Broker, ctx: TurnContext, call: ToolCall): Effect.Ef
           result: result.result
         })
     ])
+  })
+
+/** A cancelled turn's tool calls that had no result get one, so the conversation stays whole for the model. */
+export const closeUnfinished = (store: SessionStore, session: SessionRuntime, turnId: TurnId): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const events = yield* store.read(session.session.sessionId, 0)
+    const completed = new Set(events.flatMap((event) => (event._tag === "ToolCallCompleted" ? [event.toolCallId] : [])))
+    const unfinished = events.filter((event): event is ToolCallStarted =>
+      event._tag === "ToolCallStarted" && event.turnId === turnId && !completed.has(event.toolCallId)
+    )
+    yield* append(
+      store,
+      session,
+      unfinished.map((call) => (meta) =>
+        new ToolCallCompleted({
+          sessionId: session.session.sessionId,
+          turnId,
+          ...meta,
+          toolCallId: call.toolCallId,
+          toolId: call.toolId,
+          name: call.name,
+          isFailure: true,
+          result: `The call to ${call.name} was cancelled.`
+        })
+      )
+    )
   })
