@@ -137,3 +137,17 @@ export const make = (fields: {
  * @category Utils
  */
 export const hasSubagentTools = (spec: AgentSpec): boolean => spec.builtins.subagents ?? spec.subagents.length > 0
+
+/**
+ * The definition a subagent runs with: a subagent without a model or a policy of its own uses its parent's.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const childSpec = (parent: AgentSpec, child: AgentSpec): AgentSpec => ({
+  ...child,
+  model: child.model ?? parent.model,
+  ...(child.permissions ?? parent.permissions) === undefined
+    ? {}
+    : { permissions: child.permissions ?? parent.permissions }
+})

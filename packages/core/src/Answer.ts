@@ -16,7 +16,8 @@
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { Callback } from "./Callback.js"
 import { AnswerMismatch } from "./ParleyError.js"
@@ -143,14 +144,14 @@ const signInIssues = (requested: ReadonlyArray<string>, answer: SignInAnswer): R
 
 /**
  * Checks that `answer` fits `callback`: its kind, and for a sign-in that it names every requested source once and
- * nothing else. Fails with `AnswerMismatch`; does nothing else.
+ * nothing else. Returns the answer, or `AnswerMismatch`.
  *
  * @since 0.1.0
  * @category Utils
  */
-export const validate = (callback: Callback, answer: Answer): Effect.Effect<Answer, AnswerMismatch> => {
+export const validateSync = (callback: Callback, answer: Answer): Either.Either<Answer, AnswerMismatch> => {
   const mismatch = (reason: string) =>
-    Effect.fail(new AnswerMismatch({ module: "Answer", method: "validate", callbackId: callback.id, reason }))
+    Either.left(new AnswerMismatch({ module: "Answer", method: "validate", callbackId: callback.id, reason }))
   const expected = expectedFor(callback)
   if (!expected.includes(answer._tag)) {
     return mismatch(
@@ -163,5 +164,14 @@ export const validate = (callback: Callback, answer: Answer): Effect.Effect<Answ
     const issues = signInIssues(callback.requests.map((request) => request.id), answer)
     if (issues.length > 0) return mismatch(`the SignInAnswer ${issues.join("; ")}`)
   }
-  return Effect.succeed(answer)
+  return Either.right(answer)
 }
+
+/**
+ * Checks that `answer` fits `callback` (see `validateSync`). Fails with `AnswerMismatch`; does nothing else.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const validate = (callback: Callback, answer: Answer): Effect.Effect<Answer, AnswerMismatch> =>
+  validateSync(callback, answer)

@@ -97,13 +97,20 @@ export class ClientToolRequest extends Schema.Class<ClientToolRequest>("@parley/
  */
 export class SignInRequest extends Schema.Class<SignInRequest>("@parley/core/Callback/SignInRequest")({
   id: Schema.String,
-  source: Schema.String
+  source: Schema.String,
+  /** The tool call that needs the connector. */
+  toolCallId: Schema.optional(Schema.String)
 }) {}
 
 const common = {
   id: CallbackId,
   sessionId: SessionId,
   turnId: TurnId,
+  /**
+   * The root turn whose part of the tree asked: the turn itself for the root session's callbacks, and for a subagent's
+   * the root turn during which its branch of the tree was started (subagents outlive turns).
+   */
+  rootTurnId: Schema.optional(TurnId),
   openedAt: Schema.DateTimeUtc,
   expiresAt: Schema.optional(Schema.DateTimeUtc)
 }

@@ -219,6 +219,46 @@ export class TransportFailure
 }
 
 /**
+ * A tool that runs in the runtime (a connector's) died instead of returning a result or a tool error.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ToolFailure
+  extends Schema.TaggedError<ToolFailure>("@parley/core/ParleyError/ToolFailure")("ToolFailure", {
+    ...common,
+    toolId: Schema.String
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: tool ${this.toolId} failed${suffix(this.description)}`
+  }
+}
+
+/**
+ * A callback handler failed or died while answering a callback. The callback stays open: answer it by id, or wait
+ * again with other handlers.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class HandlerFailed
+  extends Schema.TaggedError<HandlerFailed>("@parley/core/ParleyError/HandlerFailed")("HandlerFailed", {
+    ...common,
+    callbackId: Schema.String,
+    kind: Schema.String
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: the ${this.kind} handler for callback ${this.callbackId} failed${
+      suffix(this.description)
+    }; the callback is still open`
+  }
+}
+
+/**
  * @since 0.1.0
  * @category Models
  */
@@ -233,6 +273,8 @@ export type ParleyError =
   | AgentInvalid
   | ModelFailure
   | TransportFailure
+  | ToolFailure
+  | HandlerFailed
 
 /**
  * @since 0.1.0
@@ -248,7 +290,9 @@ export const ParleyError: Schema.Union<[
   typeof PolicyInvalid,
   typeof AgentInvalid,
   typeof ModelFailure,
-  typeof TransportFailure
+  typeof TransportFailure,
+  typeof ToolFailure,
+  typeof HandlerFailed
 ]> = Schema.Union(
   InvalidId,
   AnswerMismatch,
@@ -259,7 +303,9 @@ export const ParleyError: Schema.Union<[
   PolicyInvalid,
   AgentInvalid,
   ModelFailure,
-  TransportFailure
+  TransportFailure,
+  ToolFailure,
+  HandlerFailed
 )
 
 /**

@@ -23,7 +23,7 @@ import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { AgentSpec } from "./AgentSpec.js"
 import type { Answer } from "./Answer.js"
-import type { Callback } from "./Callback.js"
+import { Callback as CallbackSchema } from "./Callback.js"
 import type { CallbackId } from "./Ids.js"
 import { SessionId, TurnId } from "./Ids.js"
 import type {
@@ -37,6 +37,7 @@ import type {
   TurnNotFound
 } from "./ParleyError.js"
 import type { TurnEvent } from "./TurnEvent.js"
+import { TurnState } from "./TurnState.js"
 
 /**
  * A session as the transport reports it.
@@ -52,7 +53,7 @@ export class SessionInfo extends Schema.Class<SessionInfo>("@parley/core/Transpo
 }) {}
 
 /**
- * A turn that was started: its ids and the `seq` of its `TurnStarted` event.
+ * A turn that was accepted: its ids and the `seq` of its `TurnQueued` event (where its events start).
  *
  * @since 0.1.0
  * @category Schemas
@@ -61,6 +62,22 @@ export class TurnRef extends Schema.Class<TurnRef>("@parley/core/Transport/TurnR
   sessionId: SessionId,
   turnId: TurnId,
   cursor: Schema.NonNegativeInt
+}) {}
+
+/**
+ * A turn as it stands at one point of its tree's log: the callbacks it lists as open, the log position (`cursor`: the
+ * `seq` the next event will get) and its state when it ended or is blocked (`undefined` while queued or running).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class TurnSnapshot extends Schema.Class<TurnSnapshot>("@parley/core/Transport/TurnSnapshot")({
+  turn: TurnRef,
+  callbacks: Schema.Array(CallbackSchema),
+  cursor: Schema.NonNegativeInt,
+  /** The `seq` of the turn's `TurnStarted`, once it started. */
+  started: Schema.optional(Schema.NonNegativeInt),
+  state: Schema.optional(TurnState)
 }) {}
 
 /**
@@ -95,13 +112,16 @@ export interface Service {
     sessionId: SessionId,
     input: string
   ) => Effect.Effect<TurnRef, SessionNotFound | TransportFailure>
-  /** The session's events from `seq` on: the stored ones, then live ones as they are appended. Never ends by itself. */
+  /**
+   * The events from `seq` on: the stored ones, then live ones as they are appended (live `MessageDelta`s included).
+   * Never ends by itself. For a root session: its whole tree's log; for a subagent: its own events.
+   */
   readonly events: (sessionId: SessionId, from: number) => Stream.Stream<TurnEvent, SessionNotFound | TransportFailure>
-  /** The callbacks open in a turn's tree (its own and its subagents'). */
-  readonly openCallbacks: (
+  /** A turn now: the callbacks it lists as open (a root turn: its tree's), the log position, its state. */
+  readonly snapshot: (
     sessionId: SessionId,
     turnId: TurnId
-  ) => Effect.Effect<ReadonlyArray<Callback>, SessionNotFound | TurnNotFound | TransportFailure>
+  ) => Effect.Effect<TurnSnapshot, SessionNotFound | TurnNotFound | TransportFailure>
   /** Answers a callback of the turn's tree. Validated first: a mismatch stores nothing. Exactly one answer wins. */
   readonly answer: (
     request: AnswerRequest

@@ -3,9 +3,11 @@
  *
  * - `Turn.result(turn)` waits for the turn while the `CallbackHandler` in context answers its callbacks; what the
  *   handlers leave open comes back as `Blocked`, and `Turn.result(turn, { after: blocked })` waits again from there.
- *   `onEvent` shows each event as it comes (a session app with functions).
+ *   `onEvent` shows each event as it comes (a session app with functions). Handlers get only the callbacks still
+ *   open, run concurrently, and each is interrupted when its callback closes (answered elsewhere, expired).
  * - `Turn.events(turn)` is a read-only `Stream` of the turn's events, ending with `TurnEnded` (a session app by
- *   hand: answer each `CallbackOpened` by id). Handlers never answer while it runs.
+ *   hand: answer each `CallbackOpened` by id). Handlers never answer while it runs. A root turn's events include its
+ *   subagents' while it runs; `TurnStarted.inherited` names the callbacks of earlier turns' subagents still open.
  * - `Turn.answer(turn, callbackId, answer)` answers one callback of the turn's tree by id, from this process or any
  *   other. It fails with `AnswerMismatch`, `CallbackNotOpen` or `CallbackAlreadyAnswered` and then sends nothing.
  *
@@ -29,10 +31,16 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import type { Answer } from "./Answer.js"
+import type { Answer, KeepCallbackOpen } from "./Answer.js"
+import type { Callback } from "./Callback.js"
 import * as CallbackHandler from "./CallbackHandler.js"
 import type { CallbackId, SessionId, TurnId } from "./Ids.js"
 import type {
@@ -42,11 +50,11 @@ import type {
   SessionNotFound,
   TurnNotFound
 } from "./ParleyError.js"
-import { TransportFailure } from "./ParleyError.js"
+import { HandlerFailed, TransportFailure } from "./ParleyError.js"
+import type { Service as TransportService, TurnSnapshot } from "./Transport.js"
 import { Transport } from "./Transport.js"
 import type { TurnEvent } from "./TurnEvent.js"
-import { Blocked } from "./TurnState.js"
-import type { TurnState } from "./TurnState.js"
+import type { Blocked, TurnState } from "./TurnState.js"
 
 /**
  * @since 0.1.0
@@ -82,7 +90,7 @@ export interface ResultOptions<R = never> {
  * @since 0.1.0
  * @category Models
  */
-export type ResultError = AnswerMismatch | SessionNotFound | TurnNotFound | TransportFailure
+export type ResultError = AnswerMismatch | HandlerFailed | SessionNotFound | TurnNotFound | TransportFailure
 
 const handlerFor = (turn: Turn) =>
   Effect.map(Effect.serviceOption(CallbackHandler.CallbackHandler), (fromContext) => {
@@ -91,8 +99,63 @@ const handlerFor = (turn: Turn) =>
   })
 
 /**
+ * Which events of its session's stream belong to a turn: the turn's own, and — for a root turn, whose stream is its
+ * whole tree's — its subagents' while it runs (after its `TurnStarted`, before its `TurnEnded`).
+ */
+const viewOf = (turn: Turn, started: number | undefined) => {
+  let startedAt = started
+  let endedAt: number | undefined
+  return (event: TurnEvent): boolean => {
+    if (event.sessionId === turn.sessionId) {
+      if (event.turnId !== turn.turnId) return false
+      if (event._tag === "TurnStarted") startedAt = event.seq
+      if (event._tag === "TurnEnded") endedAt = event.seq
+      return true
+    }
+    return startedAt !== undefined && event.seq > startedAt && (endedAt === undefined || event.seq < endedAt)
+  }
+}
+
+// =============================================================================
+// Handling callbacks while a result waits
+// =============================================================================
+
+type Decision = "answered" | "kept"
+
+/**
+ * The callbacks being handled in this process, per transport: two `Turn.result`s of one turn never run a handler
+ * twice for one callback (the second waits for the first's decision, and runs its own handler only if the first kept
+ * the callback open).
+ */
+const handling = new WeakMap<TransportService, Map<CallbackId, Deferred.Deferred<Decision>>>()
+
+const inProgress = (transport: TransportService) => {
+  let map = handling.get(transport)
+  if (map === undefined) {
+    map = new Map()
+    handling.set(transport, map)
+  }
+  return map
+}
+
+const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.squash(cause)
+  return failure instanceof Error ? failure.message : String(failure)
+}
+
+type Signal =
+  | { readonly _tag: "Event"; readonly event: TurnEvent }
+  | { readonly _tag: "StreamEnded"; readonly error: SessionNotFound | TransportFailure | undefined }
+  | { readonly _tag: "Handled"; readonly callbackId: CallbackId; readonly decision: Decision }
+  | { readonly _tag: "HandlerError"; readonly error: ResultError }
+
+/**
  * Waits for the turn: returns its final state, or `Blocked` when every open callback of its tree was left open by
  * the handlers (or there are no handlers). Uses the `CallbackHandler` from context when there is one.
+ *
+ * The handlers get the callbacks open when the wait begins and those that open while it runs — never one that is
+ * already closed — concurrently; a handler is interrupted when its callback closes without it (answered by id,
+ * expired, cancelled). A handler that fails or dies fails the wait with `HandlerFailed` and leaves its callback open.
  *
  * @since 0.1.0
  * @category Accessors
@@ -101,73 +164,156 @@ export const result = <R = never>(
   turn: Turn,
   options?: ResultOptions<R>
 ): Effect.Effect<TurnState, ResultError, Transport | R> =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const transport = yield* Transport
     const handler = yield* handlerFor(turn)
     const from = options?.after?.cursor ?? turn.cursor
-    const children = new Set<SessionId>()
+    const snapshot = yield* transport.snapshot(turn.sessionId, turn.turnId)
     const waiting = { sessionId: turn.sessionId, turnId: turn.turnId }
+    const signals = yield* Queue.unbounded<Signal>()
+    const fibers = yield* FiberMap.make<CallbackId>()
+    const shared = inProgress(transport)
+    const closed = new Set<CallbackId>()
+    let running = 0
 
-    const step = (event: TurnEvent): Effect.Effect<Option.Option<TurnState>, ResultError, R> =>
+    const decide = (callback: Callback): Effect.Effect<Decision, ResultError> =>
       Effect.gen(function*() {
-        if (event.turnId !== turn.turnId) return Option.none()
-        if (event._tag === "SubagentStarted") children.add(event.childSessionId)
-        if (event.seq < from) return Option.none()
-        if (options?.onEvent !== undefined) {
-          const shown = options.onEvent(event)
-          if (Effect.isEffect(shown)) yield* shown
+        if (handler === undefined) return "kept"
+        const decision = yield* Effect.exit(handler.handle(callback, {
+          session: { id: callback.sessionId, turnId: callback.turnId },
+          waiting,
+          fromWaitingTurn: (callback.rootTurnId ?? callback.turnId) === turn.turnId
+        }))
+        if (Exit.isFailure(decision)) {
+          if (Cause.isInterruptedOnly(decision.cause)) return yield* Effect.interrupt
+          return yield* new HandlerFailed({
+            module: "Turn",
+            method: "result",
+            callbackId: callback.id,
+            kind: callback.kind,
+            description: describeCause(decision.cause),
+            cause: Cause.squash(decision.cause)
+          })
         }
-        switch (event._tag) {
-          case "CallbackOpened": {
-            if (handler === undefined) return Option.none()
-            const callback = event.callback
-            const fromWaitingTurn = callback.sessionId === turn.sessionId
-              ? callback.turnId === turn.turnId
-              : children.has(callback.sessionId)
-            const decision = yield* handler.handle(callback, {
-              session: { id: callback.sessionId, turnId: callback.turnId },
-              waiting,
-              fromWaitingTurn
-            })
-            if (decision._tag === "KeepCallbackOpen") return Option.none()
-            // Another client may have answered first: that answer stands.
-            yield* transport.answer({ ...waiting, callbackId: callback.id, answer: decision }).pipe(
-              Effect.catchTags({ CallbackNotOpen: () => Effect.void, CallbackAlreadyAnswered: () => Effect.void })
-            )
-            return Option.none()
-          }
-          case "TurnBlocked": {
-            // Answers may have arrived since the event was written: Blocked only when all are still open.
-            const open = yield* transport.openCallbacks(turn.sessionId, turn.turnId)
-            const callbacks = open.filter((callback) => event.callbackIds.includes(callback.id))
-            if (callbacks.length !== event.callbackIds.length) return Option.none()
-            return Option.some(
-              new Blocked({ sessionId: turn.sessionId, turnId: turn.turnId, callbacks, cursor: event.seq + 1 })
-            )
-          }
-          case "TurnEnded":
-            return Option.some(event.state)
-          default:
-            return Option.none()
-        }
+        const answer: Answer | KeepCallbackOpen = decision.value
+        if (answer._tag === "KeepCallbackOpen") return "kept"
+        // Another client may have answered first: that answer stands.
+        yield* transport.answer({ ...waiting, callbackId: callback.id, answer }).pipe(
+          Effect.catchTags({ CallbackNotOpen: () => Effect.void, CallbackAlreadyAnswered: () => Effect.void })
+        )
+        return "answered"
       })
 
-    const state = yield* transport.events(turn.sessionId, turn.cursor).pipe(
-      Stream.mapEffect(step),
-      Stream.filterMap((state) => state),
-      Stream.runHead
+    /** Runs the handler for one callback, unless another wait of this process is already on it. */
+    const handle = (callback: Callback) =>
+      Effect.gen(function*() {
+        const other = shared.get(callback.id)
+        if (other !== undefined && (yield* Deferred.await(other)) === "answered") return "answered" as const
+        const mine = yield* Deferred.make<Decision>()
+        shared.set(callback.id, mine)
+        return yield* decide(callback).pipe(
+          Effect.onExit((exit) => {
+            if (shared.get(callback.id) === mine) shared.delete(callback.id)
+            return Deferred.succeed(mine, Exit.isSuccess(exit) ? exit.value : "kept")
+          })
+        )
+      })
+
+    const start = (callback: Callback) =>
+      Effect.suspend(() => {
+        if (closed.has(callback.id)) return Effect.void
+        running += 1
+        return FiberMap.run(
+          fibers,
+          callback.id,
+          handle(callback).pipe(
+            Effect.matchEffect({
+              onFailure: (error) => Queue.offer(signals, { _tag: "HandlerError", error }),
+              onSuccess: (decision) => Queue.offer(signals, { _tag: "Handled", callbackId: callback.id, decision })
+            }),
+            Effect.onInterrupt(() => Effect.sync(() => (running -= 1)))
+          ),
+          { onlyIfMissing: true }
+        )
+      })
+
+    const inView = viewOf(turn, snapshot.started)
+    yield* transport.events(turn.sessionId, from).pipe(
+      Stream.runForEach((event) => Queue.offer(signals, { _tag: "Event", event })),
+      Effect.matchEffect({
+        onFailure: (error) => Queue.offer(signals, { _tag: "StreamEnded", error }),
+        onSuccess: () => Queue.offer(signals, { _tag: "StreamEnded", error: undefined })
+      }),
+      Effect.forkScoped
     )
-    return yield* Option.match(state, {
-      onNone: () =>
-        Effect.fail(
-          new TransportFailure({ module: "Turn", method: "result", description: "the event stream ended early" })
-        ),
-      onSome: Effect.succeed
-    })
-  })
+    yield* Effect.forEach(snapshot.callbacks, start, { discard: true })
+
+    // A TurnBlocked (or the snapshot's Blocked) that nothing happened after: the seq it was seen at.
+    let blockedAt: number | undefined = snapshot.state?._tag === "Blocked" ? snapshot.state.cursor - 1 : undefined
+    let lastSeq = from - 1
+
+    const blockedNow = (): Effect.Effect<Option.Option<TurnState>, ResultError> =>
+      Effect.gen(function*() {
+        if (blockedAt === undefined || running > 0 || lastSeq < blockedAt) return Option.none()
+        // Confirm with the runtime: the answers that were sent may already have moved the turn on. The Blocked state
+        // the caller waits `after` is not news: wait for what comes next.
+        const now: TurnSnapshot = yield* transport.snapshot(turn.sessionId, turn.turnId)
+        const seen = options?.after?.cursor ?? 0
+        return now.state?._tag === "Blocked" && now.state.cursor > seen
+          ? Option.some<TurnState>(now.state)
+          : Option.none()
+      })
+
+    while (true) {
+      const signal = yield* Queue.take(signals)
+      switch (signal._tag) {
+        case "StreamEnded":
+          return yield* signal.error ?? new TransportFailure({
+            module: "Turn",
+            method: "result",
+            description: "the event stream ended early"
+          })
+        case "HandlerError":
+          return yield* signal.error
+        case "Handled": {
+          running -= 1
+          break
+        }
+        case "Event": {
+          const event = signal.event
+          if (!inView(event)) continue
+          if (event._tag !== "MessageDelta") lastSeq = Math.max(lastSeq, event.seq)
+          if (options?.onEvent !== undefined) {
+            const shown = options.onEvent(event)
+            if (Effect.isEffect(shown)) yield* shown
+          }
+          switch (event._tag) {
+            case "CallbackOpened":
+              if (event.seq >= snapshot.cursor) yield* start(event.callback)
+              break
+            case "CallbackResolved":
+              closed.add(event.callbackId)
+              yield* FiberMap.remove(fibers, event.callbackId)
+              break
+            case "TurnEnded":
+              if (event.sessionId === turn.sessionId) return event.state
+              break
+            default:
+              break
+          }
+          if (event._tag === "TurnBlocked") blockedAt = event.seq
+          else if (event._tag !== "MessageDelta") blockedAt = undefined
+          break
+        }
+      }
+      const blocked = yield* blockedNow()
+      if (Option.isSome(blocked)) return blocked.value
+    }
+  }))
 
 /**
- * The turn's events from its start, ending with `TurnEnded`. Read-only: handlers never answer while it runs.
+ * The turn's events from its start, ending with `TurnEnded`. Read-only: handlers never answer while it runs. A root
+ * turn's events include its subagents' while it runs.
  *
  * @since 0.1.0
  * @category Accessors
@@ -176,8 +322,8 @@ export const events = (turn: Turn): Stream.Stream<TurnEvent, SessionNotFound | T
   Stream.unwrap(
     Effect.map(Transport, (transport) =>
       transport.events(turn.sessionId, turn.cursor).pipe(
-        Stream.filter((event) => event.turnId === turn.turnId),
-        Stream.takeUntil((event) => event._tag === "TurnEnded")
+        Stream.filter(viewOf(turn, undefined)),
+        Stream.takeUntil((event) => event._tag === "TurnEnded" && event.sessionId === turn.sessionId)
       ))
   )
 
@@ -202,10 +348,14 @@ export const answer = (
   )
 
 /**
- * The callbacks open in the turn's tree right now.
+ * The callbacks open in the turn's tree right now (a root turn lists its subagents' too).
  *
  * @since 0.1.0
  * @category Accessors
  */
-export const openCallbacks = (turn: Turn) =>
-  Effect.flatMap(Transport, (transport) => transport.openCallbacks(turn.sessionId, turn.turnId))
+export const openCallbacks = (
+  turn: Turn
+): Effect.Effect<ReadonlyArray<Callback>, SessionNotFound | TurnNotFound | TransportFailure, Transport> =>
+  Effect.flatMap(Transport, (transport) => transport.snapshot(turn.sessionId, turn.turnId)).pipe(
+    Effect.map((snapshot) => snapshot.callbacks)
+  )

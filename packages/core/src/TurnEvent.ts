@@ -1,6 +1,13 @@
 /**
- * The events of a session's log. A turn is a `Stream` of them; each carries `sessionId`, `turnId`, `seq` (per
- * session, strictly increasing and gap-free: the cursor for replay) and `at`.
+ * The events of a tree's log. A root session and every subagent under it share one append-only log; each event names
+ * its own `sessionId` and `turnId`, and carries `seq` (per tree, strictly increasing and gap-free among stored events:
+ * the cursor for replay) and `at`. A turn is a `Stream` of them, a subagent's view a filter of its tree's log.
+ *
+ * `MessageDelta`s are streamed to live readers only: the log keeps one `MessageCompleted` per model step (the
+ * concatenation of its deltas), so a durable store pays one write per step, not one per token. A delta carries the
+ * `seq` of its step's `ModelStepStarted`.
+ *
+ * The log format is versioned by `schemaVersion`: a store records it beside each event it persists.
  *
  * @example
  * ```ts
@@ -22,6 +29,14 @@ import { Callback } from "./Callback.js"
 import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
 import { Final } from "./TurnState.js"
 
+/**
+ * The version of the event schemas. Stores persist it with every event, so a later version can migrate old logs.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const schemaVersion = 1
+
 const common = {
   sessionId: SessionId,
   turnId: TurnId,
@@ -30,18 +45,74 @@ const common = {
 }
 
 /**
- * A turn started with the user's input.
+ * The tool call of a parent session that gave a subagent's turn its input (`agents.spawn` or `agents.message`).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class TurnCause extends Schema.Class<TurnCause>("@parley/core/TurnEvent/TurnCause")({
+  sessionId: SessionId,
+  turnId: TurnId,
+  toolCallId: Schema.String
+}) {}
+
+/**
+ * A message was accepted: the turn exists from now on and starts when the session's earlier turns have ended.
+ * `cause` names the parent's tool call for a subagent's turn.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class TurnQueued extends Schema.TaggedClass<TurnQueued>("@parley/core/TurnEvent/TurnQueued")("TurnQueued", {
+  ...common,
+  input: Schema.String,
+  cause: Schema.optional(TurnCause)
+}) {}
+
+/**
+ * A turn started with the user's input. A root turn names the callbacks of its tree that were still open when it
+ * started (`inherited`: subagents of earlier turns waiting on an answer), so its handlers and `Blocked` cover them.
  *
  * @since 0.1.0
  * @category Schemas
  */
 export class TurnStarted extends Schema.TaggedClass<TurnStarted>("@parley/core/TurnEvent/TurnStarted")("TurnStarted", {
   ...common,
-  input: Schema.String
+  input: Schema.String,
+  inherited: Schema.optionalWith(Schema.Array(CallbackId), { default: () => [] })
 }) {}
 
 /**
- * A piece of the assistant's text, as the model streams it.
+ * A model step began: the model is called with the session's conversation. Its text arrives as live `MessageDelta`s
+ * and is stored as the step's `MessageCompleted`; a step with no result in the log was interrupted and is re-issued.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ModelStepStarted
+  extends Schema.TaggedClass<ModelStepStarted>("@parley/core/TurnEvent/ModelStepStarted")("ModelStepStarted", {
+    ...common,
+    messageId: Schema.String,
+    step: Schema.NonNegativeInt
+  })
+{}
+
+/**
+ * A model step was interrupted before its result (the process stopped): readers drop its partial text.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class MessageAborted
+  extends Schema.TaggedClass<MessageAborted>("@parley/core/TurnEvent/MessageAborted")("MessageAborted", {
+    ...common,
+    messageId: Schema.String
+  })
+{}
+
+/**
+ * A piece of the assistant's text, as the model streams it: live readers get each one; the log keeps the step's
+ * `MessageCompleted` instead. `seq` is the one of the step's `ModelStepStarted`.
  *
  * @since 0.1.0
  * @category Schemas
@@ -83,6 +154,22 @@ export class ToolCallStarted
     arguments: Schema.Unknown
   })
 {}
+
+/**
+ * A tool that runs in the runtime (a connector's) is about to run: its side effect may happen from now on. A call
+ * with this event and no result was interrupted: it is reported to the model as interrupted, never run again
+ * (unless the tool is idempotent).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ToolExecutionStarted extends Schema.TaggedClass<ToolExecutionStarted>(
+  "@parley/core/TurnEvent/ToolExecutionStarted"
+)("ToolExecutionStarted", {
+  ...common,
+  toolCallId: Schema.String,
+  toolId: ToolId
+}) {}
 
 /**
  * A tool call has its result (a failure: denied, expired, a tool error, …).
@@ -155,7 +242,8 @@ export class SubagentStarted
     childSessionId: SessionId,
     childTurnId: TurnId,
     agent: Schema.String,
-    task: Schema.String
+    task: Schema.String,
+    toolCallId: Schema.optional(Schema.String)
   })
 {}
 
@@ -186,6 +274,18 @@ export class TurnBlocked extends Schema.TaggedClass<TurnBlocked>("@parley/core/T
 }) {}
 
 /**
+ * A cancel of the session (and every subagent under it) began; the events that close its turns follow.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class CancelRequested
+  extends Schema.TaggedClass<CancelRequested>("@parley/core/TurnEvent/CancelRequested")("CancelRequested", {
+    ...common
+  })
+{}
+
+/**
  * The last event of a turn.
  *
  * @since 0.1.0
@@ -201,16 +301,21 @@ export class TurnEnded extends Schema.TaggedClass<TurnEnded>("@parley/core/TurnE
  * @category Models
  */
 export type TurnEvent =
+  | TurnQueued
   | TurnStarted
+  | ModelStepStarted
+  | MessageAborted
   | MessageDelta
   | MessageCompleted
   | ToolCallStarted
+  | ToolExecutionStarted
   | ToolCallCompleted
   | CallbackOpened
   | CallbackResolved
   | SubagentStarted
   | SubagentEnded
   | TurnBlocked
+  | CancelRequested
   | TurnEnded
 
 /**
@@ -218,28 +323,38 @@ export type TurnEvent =
  * @category Schemas
  */
 export const TurnEvent: Schema.Union<[
+  typeof TurnQueued,
   typeof TurnStarted,
+  typeof ModelStepStarted,
+  typeof MessageAborted,
   typeof MessageDelta,
   typeof MessageCompleted,
   typeof ToolCallStarted,
+  typeof ToolExecutionStarted,
   typeof ToolCallCompleted,
   typeof CallbackOpened,
   typeof CallbackResolved,
   typeof SubagentStarted,
   typeof SubagentEnded,
   typeof TurnBlocked,
+  typeof CancelRequested,
   typeof TurnEnded
 ]> = Schema.Union(
+  TurnQueued,
   TurnStarted,
+  ModelStepStarted,
+  MessageAborted,
   MessageDelta,
   MessageCompleted,
   ToolCallStarted,
+  ToolExecutionStarted,
   ToolCallCompleted,
   CallbackOpened,
   CallbackResolved,
   SubagentStarted,
   SubagentEnded,
   TurnBlocked,
+  CancelRequested,
   TurnEnded
 )
 

@@ -209,15 +209,31 @@ const events: ReadonlyArray<TurnEvent.TurnEvent> = [
     })
   ),
   new TurnEvent.TurnBlocked({ ...common, seq: 18, callbackIds: [F.approvalId, F.signInId] }),
-  ...F.finals.map((state, i) => new TurnEvent.TurnEnded({ ...common, seq: 19 + i, state }))
+  ...F.finals.map((state, i) => new TurnEvent.TurnEnded({ ...common, seq: 19 + i, state })),
+  new TurnEvent.TurnQueued({
+    ...common,
+    seq: 22,
+    input: "find the weather",
+    cause: new TurnEvent.TurnCause({ sessionId: F.sessionId, turnId: F.turnId, toolCallId: "call_7" })
+  }),
+  new TurnEvent.ModelStepStarted({ ...common, seq: 23, messageId: "msg_23", step: 0 }),
+  new TurnEvent.MessageAborted({ ...common, seq: 24, messageId: "msg_23" }),
+  new TurnEvent.ToolExecutionStarted({
+    ...common,
+    seq: 25,
+    toolCallId: "call_3",
+    toolId: Ids.ToolId.make("connector.gmail.latest_email")
+  }),
+  new TurnEvent.CancelRequested({ ...common, seq: 26 }),
+  new TurnEvent.TurnStarted({ ...common, seq: 27, input: "again", inherited: [F.approvalId] })
 ]
 
 describe("TurnEvent", () => {
   it.effect("round-trips every member through JSON with the union schema", () =>
     Effect.gen(function*() {
       const tags = new Set(events.map((event) => event._tag))
-      assert.strictEqual(tags.size, 11)
-      assert.strictEqual(TurnEvent.TurnEvent.members.length, 11)
+      assert.strictEqual(tags.size, 16)
+      assert.strictEqual(TurnEvent.TurnEvent.members.length, 16)
       for (const event of events) {
         const decoded = yield* roundTrip(TurnEvent.TurnEvent, event)
         assertSame(decoded, event)
@@ -283,7 +299,9 @@ describe("TurnEvent", () => {
       yield* decode({ ...started, sessionId: "session-1" }).pipe(Effect.flip)
       yield* decode({ ...started, seq: 1.5 }).pipe(Effect.flip)
 
-      const ended = yield* Schema.encode(TurnEvent.TurnEvent)(events[events.length - 1]!)
+      const ended = yield* Schema.encode(TurnEvent.TurnEvent)(
+        [...events].reverse().find((event) => event._tag === "TurnEnded")!
+      )
       const blocked = yield* Schema.encode(TurnState.TurnState)(F.blocked)
       yield* decode({ ...ended, state: blocked }).pipe(Effect.flip)
 

@@ -142,7 +142,15 @@ export const errors: ReadonlyArray<ParleyError.ParleyError> = [
     model: "mistral-large-latest",
     description: "HTTP 503"
   }),
-  new ParleyError.TransportFailure({ module: "HttpTransport", method: "answer", description: "connection refused" })
+  new ParleyError.TransportFailure({ module: "HttpTransport", method: "answer", description: "connection refused" }),
+  new ParleyError.ToolFailure({ module: "Engine", method: "runTool", toolId: "connector.gmail.latest_email" }),
+  new ParleyError.HandlerFailed({
+    module: "Turn",
+    method: "result",
+    callbackId: "cb_approval",
+    kind: "approval",
+    description: "boom"
+  })
 ]
 
 export const completed = new TurnState.Completed({ sessionId, turnId, text: "Lyon, France." })

@@ -165,7 +165,10 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
       const handlers = makeHandlers()
 
       yield* Effect.gen(function*() {
-        const state = yield* Agent.run(assistant, QUESTION).pipe(Effect.provide(handlers.layer))
+        const live: Array<TurnEvent.TurnEvent> = []
+        const state = yield* Agent.run(assistant, QUESTION, { onEvent: (event) => void live.push(event) }).pipe(
+          Effect.provide(handlers.layer)
+        )
         assert.strictEqual(state._tag, "Completed")
         if (state._tag !== "Completed") return
         assert.strictEqual(state.text, "You're in Lyon, France.")
@@ -182,21 +185,26 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
         // The event log, in order.
         const events = yield* turnEvents(state.sessionId, state.turnId)
         assert.deepStrictEqual(shape(events), [
+          "TurnQueued",
           "TurnStarted",
+          "ModelStepStarted",
           "ToolCallStarted",
           "CallbackOpened(approval)",
           "CallbackResolved",
           "CallbackOpened(client_tool)",
           "CallbackResolved",
           "ToolCallCompleted",
-          "MessageDelta",
-          "MessageDelta",
-          "MessageDelta",
+          "ModelStepStarted",
           "MessageCompleted",
           "TurnEnded"
         ])
-        const deltas = events.flatMap((event) => event._tag === "MessageDelta" ? [event.delta] : [])
+        // The answer streamed to the live reader chunk by chunk; the log keeps the step's whole message.
+        const deltas = live.flatMap((event) => event._tag === "MessageDelta" ? [event.delta] : [])
         assert.deepStrictEqual(deltas, ANSWER_CHUNKS)
+        assert.deepStrictEqual(
+          shape(live.filter((event) => event._tag !== "MessageDelta")),
+          shape(events)
+        )
         let opened: string | undefined
         for (const event of events) {
           if (event._tag === "CallbackOpened") opened = event.callback.id
@@ -280,9 +288,9 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
         if (second._tag === "Completed") assert.strictEqual(second.text, "That is in France.")
         const events = yield* turnEvents(second.sessionId, second.turnId)
         assert.deepStrictEqual(shape(events), [
+          "TurnQueued",
           "TurnStarted",
-          "MessageDelta",
-          "MessageDelta",
+          "ModelStepStarted",
           "MessageCompleted",
           "TurnEnded"
         ])

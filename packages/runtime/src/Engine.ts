@@ -1,7 +1,9 @@
 /**
- * The engine: runs agent turns on an event-sourced log. A turn derives its prompt from the log, streams the model,
- * evaluates the permission policy for each tool call, opens callbacks (approvals, client tool calls, sign-ins) and
- * waits for their answers, runs concurrent tool calls on separate fibers, and appends every state change as an event.
+ * The engine: runs agent turns as a projection of their tree's event log. Each tree (a root session and its
+ * subagents) has one actor that decides commands (messages, answers, cancels, results of work) with a pure `decide`,
+ * appends the events, and starts the work the new state calls for (model steps, tools of the runtime). Its state is
+ * `TreeState.fold` of the log, so a tree with nothing to do is evicted after an idle time-to-live and rebuilt from
+ * its log when an answer, a deadline or a query arrives — in this process or after a restart.
  *
  * The engine implements the `Transport` protocol port; `LocalTransport.layer` provides it in-process.
  *
@@ -19,6 +21,7 @@
  * @since 0.1.0
  */
 import type * as Transport from "@parley/core/Transport"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { Connectors } from "./Connectors.js"
@@ -27,15 +30,36 @@ import { Models } from "./Models.js"
 import { SessionStore } from "./SessionStore.js"
 
 /**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
+  readonly idleTimeToLive?: Duration.DurationInput | undefined
+}
+
+/**
  * Builds an engine over the store, the models and the connectors in context. Its turns run in the scope.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make: Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | Scope.Scope> = Effect
-  .gen(function*() {
+export const makeWith = (
+  options: Options
+): Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | Scope.Scope> =>
+  Effect.gen(function*() {
     const store = yield* SessionStore
     const models = yield* Models
     const connectors = yield* Connectors
-    return yield* internal.make(store, models, connectors)
+    return yield* internal.make(store, models, connectors, options)
   })
+
+/**
+ * An engine with the default options.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make: Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | Scope.Scope> = makeWith(
+  {}
+)

@@ -30,3 +30,14 @@ export const layer: Layer.Layer<Transport, never, SessionStore | Models | Connec
   Transport,
   Engine.make
 )
+
+/**
+ * The in-process transport with engine options (e.g. how long an idle tree stays in memory).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerWith = (
+  options: Engine.Options
+): Layer.Layer<Transport, never, SessionStore | Models | Connectors> =>
+  Layer.scoped(Transport, Engine.makeWith(options))

@@ -3,62 +3,101 @@ import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
 import { Chunk, DateTime, Effect, Fiber, Option, Stream } from "effect"
 
-const sessionId = Ids.SessionId.make("ses_store")
+const treeId = Ids.SessionId.make("ses_store")
+const childId = Ids.SessionId.make("ses_store_child")
 const turnId = Ids.TurnId.make("turn_store")
 const at = DateTime.unsafeMake(0)
-const started = (seq: number) => new TurnEvent.TurnStarted({ sessionId, turnId, seq, at, input: `message ${seq}` })
+const queued = (seq: number, sessionId = treeId) =>
+  new TurnEvent.TurnQueued({ sessionId, turnId, seq, at, input: `message ${seq}` })
 const resolved = (seq: number, callbackId: string) =>
   new TurnEvent.CallbackResolved({
-    sessionId,
+    sessionId: treeId,
     turnId,
     seq,
     at,
     callbackId: Ids.CallbackId.make(callbackId),
     resolution: "expired"
   })
+const delta = (seq: number) =>
+  new TurnEvent.MessageDelta({ sessionId: treeId, turnId, seq, at, messageId: "m", delta: "x" })
 
-const withSession = <A, E>(f: (store: SessionStore.Service) => Effect.Effect<A, E>) =>
+/** Lets a forked reader subscribe before the test appends. */
+const settled = Effect.repeatN(Effect.yieldNow(), 20)
+
+const withTree = <A, E>(f: (store: SessionStore.Service) => Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const store = yield* SessionStore.makeMemory
-    yield* store.createSession({ sessionId, agent: AgentSpec.make({ name: "a" }), parent: undefined, createdAt: at })
+    yield* store.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at })
     return yield* f(store)
   })
 
 describe("SessionStore.layerMemory", () => {
-  it.effect("appends with the expected seq and reads from a cursor", () =>
-    withSession((store) =>
+  it.effect("appends at the expected seq and reads from a cursor", () =>
+    withTree((store) =>
       Effect.gen(function*() {
-        yield* store.append(sessionId, [started(0), started(1)])
-        const conflict = yield* Effect.flip(store.append(sessionId, [started(1)]))
+        yield* store.append(treeId, 0, [queued(0), queued(1)])
+        const conflict = yield* Effect.flip(store.append(treeId, 1, [queued(1)]))
         assert.deepStrictEqual(conflict._tag === "SeqConflict" ? [conflict.expected, conflict.actual] : [], [1, 2])
-        const gap = yield* Effect.flip(store.append(sessionId, [started(2), started(4)]))
+        const gap = yield* Effect.flip(store.append(treeId, 2, [queued(2), queued(4)]))
         assert.strictEqual(gap._tag, "SeqConflict")
-        assert.deepStrictEqual((yield* store.read(sessionId, 1)).map((e) => e.seq), [1])
-        assert.deepStrictEqual((yield* store.read(sessionId, 0)).map((e) => e.seq), [0, 1])
-        assert.isTrue(Option.isSome(yield* store.getSession(sessionId)))
+        assert.deepStrictEqual((yield* store.read(treeId, 1)).map((e) => e.seq), [1])
+        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((e) => e.seq), [0, 1])
+        assert.isTrue(Option.isSome(yield* store.getTree(treeId)))
+      })
+    ))
+
+  it.effect("finds the tree of every session that wrote to it", () =>
+    withTree((store) =>
+      Effect.gen(function*() {
+        assert.deepStrictEqual(yield* store.treeOf(childId), Option.none())
+        yield* store.append(treeId, 0, [queued(0), queued(1, childId)])
+        assert.deepStrictEqual(yield* store.treeOf(treeId), Option.some(treeId))
+        assert.deepStrictEqual(yield* store.treeOf(childId), Option.some(treeId))
       })
     ))
 
   it.effect("stores one resolution per callback, all or nothing", () =>
-    withSession((store) =>
+    withTree((store) =>
       Effect.gen(function*() {
-        yield* store.append(sessionId, [resolved(0, "cb_1")])
-        const again = yield* Effect.flip(store.append(sessionId, [started(1), resolved(2, "cb_1")]))
+        yield* store.append(treeId, 0, [resolved(0, "cb_1")])
+        const again = yield* Effect.flip(store.append(treeId, 1, [queued(1), resolved(2, "cb_1")]))
         assert.strictEqual(again._tag, "ResolutionConflict")
-        assert.deepStrictEqual((yield* store.read(sessionId, 0)).map((e) => e.seq), [0])
+        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((e) => e.seq), [0])
       })
     ))
 
-  it.effect("tail gives the stored events then the live ones, without gaps or repeats", () =>
-    withSession((store) =>
+  it.effect("tail gives the stored events then the live ones, without gaps or repeats, and the live-only deltas", () =>
+    withTree((store) =>
       Effect.gen(function*() {
-        yield* store.append(sessionId, [started(0), started(1)])
-        const reader = yield* store.tail(sessionId, 1).pipe(Stream.take(3), Stream.runCollect, Effect.fork)
-        yield* Effect.yieldNow()
-        yield* store.append(sessionId, [started(2)])
-        yield* store.append(sessionId, [started(3)])
-        const seen = Chunk.toReadonlyArray(yield* Fiber.join(reader)).map((e) => e.seq)
-        assert.deepStrictEqual(seen, [1, 2, 3])
+        yield* store.append(treeId, 0, [queued(0), queued(1)])
+        const reader = yield* store.tail(treeId, 1).pipe(Stream.take(4), Stream.runCollect, Effect.fork)
+        yield* settled
+        yield* store.append(treeId, 2, [queued(2)])
+        // A delta of a step the reader has passed goes through; it is not stored.
+        yield* store.publish(treeId, [delta(2)])
+        yield* store.append(treeId, 3, [queued(3)])
+        const seen = Chunk.toReadonlyArray(yield* Fiber.join(reader)).map((e) => `${e._tag} ${e.seq}`)
+        assert.deepStrictEqual(seen, ["TurnQueued 1", "TurnQueued 2", "MessageDelta 2", "TurnQueued 3"])
+        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((e) => e._tag), [
+          "TurnQueued",
+          "TurnQueued",
+          "TurnQueued",
+          "TurnQueued"
+        ])
+      })
+    ))
+
+  it.effect("changes tells which tree moved, and how far", () =>
+    withTree((store) =>
+      Effect.gen(function*() {
+        const watcher = yield* store.changes.pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+        yield* settled
+        yield* store.append(treeId, 0, [queued(0)])
+        yield* store.append(treeId, 1, [queued(1), queued(2)])
+        assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Fiber.join(watcher)), [
+          { treeId, nextSeq: 1 },
+          { treeId, nextSeq: 3 }
+        ])
       })
     ))
 })

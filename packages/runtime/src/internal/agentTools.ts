@@ -1,11 +1,23 @@
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import { hasSubagentTools } from "@parley/core/AgentSpec"
 import { AgentInvalid } from "@parley/core/ParleyError"
-import * as Effect from "effect/Effect"
+import type { ToolSpec } from "@parley/core/ToolSpec"
+import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as Connectors from "../Connectors.js"
 import * as Builtins from "./builtins.js"
-import type { ResolvedTool, SessionRuntime } from "./state.js"
+
+/** A tool as a turn resolves it from the name the model calls it by. */
+export type ResolvedTool =
+  | { readonly _tag: "client"; readonly spec: ToolSpec }
+  | { readonly _tag: "builtin"; readonly spec: ToolSpec; readonly builtin: Builtins.Builtin }
+  | {
+    readonly _tag: "connector"
+    readonly spec: ToolSpec
+    readonly source: string
+    readonly run: (args: unknown) => Effect.Effect<unknown, string>
+  }
 
 export const invalid = (agent: AgentSpec, issues: ReadonlyArray<string>) =>
   new AgentInvalid({ module: "Engine", method: "createSession", agent: agent.name, issues })
@@ -14,7 +26,7 @@ export const invalid = (agent: AgentSpec, issues: ReadonlyArray<string>) =>
 export const resolveTools = (
   agent: AgentSpec,
   connectors: Connectors.Service
-): Effect.Effect<ReadonlyMap<string, ResolvedTool>, AgentInvalid> => {
+): Either.Either<ReadonlyMap<string, ResolvedTool>, AgentInvalid> => {
   const tools = new Map<string, ResolvedTool>()
   const issues: Array<string> = []
   const add = (name: string, tool: ResolvedTool) => {
@@ -29,32 +41,11 @@ export const resolveTools = (
       continue
     }
     for (const tool of connector.value.tools) {
-      add(`${source}_${tool.spec.name}`, {
-        _tag: "connector",
-        spec: tool.spec,
-        connector: connector.value,
-        run: tool.run
-      })
+      add(`${source}_${tool.spec.name}`, { _tag: "connector", spec: tool.spec, source, run: tool.run })
     }
   }
   if (hasSubagentTools(agent) && agent.subagents.length > 0) {
-    for (const spec of Builtins.specs(agent)) {
-      add(spec.name, { _tag: "builtin", spec, builtin: spec.builtin as "spawn" | "message" | "wait" | "interrupt" })
-    }
+    for (const spec of Builtins.specs(agent)) add(spec.name, { _tag: "builtin", spec, builtin: spec.builtin })
   }
-  return issues.length > 0 ? Effect.fail(invalid(agent, issues)) : Effect.succeed(tools)
+  return issues.length > 0 ? Either.left(invalid(agent, issues)) : Either.right(tools)
 }
-
-/** A subagent without a model or a policy of its own uses its parent's. */
-export const childSpec = (parent: AgentSpec, child: AgentSpec): AgentSpec => ({
-  ...child,
-  model: child.model ?? parent.model,
-  ...(child.permissions ?? parent.permissions) === undefined
-    ? {}
-    : { permissions: child.permissions ?? parent.permissions }
-})
-
-export const descendants = (session: SessionRuntime): ReadonlyArray<SessionRuntime> => [
-  session,
-  ...session.children.flatMap(descendants)
-]

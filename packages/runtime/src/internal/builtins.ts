@@ -2,13 +2,15 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { ToolId } from "@parley/core/Ids"
 import { ToolAnnotations, ToolSpec } from "@parley/core/ToolSpec"
 
+export type Builtin = "spawn" | "message" | "wait" | "interrupt"
+
 /** The `agents.*` builtin tools of an agent with subagents, as the model sees them. */
-export const specs = (agent: AgentSpec): ReadonlyArray<ToolSpec & { readonly builtin: string }> => {
+export const specs = (agent: AgentSpec): ReadonlyArray<ToolSpec & { readonly builtin: Builtin }> => {
   const names = agent.subagents.map((subagent) => subagent.name)
   const catalogue = agent.subagents.map((subagent) =>
     `${subagent.name}: ${subagent.description ?? subagent.instructions}`
   )
-  const make = (builtin: string, description: string, parameters: Record<string, unknown>, readOnlyHint = false) =>
+  const make = (builtin: Builtin, description: string, parameters: Record<string, unknown>, readOnlyHint = false) =>
     Object.assign(
       new ToolSpec({
         id: `agents.${builtin}` as ToolId,

@@ -1,61 +1,128 @@
+/**
+ * The engine's effectful shell around `decide` (pure) and `next` (the work a state calls for).
+ *
+ * - One actor per tree: a mailbox of commands drained by one fiber. A batch of commands is decided against the
+ *   state, its events appended in one `append`, then the state is the new one, the replies go out, and the work the
+ *   state calls for (model steps, tools of the runtime) is started or stopped on a `FiberMap`. Work reports back as
+ *   commands. A lost append race re-reads the log and decides again.
+ * - Eviction: actors live in an `RcMap` with an idle time-to-live. An actor keeps itself alive while its state calls
+ *   for work; a tree whose turns all wait on callbacks holds nothing after the time-to-live, and is rebuilt from its
+ *   log when an answer, a deadline or a reader's query arrives.
+ * - Deadlines: one ordered structure and one timer fiber for the process (`deadlines.ts`).
+ * - The store's `changes` wake the tree an append by someone else (another process) touched.
+ */
+import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
-import { AgentSpec as AgentSpecSchema, hasSubagentTools } from "@parley/core/AgentSpec"
-import * as Answer from "@parley/core/Answer"
-import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
-import { newSessionId, newTurnId } from "@parley/core/Ids"
+import { AgentSpec as AgentSpecSchema, childSpec, hasSubagentTools } from "@parley/core/AgentSpec"
+import { Answer as AnswerSchema } from "@parley/core/Answer"
+import type { CallbackId, TurnId } from "@parley/core/Ids"
+import { CallbackId as CallbackIdSchema, newSessionId, SessionId, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import type { AgentInvalid, PolicyInvalid } from "@parley/core/ParleyError"
-import { CallbackAlreadyAnswered, CallbackNotOpen, SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
+import {
+  AnswerMismatch,
+  CallbackNotOpen,
+  ModelFailure,
+  SessionNotFound,
+  ToolFailure,
+  TransportFailure,
+  TurnNotFound
+} from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
-import { SessionInfo, TurnRef } from "@parley/core/Transport"
-import { SubagentEnded, SubagentStarted, TurnEnded, TurnStarted } from "@parley/core/TurnEvent"
-import { Cancelled, Completed, Failed } from "@parley/core/TurnState"
-import type { Final } from "@parley/core/TurnState"
+import { SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
+import * as TreeState from "@parley/core/TreeState"
+import type { TurnEvent } from "@parley/core/TurnEvent"
+import { MessageDelta } from "@parley/core/TurnEvent"
 import * as Policy from "@parley/policy/PermissionPolicy"
 import * as PolicyWarning from "@parley/policy/PolicyWarning"
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
-import * as FiberSet from "effect/FiberSet"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as FiberMap from "effect/FiberMap"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
+import * as Queue from "effect/Queue"
+import * as RcMap from "effect/RcMap"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Connectors from "../Connectors.js"
 import type * as Models from "../Models.js"
 import type * as SessionStore from "../SessionStore.js"
-import * as AgentLoop from "./agentLoop.js"
-import { childSpec, descendants, invalid, resolveTools } from "./agentTools.js"
-import * as Callbacks from "./callbacks.js"
-import { checkClientToolResult } from "./jsonSchema.js"
-import { append, appendToTree } from "./log.js"
-import type { RunningTurn, SessionRuntime, Subagents, Tree } from "./state.js"
-import * as ToolExecution from "./toolExecution.js"
+import type { ResolvedTool } from "./agentTools.js"
+import { invalid, resolveTools } from "./agentTools.js"
+import * as Deadlines from "./deadlines.js"
+import type { Command, Rejection, Reply } from "./decide.js"
+import { decide } from "./decide.js"
+import { promptOf, toolkitOf } from "./prompt.js"
+
+export interface Options {
+  /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
+  readonly idleTimeToLive?: Duration.DurationInput | undefined
+}
+
+interface Envelope {
+  readonly command: Command
+  readonly reply: Deferred.Deferred<Either.Either<Reply, Rejection>, TransportFailure> | undefined
+}
+
+interface Actor {
+  readonly treeId: SessionId
+  state: TreeState.TreeState
+  readonly mailbox: Queue.Queue<Envelope>
+  readonly work: FiberMap.FiberMap<string>
+  /** Held while the state calls for work, so the tree is not evicted under it. */
+  keepAlive: Scope.CloseableScope | undefined
+}
+
+class TreeMissing extends Data.TaggedError("TreeMissing")<{}> {}
+
+const failure = (method: string, error: unknown) =>
+  new TransportFailure({
+    module: "Engine",
+    method,
+    description: error instanceof Error ? error.message : String(error),
+    cause: error
+  })
+
+const defectMessage = (cause: Cause.Cause<unknown>) => {
+  const squashed = Cause.squash(cause)
+  return squashed instanceof Error ? squashed.message : String(squashed)
+}
 
 export const make = (
   store: SessionStore.Service,
   models: Models.Service,
-  connectors: Connectors.Service
+  connectors: Connectors.Service,
+  options?: Options
 ): Effect.Effect<Transport.Service, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const fibers = yield* FiberSet.make<void>()
-    const broker = Callbacks.makeBroker(store)
-    const sessions = new Map<SessionId, SessionRuntime>()
+    // -------------------------------------------------------------------------
+    // Definitions: tools and models, resolved once per agent definition
+    // -------------------------------------------------------------------------
 
-    const sessionOf = (sessionId: SessionId, method: string) =>
+    const noTools: ReadonlyMap<string, ResolvedTool> = new Map()
+    const toolsCache = new WeakMap<AgentSpec, ReadonlyMap<string, ResolvedTool>>()
+    const toolsOf = (agent: AgentSpec) => {
+      let tools = toolsCache.get(agent)
+      if (tools === undefined) {
+        tools = Either.getOrElse(resolveTools(agent, connectors), () => noTools)
+        toolsCache.set(agent, tools)
+      }
+      return tools
+    }
+    const env = { toolsOf }
+    const modelCache = new WeakMap<AgentSpec, LanguageModel.Service>()
+    const modelOf = (agent: AgentSpec) =>
       Effect.suspend(() => {
-        const session = sessions.get(sessionId)
-        return session === undefined
-          ? Effect.fail(new SessionNotFound({ module: "Engine", method, sessionId }))
-          : Effect.succeed(session)
-      })
-
-    const info = (session: SessionRuntime) =>
-      new SessionInfo({
-        sessionId: session.session.sessionId,
-        agent: session.session.agent.name,
-        parentSessionId: session.session.parent?.sessionId,
-        createdAt: session.session.createdAt
+        const cached = modelCache.get(agent)
+        if (cached !== undefined) return Effect.succeed(cached)
+        return Effect.tap(models.resolve(agent), (model) => Effect.sync(() => modelCache.set(agent, model)))
       })
 
     /** Checks a definition (and its subagents') before anything runs. */
@@ -79,294 +146,454 @@ export const make = (
         yield* Effect.forEach(agent.subagents, (child) => validate(childSpec(agent, child)), { discard: true })
       })
 
-    const register = (stored: SessionStore.StoredSession, tree: Tree | undefined) =>
-      Effect.gen(function*() {
-        yield* store.createSession(stored)
-        const session: SessionRuntime = {
-          session: stored,
-          lock: yield* Effect.makeSemaphore(1),
-          turnLock: yield* Effect.makeSemaphore(1),
-          nextSeq: 0,
-          connected: new Set(),
-          tree: tree ??
-            { root: undefined as unknown as SessionRuntime, currentTurnId: undefined, active: 0, open: new Map() },
-          turns: [],
-          children: [],
-          last: undefined
+    // -------------------------------------------------------------------------
+    // Actors
+    // -------------------------------------------------------------------------
+
+    const loaded = new Map<SessionId, Actor>()
+
+    const offer = (actor: Actor, command: Command) => Queue.offer(actor.mailbox, { command, reply: undefined })
+
+    /** The work the state calls for, by key: model steps and tools of the runtime. */
+    const next = (actor: Actor) => {
+      const work = new Map<string, () => Effect.Effect<void>>()
+      for (const turn of TreeState.runningTurns(actor.state)) {
+        if (turn.modelPending && turn.step !== undefined) {
+          const step = turn.step
+          work.set(`model:${step.messageId}`, () => modelStep(actor, turn, step))
         }
-        if (tree === undefined) session.tree.root = session
-        sessions.set(stored.sessionId, session)
-        return session
+        for (const call of turn.calls) {
+          if (call.stage._tag === "Executing") work.set(`tool:${call.toolCallId}`, () => runTool(actor, turn, call))
+        }
+      }
+      return work
+    }
+
+    const modelStep = (
+      actor: Actor,
+      turn: TreeState.Turn,
+      step: { readonly messageId: string; readonly seq: number }
+    ): Effect.Effect<void> => {
+      const session = TreeState.session(actor.state, turn.sessionId)
+      if (session === undefined) return Effect.void
+      const agent = session.agent
+      const ids = { sessionId: turn.sessionId, turnId: turn.turnId, messageId: step.messageId }
+      const modelFailure = (description: string, cause?: unknown) =>
+        offer(actor, {
+          _tag: "ModelStepFailed",
+          turnId: turn.turnId,
+          messageId: step.messageId,
+          error: new ModelFailure({
+            module: "Engine",
+            method: "streamText",
+            model: agent.model ?? "(default)",
+            description,
+            cause
+          })
+        })
+      return Effect.gen(function*() {
+        const model = yield* modelOf(agent)
+        const prompt = promptOf(agent.instructions, session.conversation)
+        let text = ""
+        const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
+        yield* model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true }).pipe(
+          Stream.runForEach((part) => {
+            if (part.type === "text-delta") {
+              text += part.delta
+              return Effect.flatMap(DateTime.now, (at) =>
+                store.publish(actor.treeId, [
+                  new MessageDelta({ ...ids, seq: step.seq, at, delta: part.delta }, true)
+                ]))
+            }
+            if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
+            return Effect.void
+          })
+        )
+        yield* offer(actor, { _tag: "ModelStepDone", turnId: turn.turnId, messageId: step.messageId, text, toolCalls })
+      }).pipe(
+        Effect.catchAll((error) => modelFailure(error.message, error)),
+        Effect.catchAllDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))
+      )
+    }
+
+    const runTool = (actor: Actor, turn: TreeState.Turn, call: TreeState.Call): Effect.Effect<void> => {
+      const agent = TreeState.session(actor.state, turn.sessionId)?.agent
+      const tool = agent === undefined ? undefined : toolsOf(agent).get(call.name)
+      if (tool?._tag !== "connector") {
+        return offer(actor, {
+          _tag: "ToolFinished",
+          turnId: turn.turnId,
+          toolCallId: call.toolCallId,
+          isFailure: true,
+          result: `There is no tool named ${call.name}.`
+        })
+      }
+      return tool.run(call.arguments).pipe(
+        Effect.match({
+          onFailure: (result) => ({ isFailure: true, result }),
+          onSuccess: (result): { isFailure: boolean; result: unknown } => ({ isFailure: false, result })
+        }),
+        Effect.flatMap((result) =>
+          offer(actor, { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, ...result })
+        ),
+        Effect.catchAllDefect((defect) =>
+          offer(actor, {
+            _tag: "WorkFailed",
+            turnId: turn.turnId,
+            error: new ToolFailure({
+              module: "Engine",
+              method: "runTool",
+              toolId: call.toolId,
+              description: defectMessage(Cause.die(defect)),
+              cause: defect
+            })
+          })
+        )
+      )
+    }
+
+    /** Starts the work the state calls for, stops what it no longer does, and keeps the tree alive meanwhile. */
+    const reconcile = (actor: Actor) =>
+      Effect.gen(function*() {
+        const wanted = next(actor)
+        const stale = [...actor.work].flatMap(([key]) => (wanted.has(key) ? [] : [key]))
+        for (const key of stale) yield* FiberMap.remove(actor.work, key)
+        for (const [key, work] of wanted) {
+          yield* FiberMap.run(actor.work, key, Effect.suspend(work), { onlyIfMissing: true })
+        }
+        if (wanted.size > 0 && actor.keepAlive === undefined) {
+          const scope = yield* Scope.make()
+          actor.keepAlive = scope
+          yield* Scope.extend(RcMap.get(actors, actor.treeId), scope).pipe(Effect.ignore)
+        } else if (wanted.size === 0 && actor.keepAlive !== undefined) {
+          const scope = actor.keepAlive
+          actor.keepAlive = undefined
+          // Closed from another fiber: releasing the last reference may close this actor's own scope.
+          yield* Effect.forkDaemon(Scope.close(scope, Exit.void))
+        }
       })
+
+    const afterCommit = (actor: Actor, events: ReadonlyArray<TurnEvent>) =>
+      Effect.gen(function*() {
+        for (const event of events) {
+          if (event._tag === "CallbackOpened" && event.callback.expiresAt !== undefined) {
+            yield* deadlines.schedule(actor.treeId, event.callback.id, event.callback.expiresAt.epochMillis)
+          } else if (event._tag === "CallbackResolved") {
+            deadlines.cancel(event.callbackId)
+          }
+        }
+        yield* reconcile(actor)
+      })
+
+    /** Reads what others appended since the actor's state. */
+    const refresh = (actor: Actor) =>
+      Effect.map(
+        store.read(actor.treeId, actor.state.nextSeq),
+        (events) => {
+          if (events.length > 0) actor.state = TreeState.foldFrom(actor.state, events)
+          return events
+        }
+      )
+
+    const process = (actor: Actor, batch: ReadonlyArray<Envelope>) =>
+      Effect.gen(function*() {
+        let conflicted = batch.some((envelope) => envelope.command._tag === "Settle")
+        for (let attempt = 0; attempt < 5; attempt++) {
+          if (conflicted) {
+            const foreign = yield* refresh(actor)
+            yield* afterCommit(actor, foreign)
+          }
+          const now = yield* DateTime.now
+          let state = actor.state
+          const events: Array<TurnEvent> = []
+          const replies: Array<Either.Either<Reply, Rejection>> = []
+          for (const envelope of batch) {
+            const decision = decide(state, envelope.command, now, env)
+            state = decision.state
+            events.push(...decision.events)
+            replies.push(decision.reply)
+          }
+          const appended = events.length === 0
+            ? Either.right(undefined)
+            : yield* Effect.either(store.append(actor.treeId, actor.state.nextSeq, events))
+          if (Either.isRight(appended)) {
+            actor.state = state
+            yield* afterCommit(actor, events)
+            yield* Effect.forEach(
+              batch,
+              (envelope, i) =>
+                envelope.reply === undefined ? Effect.void : Deferred.succeed(envelope.reply, replies[i]),
+              { discard: true }
+            )
+            return
+          }
+          if (appended.left._tag === "StoreError") {
+            return yield* Effect.forEach(
+              batch,
+              (envelope) =>
+                envelope.reply === undefined
+                  ? Effect.void
+                  : Deferred.fail(envelope.reply, failure("append", appended.left)),
+              { discard: true }
+            )
+          }
+          // Someone else appended first: read what they wrote and decide again.
+          conflicted = true
+        }
+        yield* Effect.forEach(
+          batch,
+          (envelope) =>
+            envelope.reply === undefined
+              ? Effect.void
+              : Deferred.fail(envelope.reply, failure("append", "the log kept moving under the engine")),
+          { discard: true }
+        )
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.forEach(
+            batch,
+            (envelope) =>
+              envelope.reply === undefined
+                ? Effect.void
+                : Deferred.fail(envelope.reply, failure("decide", Cause.squash(cause))),
+            { discard: true }
+          ).pipe(Effect.zipRight(Effect.logError("the engine could not process commands", cause)))
+        )
+      )
+
+    const load = (treeId: SessionId): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const header = yield* store.getTree(treeId)
+        if (Option.isNone(header)) return yield* new TreeMissing()
+        const events = yield* store.read(treeId, 0)
+        const actor: Actor = {
+          treeId,
+          state: TreeState.fold(header.value, events),
+          mailbox: yield* Queue.unbounded<Envelope>(),
+          work: yield* FiberMap.make<string>(),
+          keepAlive: undefined
+        }
+        loaded.set(treeId, actor)
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            if (loaded.get(treeId) === actor) loaded.delete(treeId)
+          })
+        )
+        for (const id of actor.state.open) {
+          const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
+          if (expiresAt !== undefined) yield* deadlines.schedule(treeId, id, expiresAt.epochMillis)
+        }
+        yield* Effect.gen(function*() {
+          while (true) {
+            const batch = yield* Queue.takeBetween(actor.mailbox, 1, 256)
+            yield* process(actor, Chunk.toReadonlyArray(batch))
+          }
+        }).pipe(Effect.forkScoped)
+        // Whatever was in flight when the tree was last in memory is taken up again.
+        yield* offer(actor, { _tag: "Resume" })
+        return actor
+      })
+
+    // The functions above use `actors` and `deadlines` only once both exist.
+    const actors = yield* RcMap.make({ lookup: load, idleTimeToLive: options?.idleTimeToLive ?? "1 minute" })
+
+    // -------------------------------------------------------------------------
+    // Entry points
+    // -------------------------------------------------------------------------
+
+    const sessionNotFound = (method: string, sessionId: unknown) =>
+      new SessionNotFound({ module: "Engine", method, sessionId: String(sessionId) })
+
+    const decodeSessionId = Schema.decodeUnknownEither(SessionId)
+    const decodeTurnId = Schema.decodeUnknownEither(TurnIdSchema)
+    const decodeCallbackId = Schema.decodeUnknownEither(CallbackIdSchema)
+    const decodeAnswer = Schema.decodeUnknownEither(AnswerSchema)
+
+    /** Runs `f` with the actor of the tree `sessionId` belongs to (loading it if needed). */
+    const withTree = <A, E>(
+      method: string,
+      sessionId: unknown,
+      f: (actor: Actor, sessionId: SessionId) => Effect.Effect<A, E>
+    ): Effect.Effect<A, E | SessionNotFound | TransportFailure> => {
+      const id = decodeSessionId(sessionId)
+      if (Either.isLeft(id)) return Effect.fail(sessionNotFound(method, sessionId))
+      const inTree = (actor: Actor): Effect.Effect<A, E | SessionNotFound> =>
+        TreeState.session(actor.state, id.right) === undefined
+          ? Effect.fail(sessionNotFound(method, sessionId))
+          : f(actor, id.right)
+      return Effect.mapError(store.treeOf(id.right), (error) => failure(method, error)).pipe(
+        Effect.flatMap((treeId) =>
+          Option.isNone(treeId) ? Effect.fail(sessionNotFound(method, sessionId)) : Effect.scoped(
+            Effect.flatMap(
+              Effect.mapError(
+                RcMap.get(actors, treeId.value),
+                (error) => error._tag === "TreeMissing" ? sessionNotFound(method, sessionId) : failure(method, error)
+              ),
+              inTree
+            )
+          )
+        )
+      )
+    }
+
+    const submit = (actor: Actor, command: Command) =>
+      Effect.gen(function*() {
+        const reply = yield* Deferred.make<Either.Either<Reply, Rejection>, TransportFailure>()
+        yield* Queue.offer(actor.mailbox, { command, reply })
+        const decided = yield* Deferred.await(reply)
+        return yield* decided
+      })
+
+    const turnOf = (actor: Actor, sessionId: SessionId, turnId: unknown, method: string) => {
+      const id = decodeTurnId(turnId)
+      const turn = Either.isRight(id) ? TreeState.turn(actor.state, id.right) : undefined
+      return turn === undefined || turn.sessionId !== sessionId
+        ? Effect.fail(new TurnNotFound({ module: "Engine", method, sessionId, turnId: String(turnId) }))
+        : Effect.succeed(turn)
+    }
+
+    const deadlines = yield* Deadlines.make((treeId, callbackId) =>
+      withTree("expire", treeId, (actor) => submit(actor, { _tag: "Expire", callbackId })).pipe(
+        Effect.catchAllCause((cause) => Effect.logError(`the deadline of ${callbackId} could not be applied`, cause))
+      )
+    )
+
+    // Appends by anyone: a tree in memory reads them; a tree out of memory is loaded, which settles it.
+    yield* store.changes.pipe(
+      Stream.runForEach(({ nextSeq, treeId }) => {
+        const actor = loaded.get(treeId)
+        if (actor !== undefined) return actor.state.nextSeq >= nextSeq ? Effect.void : offer(actor, { _tag: "Settle" })
+        return Effect.forkDaemon(
+          withTree("changes", treeId, (tree) => submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
+        )
+      }),
+      Effect.catchAllCause((cause) => Effect.logError("the engine stopped following the store's changes", cause)),
+      Effect.forkScoped
+    )
 
     const createSession = (agent: AgentSpec) =>
       Effect.gen(function*() {
         yield* validate(agent)
-        const stored: SessionStore.StoredSession = {
-          sessionId: yield* newSessionId,
-          agent,
-          parent: undefined,
-          createdAt: yield* DateTime.now
-        }
-        return info(yield* register(stored, undefined))
-      })
-
-    const endTurn = (session: SessionRuntime, running: RunningTurn, state: Final) =>
-      Effect.gen(function*() {
-        if (yield* Deferred.isDone(running.done)) return
-        const tree = session.tree
-        yield* Callbacks.resolveAll(broker, [session], {
-          _tag: state._tag === "Cancelled" ? "cancelled" : "turn_ended"
-        })
-        if (state._tag === "Cancelled") yield* ToolExecution.closeUnfinished(store, session, running.turnId)
-        yield* append(store, session, [
-          (meta) => new TurnEnded({ sessionId: session.session.sessionId, turnId: running.turnId, ...meta, state })
-        ])
-        const link = session.session.parent
-        const parent = link === undefined ? undefined : sessions.get(link.sessionId)
-        if (link !== undefined && parent !== undefined) {
-          // Filed under the parent's running turn, or the one that spawned it when the parent is idle.
-          yield* appendToTree(
-            store,
-            parent,
-            parent.turns[0]?.turnId ?? link.turnId,
-            (ids) => (meta) =>
-              new SubagentEnded({
-                ...ids,
-                ...meta,
-                childSessionId: session.session.sessionId,
-                childTurnId: running.turnId,
-                state
-              })
-          )
-        }
-        if (session === tree.root && tree.currentTurnId === running.turnId) tree.currentTurnId = undefined
-        const index = session.turns.indexOf(running)
-        if (index >= 0) session.turns.splice(index, 1)
-        session.last = state
-        running.onEnd.forEach((listener) => listener())
-        yield* Deferred.succeed(running.done, state)
-      }).pipe(Effect.uninterruptible)
-
-    const subagents: Subagents = {
-      spawn: (parent, parentTurnId, name, task) =>
-        Effect.gen(function*() {
-          const declared = parent.session.agent.subagents.find((subagent) => subagent.name === name)
-          if (declared === undefined) {
-            const known = parent.session.agent.subagents.map((subagent) => subagent.name).join(", ")
-            return yield* Effect.fail(`There is no subagent named ${name} (declared: ${known}).`)
-          }
-          const child = yield* register({
-            sessionId: yield* newSessionId,
-            agent: childSpec(parent.session.agent, declared),
-            parent: { sessionId: parent.session.sessionId, turnId: parentTurnId },
-            createdAt: yield* DateTime.now
-          }, parent.tree)
-          parent.children.push(child)
-          const running = yield* startTurn(child, task, true, (childTurnId) =>
-            appendToTree(store, parent, parentTurnId, (ids) => (meta) =>
-              new SubagentStarted({
-                ...ids,
-                ...meta,
-                childSessionId: child.session.sessionId,
-                childTurnId,
-                agent: name,
-                task
-              })))
-          return { sessionId: child.session.sessionId, turnId: running.turnId, agent: name, status: "started" }
-        }),
-      message: (parent, sessionId, message) =>
-        Effect.gen(function*() {
-          const child = yield* childOf(parent, sessionId)
-          const running = yield* startTurn(child, message, child.turns.length === 0, () => Effect.void)
-          return { sessionId, turnId: running.turnId, status: "message sent" }
-        }),
-      wait: (parent, sessionIds) =>
-        Effect.gen(function*() {
-          const targets = sessionIds === undefined
-            ? parent.children
-            : yield* Effect.forEach(sessionIds, (id) => childOf(parent, id))
-          const states = yield* Callbacks.waitForTurns(
-            broker,
-            parent.tree,
-            targets.map((child) => ({ turn: child.turns[child.turns.length - 1], last: child.last }))
-          )
-          return targets.map((child, i) => {
-            const state = states[i]
-            return {
-              sessionId: child.session.sessionId,
-              agent: child.session.agent.name,
-              state: state?._tag ?? "NotStarted",
-              ...(state?._tag === "Completed" ? { text: state.text } : {}),
-              ...(state?._tag === "Failed" ? { error: state.error.message } : {})
-            }
-          })
-        }),
-      interrupt: (parent, sessionId) =>
-        Effect.gen(function*() {
-          const child = yield* childOf(parent, sessionId)
-          yield* cancelTree(child)
-          return { sessionId, status: "interrupted" }
-        })
-    }
-
-    const childOf = (parent: SessionRuntime, sessionId: string) =>
-      Effect.suspend(() => {
-        const child = parent.children.find((candidate) => candidate.session.sessionId === sessionId)
-        return child === undefined
-          ? Effect.fail(`There is no subagent session ${sessionId} started by this agent.`)
-          : Effect.succeed(child)
-      })
-
-    const runTurn = (session: SessionRuntime, running: RunningTurn, input: string, counted: boolean) => {
-      const tree = session.tree
-      const sessionId = session.session.sessionId
-      const turnId = running.turnId
-      const body = Effect.gen(function*() {
-        if (session === tree.root) tree.currentTurnId = turnId
-        yield* append(store, session, [(meta) => new TurnStarted({ sessionId, turnId, ...meta, input })])
-        if (session === tree.root) yield* Callbacks.adopt(broker, tree, turnId)
-        const outcome = yield* Effect.gen(function*() {
-          const model = yield* models.resolve(session.session.agent)
-          const tools = yield* resolveTools(session.session.agent, connectors)
-          return yield* AgentLoop.run(broker, { session, turnId, tree, model, tools, subagents })
-        }).pipe(Effect.either)
-        const state: Final = outcome._tag === "Right"
-          ? new Completed({ sessionId, turnId, text: outcome.right })
-          : new Failed({ sessionId, turnId, error: outcome.left })
-        yield* endTurn(session, running, state)
-      })
-      const counting = counted
-        ? Effect.ensuring(body, Callbacks.becameIdle(broker, tree))
-        : Callbacks.working(broker, tree, body)
-      return session.turnLock.withPermits(1)(counting)
-    }
-
-    /** Queues a turn of the session. A `counted` turn counts as running in the tree from now on. */
-    const startTurn = (
-      session: SessionRuntime,
-      input: string,
-      counted: boolean,
-      before: (turnId: TurnId) => Effect.Effect<void>
-    ) =>
-      Effect.gen(function*() {
-        const turnId = yield* newTurnId
-        const running: RunningTurn = { turnId, done: yield* Deferred.make<Final>(), fiber: undefined, onEnd: [] }
-        session.turns.push(running)
-        if (counted) session.tree.active += 1
-        yield* before(turnId)
-        running.fiber = yield* FiberSet.run(fibers, runTurn(session, running, input, counted))
-        return running
-      })
-
-    const sendMessage = (sessionId: SessionId, input: string) =>
-      Effect.gen(function*() {
-        const session = yield* sessionOf(sessionId, "sendMessage")
-        const cursor = session.nextSeq
-        const running = yield* startTurn(session, input, false, () => Effect.void)
-        return new TurnRef({ sessionId, turnId: running.turnId, cursor })
-      })
-
-    /** Cancels a session and every subagent under it. */
-    const cancelTree = (session: SessionRuntime) =>
-      Effect.gen(function*() {
-        const all = descendants(session)
-        const running = all.flatMap((member) => member.turns.map((turn) => ({ member, turn })))
-        // Their callbacks no longer hold the tree: interrupting the waiting fibers must not look like a block.
-        for (const [id, pending] of session.tree.open) {
-          if (all.includes(pending.session)) session.tree.open.delete(id)
-        }
-        yield* Effect.forEach(running, ({ turn }) =>
-          turn.fiber === undefined ? Effect.void : Fiber.interrupt(turn.fiber), {
-          discard: true
-        })
-        yield* Callbacks.resolveAll(broker, all, { _tag: "cancelled" })
-        yield* Effect.forEach(running, ({ member, turn }) =>
-          endTurn(member, turn, new Cancelled({ sessionId: member.session.sessionId, turnId: turn.turnId })), {
-          discard: true
-        })
-      })
-
-    const findTurn = (session: SessionRuntime, turnId: TurnId, method: string) =>
-      store.read(session.session.sessionId, 0).pipe(
-        Effect.flatMap((events) => {
-          const started = events.find((event) =>
-            event._tag === "TurnStarted" && event.turnId === turnId
-          )
-          return started === undefined
-            ? Effect.fail(new TurnNotFound({ module: "Engine", method, sessionId: session.session.sessionId, turnId }))
-            : Effect.succeed(started)
-        })
-      )
-
-    const openCallbacks = (sessionId: SessionId, turnId: TurnId) =>
-      Effect.gen(function*() {
-        const session = yield* sessionOf(sessionId, "openCallbacks")
-        yield* findTurn(session, turnId, "openCallbacks")
-        const tree = session.tree
-        // A root turn lists its whole tree (subagents outlive turns); a subagent's turn lists its own.
-        const pending = [...tree.open.values()].filter((p) =>
-          session === tree.root
-            ? p.session !== session || p.callback.turnId === turnId
-            : p.session === session && p.callback.turnId === turnId
+        const treeId = yield* newSessionId
+        const createdAt = yield* DateTime.now
+        yield* Effect.mapError(
+          store.createTree({ treeId, agent, createdAt }),
+          (error) => failure("createSession", error)
         )
-        return pending.map((p) =>
-          p.callback
-        )
-      })
-
-    const answer = (request: Transport.AnswerRequest) =>
-      Effect.gen(function*() {
-        const session = yield* sessionOf(request.sessionId, "answer")
-        yield* findTurn(session, request.turnId, "answer")
-        const pending = broker.pending.get(request.callbackId)
-        const notOpen = (description: string) =>
-          new CallbackNotOpen({ module: "Turn", method: "answer", callbackId: request.callbackId, description })
-        const alreadyAnswered = new CallbackAlreadyAnswered({
-          module: "Turn",
-          method: "answer",
-          callbackId: request.callbackId
-        })
-        if (pending === undefined) {
-          const closed = broker.closed.get(request.callbackId)
-          if (closed === "answered") {
-            return yield* alreadyAnswered
-          }
-          return yield* notOpen(closed === undefined ? "no such callback" : `it was resolved ${closed}`)
-        }
-        if (pending.tree.root !== session && pending.session !== session) {
-          return yield* notOpen(`it belongs to another session's tree`)
-        }
-        yield* Answer.validate(pending.callback, request.answer)
-        if (request.answer._tag === "ClientToolResult") {
-          yield* checkClientToolResult(pending.callback.id, pending.success, request.answer)
-        }
-        const won = yield* Callbacks.resolve(broker, request.callbackId as CallbackId, {
-          _tag: "answered",
-          answer: request.answer
-        })
-        if (!won) {
-          return yield* alreadyAnswered
-        }
+        return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt })
       })
 
     const service: Transport.Service = {
       createSession,
       getSession: (sessionId) =>
-        Effect.map(sessionOf(sessionId, "getSession"), info),
+        withTree("getSession", sessionId, (actor, id) => {
+          const session = TreeState.session(actor.state, id)
+          return session === undefined
+            ? Effect.fail(sessionNotFound("getSession", sessionId))
+            : Effect.succeed(
+              new SessionInfo({
+                sessionId: id,
+                agent: session.agent.name,
+                parentSessionId: session.parent?.sessionId,
+                createdAt: session.createdAt
+              })
+            )
+        }),
       getTurn: (sessionId, turnId) =>
-        sessionOf(sessionId, "getTurn").pipe(
-          Effect.flatMap((session) =>
-            findTurn(session, turnId, "getTurn")
-          ),
-          Effect.map((started) => new TurnRef({ sessionId, turnId, cursor: started.seq }))
-        ),
-      sendMessage,
+        withTree("getTurn", sessionId, (actor, id) =>
+          Effect.map(
+            turnOf(actor, id, turnId, "getTurn"),
+            (turn) => new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor })
+          )),
+      sendMessage: (sessionId, input) =>
+        withTree("sendMessage", sessionId, (actor, id) =>
+          Effect.flatMap(
+            submit(actor, { _tag: "SendMessage", sessionId: id, input: String(input) }),
+            (reply) =>
+              reply === undefined ? Effect.fail(failure("sendMessage", "no turn was queued")) : Effect.succeed(reply)
+          ).pipe(
+            Effect.catchTags({
+              AnswerMismatch: (error) => Effect.fail(failure("sendMessage", error)),
+              CallbackNotOpen: (error) => Effect.fail(failure("sendMessage", error)),
+              CallbackAlreadyAnswered: (error) => Effect.fail(failure("sendMessage", error)),
+              TurnNotFound: (error) => Effect.fail(failure("sendMessage", error))
+            })
+          )),
       events: (sessionId, from) =>
-        Stream.unwrap(Effect.map(sessionOf(sessionId, "events"), () => store.tail(sessionId, from))),
-      openCallbacks,
-      answer,
-      cancel: (sessionId) => Effect.flatMap(sessionOf(sessionId, "cancel"), cancelTree)
+        Stream.unwrap(
+          withTree("events", sessionId, (actor, id) => {
+            const cursor = Number.isSafeInteger(from) && from > 0 ? from : 0
+            const tail = Stream.mapError(store.tail(actor.treeId, cursor), (error) => failure("events", error))
+            return Effect.succeed(id === actor.treeId ? tail : Stream.filter(tail, (event) => event.sessionId === id))
+          })
+        ),
+      snapshot: (sessionId, turnId) =>
+        withTree("snapshot", sessionId, (actor, id) =>
+          Effect.map(turnOf(actor, id, turnId, "snapshot"), (turn) => {
+            const state = actor.state
+            return new TurnSnapshot({
+              turn: new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor }, true),
+              callbacks: TreeState.openCallbacks(state, turn.turnId),
+              cursor: state.nextSeq,
+              started: turn.startedSeq,
+              state: TreeState.turnState(state, turn.turnId)
+            }, true)
+          })),
+      answer: (request) =>
+        Effect.gen(function*() {
+          // Everything that crosses the port is decoded first: a malformed request is a typed error, never a defect.
+          const fields = (typeof request === "object" && request !== null ? request : {}) as Partial<
+            Transport.AnswerRequest
+          >
+          const turnId = decodeTurnId(fields.turnId)
+          const callbackId = decodeCallbackId(fields.callbackId)
+          const answer = decodeAnswer(fields.answer)
+          return yield* withTree("answer", fields.sessionId, (actor, sessionId) =>
+            Effect.gen(function*() {
+              if (Either.isLeft(turnId)) {
+                return yield* new TurnNotFound({
+                  module: "Turn",
+                  method: "answer",
+                  sessionId,
+                  turnId: String(fields.turnId)
+                })
+              }
+              if (Either.isLeft(callbackId)) {
+                return yield* new CallbackNotOpen({
+                  module: "Turn",
+                  method: "answer",
+                  callbackId: String(fields.callbackId),
+                  description: "not a callback id"
+                })
+              }
+              if (Either.isLeft(answer)) {
+                return yield* new AnswerMismatch({
+                  module: "Turn",
+                  method: "answer",
+                  callbackId: callbackId.right,
+                  reason: `the answer does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answer.left)}`
+                })
+              }
+              yield* submit(actor, {
+                _tag: "Answer",
+                sessionId,
+                turnId: turnId.right as TurnId,
+                callbackId: callbackId.right as CallbackId,
+                answer: answer.right
+              })
+            }))
+        }),
+      cancel: (sessionId) =>
+        withTree("cancel", sessionId, (actor, id) =>
+          submit(actor, { _tag: "Cancel", sessionId: id }).pipe(
+            Effect.asVoid,
+            Effect.catchTags({
+              AnswerMismatch: (error) => Effect.fail(failure("cancel", error)),
+              CallbackNotOpen: (error) => Effect.fail(failure("cancel", error)),
+              CallbackAlreadyAnswered: (error) => Effect.fail(failure("cancel", error)),
+              TurnNotFound: (error) => Effect.fail(failure("cancel", error))
+            })
+          ))
     }
     return service
   })

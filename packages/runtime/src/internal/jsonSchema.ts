@@ -3,7 +3,7 @@ import type { CallbackId } from "@parley/core/Ids"
 import { AnswerMismatch } from "@parley/core/ParleyError"
 import type { JsonSchema } from "@parley/core/ToolSpec"
 import { Ajv } from "ajv"
-import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 
 const ajv = new Ajv({ allErrors: true, strict: false })
 const compiled = new WeakMap<object, ReturnType<typeof ajv.compile>>()
@@ -25,18 +25,17 @@ export const checkClientToolResult = (
   callbackId: CallbackId,
   success: JsonSchema | undefined,
   answer: ClientToolResult
-): Effect.Effect<void, AnswerMismatch> =>
-  Effect.suspend(() => {
-    if (answer.isFailure || success === undefined) return Effect.void
-    const validate = validatorOf(success)
-    if (validate(answer.result)) return Effect.void
-    const problems = (validate.errors ?? []).map((error) => `${error.instancePath || "the result"} ${error.message}`)
-    return Effect.fail(
-      new AnswerMismatch({
-        module: "Turn",
-        method: "answer",
-        callbackId,
-        reason: `the client tool result does not match the tool's success schema: ${problems.join("; ")}`
-      })
-    )
-  })
+): Either.Either<void, AnswerMismatch> => {
+  if (answer.isFailure || success === undefined) return Either.void
+  const validate = validatorOf(success)
+  if (validate(answer.result)) return Either.void
+  const problems = (validate.errors ?? []).map((error) => `${error.instancePath || "the result"} ${error.message}`)
+  return Either.left(
+    new AnswerMismatch({
+      module: "Turn",
+      method: "answer",
+      callbackId,
+      reason: `the client tool result does not match the tool's success schema: ${problems.join("; ")}`
+    })
+  )
+}

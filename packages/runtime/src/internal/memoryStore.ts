@@ -4,68 +4,94 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import type { Service, StoredSession } from "../SessionStore.js"
+import type { Service, StoredTree } from "../SessionStore.js"
 import { ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
 interface Log {
-  readonly session: StoredSession
+  readonly tree: StoredTree
   readonly events: Array<TurnEvent>
-  readonly resolved: Set<string>
-  readonly pubsub: PubSub.PubSub<TurnEvent>
+  /** Subscribers of live events, created with the first tail. */
+  pubsub: PubSub.PubSub<TurnEvent> | undefined
 }
 
-export const make: Effect.Effect<Service> = Effect.sync(() => {
-  const logs = new Map<SessionId, Log>()
-  const logOf = (sessionId: SessionId) => Option.fromNullable(logs.get(sessionId))
+/** Live-only events (streamed deltas) are never stored: they ride along the tails of this process. */
+const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
 
-  const read = (sessionId: SessionId, from: number) =>
-    Effect.sync(() =>
-      logOf(sessionId).pipe(Option.match({ onNone: () => [], onSome: (log) => log.events.slice(from) }))
-    )
+export const make: Effect.Effect<Service> = Effect.gen(function*() {
+  const logs = new Map<SessionId, Log>()
+  /** Every session id seen in a log, to the tree it belongs to. */
+  const trees = new Map<SessionId, SessionId>()
+  /** Callback ids resolved, per tree. */
+  const resolved = new Set<string>()
+  const changes = yield* PubSub.unbounded<{ readonly treeId: SessionId; readonly nextSeq: number }>()
+
+  const pubsubOf = (log: Log) =>
+    Effect.suspend(() => {
+      if (log.pubsub !== undefined) return Effect.succeed(log.pubsub)
+      return Effect.map(PubSub.unbounded<TurnEvent>(), (pubsub) => {
+        log.pubsub ??= pubsub
+        return log.pubsub
+      })
+    })
 
   const service: Service = {
-    createSession: (session) =>
-      PubSub.unbounded<TurnEvent>().pipe(
-        Effect.map((pubsub) => {
-          if (!logs.has(session.sessionId)) {
-            logs.set(session.sessionId, { session, events: [], resolved: new Set(), pubsub })
-          }
-        })
-      ),
-    getSession: (sessionId) => Effect.sync(() => Option.map(logOf(sessionId), (log) => log.session)),
-    append: (sessionId, events) =>
+    createTree: (tree) =>
+      Effect.sync(() => {
+        if (logs.has(tree.treeId)) return
+        logs.set(tree.treeId, { tree, events: [], pubsub: undefined })
+        trees.set(tree.treeId, tree.treeId)
+      }),
+    getTree: (treeId) => Effect.sync(() => Option.map(Option.fromNullable(logs.get(treeId)), (log) => log.tree)),
+    treeOf: (sessionId) => Effect.sync(() => Option.fromNullable(trees.get(sessionId))),
+    append: (treeId, expectedSeq, events) =>
       Effect.suspend((): Effect.Effect<void, SeqConflict | ResolutionConflict> => {
-        const log = logs.get(sessionId)
+        const log = logs.get(treeId)
         const actual = log?.events.length ?? 0
         if (log === undefined || events.length === 0) return Effect.void
-        if (events[0].seq !== actual || events.some((event, i) => event.seq !== actual + i)) {
-          return Effect.fail(new SeqConflict({ sessionId, expected: events[0].seq, actual }))
+        if (expectedSeq !== actual || events.some((event, i) => event.seq !== actual + i)) {
+          return Effect.fail(new SeqConflict({ treeId, expected: expectedSeq, actual }))
         }
-        const resolutions = events.flatMap((event) => (event._tag === "CallbackResolved" ? [event.callbackId] : []))
-        const twice = resolutions.find((id, i) => log.resolved.has(id) || resolutions.indexOf(id) !== i)
-        if (twice !== undefined) return Effect.fail(new ResolutionConflict({ sessionId, callbackId: twice }))
-        resolutions.forEach((id) => log.resolved.add(id))
-        log.events.push(...events)
-        return PubSub.publishAll(log.pubsub, events)
+        const resolutions: Array<string> = []
+        for (const event of events) {
+          if (event._tag !== "CallbackResolved") continue
+          if (resolved.has(event.callbackId) || resolutions.includes(event.callbackId)) {
+            return Effect.fail(new ResolutionConflict({ treeId, callbackId: event.callbackId }))
+          }
+          resolutions.push(event.callbackId)
+        }
+        for (const id of resolutions) resolved.add(id)
+        for (const event of events) {
+          log.events.push(event)
+          if (!trees.has(event.sessionId)) trees.set(event.sessionId, treeId)
+        }
+        const publish = log.pubsub === undefined ? Effect.void : PubSub.publishAll(log.pubsub, events)
+        return Effect.zipRight(publish, PubSub.publish(changes, { treeId, nextSeq: log.events.length }))
       }),
-    read,
-    tail: (sessionId, from) =>
+    read: (treeId, from) => Effect.sync(() => logs.get(treeId)?.events.slice(from) ?? []),
+    tail: (treeId, from) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const log = logs.get(sessionId)
+        const log = logs.get(treeId)
         if (log === undefined) return Stream.empty
         // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
-        const subscription = yield* PubSub.subscribe(log.pubsub)
+        const subscription = yield* PubSub.subscribe(yield* pubsubOf(log))
         const stored = log.events.slice(from)
         let next = Math.max(from, log.events.length)
         const live = Stream.fromQueue(subscription).pipe(
           Stream.filter((event) => {
-            if (event.seq < next) return false
+            if (isLiveOnly(event)) return event.seq >= from && event.seq < next
+            if (event.seq !== next) return false
             next = event.seq + 1
             return true
           })
         )
         return Stream.concat(Stream.fromIterable(stored), live)
-      }))
+      })),
+    publish: (treeId, events) =>
+      Effect.suspend(() => {
+        const pubsub = logs.get(treeId)?.pubsub
+        return pubsub === undefined ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, events))
+      }),
+    changes: Stream.fromPubSub(changes)
   }
   return service
 })

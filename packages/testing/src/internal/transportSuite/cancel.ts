@@ -70,7 +70,14 @@ export const cancel = (withModel: WithModel) =>
           const events = yield* logOf(turn)
           assert.deepStrictEqual(
             events.filter((event) => event.seq >= blocked.cursor).map((event) => event._tag),
-            ["CallbackResolved", "CallbackResolved", "ToolCallCompleted", "ToolCallCompleted", "TurnEnded"]
+            [
+              "CancelRequested",
+              "CallbackResolved",
+              "CallbackResolved",
+              "ToolCallCompleted",
+              "ToolCallCompleted",
+              "TurnEnded"
+            ]
           )
         })))
   })

@@ -88,7 +88,8 @@ export const driving = (withModel: WithModel): void => {
             ofTag(seen, "CallbackOpened").map((event) => event.callback.kind),
             ["sign_in", "approval", "client_tool"]
           )
-          assert.strictEqual(seen[0]._tag, "TurnStarted")
+          // The turn's events start where it was accepted (TurnQueued), then it starts.
+          assert.deepStrictEqual(seen.slice(0, 2).map((event) => event._tag), ["TurnQueued", "TurnStarted"])
           const last = seen[seen.length - 1]
           assert.strictEqual(last._tag, "TurnEnded")
           if (last._tag === "TurnEnded") assert.deepStrictEqual(last.state, state)
@@ -140,23 +141,34 @@ export const driving = (withModel: WithModel): void => {
             ofTag(events, "CallbackResolved").map((event) => [event.resolution, event.answer?._tag]),
             [["answered", "SignInAnswer"], ["answered", "AllowApproval"], ["answered", "ClientToolResult"]]
           )
-          // The turn's events: from its cursor, gap-free, in this order (deltas and TurnBlocked aside).
-          assert.strictEqual(events[0].seq, turn.cursor)
-          assert.deepStrictEqual(events.map((event) => event.seq), events.map((_, i) => turn.cursor + i))
+          // The turn's stored events: from its cursor, gap-free, in this order (TurnBlocked aside). The live deltas
+          // carry the seq of their step's ModelStepStarted, and are not stored.
+          const stored = events.filter((event) => event._tag !== "MessageDelta")
+          assert.strictEqual(stored[0].seq, turn.cursor)
+          assert.deepStrictEqual(stored.map((event) => event.seq), stored.map((_, i) => turn.cursor + i))
+          const steps = ofTag(events, "ModelStepStarted")
+          for (const delta of ofTag(events, "MessageDelta")) {
+            assert.isTrue(steps.some((step) => step.seq === delta.seq && step.messageId === delta.messageId))
+          }
           assert.deepStrictEqual(
-            events.filter((event) => event._tag !== "MessageDelta" && event._tag !== "TurnBlocked").map((e) => e._tag),
+            stored.filter((event) => event._tag !== "TurnBlocked").map((e) => e._tag),
             [
+              "TurnQueued",
               "TurnStarted",
+              "ModelStepStarted",
               "ToolCallStarted",
               "CallbackOpened",
               "CallbackResolved",
+              "ToolExecutionStarted",
               "ToolCallCompleted",
+              "ModelStepStarted",
               "ToolCallStarted",
               "CallbackOpened",
               "CallbackResolved",
               "CallbackOpened",
               "CallbackResolved",
               "ToolCallCompleted",
+              "ModelStepStarted",
               "MessageCompleted",
               "TurnEnded"
             ]

@@ -177,9 +177,9 @@ export const subagents = (withModel: WithModel) =>
             "false client.deploy"
           ])
           assert.strictEqual(open[0].id, pending.id)
-          // Turn 2 lists the deploy approval (filed again under it), so its handlers saw it.
+          // Turn 2 inherits the deploy approval (its TurnStarted names it; the log has no copy), so its handlers saw it.
           const secondLog = yield* logOf(secondTurn)
-          assert.isTrue(ofTag(secondLog, "CallbackOpened").some((event) => event.callback.id === pending.id))
+          assert.deepStrictEqual(ofTag(secondLog, "TurnStarted").map((event) => event.inherited), [[pending.id]])
           assert.isFalse(ofTag(secondLog, "CallbackResolved").some((event) => event.callbackId === pending.id))
 
           // Turn 3: an allow-all handler that is not scoped approves it (the guide's warning).

@@ -1,0 +1,123 @@
+/**
+ * The deadlines of every open callback of the process in one ordered structure, served by one timer fiber on `Clock`
+ * (so tests move it with `TestClock`). A deadline costs an entry, not a fiber: a paused turn holds no timer.
+ */
+import type { CallbackId, SessionId } from "@parley/core/Ids"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+
+interface Entry {
+  readonly at: number
+  readonly treeId: SessionId
+  readonly callbackId: CallbackId
+}
+
+export interface Deadlines {
+  /** Arms (or re-arms) the deadline of a callback, in epoch milliseconds. */
+  readonly schedule: (treeId: SessionId, callbackId: CallbackId, at: number) => Effect.Effect<void>
+  readonly cancel: (callbackId: CallbackId) => void
+  readonly size: () => number
+}
+
+/** A binary min-heap on `at`; cancelled entries are dropped lazily when they reach the top. */
+class Heap {
+  private items: Array<Entry> = []
+  /** Keeps only `keep` (after many cancels, so dropped entries do not pile up until their time). */
+  rebuild(keep: Iterable<Entry>) {
+    const entries = [...keep]
+    this.items = []
+    for (const entry of entries) this.push(entry)
+  }
+  get size() {
+    return this.items.length
+  }
+  peek(): Entry | undefined {
+    return this.items[0]
+  }
+  push(entry: Entry) {
+    const items = this.items
+    items.push(entry)
+    let i = items.length - 1
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (items[parent].at <= items[i].at) break
+      ;[items[parent], items[i]] = [items[i], items[parent]]
+      i = parent
+    }
+  }
+  pop(): Entry | undefined {
+    const items = this.items
+    const top = items[0]
+    const end = items.pop()
+    if (items.length > 0 && end !== undefined) {
+      items[0] = end
+      let i = 0
+      while (true) {
+        const left = 2 * i + 1
+        const right = left + 1
+        let smallest = i
+        if (left < items.length && items[left].at < items[smallest].at) smallest = left
+        if (right < items.length && items[right].at < items[smallest].at) smallest = right
+        if (smallest === i) break
+        ;[items[smallest], items[i]] = [items[i], items[smallest]]
+        i = smallest
+      }
+    }
+    return top
+  }
+}
+
+/** Starts the timer fiber in `scope`; `expire` is called (in a fiber of its own) for each deadline that passes. */
+export const make = (
+  expire: (treeId: SessionId, callbackId: CallbackId) => Effect.Effect<void>
+): Effect.Effect<Deadlines, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const heap = new Heap()
+    /** The live entry of each callback: an entry in the heap that is not here any more was cancelled. */
+    const live = new Map<CallbackId, Entry>()
+    const wake = yield* Queue.sliding<void>(1)
+
+    const fireDue = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      while (true) {
+        const top = heap.peek()
+        if (top === undefined) return undefined
+        if (live.get(top.callbackId) !== top) {
+          heap.pop()
+          continue
+        }
+        if (top.at > now) return top.at - now
+        heap.pop()
+        live.delete(top.callbackId)
+        yield* Effect.forkDaemon(expire(top.treeId, top.callbackId))
+      }
+    })
+
+    yield* Effect.gen(function*() {
+      while (true) {
+        const wait = yield* fireDue
+        const sleep = wait === undefined ? Effect.never : Effect.sleep(Duration.millis(wait))
+        yield* Effect.raceFirst(sleep, Queue.take(wake))
+      }
+    }).pipe(Effect.forkScoped)
+
+    return {
+      schedule: (treeId, callbackId, at) =>
+        Effect.suspend(() => {
+          const current = live.get(callbackId)
+          if (current !== undefined && current.at === at) return Effect.void
+          const entry = { at, treeId, callbackId }
+          live.set(callbackId, entry)
+          heap.push(entry)
+          return heap.peek() === entry ? Queue.offer(wake, undefined) : Effect.void
+        }),
+      cancel: (callbackId) => {
+        live.delete(callbackId)
+        if (heap.size > 1_024 && heap.size > 2 * live.size) heap.rebuild(live.values())
+      },
+      size: () => live.size
+    }
+  })
