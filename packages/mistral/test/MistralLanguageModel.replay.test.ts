@@ -219,6 +219,54 @@ describe("MistralLanguageModel replayed session", () => {
       })
     }))
 
+  it.scoped("pairs each result with the nearest earlier unanswered call when servers reuse tool-call ids", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+      // Kimi (vLLM) mints `functions.<name>:<idx>` afresh every round, llama.cpp can send one constant id:
+      // the same id comes back in every round and even twice in one answer.
+      const KIMI = "functions.search:0"
+      const CONSTANT = "call_0"
+      const reused = Prompt.make([
+        { role: "user", content: [{ type: "text", text: "Search a, then b, then c and d." }] },
+        { role: "assistant", content: [{ type: "tool-call", id: KIMI, name: "search", params: { q: "a" } }] },
+        { role: "tool", content: [result(KIMI, "search", false, "found a")] },
+        { role: "assistant", content: [{ type: "tool-call", id: KIMI, name: "search", params: { q: "b" } }] },
+        { role: "tool", content: [result(KIMI, "search", false, "found b")] },
+        {
+          role: "assistant",
+          content: [
+            { type: "tool-call", id: CONSTANT, name: "search", params: { q: "c" } },
+            { type: "tool-call", id: CONSTANT, name: "search", params: { q: "d" } }
+          ]
+        },
+        {
+          role: "tool",
+          content: [result(CONSTANT, "search", false, "found c"), result(CONSTANT, "search", false, "found d")]
+        }
+      ])
+      yield* LanguageModel.generateText({ prompt: reused }).pipe(Effect.provide(Layers.model(server)))
+      const body = server.requests[0].body
+      assert.deepStrictEqual(MistralRules.validate(body), [])
+      const pairs = body.messages.flatMap((message, i) =>
+        (message.tool_calls ?? []).map((call, j) => {
+          const answer = body.messages[i + 1 + j]
+          assert.strictEqual(answer.tool_call_id, call.id)
+          return [call.function.arguments, answer.content]
+        })
+      )
+      assert.deepStrictEqual(pairs, [
+        ["{\"q\":\"a\"}", "found a"],
+        ["{\"q\":\"b\"}", "found b"],
+        ["{\"q\":\"c\"}", "found c"],
+        ["{\"q\":\"d\"}", "found d"]
+      ])
+      const ids = body.messages.flatMap((message) => (message.tool_calls ?? []).map((call) => call.id))
+      for (const id of ids) assert.match(id, ID)
+      assert.strictEqual(new Set(ids).size, 4)
+      assert.notInclude(server.requests[0].raw, "No result was recorded")
+    }))
+
   it.scoped("the validating fake server rejects what Mistral rejects (so the checks above are meaningful)", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })

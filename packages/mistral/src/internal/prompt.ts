@@ -7,7 +7,8 @@
  * 3. after a `tool` message only `assistant` or `tool` may follow (a short assistant message bridges to `user`),
  *    and `system` may not follow `assistant` / `tool` (all system messages are merged into one, first);
  * 4. each assistant `tool_calls` message is followed by exactly one tool message per call, in call order,
- *    without duplicates (results are moved next to their call; a missing result becomes a failure result);
+ *    without duplicates (each result is paired with the nearest earlier unanswered call of its id and moved next to
+ *    it; calls that reuse an id get distinct wire ids; a missing result becomes a failure result);
  * 5. the last message is `user` or `tool`, or an assistant message with `prefix: true`;
  * 6. an assistant message with `tool_calls` has empty content (its text goes into an assistant message before it).
  *
@@ -36,6 +37,13 @@ export const sanitizeName = (name: string): string => {
   if (isValidName(name)) return name
   const cleaned = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64)
   return cleaned.length > 0 ? cleaned : "tool"
+}
+
+/** A tool call of the prompt, the id it is sent with and the result paired with it. */
+interface CallSlot {
+  readonly call: Prompt.ToolCallPart
+  readonly id: string
+  result: Prompt.ToolResultPart | undefined
 }
 
 const malformed = (description: string, cause?: unknown) =>
@@ -99,19 +107,39 @@ export const prepareMessages = (
     // Rule 3: one system message, first.
     const system = prompt.content.flatMap((message) => message.role === "system" ? [message.content] : [])
 
-    // Rule 4: tool results by id, wherever they are; each is placed after its call.
-    const results = new Map<string, Prompt.ToolResultPart>()
+    // Rule 4: each result is paired with the nearest earlier assistant message that has a call with its id and
+    // no result yet (the first such call of that message, in call order), and is placed right after it. Servers
+    // that reuse ids (Kimi's `functions.<name>:<idx>`, llama.cpp's constant ids) thus keep every round's result.
+    const slotsByMessage = new Map<Prompt.Message, Array<CallSlot>>()
+    const turns: Array<Array<CallSlot>> = []
+    const occurrences = new Map<string, number>()
     for (const message of prompt.content) {
-      if (message.role !== "tool") continue
-      for (const part of message.content) {
-        if (!results.has(part.id)) results.set(part.id, part)
+      if (message.role === "assistant") {
+        const slots: Array<CallSlot> = []
+        for (const part of message.content) {
+          if (part.type !== "tool-call" || part.providerExecuted) continue
+          const occurrence = occurrences.get(part.id) ?? 0
+          occurrences.set(part.id, occurrence + 1)
+          slots.push({ call: part, id: mapId(part.id, occurrence), result: undefined })
+        }
+        slotsByMessage.set(message, slots)
+        if (slots.length > 0) turns.push(slots)
+      } else if (message.role === "tool") {
+        for (const part of message.content) {
+          for (let i = turns.length - 1; i >= 0; i--) {
+            const slot = turns[i].find((candidate) => candidate.call.id === part.id && candidate.result === undefined)
+            if (slot !== undefined) {
+              slot.result = part
+              break
+            }
+          }
+        }
       }
     }
 
     const messages: Array<Wire.Message> = []
     if (system.length > 0) messages.push({ role: "system", content: system.join("\n\n") })
 
-    const seenCallIds = new Map<string, number>()
     for (const message of prompt.content) {
       switch (message.role) {
         case "user": {
@@ -121,21 +149,14 @@ export const prepareMessages = (
         case "assistant": {
           // Reasoning parts are not replayed; provider-executed calls and results have no meaning here.
           const text = message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
-          const calls = message.content.flatMap((part) =>
-            part.type === "tool-call" && !part.providerExecuted ? [part] : []
-          )
-          if (calls.length === 0) {
+          const slots = slotsByMessage.get(message) ?? []
+          if (slots.length === 0) {
             if (text.length > 0) messages.push({ role: "assistant", content: text })
             break
           }
           const toolCalls: Array<Wire.ToolCall> = []
           const toolMessages: Array<Wire.Message> = []
-          for (const call of calls) {
-            // A repeated id (same call replayed twice) gets its own id and no result: ids must be unique.
-            const seen = seenCallIds.get(call.id) ?? 0
-            seenCallIds.set(call.id, seen + 1)
-            const id = mapId(seen === 0 ? call.id : `${call.id}#${seen}`)
-            const result = seen === 0 ? results.get(call.id) : undefined
+          for (const { call, id, result } of slots) {
             toolCalls.push({
               id,
               type: "function",
