@@ -107,7 +107,7 @@ describe("MistralLanguageModel replayed session", () => {
           content: "{\"error\":{\"_tag\":\"ClientToolError\",\"message\":\"Permission denied\"}}"
         },
         { role: "tool", name: "get_weather", tool_call_id: weatherId, content: "Sunny, 21°C" },
-        { role: "assistant", content: "Tool results received." },
+        // A user message may follow tool results (mistral-common >= 1.11): no bridging assistant message.
         { role: "user", content: "Thanks. Which day is free, then?" }
       ])
 
@@ -125,7 +125,7 @@ describe("MistralLanguageModel replayed session", () => {
       // Rule 2: function names.
       for (const call of calls) assert.match(call.function.name, NAME)
 
-      // Rule 3: role order; in particular never `user` (or `system`) right after `tool`.
+      // Rule 3: role order; in particular never `system` after `assistant` / `tool`.
       for (let i = 1; i < messages.length; i++) {
         const previous = messages[i - 1].role
         assert.isTrue(
@@ -137,7 +137,7 @@ describe("MistralLanguageModel replayed session", () => {
       // Rule 4: exactly one tool message per call, right after the assistant message, in call order.
       const following = messages.slice(4, 4 + calls.length)
       assert.deepStrictEqual(following.map((m) => m.role), calls.map(() => "tool"))
-      assert.strictEqual(messages[4 + calls.length].role, "assistant")
+      assert.strictEqual(messages[4 + calls.length].role, "user")
 
       // Rule 5: the last message is `user` (or `tool`, or a prefix assistant).
       assert.strictEqual(messages[messages.length - 1].role, "user")
@@ -183,7 +183,7 @@ describe("MistralLanguageModel replayed session", () => {
       yield* LanguageModel.generateText({ prompt: broken }).pipe(Effect.provide(model))
       const messages = server.requests[0].body.messages
       assert.deepStrictEqual(MistralRules.validate(server.requests[0].body), [])
-      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "tool", "tool", "assistant", "user"])
+      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "tool", "tool", "user"])
       const calls = messages[1].tool_calls ?? []
       assert.strictEqual(calls[0].function.name, "mcp_files_read")
       assert.deepStrictEqual(messages[2], {
@@ -273,6 +273,7 @@ describe("MistralLanguageModel replayed session", () => {
       const naive = {
         model: "mistral-large-latest",
         messages: [
+          { role: "assistant", content: "Hello! How can I help?" },
           { role: "user", content: "go" },
           {
             role: "assistant",
@@ -294,11 +295,124 @@ describe("MistralLanguageModel replayed session", () => {
       assert.strictEqual(extra._tag === "HttpResponseError" ? extra.response.status : 0, 422)
       const invalid = yield* send(naive)
       assert.strictEqual(invalid._tag === "HttpResponseError" ? invalid.response.status : 0, 400)
-      assert.include(invalid._tag === "HttpResponseError" ? invalid.body ?? "" : "", "\"code\":\"3280\"")
+      const invalidBody = invalid._tag === "HttpResponseError" ? invalid.body ?? "" : ""
+      assert.include(invalidBody, "Conversation must start with a user message or system message")
+      assert.include(invalidBody, "\"code\":\"3230\"")
+      const badId = yield* send({
+        model: "mistral-large-latest",
+        messages: [
+          { role: "user", content: "go" },
+          {
+            role: "assistant",
+            content: "",
+            tool_calls: [{ id: OPENAI_ID, type: "function", function: { name: "get_weather", arguments: "{}" } }]
+          },
+          { role: "tool", name: "get_weather", tool_call_id: OPENAI_ID, content: "done" }
+        ]
+      })
+      assert.include(badId._tag === "HttpResponseError" ? badId.body ?? "" : "", "\"code\":\"3280\"")
       assert.deepStrictEqual(
         [...new Set(MistralRules.validate(naive).map((violation) => violation.rule))].sort(),
-        ["assistant-content", "last-role", "name", "role-order", "tool-call-id"]
+        ["assistant-content", "first-role", "last-role", "name", "tool-call-id"]
       )
-      assert.deepStrictEqual(server.requests.length, 2)
+      assert.deepStrictEqual(server.requests.length, 3)
+    }))
+
+  it.scoped("a history that starts with an assistant message gets an empty user message first", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "Paris." }, "stop"))
+      const greeting = Prompt.make([
+        { role: "assistant", content: [{ type: "text", text: "Hello! Ask me anything." }] },
+        { role: "user", content: [{ type: "text", text: "Capital of France?" }] }
+      ])
+      const response = yield* LanguageModel.generateText({ prompt: greeting }).pipe(
+        Effect.provide(Layers.model(server))
+      )
+      assert.strictEqual(response.text, "Paris.")
+      assert.deepStrictEqual(server.requests[0].body.messages, [
+        { role: "user", content: "" },
+        { role: "assistant", content: "Hello! Ask me anything." },
+        { role: "user", content: "Capital of France?" }
+      ])
+    }))
+
+  it.scoped("the fake server follows current mistral-common and the spec's enums and ranges", () =>
+    Effect.gen(function*() {
+      const toolTurn = [
+        { role: "user", content: "weather?" },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{ id: MISTRAL_ID, type: "function", function: { name: "get_weather", arguments: "{}" } }]
+        },
+        { role: "tool", name: "get_weather", tool_call_id: MISTRAL_ID, content: "Sunny" }
+      ]
+      // A user message right after tool results is accepted (mistral-common 1.11, April 2026).
+      assert.deepStrictEqual(
+        MistralRules.validate({ model: "m", messages: [...toolTurn, { role: "user", content: "thanks" }] }),
+        []
+      )
+      // A conversation may not start with an assistant (or tool) message.
+      assert.deepStrictEqual(
+        MistralRules.validate({
+          model: "m",
+          messages: [{ role: "assistant", content: "Hi" }, { role: "user", content: "x" }]
+        })
+          .map((violation) => violation.rule),
+        ["first-role"]
+      )
+      assert.deepStrictEqual(
+        MistralRules.validate({
+          model: "m",
+          messages: [{ role: "system", content: "s" }, { role: "assistant", content: "Hi" }, {
+            role: "user",
+            content: "x"
+          }]
+        }),
+        []
+      )
+
+      const server = yield* FakeServer.make({ validate: true })
+      const base = { model: "mistral-small-latest", messages: [{ role: "user", content: "hi" }] } as const
+      const send = (body: MistralClient.ChatCompletionRequest) =>
+        MistralClient.MistralClient.pipe(
+          Effect.flatMap((client) => client.createChatCompletion(body)),
+          Effect.either,
+          Effect.provide(Layers.client(server, { retry: false }))
+        )
+      const rejected = (body: MistralClient.ChatCompletionRequest) =>
+        Effect.map(send(body), (result) => {
+          if (result._tag === "Right" || result.left._tag !== "HttpResponseError") return assert.fail("not rejected")
+          return { status: result.left.response.status, body: JSON.parse(result.left.body ?? "{}") }
+        })
+      const details = (reply: { readonly body: { readonly message?: { readonly detail?: unknown } } }) =>
+        reply.body.message?.detail
+
+      const effort = yield* rejected({ ...base, reasoning_effort: "medium" })
+      assert.strictEqual(effort.status, 422)
+      assert.deepStrictEqual(details(effort), [{
+        type: "enum",
+        loc: ["body", "reasoning_effort"],
+        msg: "Input should be 'high' or 'none'",
+        input: "medium"
+      }])
+      const choice = yield* rejected({ ...base, tool_choice: "sometimes" as "auto" })
+      assert.strictEqual(choice.status, 422)
+      assert.include(JSON.stringify(details(choice)), "Input should be 'auto', 'none', 'any' or 'required'")
+      const hot = yield* rejected({ ...base, temperature: 1.6 })
+      assert.strictEqual(hot.status, 422)
+      assert.include(JSON.stringify(details(hot)), "less_than_equal")
+      const cold = yield* rejected({ ...base, temperature: -0.1, top_p: 1.2, random_seed: 1.5 })
+      assert.deepStrictEqual(
+        (details(cold) as ReadonlyArray<{ readonly type: string; readonly loc: ReadonlyArray<string> }>).map((d) =>
+          `${d.loc.join(".")}:${d.type}`
+        ),
+        ["body.temperature:greater_than_equal", "body.top_p:less_than_equal", "body.random_seed:int_type"]
+      )
+      // The spec's upper bound for temperature is 1.5, and every documented enum value passes.
+      server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+      const accepted = yield* send({ ...base, temperature: 1.5, reasoning_effort: "high", tool_choice: "required" })
+      assert.strictEqual(accepted._tag, "Right")
     }))
 })

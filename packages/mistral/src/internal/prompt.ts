@@ -4,8 +4,8 @@
  *
  * 1. tool-call ids match `^[a-zA-Z0-9]{9}$` (ids from other providers are remapped deterministically);
  * 2. function names match `^[a-zA-Z0-9_-]{1,64}$` (names in the history are sanitised);
- * 3. after a `tool` message only `assistant` or `tool` may follow (a short assistant message bridges to `user`),
- *    and `system` may not follow `assistant` / `tool` (all system messages are merged into one, first);
+ * 3. the conversation starts with `user` or `system` (an empty user message goes before a leading assistant
+ *    message), and `system` may not follow `assistant` / `tool` (all system messages are merged into one, first);
  * 4. each assistant `tool_calls` message is followed by exactly one tool message per call, in call order,
  *    without duplicates (each result is paired with the nearest earlier unanswered call of its id and moved next to
  *    it; calls that reuse an id get distinct wire ids; a missing result becomes a failure result);
@@ -20,9 +20,6 @@ import * as Effect from "effect/Effect"
 import * as Encoding from "effect/Encoding"
 import * as ToolCallId from "./toolCallId.js"
 import type * as Wire from "./wire.js"
-
-/** The text of the assistant message inserted between a tool result and a following user message. */
-export const BRIDGE_TEXT = "Tool results received."
 
 /** The content of a tool message synthesised for a tool call that has no recorded result. */
 export const MISSING_RESULT = JSON.stringify({ error: "No result was recorded for this tool call." })
@@ -187,15 +184,11 @@ export const prepareMessages = (
 
     if (!mistral) return messages
 
-    // Rule 3: bridge tool → user.
-    const ordered: Array<Wire.Message> = []
-    for (const message of messages) {
-      const previous = ordered[ordered.length - 1]
-      if (previous?.role === "tool" && message.role === "user") {
-        ordered.push({ role: "assistant", content: BRIDGE_TEXT })
-      }
-      ordered.push(message)
-    }
+    // Rule 3: the conversation starts with `user` or `system` (mistral-common inserts an empty user message in
+    // that case too). A `user` message may follow `tool` results (mistral-common >= 1.11, April 2026).
+    const ordered: Array<Wire.Message> = messages[0]?.role === "assistant"
+      ? [{ role: "user", content: "" }, ...messages]
+      : messages
 
     // Rule 5: a trailing assistant message becomes a prefix to continue.
     const last = ordered[ordered.length - 1]
