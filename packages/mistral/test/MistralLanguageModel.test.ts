@@ -49,6 +49,24 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(metadata?.modelId._tag === "Some" ? metadata.modelId.value : undefined, "mistral-large-latest")
     }))
 
+  it.scoped("reads cached tokens from prompt_tokens_details, prompt_token_details or num_cached_tokens", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make()
+      const usage = { prompt_tokens: 94, completion_tokens: 30, total_tokens: 124 }
+      server.enqueue(
+        Scripts.completion({ content: "a" }, "stop", { ...usage, prompt_tokens_details: { cached_tokens: 64 } }),
+        // The spec's `UsageInfo` has both spellings; some answers carry only the singular one.
+        Scripts.completion({ content: "b" }, "stop", { ...usage, prompt_token_details: { cached_tokens: 32 } }),
+        Scripts.completion({ content: "c" }, "stop", { ...usage, num_cached_tokens: 16 })
+      )
+      const cached: Array<number | undefined> = []
+      for (let i = 0; i < 3; i++) {
+        const response = yield* LanguageModel.generateText({ prompt }).pipe(Effect.provide(Layers.model(server)))
+        cached.push(response.usage.cachedInputTokens)
+      }
+      assert.deepStrictEqual(cached, [64, 32, 16])
+    }))
+
   it.scoped("sends tools described only by raw JSON Schema unchanged and resolves their calls", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })

@@ -33,7 +33,8 @@ export const finishReason = (reason: string | null | undefined, hasToolCalls: bo
 
 /** @internal */
 export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage.Encoded => {
-  const cached = raw?.prompt_tokens_details?.cached_tokens ?? raw?.num_cached_tokens ?? undefined
+  const cached = raw?.prompt_tokens_details?.cached_tokens ?? raw?.prompt_token_details?.cached_tokens ??
+    raw?.num_cached_tokens ?? undefined
   const reasoning = raw?.completion_tokens_details?.reasoning_tokens ?? undefined
   const input = raw?.prompt_tokens ?? undefined
   const output = raw?.completion_tokens ?? undefined

@@ -110,13 +110,17 @@ export interface ChatCompletionRequest {
 
 const optionalNullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
+const PromptTokensDetails = Schema.Struct({ cached_tokens: optionalNullable(Schema.Number) })
+
 /** @internal */
 export const Usage = Schema.Struct({
   prompt_tokens: optionalNullable(Schema.Number),
   completion_tokens: optionalNullable(Schema.Number),
   total_tokens: optionalNullable(Schema.Number),
   num_cached_tokens: optionalNullable(Schema.Number),
-  prompt_tokens_details: optionalNullable(Schema.Struct({ cached_tokens: optionalNullable(Schema.Number) })),
+  prompt_tokens_details: optionalNullable(PromptTokensDetails),
+  /** The spec's `UsageInfo` also has this spelling (`prompt_token_details`), with the same shape. */
+  prompt_token_details: optionalNullable(PromptTokensDetails),
   completion_tokens_details: optionalNullable(Schema.Struct({ reasoning_tokens: optionalNullable(Schema.Number) }))
 })
 
