@@ -115,6 +115,35 @@ describe("MistralClient retries", () => {
       assert.strictEqual(server.requests.length, 2)
     }))
 
+  it.scoped(
+    "a Retry-After longer than the policy's maxDelay is not waited for: the 429 surfaces at once",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* FakeServer.make()
+        const inAnHour = new Date(Date.now() + 3_600_000).toUTCString()
+        server.enqueue(
+          FakeServer.rateLimited({ retryAfter: "3600" }),
+          FakeServer.rateLimited({ retryAfter: inAnHour }),
+          FakeServer.rateLimited({ retryAfter: "3600" }),
+          Scripts.completion({ content: "never" }, "stop")
+        )
+        const retry = { maxRetries: 3, baseDelay: "10 millis", maxDelay: "30 seconds" } as const
+        // Under the TestClock an hour-long sleep would never end: these complete only if nothing sleeps.
+        for (const _ of [1, 2]) {
+          const error = yield* Effect.flip(generate(server, { retry }))
+          assert.strictEqual(statusOf(error), 429)
+          assert.include(error._tag === "HttpResponseError" ? error.description ?? "" : "", "exceeds the retry policy")
+        }
+        const streamError = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(
+          Effect.provide(Layers.model(server, { retry }))
+        )
+        assert.strictEqual(statusOf(streamError), 429)
+        assert.strictEqual(server.requests.length, 3)
+        assert.deepStrictEqual(Chunk.toArray(yield* TestClock.sleeps()), [])
+      }),
+    { timeout: 5_000 }
+  )
+
   it.scoped("without Retry-After, 429 backs off exponentially with jitter", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
