@@ -294,6 +294,50 @@ describe("MistralClient streams", () => {
       assert.include(error.message, "CUDA out of memory")
     }))
 
+  it.scoped("a Mistral error envelope inside the stream fails the stream with its message", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make()
+      server.enqueue(
+        Scripts.sse([
+          Scripts.chunk({ role: "assistant", content: "" }),
+          Scripts.chunk({ content: "Par" }),
+          {
+            object: "error",
+            message: "Service unavailable: the model is overloaded",
+            type: "service_unavailable",
+            param: null,
+            code: "1000"
+          },
+          "[DONE]"
+        ]),
+        // The legacy variant: capitalised `object`, `message` as a validation-detail object, integer `code`.
+        Scripts.sse([
+          {
+            object: "Error",
+            message: { detail: [{ type: "value_error", loc: ["body"], msg: "Bad chunk" }] },
+            code: 3001
+          },
+          "[DONE]"
+        ])
+      )
+      const seen: Array<{ readonly type: string }> = []
+      const error = yield* LanguageModel.streamText({ prompt: "Hi" }).pipe(
+        Stream.runForEach((part) => Effect.sync(() => seen.push(part))),
+        Effect.provide(Layers.model(server)),
+        Effect.flip
+      )
+      assert.deepStrictEqual(summarize(seen), ["response-metadata", "text-start", "text-delta:Par"])
+      assert.strictEqual(error._tag, "UnknownError")
+      assert.include(error.message, "Service unavailable: the model is overloaded")
+      assert.include(error.message, "type: service_unavailable")
+      const legacy = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(
+        Effect.provide(Layers.model(server))
+      )
+      assert.strictEqual(legacy._tag, "UnknownError")
+      assert.include(legacy.message, "Bad chunk at body [value_error]")
+      assert.strictEqual(server.requests.length, 2)
+    }))
+
   it.scoped("layerConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL and MISTRAL_FLAVOUR", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "from-env" })

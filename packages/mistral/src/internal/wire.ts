@@ -190,6 +190,8 @@ export type ChatCompletionResponse = typeof ChatCompletionResponse.Type
 
 /** @internal */
 export const ChatCompletionChunk = Schema.Struct({
+  /** `"chat.completion.chunk"`, or `"error"` / `"Error"` for Mistral's error envelope sent inside a stream. */
+  object: optionalNullable(Schema.String),
   id: optionalNullable(Schema.String),
   model: optionalNullable(Schema.String),
   created: optionalNullable(Schema.Number),
