@@ -104,12 +104,20 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
     return yield* LanguageModel.make({
       generateText: (providerOptions) =>
         makeRequest(providerOptions).pipe(
-          Effect.flatMap(client.createChatCompletion),
-          Effect.flatMap(InternalResponse.makeResponse)
+          Effect.flatMap((request) =>
+            Effect.flatMap(
+              client.createChatCompletion(request),
+              (response) => InternalResponse.makeResponse(response, { prefix: InternalResponse.prefixOf(request) })
+            )
+          )
         ),
       streamText: (providerOptions) =>
         makeRequest(providerOptions).pipe(
-          Effect.map((request) => InternalStream.makeStreamResponse(client.createChatCompletionStream(request))),
+          Effect.map((request) =>
+            InternalStream.makeStreamResponse(client.createChatCompletionStream(request), {
+              prefix: InternalResponse.prefixOf(request)
+            })
+          ),
           Stream.unwrap
         )
     })

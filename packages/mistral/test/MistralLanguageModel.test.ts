@@ -405,6 +405,39 @@ describe("MistralLanguageModel.streamText", () => {
       ])
     }))
 
+  it.scoped("strips the prefix Mistral repeats at the start of an answer to an assistant prefix", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      const poem = [
+        { role: "user", content: [{ type: "text", text: "Write a poem" }] },
+        { role: "assistant", content: [{ type: "text", text: "Roses are" }] }
+      ] as const
+      server.enqueue(
+        Scripts.completion({ content: "Roses are red, violets are blue." }, "stop"),
+        Scripts.mistralText(["Ro", "ses a", "re red,", " violets are blue."]),
+        // An answer that does not repeat the prefix is kept as it is.
+        Scripts.mistralText(["Red, ", "and blue."])
+      )
+      const model = Layers.model(server)
+      const response = yield* LanguageModel.generateText({ prompt: poem }).pipe(Effect.provide(model))
+      assert.deepStrictEqual(server.requests[0].body.messages.at(-1), {
+        role: "assistant",
+        content: "Roses are",
+        prefix: true
+      })
+      assert.strictEqual(response.text, " red, violets are blue.")
+      const streamed = yield* collect(LanguageModel.streamText({ prompt: poem })).pipe(Effect.provide(model))
+      assert.deepStrictEqual(summarize(streamed).filter((s) => s.startsWith("text-delta")), [
+        "text-delta: red,",
+        "text-delta: violets are blue."
+      ])
+      const unrepeated = yield* collect(LanguageModel.streamText({ prompt: poem })).pipe(Effect.provide(model))
+      assert.deepStrictEqual(summarize(unrepeated).filter((s) => s.startsWith("text-delta")), [
+        "text-delta:Red, ",
+        "text-delta:and blue."
+      ])
+    }))
+
   it.scoped("rejects tool names Mistral would refuse before sending anything", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()

@@ -100,15 +100,52 @@ export const parseArguments = (
   })
 }
 
+/**
+ * Mistral's answer to a request that ends with an assistant `prefix` message repeats the prefix (the docs strip it
+ * with `content[len(prefix):]`). This drops it from the start of the answer text, fed piece by piece: text is held
+ * back while it could still be the repeated prefix, and passed on unchanged as soon as it is not.
+ *
+ * @internal
+ */
+export const makePrefixStripper = (prefix: string | undefined): (text: string) => string => {
+  let pending: string | undefined = prefix === undefined || prefix.length === 0 ? undefined : ""
+  return (text) => {
+    if (pending === undefined || prefix === undefined) return text
+    pending += text
+    if (pending.length >= prefix.length) {
+      const out = pending.startsWith(prefix) ? pending.slice(prefix.length) : pending
+      pending = undefined
+      return out
+    }
+    if (prefix.startsWith(pending)) return ""
+    const out = pending
+    pending = undefined
+    return out
+  }
+}
+
+/**
+ * The text of the trailing assistant `prefix` message of a request, if it ends with one.
+ *
+ * @internal
+ */
+export const prefixOf = (request: Wire.ChatCompletionRequest): string | undefined => {
+  const last = request.messages[request.messages.length - 1]
+  if (last?.role !== "assistant" || last.prefix !== true) return undefined
+  return last.content ?? undefined
+}
+
 /** @internal */
 export const isRealId = (id: string | null | undefined): id is string =>
   typeof id === "string" && id.length > 0 && id !== "null"
 
 /** @internal */
 export const makeResponse = (
-  response: Wire.ChatCompletionResponse
+  response: Wire.ChatCompletionResponse,
+  options: { readonly prefix?: string | undefined } = {}
 ): Effect.Effect<Array<Response.PartEncoded>, AiError.AiError> =>
   Effect.gen(function*() {
+    const strip = makePrefixStripper(options.prefix)
     const parts: Array<Response.PartEncoded> = [responseMetadata(response)]
     const choice = response.choices[0]
     if (choice === undefined) {
@@ -124,7 +161,12 @@ export const makeResponse = (
       parts.push({ type: "reasoning", text: reasoningField })
     }
     for (const piece of splitContent(message.content)) {
-      parts.push(piece.kind === "text" ? { type: "text", text: piece.text } : { type: "reasoning", text: piece.text })
+      if (piece.kind === "reasoning") {
+        parts.push({ type: "reasoning", text: piece.text })
+        continue
+      }
+      const text = strip(piece.text)
+      if (text.length > 0) parts.push({ type: "text", text })
     }
     const calls = message.tool_calls ?? []
     for (const call of calls) {

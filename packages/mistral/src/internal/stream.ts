@@ -26,9 +26,11 @@ interface Slot {
 
 /** @internal */
 export const makeStreamResponse = (
-  chunks: Stream.Stream<Wire.ChatCompletionChunk, AiError.AiError>
+  chunks: Stream.Stream<Wire.ChatCompletionChunk, AiError.AiError>,
+  options: { readonly prefix?: string | undefined } = {}
 ): Stream.Stream<Response.StreamPartEncoded, AiError.AiError> =>
   Stream.suspend(() => {
+    const strip = InternalResponse.makePrefixStripper(options.prefix)
     let metadataSent = false
     let blockCounter = 0
     let open: { readonly kind: "text" | "reasoning"; readonly id: string } | undefined
@@ -102,7 +104,7 @@ export const makeStreamResponse = (
         if (message !== null && message !== undefined) {
           delta(parts, "reasoning", message.reasoning ?? message.reasoning_content ?? "")
           for (const piece of InternalResponse.splitContent(message.content)) {
-            delta(parts, piece.kind, piece.text)
+            delta(parts, piece.kind, piece.kind === "text" ? strip(piece.text) : piece.text)
           }
           const calls = message.tool_calls ?? []
           for (let i = 0; i < calls.length; i++) {
