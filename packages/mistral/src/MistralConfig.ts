@@ -67,8 +67,12 @@ export declare namespace MistralConfig {
     readonly frequency_penalty?: number | undefined
     /** Set `false` to get at most one tool call per answer. */
     readonly parallel_tool_calls?: boolean | undefined
-    /** Reasoning effort for reasoning-capable models (Mistral: `"high"` or `"none"`). */
-    readonly reasoning_effort?: string | undefined
+    /**
+     * Reasoning effort for reasoning-capable models: the values Mistral accepts (`"high"`: a full thinking trace;
+     * `"none"`: minimal thinking, no trace). Any other value fails with `MalformedInput` before sending (Mistral
+     * answers 422). OpenAI-compatible servers take other values: set them in `compat.reasoning_effort`.
+     */
+    readonly reasoning_effort?: ReasoningEffort | undefined
     /** Predicted output. */
     readonly prediction?: { readonly type: "content"; readonly content: string } | undefined
     /** Mistral only: inject Mistral's safety system prompt. */
@@ -85,8 +89,41 @@ export declare namespace MistralConfig {
     readonly extraBody?: Readonly<Record<string, unknown>> | undefined
     /** Transforms the `HttpClient` used for this request (headers, tracing, proxies). */
     readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+    /** Settings read only with the `"compat"` flavour (OpenAI-compatible servers); ignored for Mistral. */
+    readonly compat?: Compat | undefined
+  }
+
+  /**
+   * Settings for OpenAI-compatible servers, which accept values Mistral does not.
+   *
+   * @since 0.1.0
+   * @category Models
+   */
+  export interface Compat {
+    /**
+     * Sent as `reasoning_effort` in place of the top-level one, as it is (OpenAI: `"minimal"`, `"low"`,
+     * `"medium"`, `"high"`; vLLM and Ollama pass it to the chat template).
+     */
+    readonly reasoning_effort?: string | undefined
   }
 }
+
+/**
+ * The values of `reasoning_effort` Mistral accepts (spec `ChatCompletionRequest.reasoning_effort`, mistral-common
+ * `ReasoningEffort`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type ReasoningEffort = "high" | "none"
+
+/**
+ * `ReasoningEffort`'s values, to check untyped input against.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const REASONING_EFFORTS: ReadonlyArray<ReasoningEffort> = ["high", "none"]
 
 /**
  * Runs an effect with configuration overrides merged over the ones already in context.

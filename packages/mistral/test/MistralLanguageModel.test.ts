@@ -1,6 +1,7 @@
 import { LanguageModel, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import * as MistralConfig from "../src/MistralConfig.js"
 import * as MistralLanguageModel from "../src/MistralLanguageModel.js"
 import * as FakeServer from "./fixtures/FakeServer.js"
 import * as Layers from "./fixtures/Layers.js"
@@ -233,6 +234,37 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(second.temperature, 0.9)
       assert.isFalse("top_k" in second)
     }))
+  it.scoped("reasoning_effort: Mistral's values for Mistral, any value for compat servers", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "a" }, "stop"))
+      yield* LanguageModel.generateText({ prompt: "x" }).pipe(
+        MistralConfig.withConfigOverride({ reasoning_effort: "high" }),
+        Effect.provide(Layers.model(server, { model: "mistral-medium-3-5" }))
+      )
+      assert.strictEqual(server.requests[0].body.reasoning_effort, "high")
+
+      // @ts-expect-error Mistral accepts only "high" | "none"
+      const typed: MistralConfig.MistralConfig.Service = { reasoning_effort: "medium" }
+      const error = yield* LanguageModel.generateText({ prompt: "x" }).pipe(
+        MistralConfig.withConfigOverride(typed),
+        Effect.provide(Layers.model(server)),
+        Effect.flip
+      )
+      assert.strictEqual(error._tag, "MalformedInput")
+      assert.include(error.message, "reasoning_effort")
+      assert.strictEqual(server.requests.length, 1)
+
+      // Compat servers take their own values (OpenAI's "low" / "medium", Ollama's, vLLM's), under `compat`.
+      const compat = yield* FakeServer.make()
+      compat.enqueue(Scripts.completion({ content: "c" }, "stop"))
+      yield* LanguageModel.generateText({ prompt: "x" }).pipe(
+        MistralConfig.withConfigOverride({ reasoning_effort: "high", compat: { reasoning_effort: "medium" } }),
+        Effect.provide(Layers.model(compat, { flavour: "compat", model: "gpt-oss" }))
+      )
+      assert.strictEqual(compat.requests[0].body.reasoning_effort, "medium")
+    }))
+
   it.scoped("generateObject asks for a json_schema response format and decodes the answer", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })

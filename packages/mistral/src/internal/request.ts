@@ -7,7 +7,7 @@ import type * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Tool from "@effect/ai/Tool"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
-import type { MistralConfig } from "../MistralConfig.js"
+import { type MistralConfig, REASONING_EFFORTS } from "../MistralConfig.js"
 import * as InternalPrompt from "./prompt.js"
 import type * as Wire from "./wire.js"
 
@@ -81,6 +81,13 @@ export const makeRequest = (options: {
 }): Effect.Effect<Wire.ChatCompletionRequest, AiError.MalformedInput> =>
   Effect.gen(function*() {
     const { config, flavour, providerOptions } = options
+    const effort: unknown = config.reasoning_effort
+    if (flavour === "mistral" && effort !== undefined && !REASONING_EFFORTS.some((value) => value === effort)) {
+      return yield* malformed(
+        `reasoning_effort must be one of ${REASONING_EFFORTS.map((value) => JSON.stringify(value)).join(", ")} ` +
+          `for Mistral, got ${JSON.stringify(effort)} (use compat.reasoning_effort for OpenAI-compatible servers)`
+      )
+    }
     const messages = yield* InternalPrompt.prepareMessages(providerOptions.prompt, flavour)
     const { tool_choice, tools } = yield* prepareTools(providerOptions, flavour)
     const format = providerOptions.responseFormat
@@ -104,11 +111,11 @@ export const makeRequest = (options: {
       stop: config.stop,
       presence_penalty: config.presence_penalty,
       frequency_penalty: config.frequency_penalty,
-      reasoning_effort: config.reasoning_effort,
       prediction: config.prediction
     }
     const dialect = flavour === "mistral"
       ? {
+        reasoning_effort: config.reasoning_effort,
         max_tokens: config.max_tokens,
         random_seed: config.random_seed,
         safe_prompt: config.safe_prompt,
@@ -116,6 +123,7 @@ export const makeRequest = (options: {
         prompt_cache_key: config.prompt_cache_key
       }
       : {
+        reasoning_effort: config.compat?.reasoning_effort ?? config.reasoning_effort,
         max_completion_tokens: config.max_tokens,
         seed: config.random_seed
       }

@@ -92,6 +92,7 @@ export interface ChatCompletionRequest {
   readonly prompt_mode?: "reasoning"
   /** Mistral only. */
   readonly prompt_cache_key?: string
+  /** Mistral: `"high"` or `"none"`; OpenAI-compatible servers: their own values. */
   readonly reasoning_effort?: string
   readonly prediction?: { readonly type: "content"; readonly content: string }
   /** OpenAI-compatible only. */
