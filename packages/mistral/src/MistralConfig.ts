@@ -89,6 +89,17 @@ export declare namespace MistralConfig {
     readonly extraBody?: Readonly<Record<string, unknown>> | undefined
     /** Transforms the `HttpClient` used for this request (headers, tracing, proxies). */
     readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+    /**
+     * Whether reasoning a Mistral model produced (reasoning parts marked `options: { mistral: { type: "thinking" }
+     * }`, as `MistralLanguageModel` marks them in its answers) is sent back as `thinking` chunks, as Mistral's
+     * reasoning guide asks for multi-turn conversations. Never sent with the `"compat"` flavour, and never sent for
+     * unmarked reasoning (another provider's). Not a wire field.
+     *
+     * Default: on for the models documented to answer with thinking chunks (`magistral-*` except `*-2506`,
+     * `mistral-medium-3-5` / `-3` / `-latest`, `mistral-small-2603` / `-latest`), off for the others, whose
+     * tokenizers (before v13) reject thinking chunks with a 400.
+     */
+    readonly replayThinking?: boolean | undefined
     /** Settings read only with the `"compat"` flavour (OpenAI-compatible servers); ignored for Mistral. */
     readonly compat?: Compat | undefined
   }

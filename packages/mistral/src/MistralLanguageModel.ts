@@ -39,6 +39,43 @@ import * as InternalStream from "./internal/stream.js"
 import { MistralClient } from "./MistralClient.js"
 import * as MistralConfig from "./MistralConfig.js"
 
+// =============================================================================
+// Provider Options / Metadata
+// =============================================================================
+
+declare module "@effect/ai/Prompt" {
+  export interface ReasoningPartOptions extends ProviderOptions {
+    readonly mistral?: {
+      /**
+       * Marks reasoning a Mistral model produced as a `thinking` chunk: it is sent back as one (see
+       * `MistralConfig.replayThinking`). Copy it from the answer's `metadata.mistral`.
+       */
+      readonly type: "thinking"
+    } | undefined
+  }
+}
+
+declare module "@effect/ai/Response" {
+  export interface ReasoningPartMetadata extends ProviderMetadata {
+    /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
+    readonly mistral?: { readonly type: "thinking" } | undefined
+  }
+
+  export interface ReasoningStartPartMetadata extends ProviderMetadata {
+    /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
+    readonly mistral?: { readonly type: "thinking" } | undefined
+  }
+
+  export interface ReasoningEndPartMetadata extends ProviderMetadata {
+    /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
+    readonly mistral?: { readonly type: "thinking" } | undefined
+  }
+}
+
+// =============================================================================
+// Models
+// =============================================================================
+
 /**
  * Model names. Any string is accepted; the listed ones are Mistral's documented `*-latest` aliases.
  *
@@ -107,7 +144,11 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           Effect.flatMap((request) =>
             Effect.flatMap(
               client.createChatCompletion(request),
-              (response) => InternalResponse.makeResponse(response, { prefix: InternalResponse.prefixOf(request) })
+              (response) =>
+                InternalResponse.makeResponse(response, {
+                  prefix: InternalResponse.prefixOf(request),
+                  flavour: client.flavour
+                })
             )
           )
         ),
@@ -115,7 +156,8 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         makeRequest(providerOptions).pipe(
           Effect.map((request) =>
             InternalStream.makeStreamResponse(client.createChatCompletionStream(request), {
-              prefix: InternalResponse.prefixOf(request)
+              prefix: InternalResponse.prefixOf(request),
+              flavour: client.flavour
             })
           ),
           Stream.unwrap
@@ -139,3 +181,13 @@ export const layer = (options: Options): Layer.Layer<LanguageModel.LanguageModel
  * @category Utils
  */
 export const withConfigOverride: typeof MistralConfig.withConfigOverride = MistralConfig.withConfigOverride
+
+/**
+ * Whether reasoning is replayed as `thinking` chunks to `model` when `MistralConfig.replayThinking` is not set: true
+ * for the models documented to answer with thinking chunks (`magistral-*` except `*-2506`, `mistral-medium-3-5`,
+ * `mistral-medium-3`, `mistral-medium-latest`, `mistral-small-2603`, `mistral-small-latest`).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const replaysThinkingByDefault: (model: string) => boolean = InternalRequest.replaysThinkingByDefault

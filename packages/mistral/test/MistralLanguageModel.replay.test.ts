@@ -415,4 +415,112 @@ describe("MistralLanguageModel replayed session", () => {
       const accepted = yield* send({ ...base, temperature: 1.5, reasoning_effort: "high", tool_choice: "required" })
       assert.strictEqual(accepted._tag, "Right")
     }))
+
+  it.scoped("replays reasoning a Mistral model produced as thinking chunks, where the model's tokenizer takes them", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      const compat = yield* FakeServer.make()
+      const mistralThinking = { mistral: { type: "thinking" } } as const
+      const history = Prompt.make([
+        { role: "user", content: [{ type: "text", text: "How many r in strawberry?" }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "reasoning", text: "Count them: s-t-r-a-w-b-e-r-r-y.", options: mistralThinking },
+            { type: "text", text: "There are 3." }
+          ]
+        },
+        { role: "user", content: [{ type: "text", text: "Check the weather in Paris." }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "reasoning", text: "Another provider's reasoning." },
+            { type: "reasoning", text: "Call the weather tool.", options: mistralThinking },
+            { type: "tool-call", id: MISTRAL_ID, name: "get_weather", params: { city: "Paris" } }
+          ]
+        },
+        { role: "tool", content: [result(MISTRAL_ID, "get_weather", false, "Sunny")] }
+      ])
+      const thinking = (text: string) => ({ type: "thinking", thinking: [{ type: "text", text }] })
+      const replayed = [
+        { role: "user", content: "How many r in strawberry?" },
+        {
+          role: "assistant",
+          content: [thinking("Count them: s-t-r-a-w-b-e-r-r-y."), { type: "text", text: "There are 3." }]
+        },
+        { role: "user", content: "Check the weather in Paris." },
+        { role: "assistant", content: [thinking("Call the weather tool.")] },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{
+            id: MISTRAL_ID,
+            type: "function",
+            function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" }
+          }]
+        },
+        { role: "tool", name: "get_weather", tool_call_id: MISTRAL_ID, content: "Sunny" }
+      ]
+      const flattened = [
+        { role: "user", content: "How many r in strawberry?" },
+        { role: "assistant", content: "There are 3." },
+        { role: "user", content: "Check the weather in Paris." },
+        replayed[4],
+        replayed[5]
+      ]
+      const cases = [
+        // Magistral (2507 and later) and the reasoning_effort models take thinking chunks by default.
+        { model: "magistral-medium-latest", config: {}, expected: replayed },
+        { model: "mistral-medium-3-5", config: {}, expected: replayed },
+        { model: "mistral-small-latest", config: {}, expected: replayed },
+        // Magistral 2506 used `<think>` tags and older tokenizers reject thinking chunks: reasoning is left out.
+        { model: "magistral-small-2506", config: {}, expected: flattened },
+        { model: "mistral-large-latest", config: {}, expected: flattened },
+        // The switch overrides the default either way.
+        { model: "mistral-large-latest", config: { replayThinking: true }, expected: replayed },
+        { model: "magistral-medium-latest", config: { replayThinking: false }, expected: flattened }
+      ] as const
+      for (const c of cases) {
+        server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+        yield* LanguageModel.generateText({ prompt: history }).pipe(
+          Effect.provide(Layers.model(server, { model: c.model, config: c.config }))
+        )
+        const body = server.requests[server.requests.length - 1].body
+        assert.deepStrictEqual(MistralRules.validate(body), [])
+        assert.deepStrictEqual(body.messages, c.expected, `${c.model} ${JSON.stringify(c.config)}`)
+        assert.notInclude(JSON.stringify(body), "Another provider's reasoning.")
+      }
+      // Never to an OpenAI-compatible server, whatever the switch says.
+      compat.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+      yield* LanguageModel.generateText({ prompt: history }).pipe(
+        Effect.provide(
+          Layers.model(compat, { flavour: "compat", model: "magistral-small-latest", config: { replayThinking: true } })
+        )
+      )
+      assert.notInclude(compat.requests[0].raw, "thinking")
+      assert.notInclude(compat.requests[0].raw, "Count them")
+    }))
+
+  it.effect("the validating fake server checks the content chunks of assistant messages", () =>
+    Effect.sync(() => {
+      const violations = MistralRules.validate({
+        model: "m",
+        messages: [
+          { role: "user", content: "hi" },
+          {
+            role: "assistant",
+            content: [
+              { type: "thinking", thinking: [{ type: "text", text: "hm" }], signature: "x" },
+              { type: "reasoning", text: "hm" },
+              { type: "text", text: "ok" }
+            ]
+          },
+          { role: "user", content: "and?" }
+        ]
+      })
+      assert.deepStrictEqual(violations.map((violation) => violation.loc?.join(".")), [
+        "body.messages.1.content.0.signature",
+        "body.messages.1.content.1.type"
+      ])
+    }))
 })

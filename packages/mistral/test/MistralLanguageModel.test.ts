@@ -470,6 +470,39 @@ describe("MistralLanguageModel.streamText", () => {
       ])
     }))
 
+  it.scoped("marks reasoning from Mistral thinking chunks with metadata, so it can be replayed", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make()
+      server.enqueue(
+        Scripts.mistralReasoning(),
+        Scripts.completion({
+          content: [
+            { type: "thinking", thinking: [{ type: "text", text: "Count the letters." }] },
+            { type: "text", text: "There are 3." }
+          ]
+        }, "stop"),
+        Scripts.completion({ content: "Done.", reasoning_content: "vLLM reasoning" }, "stop")
+      )
+      const mistral = Layers.model(server, { model: "magistral-medium-latest" })
+      const streamed = yield* collect(LanguageModel.streamText({ prompt: "Hi" })).pipe(Effect.provide(mistral))
+      const marks = streamed.flatMap((part) =>
+        part.type === "reasoning-start" || part.type === "reasoning-end" ? [[part.type, part.metadata.mistral]] : []
+      )
+      assert.deepStrictEqual(marks, [["reasoning-start", { type: "thinking" }], ["reasoning-end", {
+        type: "thinking"
+      }]])
+      const generated = yield* LanguageModel.generateText({ prompt: "Hi" }).pipe(Effect.provide(mistral))
+      const reasoning = generated.content.find((part) => part.type === "reasoning")
+      assert.deepStrictEqual(reasoning?.metadata.mistral, { type: "thinking" })
+      // Reasoning that is not a Mistral thinking chunk, or that came through the compat flavour, is not marked.
+      const compat = yield* LanguageModel.generateText({ prompt: "Hi" }).pipe(
+        Effect.provide(Layers.model(server, { flavour: "compat" }))
+      )
+      const unmarked = compat.content.find((part) => part.type === "reasoning")
+      assert.strictEqual(unmarked?.text, "vLLM reasoning")
+      assert.isUndefined(unmarked?.metadata.mistral)
+    }))
+
   it.scoped("rejects tool names Mistral would refuse before sending anything", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()

@@ -12,6 +12,10 @@
  * 5. the last message is `user` or `tool`, or an assistant message with `prefix: true`;
  * 6. an assistant message with `tool_calls` has empty content (its text goes into an assistant message before it).
  *
+ * Reasoning a Mistral model produced (parts marked `options.mistral.type === "thinking"`) is sent back as `thinking`
+ * chunks when `replayThinking` is set (Mistral flavour only), as Mistral's reasoning guide asks; other reasoning is
+ * never sent.
+ *
  * With the `compat` flavour rules 1 and 4 still apply (OpenAI requires 4 too); the others are Mistral-only.
  */
 import * as AiError from "@effect/ai/AiError"
@@ -91,13 +95,40 @@ const userContent = (
     return chunks
   })
 
+const isMistralThinking = (part: Prompt.ReasoningPart): boolean => part.options.mistral?.type === "thinking"
+
+/**
+ * The content of an assistant message with its Mistral reasoning as `thinking` chunks, in the order of the parts;
+ * the text alone (a string) when it has none. Reasoning without the mark (another provider's) is left out.
+ */
+const withThinking = (message: Prompt.AssistantMessage): string | Array<Wire.AssistantContentChunk> => {
+  const hasThinking = message.content.some((part) => part.type === "reasoning" && isMistralThinking(part))
+  if (!hasThinking) return message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
+  const chunks: Array<Wire.AssistantContentChunk> = []
+  for (const part of message.content) {
+    if (part.type === "text" && part.text.length > 0) {
+      const previous = chunks[chunks.length - 1]
+      if (previous?.type === "text") chunks[chunks.length - 1] = { type: "text", text: previous.text + part.text }
+      else chunks.push({ type: "text", text: part.text })
+    } else if (part.type === "reasoning" && isMistralThinking(part) && part.text.length > 0) {
+      chunks.push({ type: "thinking", thinking: [{ type: "text", text: part.text }] })
+    }
+  }
+  return chunks
+}
+
 /** @internal */
 export const prepareMessages = (
   prompt: Prompt.Prompt,
-  flavour: Wire.Flavour
+  flavour: Wire.Flavour,
+  options: {
+    /** Send reasoning marked as Mistral's (`options.mistral.type === "thinking"`) as `thinking` chunks. */
+    readonly replayThinking?: boolean | undefined
+  } = {}
 ): Effect.Effect<Array<Wire.Message>, AiError.MalformedInput> =>
   Effect.gen(function*() {
     const mistral = flavour === "mistral"
+    const replayThinking = mistral && options.replayThinking === true
     const mapId = ToolCallId.makeMapper()
     const name = (raw: string) => mistral ? sanitizeName(raw) : raw
 
@@ -144,11 +175,14 @@ export const prepareMessages = (
           break
         }
         case "assistant": {
-          // Reasoning parts are not replayed; provider-executed calls and results have no meaning here.
+          // Provider-executed calls and results have no meaning here. Reasoning is replayed only when it is a
+          // Mistral model's (marked) and the target model takes `thinking` chunks.
           const text = message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
+          const content = replayThinking ? withThinking(message) : text
+          const hasContent = content.length > 0
           const slots = slotsByMessage.get(message) ?? []
           if (slots.length === 0) {
-            if (text.length > 0) messages.push({ role: "assistant", content: text })
+            if (hasContent) messages.push({ role: "assistant", content })
             break
           }
           const toolCalls: Array<Wire.ToolCall> = []
@@ -167,8 +201,9 @@ export const prepareMessages = (
             )
           }
           if (mistral) {
-            // Rule 6.
-            if (text.length > 0) messages.push({ role: "assistant", content: text })
+            // Rule 6. mistral-common merges consecutive assistant messages, so a model still sees its thinking,
+            // text and calls as one message.
+            if (hasContent) messages.push({ role: "assistant", content })
             messages.push({ role: "assistant", content: "", tool_calls: toolCalls })
           } else {
             messages.push({ role: "assistant", content: text.length > 0 ? text : null, tool_calls: toolCalls })

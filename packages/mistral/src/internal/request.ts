@@ -69,6 +69,24 @@ export const prepareTools = (
     return { tools, tool_choice }
   })
 
+/**
+ * Models whose tokenizer takes `thinking` chunks in assistant messages (mistral-common encodes them from tokenizer
+ * v13, with the think control tokens): the models documented to answer with thinking chunks. Magistral 2506 wrapped
+ * its reasoning in `<think>` tags inside the text instead, and older models' tokenizers reject the chunks.
+ *
+ * @internal
+ */
+export const replaysThinkingByDefault = (model: string): boolean => {
+  if (model.startsWith("magistral-")) return !model.endsWith("-2506")
+  return [
+    "mistral-medium-3-5",
+    "mistral-medium-3",
+    "mistral-medium-latest",
+    "mistral-small-2603",
+    "mistral-small-latest"
+  ].includes(model)
+}
+
 const defined = (record: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined))
 
@@ -88,7 +106,9 @@ export const makeRequest = (options: {
           `for Mistral, got ${JSON.stringify(effort)} (use compat.reasoning_effort for OpenAI-compatible servers)`
       )
     }
-    const messages = yield* InternalPrompt.prepareMessages(providerOptions.prompt, flavour)
+    const messages = yield* InternalPrompt.prepareMessages(providerOptions.prompt, flavour, {
+      replayThinking: config.replayThinking ?? replaysThinkingByDefault(options.model)
+    })
     const { tool_choice, tools } = yield* prepareTools(providerOptions, flavour)
     const format = providerOptions.responseFormat
     const response_format: Wire.ResponseFormat | undefined = format.type === "json"

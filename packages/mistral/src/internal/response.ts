@@ -59,6 +59,25 @@ export const responseMetadata = (raw: {
   ...(typeof raw.created === "number" ? { timestamp: new Date(raw.created * 1000).toISOString() } : {})
 })
 
+/** @internal */
+export interface ResponseOptions {
+  /** The text of the assistant `prefix` the request ended with: the answer repeats it. */
+  readonly prefix?: string | undefined
+  /** Reasoning from `thinking` chunks is marked as Mistral's only with the `"mistral"` flavour. */
+  readonly flavour?: Wire.Flavour | undefined
+}
+
+/**
+ * The metadata of reasoning parts made from `thinking` chunks of a Mistral answer: a prompt reasoning part carrying
+ * the same under `options.mistral` is replayed as a `thinking` chunk.
+ *
+ * @internal
+ */
+export const thinkingMetadata = (
+  flavour: Wire.Flavour | undefined
+): { readonly metadata?: { readonly mistral: { readonly type: "thinking" } } } =>
+  flavour === "mistral" ? { metadata: { mistral: { type: "thinking" } } } : {}
+
 /** Splits `content` (string or chunks) into answer text and reasoning (`thinking` chunks). @internal */
 export const splitContent = (
   content: Wire.ResponseMessage["content"]
@@ -132,7 +151,8 @@ export const makePrefixStripper = (prefix: string | undefined): (text: string) =
 export const prefixOf = (request: Wire.ChatCompletionRequest): string | undefined => {
   const last = request.messages[request.messages.length - 1]
   if (last?.role !== "assistant" || last.prefix !== true) return undefined
-  return last.content ?? undefined
+  if (typeof last.content === "string") return last.content
+  return (last.content ?? []).flatMap((chunk) => chunk.type === "text" ? [chunk.text] : []).join("")
 }
 
 /** @internal */
@@ -142,7 +162,7 @@ export const isRealId = (id: string | null | undefined): id is string =>
 /** @internal */
 export const makeResponse = (
   response: Wire.ChatCompletionResponse,
-  options: { readonly prefix?: string | undefined } = {}
+  options: ResponseOptions = {}
 ): Effect.Effect<Array<Response.PartEncoded>, AiError.AiError> =>
   Effect.gen(function*() {
     const strip = makePrefixStripper(options.prefix)
@@ -162,7 +182,7 @@ export const makeResponse = (
     }
     for (const piece of splitContent(message.content)) {
       if (piece.kind === "reasoning") {
-        parts.push({ type: "reasoning", text: piece.text })
+        parts.push({ type: "reasoning", text: piece.text, ...thinkingMetadata(options.flavour) })
         continue
       }
       const text = strip(piece.text)

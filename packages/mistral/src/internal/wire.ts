@@ -20,6 +20,16 @@ export type ContentChunk =
   | { readonly type: "image_url"; readonly image_url: { readonly url: string } }
   | { readonly type: "document_url"; readonly document_url: string; readonly document_name?: string }
 
+/**
+ * Content chunks of an assistant message: text, and `thinking` chunks to replay the reasoning of a Mistral model
+ * (spec `ThinkChunk`; tokenizers before v13 reject them).
+ *
+ * @internal
+ */
+export type AssistantContentChunk =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "thinking"; readonly thinking: ReadonlyArray<{ readonly type: "text"; readonly text: string }> }
+
 /** @internal */
 export interface ToolCall {
   readonly id: string
@@ -33,7 +43,7 @@ export type Message =
   | { readonly role: "user"; readonly content: string | ReadonlyArray<ContentChunk> }
   | {
     readonly role: "assistant"
-    readonly content: string | null
+    readonly content: string | ReadonlyArray<AssistantContentChunk> | null
     readonly tool_calls?: ReadonlyArray<ToolCall>
     readonly prefix?: boolean
   }
