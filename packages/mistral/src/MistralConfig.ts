@@ -1,6 +1,7 @@
 /**
- * Per-request configuration for the Mistral provider: sampling parameters, output caps, server-specific extra
- * fields and an `HttpClient` transform, overriding what the model was built with.
+ * Per-request configuration for the Mistral provider: sampling parameters, output caps, `reasoning_effort`, the
+ * reasoning-replay switch (`replayThinking`), settings for OpenAI-compatible servers only (`compat`),
+ * server-specific extra fields and an `HttpClient` transform, overriding what the model was built with.
  *
  * Field names follow Mistral's wire format (`max_tokens`, `random_seed`); with the `"compat"` flavour the
  * provider renames them for OpenAI-compatible servers (`max_completion_tokens`, `seed`).
