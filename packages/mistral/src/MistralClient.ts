@@ -71,7 +71,9 @@ export type ChatCompletionChunk = Wire.ChatCompletionChunk
 
 /**
  * Retry settings. Defaults: 4 retries, 500 ms base delay doubling per attempt, capped at 30 s, with jitter.
- * `Retry-After` (seconds or HTTP date) replaces the computed delay when present.
+ * `Retry-After` (seconds or HTTP date) replaces the computed delay when present, up to `maxDelay`: when the server
+ * asks for longer, the request is not retried and fails with the answer's `HttpResponseError` (its status, and a
+ * description saying so).
  *
  * @since 0.1.0
  * @category Models

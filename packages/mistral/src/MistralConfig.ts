@@ -1,6 +1,7 @@
 /**
- * Per-request configuration for the Mistral provider: sampling parameters, output caps, server-specific extra
- * fields and an `HttpClient` transform, overriding what the model was built with.
+ * Per-request configuration for the Mistral provider: sampling parameters, output caps, `reasoning_effort`, the
+ * reasoning-replay switch (`replayThinking`), settings for OpenAI-compatible servers only (`compat`),
+ * server-specific extra fields and an `HttpClient` transform, overriding what the model was built with.
  *
  * Field names follow Mistral's wire format (`max_tokens`, `random_seed`); with the `"compat"` flavour the
  * provider renames them for OpenAI-compatible servers (`max_completion_tokens`, `seed`).
@@ -67,8 +68,12 @@ export declare namespace MistralConfig {
     readonly frequency_penalty?: number | undefined
     /** Set `false` to get at most one tool call per answer. */
     readonly parallel_tool_calls?: boolean | undefined
-    /** Reasoning effort for reasoning-capable models (Mistral: `"high"` or `"none"`). */
-    readonly reasoning_effort?: string | undefined
+    /**
+     * Reasoning effort for reasoning-capable models: the values Mistral accepts (`"high"`: a full thinking trace;
+     * `"none"`: minimal thinking, no trace). Any other value fails with `MalformedInput` before sending (Mistral
+     * answers 422). OpenAI-compatible servers take other values: set them in `compat.reasoning_effort`.
+     */
+    readonly reasoning_effort?: ReasoningEffort | undefined
     /** Predicted output. */
     readonly prediction?: { readonly type: "content"; readonly content: string } | undefined
     /** Mistral only: inject Mistral's safety system prompt. */
@@ -85,8 +90,52 @@ export declare namespace MistralConfig {
     readonly extraBody?: Readonly<Record<string, unknown>> | undefined
     /** Transforms the `HttpClient` used for this request (headers, tracing, proxies). */
     readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+    /**
+     * Whether reasoning a Mistral model produced (reasoning parts marked `options: { mistral: { type: "thinking" }
+     * }`, as `MistralLanguageModel` marks them in its answers) is sent back as `thinking` chunks, as Mistral's
+     * reasoning guide asks for multi-turn conversations. Never sent with the `"compat"` flavour, and never sent for
+     * unmarked reasoning (another provider's). Not a wire field.
+     *
+     * Default: on for the models documented to answer with thinking chunks (`magistral-*` except `*-2506`,
+     * `mistral-medium-3-5` / `-3` / `-latest`, `mistral-small-2603` / `-latest`), off for the others, whose
+     * tokenizers (before v13) reject thinking chunks with a 400.
+     */
+    readonly replayThinking?: boolean | undefined
+    /** Settings read only with the `"compat"` flavour (OpenAI-compatible servers); ignored for Mistral. */
+    readonly compat?: Compat | undefined
+  }
+
+  /**
+   * Settings for OpenAI-compatible servers, which accept values Mistral does not.
+   *
+   * @since 0.1.0
+   * @category Models
+   */
+  export interface Compat {
+    /**
+     * Sent as `reasoning_effort` in place of the top-level one, as it is (OpenAI: `"minimal"`, `"low"`,
+     * `"medium"`, `"high"`; vLLM and Ollama pass it to the chat template).
+     */
+    readonly reasoning_effort?: string | undefined
   }
 }
+
+/**
+ * The values of `reasoning_effort` Mistral accepts (spec `ChatCompletionRequest.reasoning_effort`, mistral-common
+ * `ReasoningEffort`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type ReasoningEffort = "high" | "none"
+
+/**
+ * `ReasoningEffort`'s values, to check untyped input against.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const REASONING_EFFORTS: ReadonlyArray<ReasoningEffort> = ["high", "none"]
 
 /**
  * Runs an effect with configuration overrides merged over the ones already in context.

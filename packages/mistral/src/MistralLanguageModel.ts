@@ -6,7 +6,10 @@
  * role order, one tool message per call, empty content beside `tool_calls`, last-message rule), `@effect/ai` tools
  * to function tools (JSON Schema from `Tool.getJsonSchema`, so tools described only by raw JSON Schema work), and
  * answers back to response parts: text, reasoning (Mistral `thinking` chunks, vLLM/Ollama `reasoning`), tool calls
- * (whole or fragmented in streams), usage and finish reason.
+ * (whole or fragmented in streams), usage and finish reason. Reasoning from Mistral `thinking` chunks carries
+ * `metadata.mistral`; copied into a prompt reasoning part's `options.mistral`, it is sent back as a `thinking` chunk
+ * (see `MistralConfig.replayThinking`). The span `LanguageModel` opens for each call gets the OpenTelemetry GenAI
+ * attributes (`gen_ai.system`, `gen_ai.operation.name`, `gen_ai.request.*`, `gen_ai.response.*`, `gen_ai.usage.*`).
  *
  * @example
  * ```ts
@@ -36,8 +39,46 @@ import * as Stream from "effect/Stream"
 import * as InternalRequest from "./internal/request.js"
 import * as InternalResponse from "./internal/response.js"
 import * as InternalStream from "./internal/stream.js"
+import * as InternalTelemetry from "./internal/telemetry.js"
 import { MistralClient } from "./MistralClient.js"
 import * as MistralConfig from "./MistralConfig.js"
+
+// =============================================================================
+// Provider Options / Metadata
+// =============================================================================
+
+declare module "@effect/ai/Prompt" {
+  export interface ReasoningPartOptions extends ProviderOptions {
+    readonly mistral?: {
+      /**
+       * Marks reasoning a Mistral model produced as a `thinking` chunk: it is sent back as one (see
+       * `MistralConfig.replayThinking`). Copy it from the answer's `metadata.mistral`.
+       */
+      readonly type: "thinking"
+    } | undefined
+  }
+}
+
+declare module "@effect/ai/Response" {
+  export interface ReasoningPartMetadata extends ProviderMetadata {
+    /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
+    readonly mistral?: { readonly type: "thinking" } | undefined
+  }
+
+  export interface ReasoningStartPartMetadata extends ProviderMetadata {
+    /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
+    readonly mistral?: { readonly type: "thinking" } | undefined
+  }
+
+  export interface ReasoningEndPartMetadata extends ProviderMetadata {
+    /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
+    readonly mistral?: { readonly type: "thinking" } | undefined
+  }
+}
+
+// =============================================================================
+// Models
+// =============================================================================
 
 /**
  * Model names. Any string is accepted; the listed ones are Mistral's documented `*-latest` aliases.
@@ -104,12 +145,38 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
     return yield* LanguageModel.make({
       generateText: (providerOptions) =>
         makeRequest(providerOptions).pipe(
-          Effect.flatMap(client.createChatCompletion),
-          Effect.flatMap(InternalResponse.makeResponse)
+          Effect.tap((request) =>
+            Effect.sync(() => InternalTelemetry.annotateRequest(providerOptions.span, client.flavour, request))
+          ),
+          Effect.flatMap((request) =>
+            client.createChatCompletion(request).pipe(
+              Effect.tap((response) =>
+                Effect.sync(() => InternalTelemetry.annotateResponse(providerOptions.span, response))
+              ),
+              Effect.flatMap((response) =>
+                InternalResponse.makeResponse(response, {
+                  prefix: InternalResponse.prefixOf(request),
+                  flavour: client.flavour
+                })
+              )
+            )
+          )
         ),
       streamText: (providerOptions) =>
         makeRequest(providerOptions).pipe(
-          Effect.map((request) => InternalStream.makeStreamResponse(client.createChatCompletionStream(request))),
+          Effect.tap((request) =>
+            Effect.sync(() => InternalTelemetry.annotateRequest(providerOptions.span, client.flavour, request))
+          ),
+          Effect.map((request) => {
+            const annotate = InternalTelemetry.makeChunkAnnotator(providerOptions.span)
+            const chunks = client.createChatCompletionStream(request).pipe(
+              Stream.tap((chunk) => Effect.sync(() => annotate(chunk)))
+            )
+            return InternalStream.makeStreamResponse(chunks, {
+              prefix: InternalResponse.prefixOf(request),
+              flavour: client.flavour
+            })
+          }),
           Stream.unwrap
         )
     })
@@ -131,3 +198,13 @@ export const layer = (options: Options): Layer.Layer<LanguageModel.LanguageModel
  * @category Utils
  */
 export const withConfigOverride: typeof MistralConfig.withConfigOverride = MistralConfig.withConfigOverride
+
+/**
+ * Whether reasoning is replayed as `thinking` chunks to `model` when `MistralConfig.replayThinking` is not set: true
+ * for the models documented to answer with thinking chunks (`magistral-*` except `*-2506`, `mistral-medium-3-5`,
+ * `mistral-medium-3`, `mistral-medium-latest`, `mistral-small-2603`, `mistral-small-latest`).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const replaysThinkingByDefault: (model: string) => boolean = InternalRequest.replaysThinkingByDefault

@@ -7,8 +7,8 @@
 export * as MistralClient from "./MistralClient.js"
 
 /**
- * Per-request configuration for the Mistral provider (sampling parameters, output caps, extra body fields,
- * `HttpClient` transform), set with `withConfigOverride`.
+ * Per-request configuration for the Mistral provider (sampling parameters, output caps, `reasoning_effort`,
+ * reasoning replay, compat-only settings, extra body fields, `HttpClient` transform), set with `withConfigOverride`.
  *
  * @since 0.1.0
  */

@@ -115,6 +115,35 @@ describe("MistralClient retries", () => {
       assert.strictEqual(server.requests.length, 2)
     }))
 
+  it.scoped(
+    "a Retry-After longer than the policy's maxDelay is not waited for: the 429 surfaces at once",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* FakeServer.make()
+        const inAnHour = new Date(Date.now() + 3_600_000).toUTCString()
+        server.enqueue(
+          FakeServer.rateLimited({ retryAfter: "3600" }),
+          FakeServer.rateLimited({ retryAfter: inAnHour }),
+          FakeServer.rateLimited({ retryAfter: "3600" }),
+          Scripts.completion({ content: "never" }, "stop")
+        )
+        const retry = { maxRetries: 3, baseDelay: "10 millis", maxDelay: "30 seconds" } as const
+        // Under the TestClock an hour-long sleep would never end: these complete only if nothing sleeps.
+        for (const _ of [1, 2]) {
+          const error = yield* Effect.flip(generate(server, { retry }))
+          assert.strictEqual(statusOf(error), 429)
+          assert.include(error._tag === "HttpResponseError" ? error.description ?? "" : "", "exceeds the retry policy")
+        }
+        const streamError = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(
+          Effect.provide(Layers.model(server, { retry }))
+        )
+        assert.strictEqual(statusOf(streamError), 429)
+        assert.strictEqual(server.requests.length, 3)
+        assert.deepStrictEqual(Chunk.toArray(yield* TestClock.sleeps()), [])
+      }),
+    { timeout: 5_000 }
+  )
+
   it.scoped("without Retry-After, 429 backs off exponentially with jitter", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
@@ -263,6 +292,50 @@ describe("MistralClient streams", () => {
       const error = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(Effect.provide(model))
       assert.strictEqual(error._tag, "UnknownError")
       assert.include(error.message, "CUDA out of memory")
+    }))
+
+  it.scoped("a Mistral error envelope inside the stream fails the stream with its message", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make()
+      server.enqueue(
+        Scripts.sse([
+          Scripts.chunk({ role: "assistant", content: "" }),
+          Scripts.chunk({ content: "Par" }),
+          {
+            object: "error",
+            message: "Service unavailable: the model is overloaded",
+            type: "service_unavailable",
+            param: null,
+            code: "1000"
+          },
+          "[DONE]"
+        ]),
+        // The legacy variant: capitalised `object`, `message` as a validation-detail object, integer `code`.
+        Scripts.sse([
+          {
+            object: "Error",
+            message: { detail: [{ type: "value_error", loc: ["body"], msg: "Bad chunk" }] },
+            code: 3001
+          },
+          "[DONE]"
+        ])
+      )
+      const seen: Array<{ readonly type: string }> = []
+      const error = yield* LanguageModel.streamText({ prompt: "Hi" }).pipe(
+        Stream.runForEach((part) => Effect.sync(() => seen.push(part))),
+        Effect.provide(Layers.model(server)),
+        Effect.flip
+      )
+      assert.deepStrictEqual(summarize(seen), ["response-metadata", "text-start", "text-delta:Par"])
+      assert.strictEqual(error._tag, "UnknownError")
+      assert.include(error.message, "Service unavailable: the model is overloaded")
+      assert.include(error.message, "type: service_unavailable")
+      const legacy = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(
+        Effect.provide(Layers.model(server))
+      )
+      assert.strictEqual(legacy._tag, "UnknownError")
+      assert.include(legacy.message, "Bad chunk at body [value_error]")
+      assert.strictEqual(server.requests.length, 2)
     }))
 
   it.scoped("layerConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL and MISTRAL_FLAVOUR", () =>

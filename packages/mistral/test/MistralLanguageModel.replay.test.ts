@@ -107,7 +107,7 @@ describe("MistralLanguageModel replayed session", () => {
           content: "{\"error\":{\"_tag\":\"ClientToolError\",\"message\":\"Permission denied\"}}"
         },
         { role: "tool", name: "get_weather", tool_call_id: weatherId, content: "Sunny, 21°C" },
-        { role: "assistant", content: "Tool results received." },
+        // A user message may follow tool results (mistral-common >= 1.11): no bridging assistant message.
         { role: "user", content: "Thanks. Which day is free, then?" }
       ])
 
@@ -125,7 +125,7 @@ describe("MistralLanguageModel replayed session", () => {
       // Rule 2: function names.
       for (const call of calls) assert.match(call.function.name, NAME)
 
-      // Rule 3: role order; in particular never `user` (or `system`) right after `tool`.
+      // Rule 3: role order; in particular never `system` after `assistant` / `tool`.
       for (let i = 1; i < messages.length; i++) {
         const previous = messages[i - 1].role
         assert.isTrue(
@@ -137,7 +137,7 @@ describe("MistralLanguageModel replayed session", () => {
       // Rule 4: exactly one tool message per call, right after the assistant message, in call order.
       const following = messages.slice(4, 4 + calls.length)
       assert.deepStrictEqual(following.map((m) => m.role), calls.map(() => "tool"))
-      assert.strictEqual(messages[4 + calls.length].role, "assistant")
+      assert.strictEqual(messages[4 + calls.length].role, "user")
 
       // Rule 5: the last message is `user` (or `tool`, or a prefix assistant).
       assert.strictEqual(messages[messages.length - 1].role, "user")
@@ -183,7 +183,7 @@ describe("MistralLanguageModel replayed session", () => {
       yield* LanguageModel.generateText({ prompt: broken }).pipe(Effect.provide(model))
       const messages = server.requests[0].body.messages
       assert.deepStrictEqual(MistralRules.validate(server.requests[0].body), [])
-      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "tool", "tool", "assistant", "user"])
+      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "tool", "tool", "user"])
       const calls = messages[1].tool_calls ?? []
       assert.strictEqual(calls[0].function.name, "mcp_files_read")
       assert.deepStrictEqual(messages[2], {
@@ -219,12 +219,61 @@ describe("MistralLanguageModel replayed session", () => {
       })
     }))
 
+  it.scoped("pairs each result with the nearest earlier unanswered call when servers reuse tool-call ids", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+      // Kimi (vLLM) mints `functions.<name>:<idx>` afresh every round, llama.cpp can send one constant id:
+      // the same id comes back in every round and even twice in one answer.
+      const KIMI = "functions.search:0"
+      const CONSTANT = "call_0"
+      const reused = Prompt.make([
+        { role: "user", content: [{ type: "text", text: "Search a, then b, then c and d." }] },
+        { role: "assistant", content: [{ type: "tool-call", id: KIMI, name: "search", params: { q: "a" } }] },
+        { role: "tool", content: [result(KIMI, "search", false, "found a")] },
+        { role: "assistant", content: [{ type: "tool-call", id: KIMI, name: "search", params: { q: "b" } }] },
+        { role: "tool", content: [result(KIMI, "search", false, "found b")] },
+        {
+          role: "assistant",
+          content: [
+            { type: "tool-call", id: CONSTANT, name: "search", params: { q: "c" } },
+            { type: "tool-call", id: CONSTANT, name: "search", params: { q: "d" } }
+          ]
+        },
+        {
+          role: "tool",
+          content: [result(CONSTANT, "search", false, "found c"), result(CONSTANT, "search", false, "found d")]
+        }
+      ])
+      yield* LanguageModel.generateText({ prompt: reused }).pipe(Effect.provide(Layers.model(server)))
+      const body = server.requests[0].body
+      assert.deepStrictEqual(MistralRules.validate(body), [])
+      const pairs = body.messages.flatMap((message, i) =>
+        (message.tool_calls ?? []).map((call, j) => {
+          const answer = body.messages[i + 1 + j]
+          assert.strictEqual(answer.tool_call_id, call.id)
+          return [call.function.arguments, answer.content]
+        })
+      )
+      assert.deepStrictEqual(pairs, [
+        ["{\"q\":\"a\"}", "found a"],
+        ["{\"q\":\"b\"}", "found b"],
+        ["{\"q\":\"c\"}", "found c"],
+        ["{\"q\":\"d\"}", "found d"]
+      ])
+      const ids = body.messages.flatMap((message) => (message.tool_calls ?? []).map((call) => call.id))
+      for (const id of ids) assert.match(id, ID)
+      assert.strictEqual(new Set(ids).size, 4)
+      assert.notInclude(server.requests[0].raw, "No result was recorded")
+    }))
+
   it.scoped("the validating fake server rejects what Mistral rejects (so the checks above are meaningful)", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const naive = {
         model: "mistral-large-latest",
         messages: [
+          { role: "assistant", content: "Hello! How can I help?" },
           { role: "user", content: "go" },
           {
             role: "assistant",
@@ -246,11 +295,232 @@ describe("MistralLanguageModel replayed session", () => {
       assert.strictEqual(extra._tag === "HttpResponseError" ? extra.response.status : 0, 422)
       const invalid = yield* send(naive)
       assert.strictEqual(invalid._tag === "HttpResponseError" ? invalid.response.status : 0, 400)
-      assert.include(invalid._tag === "HttpResponseError" ? invalid.body ?? "" : "", "\"code\":\"3280\"")
+      const invalidBody = invalid._tag === "HttpResponseError" ? invalid.body ?? "" : ""
+      assert.include(invalidBody, "Conversation must start with a user message or system message")
+      assert.include(invalidBody, "\"code\":\"3230\"")
+      const badId = yield* send({
+        model: "mistral-large-latest",
+        messages: [
+          { role: "user", content: "go" },
+          {
+            role: "assistant",
+            content: "",
+            tool_calls: [{ id: OPENAI_ID, type: "function", function: { name: "get_weather", arguments: "{}" } }]
+          },
+          { role: "tool", name: "get_weather", tool_call_id: OPENAI_ID, content: "done" }
+        ]
+      })
+      assert.include(badId._tag === "HttpResponseError" ? badId.body ?? "" : "", "\"code\":\"3280\"")
       assert.deepStrictEqual(
         [...new Set(MistralRules.validate(naive).map((violation) => violation.rule))].sort(),
-        ["assistant-content", "last-role", "name", "role-order", "tool-call-id"]
+        ["assistant-content", "first-role", "last-role", "name", "tool-call-id"]
       )
-      assert.deepStrictEqual(server.requests.length, 2)
+      assert.deepStrictEqual(server.requests.length, 3)
+    }))
+
+  it.scoped("a history that starts with an assistant message gets an empty user message first", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "Paris." }, "stop"))
+      const greeting = Prompt.make([
+        { role: "assistant", content: [{ type: "text", text: "Hello! Ask me anything." }] },
+        { role: "user", content: [{ type: "text", text: "Capital of France?" }] }
+      ])
+      const response = yield* LanguageModel.generateText({ prompt: greeting }).pipe(
+        Effect.provide(Layers.model(server))
+      )
+      assert.strictEqual(response.text, "Paris.")
+      assert.deepStrictEqual(server.requests[0].body.messages, [
+        { role: "user", content: "" },
+        { role: "assistant", content: "Hello! Ask me anything." },
+        { role: "user", content: "Capital of France?" }
+      ])
+    }))
+
+  it.scoped("the fake server follows current mistral-common and the spec's enums and ranges", () =>
+    Effect.gen(function*() {
+      const toolTurn = [
+        { role: "user", content: "weather?" },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{ id: MISTRAL_ID, type: "function", function: { name: "get_weather", arguments: "{}" } }]
+        },
+        { role: "tool", name: "get_weather", tool_call_id: MISTRAL_ID, content: "Sunny" }
+      ]
+      // A user message right after tool results is accepted (mistral-common 1.11, April 2026).
+      assert.deepStrictEqual(
+        MistralRules.validate({ model: "m", messages: [...toolTurn, { role: "user", content: "thanks" }] }),
+        []
+      )
+      // A conversation may not start with an assistant (or tool) message.
+      assert.deepStrictEqual(
+        MistralRules.validate({
+          model: "m",
+          messages: [{ role: "assistant", content: "Hi" }, { role: "user", content: "x" }]
+        })
+          .map((violation) => violation.rule),
+        ["first-role"]
+      )
+      assert.deepStrictEqual(
+        MistralRules.validate({
+          model: "m",
+          messages: [{ role: "system", content: "s" }, { role: "assistant", content: "Hi" }, {
+            role: "user",
+            content: "x"
+          }]
+        }),
+        []
+      )
+
+      const server = yield* FakeServer.make({ validate: true })
+      const base = { model: "mistral-small-latest", messages: [{ role: "user", content: "hi" }] } as const
+      const send = (body: MistralClient.ChatCompletionRequest) =>
+        MistralClient.MistralClient.pipe(
+          Effect.flatMap((client) => client.createChatCompletion(body)),
+          Effect.either,
+          Effect.provide(Layers.client(server, { retry: false }))
+        )
+      const rejected = (body: MistralClient.ChatCompletionRequest) =>
+        Effect.map(send(body), (result) => {
+          if (result._tag === "Right" || result.left._tag !== "HttpResponseError") return assert.fail("not rejected")
+          return { status: result.left.response.status, body: JSON.parse(result.left.body ?? "{}") }
+        })
+      const details = (reply: { readonly body: { readonly message?: { readonly detail?: unknown } } }) =>
+        reply.body.message?.detail
+
+      const effort = yield* rejected({ ...base, reasoning_effort: "medium" })
+      assert.strictEqual(effort.status, 422)
+      assert.deepStrictEqual(details(effort), [{
+        type: "enum",
+        loc: ["body", "reasoning_effort"],
+        msg: "Input should be 'high' or 'none'",
+        input: "medium"
+      }])
+      const choice = yield* rejected({ ...base, tool_choice: "sometimes" as "auto" })
+      assert.strictEqual(choice.status, 422)
+      assert.include(JSON.stringify(details(choice)), "Input should be 'auto', 'none', 'any' or 'required'")
+      const hot = yield* rejected({ ...base, temperature: 1.6 })
+      assert.strictEqual(hot.status, 422)
+      assert.include(JSON.stringify(details(hot)), "less_than_equal")
+      const cold = yield* rejected({ ...base, temperature: -0.1, top_p: 1.2, random_seed: 1.5 })
+      assert.deepStrictEqual(
+        (details(cold) as ReadonlyArray<{ readonly type: string; readonly loc: ReadonlyArray<string> }>).map((d) =>
+          `${d.loc.join(".")}:${d.type}`
+        ),
+        ["body.temperature:greater_than_equal", "body.top_p:less_than_equal", "body.random_seed:int_type"]
+      )
+      // The spec's upper bound for temperature is 1.5, and every documented enum value passes.
+      server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+      const accepted = yield* send({ ...base, temperature: 1.5, reasoning_effort: "high", tool_choice: "required" })
+      assert.strictEqual(accepted._tag, "Right")
+    }))
+
+  it.scoped("replays reasoning a Mistral model produced as thinking chunks, where the model's tokenizer takes them", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      const compat = yield* FakeServer.make()
+      const mistralThinking = { mistral: { type: "thinking" } } as const
+      const history = Prompt.make([
+        { role: "user", content: [{ type: "text", text: "How many r in strawberry?" }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "reasoning", text: "Count them: s-t-r-a-w-b-e-r-r-y.", options: mistralThinking },
+            { type: "text", text: "There are 3." }
+          ]
+        },
+        { role: "user", content: [{ type: "text", text: "Check the weather in Paris." }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "reasoning", text: "Another provider's reasoning." },
+            { type: "reasoning", text: "Call the weather tool.", options: mistralThinking },
+            { type: "tool-call", id: MISTRAL_ID, name: "get_weather", params: { city: "Paris" } }
+          ]
+        },
+        { role: "tool", content: [result(MISTRAL_ID, "get_weather", false, "Sunny")] }
+      ])
+      const thinking = (text: string) => ({ type: "thinking", thinking: [{ type: "text", text }] })
+      const replayed = [
+        { role: "user", content: "How many r in strawberry?" },
+        {
+          role: "assistant",
+          content: [thinking("Count them: s-t-r-a-w-b-e-r-r-y."), { type: "text", text: "There are 3." }]
+        },
+        { role: "user", content: "Check the weather in Paris." },
+        { role: "assistant", content: [thinking("Call the weather tool.")] },
+        {
+          role: "assistant",
+          content: "",
+          tool_calls: [{
+            id: MISTRAL_ID,
+            type: "function",
+            function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" }
+          }]
+        },
+        { role: "tool", name: "get_weather", tool_call_id: MISTRAL_ID, content: "Sunny" }
+      ]
+      const flattened = [
+        { role: "user", content: "How many r in strawberry?" },
+        { role: "assistant", content: "There are 3." },
+        { role: "user", content: "Check the weather in Paris." },
+        replayed[4],
+        replayed[5]
+      ]
+      const cases = [
+        // Magistral (2507 and later) and the reasoning_effort models take thinking chunks by default.
+        { model: "magistral-medium-latest", config: {}, expected: replayed },
+        { model: "mistral-medium-3-5", config: {}, expected: replayed },
+        { model: "mistral-small-latest", config: {}, expected: replayed },
+        // Magistral 2506 used `<think>` tags and older tokenizers reject thinking chunks: reasoning is left out.
+        { model: "magistral-small-2506", config: {}, expected: flattened },
+        { model: "mistral-large-latest", config: {}, expected: flattened },
+        // The switch overrides the default either way.
+        { model: "mistral-large-latest", config: { replayThinking: true }, expected: replayed },
+        { model: "magistral-medium-latest", config: { replayThinking: false }, expected: flattened }
+      ] as const
+      for (const c of cases) {
+        server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+        yield* LanguageModel.generateText({ prompt: history }).pipe(
+          Effect.provide(Layers.model(server, { model: c.model, config: c.config }))
+        )
+        const body = server.requests[server.requests.length - 1].body
+        assert.deepStrictEqual(MistralRules.validate(body), [])
+        assert.deepStrictEqual(body.messages, c.expected, `${c.model} ${JSON.stringify(c.config)}`)
+        assert.notInclude(JSON.stringify(body), "Another provider's reasoning.")
+      }
+      // Never to an OpenAI-compatible server, whatever the switch says.
+      compat.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+      yield* LanguageModel.generateText({ prompt: history }).pipe(
+        Effect.provide(
+          Layers.model(compat, { flavour: "compat", model: "magistral-small-latest", config: { replayThinking: true } })
+        )
+      )
+      assert.notInclude(compat.requests[0].raw, "thinking")
+      assert.notInclude(compat.requests[0].raw, "Count them")
+    }))
+
+  it.effect("the validating fake server checks the content chunks of assistant messages", () =>
+    Effect.sync(() => {
+      const violations = MistralRules.validate({
+        model: "m",
+        messages: [
+          { role: "user", content: "hi" },
+          {
+            role: "assistant",
+            content: [
+              { type: "thinking", thinking: [{ type: "text", text: "hm" }], signature: "x" },
+              { type: "reasoning", text: "hm" },
+              { type: "text", text: "ok" }
+            ]
+          },
+          { role: "user", content: "and?" }
+        ]
+      })
+      assert.deepStrictEqual(violations.map((violation) => violation.loc?.join(".")), [
+        "body.messages.1.content.0.signature",
+        "body.messages.1.content.1.type"
+      ])
     }))
 })

@@ -1,6 +1,7 @@
 import { LanguageModel, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import * as MistralConfig from "../src/MistralConfig.js"
 import * as MistralLanguageModel from "../src/MistralLanguageModel.js"
 import * as FakeServer from "./fixtures/FakeServer.js"
 import * as Layers from "./fixtures/Layers.js"
@@ -47,6 +48,24 @@ describe("MistralLanguageModel.generateText", () => {
         "7cbd8962041442459eb3636e1e3cbf10"
       )
       assert.strictEqual(metadata?.modelId._tag === "Some" ? metadata.modelId.value : undefined, "mistral-large-latest")
+    }))
+
+  it.scoped("reads cached tokens from prompt_tokens_details, prompt_token_details or num_cached_tokens", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make()
+      const usage = { prompt_tokens: 94, completion_tokens: 30, total_tokens: 124 }
+      server.enqueue(
+        Scripts.completion({ content: "a" }, "stop", { ...usage, prompt_tokens_details: { cached_tokens: 64 } }),
+        // The spec's `UsageInfo` has both spellings; some answers carry only the singular one.
+        Scripts.completion({ content: "b" }, "stop", { ...usage, prompt_token_details: { cached_tokens: 32 } }),
+        Scripts.completion({ content: "c" }, "stop", { ...usage, num_cached_tokens: 16 })
+      )
+      const cached: Array<number | undefined> = []
+      for (let i = 0; i < 3; i++) {
+        const response = yield* LanguageModel.generateText({ prompt }).pipe(Effect.provide(Layers.model(server)))
+        cached.push(response.usage.cachedInputTokens)
+      }
+      assert.deepStrictEqual(cached, [64, 32, 16])
     }))
 
   it.scoped("sends tools described only by raw JSON Schema unchanged and resolves their calls", () =>
@@ -215,6 +234,37 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(second.temperature, 0.9)
       assert.isFalse("top_k" in second)
     }))
+  it.scoped("reasoning_effort: Mistral's values for Mistral, any value for compat servers", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "a" }, "stop"))
+      yield* LanguageModel.generateText({ prompt: "x" }).pipe(
+        MistralConfig.withConfigOverride({ reasoning_effort: "high" }),
+        Effect.provide(Layers.model(server, { model: "mistral-medium-3-5" }))
+      )
+      assert.strictEqual(server.requests[0].body.reasoning_effort, "high")
+
+      // @ts-expect-error Mistral accepts only "high" | "none"
+      const typed: MistralConfig.MistralConfig.Service = { reasoning_effort: "medium" }
+      const error = yield* LanguageModel.generateText({ prompt: "x" }).pipe(
+        MistralConfig.withConfigOverride(typed),
+        Effect.provide(Layers.model(server)),
+        Effect.flip
+      )
+      assert.strictEqual(error._tag, "MalformedInput")
+      assert.include(error.message, "reasoning_effort")
+      assert.strictEqual(server.requests.length, 1)
+
+      // Compat servers take their own values (OpenAI's "low" / "medium", Ollama's, vLLM's), under `compat`.
+      const compat = yield* FakeServer.make()
+      compat.enqueue(Scripts.completion({ content: "c" }, "stop"))
+      yield* LanguageModel.generateText({ prompt: "x" }).pipe(
+        MistralConfig.withConfigOverride({ reasoning_effort: "high", compat: { reasoning_effort: "medium" } }),
+        Effect.provide(Layers.model(compat, { flavour: "compat", model: "gpt-oss" }))
+      )
+      assert.strictEqual(compat.requests[0].body.reasoning_effort, "medium")
+    }))
+
   it.scoped("generateObject asks for a json_schema response format and decodes the answer", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
@@ -385,6 +435,72 @@ describe("MistralLanguageModel.streamText", () => {
         "text-end",
         "finish:stop:13/8/21"
       ])
+    }))
+
+  it.scoped("strips the prefix Mistral repeats at the start of an answer to an assistant prefix", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make({ validate: true })
+      const poem = [
+        { role: "user", content: [{ type: "text", text: "Write a poem" }] },
+        { role: "assistant", content: [{ type: "text", text: "Roses are" }] }
+      ] as const
+      server.enqueue(
+        Scripts.completion({ content: "Roses are red, violets are blue." }, "stop"),
+        Scripts.mistralText(["Ro", "ses a", "re red,", " violets are blue."]),
+        // An answer that does not repeat the prefix is kept as it is.
+        Scripts.mistralText(["Red, ", "and blue."])
+      )
+      const model = Layers.model(server)
+      const response = yield* LanguageModel.generateText({ prompt: poem }).pipe(Effect.provide(model))
+      assert.deepStrictEqual(server.requests[0].body.messages.at(-1), {
+        role: "assistant",
+        content: "Roses are",
+        prefix: true
+      })
+      assert.strictEqual(response.text, " red, violets are blue.")
+      const streamed = yield* collect(LanguageModel.streamText({ prompt: poem })).pipe(Effect.provide(model))
+      assert.deepStrictEqual(summarize(streamed).filter((s) => s.startsWith("text-delta")), [
+        "text-delta: red,",
+        "text-delta: violets are blue."
+      ])
+      const unrepeated = yield* collect(LanguageModel.streamText({ prompt: poem })).pipe(Effect.provide(model))
+      assert.deepStrictEqual(summarize(unrepeated).filter((s) => s.startsWith("text-delta")), [
+        "text-delta:Red, ",
+        "text-delta:and blue."
+      ])
+    }))
+
+  it.scoped("marks reasoning from Mistral thinking chunks with metadata, so it can be replayed", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeServer.make()
+      server.enqueue(
+        Scripts.mistralReasoning(),
+        Scripts.completion({
+          content: [
+            { type: "thinking", thinking: [{ type: "text", text: "Count the letters." }] },
+            { type: "text", text: "There are 3." }
+          ]
+        }, "stop"),
+        Scripts.completion({ content: "Done.", reasoning_content: "vLLM reasoning" }, "stop")
+      )
+      const mistral = Layers.model(server, { model: "magistral-medium-latest" })
+      const streamed = yield* collect(LanguageModel.streamText({ prompt: "Hi" })).pipe(Effect.provide(mistral))
+      const marks = streamed.flatMap((part) =>
+        part.type === "reasoning-start" || part.type === "reasoning-end" ? [[part.type, part.metadata.mistral]] : []
+      )
+      assert.deepStrictEqual(marks, [["reasoning-start", { type: "thinking" }], ["reasoning-end", {
+        type: "thinking"
+      }]])
+      const generated = yield* LanguageModel.generateText({ prompt: "Hi" }).pipe(Effect.provide(mistral))
+      const reasoning = generated.content.find((part) => part.type === "reasoning")
+      assert.deepStrictEqual(reasoning?.metadata.mistral, { type: "thinking" })
+      // Reasoning that is not a Mistral thinking chunk, or that came through the compat flavour, is not marked.
+      const compat = yield* LanguageModel.generateText({ prompt: "Hi" }).pipe(
+        Effect.provide(Layers.model(server, { flavour: "compat" }))
+      )
+      const unmarked = compat.content.find((part) => part.type === "reasoning")
+      assert.strictEqual(unmarked?.text, "vLLM reasoning")
+      assert.isUndefined(unmarked?.metadata.mistral)
     }))
 
   it.scoped("rejects tool names Mistral would refuse before sending anything", () =>

@@ -111,22 +111,26 @@ export const make = (options: {
           return true
         }),
         Stream.mapEffect((event) =>
-          Effect.mapError(decodeChunk(event.data), (error) => malformed(method, "Undecodable stream chunk", error))
+          decodeChunk(event.data).pipe(
+            Effect.mapError((error) => malformed(method, "Undecodable stream chunk", error)),
+            Effect.flatMap((chunk) => {
+              // Mistral's error envelope (`{"object": "error", ...}`) or vLLM / Ollama's `{"error": {...}}`.
+              const isEnvelope = chunk.object?.toLowerCase() === "error"
+              if (isEnvelope || (chunk.error !== undefined && chunk.error !== null)) {
+                return Effect.fail(
+                  new AiError.UnknownError({
+                    module: Errors.moduleName,
+                    method,
+                    description: Errors.describeStreamError(event.data),
+                    cause: isEnvelope ? event.data : chunk.error
+                  })
+                )
+              }
+              if (hasFinishReason(chunk)) finished = true
+              return Effect.succeed(chunk)
+            })
+          )
         ),
-        Stream.mapEffect((chunk) => {
-          if (chunk.error !== undefined && chunk.error !== null) {
-            return Effect.fail(
-              new AiError.UnknownError({
-                module: Errors.moduleName,
-                method,
-                description: Errors.describeBody(200, JSON.stringify(chunk)),
-                cause: chunk.error
-              })
-            )
-          }
-          if (hasFinishReason(chunk)) finished = true
-          return Effect.succeed(chunk)
-        }),
         Stream.concat(Stream.suspend(() =>
           finished
             ? Stream.empty

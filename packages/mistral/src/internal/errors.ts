@@ -65,20 +65,7 @@ const renderMessage = (u: unknown): string | undefined => {
   return undefined
 }
 
-/**
- * Builds a description from an error body. Accepts Mistral's canonical envelope, its legacy variants (message as
- * string, object or JSON string; `detail`; integer `code`) and the OpenAI-style `{"error": {...}}` envelope. Never
- * fails: an unknown body is described by its status only.
- *
- * @internal
- */
-export const describeBody = (status: number, body: string): string => {
-  const json = parseJson(body)
-  const prefix = `Mistral API responded with status ${status}`
-  if (Option.isNone(json)) {
-    return body.length > 0 ? `${prefix}: ${body.slice(0, 500)}` : prefix
-  }
-  const value = json.value
+const describeJson = (prefix: string, value: unknown): string => {
   const envelope = isRecord(value) && isRecord(value.error) ? value.error : value
   let message = renderMessage(envelope)
   if (message !== undefined) {
@@ -93,6 +80,34 @@ export const describeBody = (status: number, body: string): string => {
     if (typeof envelope.code === "string" || typeof envelope.code === "number") extras.push(`code: ${envelope.code}`)
   }
   return `${prefix}${message === undefined ? "" : `: ${message}`}${extras.length > 0 ? ` (${extras.join(", ")})` : ""}`
+}
+
+/**
+ * Builds a description from an error body. Accepts Mistral's canonical envelope, its legacy variants (message as
+ * string, object or JSON string; `detail`; integer `code`) and the OpenAI-style `{"error": {...}}` envelope. Never
+ * fails: an unknown body is described by its status only.
+ *
+ * @internal
+ */
+export const describeBody = (status: number, body: string): string => {
+  const json = parseJson(body)
+  const prefix = `Mistral API responded with status ${status}`
+  if (Option.isNone(json)) {
+    return body.length > 0 ? `${prefix}: ${body.slice(0, 500)}` : prefix
+  }
+  return describeJson(prefix, json.value)
+}
+
+/**
+ * Describes an error reported inside a 200 event stream (a `data:` event holding Mistral's error envelope
+ * `{"object": "error", ...}` or an OpenAI-style `{"error": {...}}`), in the same terms as `describeBody`.
+ *
+ * @internal
+ */
+export const describeStreamError = (data: string): string => {
+  const prefix = "The server reported an error inside the stream"
+  const json = parseJson(data)
+  return Option.isNone(json) ? `${prefix}: ${data.slice(0, 500)}` : describeJson(prefix, json.value)
 }
 
 /**

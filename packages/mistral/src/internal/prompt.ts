@@ -4,12 +4,17 @@
  *
  * 1. tool-call ids match `^[a-zA-Z0-9]{9}$` (ids from other providers are remapped deterministically);
  * 2. function names match `^[a-zA-Z0-9_-]{1,64}$` (names in the history are sanitised);
- * 3. after a `tool` message only `assistant` or `tool` may follow (a short assistant message bridges to `user`),
- *    and `system` may not follow `assistant` / `tool` (all system messages are merged into one, first);
+ * 3. the conversation starts with `user` or `system` (an empty user message goes before a leading assistant
+ *    message), and `system` may not follow `assistant` / `tool` (all system messages are merged into one, first);
  * 4. each assistant `tool_calls` message is followed by exactly one tool message per call, in call order,
- *    without duplicates (results are moved next to their call; a missing result becomes a failure result);
+ *    without duplicates (each result is paired with the nearest earlier unanswered call of its id and moved next to
+ *    it; calls that reuse an id get distinct wire ids; a missing result becomes a failure result);
  * 5. the last message is `user` or `tool`, or an assistant message with `prefix: true`;
  * 6. an assistant message with `tool_calls` has empty content (its text goes into an assistant message before it).
+ *
+ * Reasoning a Mistral model produced (parts marked `options.mistral.type === "thinking"`) is sent back as `thinking`
+ * chunks when `replayThinking` is set (Mistral flavour only), as Mistral's reasoning guide asks; other reasoning is
+ * never sent.
  *
  * With the `compat` flavour rules 1 and 4 still apply (OpenAI requires 4 too); the others are Mistral-only.
  */
@@ -19,9 +24,6 @@ import * as Effect from "effect/Effect"
 import * as Encoding from "effect/Encoding"
 import * as ToolCallId from "./toolCallId.js"
 import type * as Wire from "./wire.js"
-
-/** The text of the assistant message inserted between a tool result and a following user message. */
-export const BRIDGE_TEXT = "Tool results received."
 
 /** The content of a tool message synthesised for a tool call that has no recorded result. */
 export const MISSING_RESULT = JSON.stringify({ error: "No result was recorded for this tool call." })
@@ -36,6 +38,13 @@ export const sanitizeName = (name: string): string => {
   if (isValidName(name)) return name
   const cleaned = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64)
   return cleaned.length > 0 ? cleaned : "tool"
+}
+
+/** A tool call of the prompt, the id it is sent with and the result paired with it. */
+interface CallSlot {
+  readonly call: Prompt.ToolCallPart
+  readonly id: string
+  result: Prompt.ToolResultPart | undefined
 }
 
 const malformed = (description: string, cause?: unknown) =>
@@ -86,32 +95,79 @@ const userContent = (
     return chunks
   })
 
+const isMistralThinking = (part: Prompt.ReasoningPart): boolean => part.options.mistral?.type === "thinking"
+
+/**
+ * The content of an assistant message with its Mistral reasoning as `thinking` chunks, in the order of the parts;
+ * the text alone (a string) when it has none. Reasoning without the mark (another provider's) is left out.
+ */
+const withThinking = (message: Prompt.AssistantMessage): string | Array<Wire.AssistantContentChunk> => {
+  const hasThinking = message.content.some((part) => part.type === "reasoning" && isMistralThinking(part))
+  if (!hasThinking) return message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
+  const chunks: Array<Wire.AssistantContentChunk> = []
+  for (const part of message.content) {
+    if (part.type === "text" && part.text.length > 0) {
+      const previous = chunks[chunks.length - 1]
+      if (previous?.type === "text") chunks[chunks.length - 1] = { type: "text", text: previous.text + part.text }
+      else chunks.push({ type: "text", text: part.text })
+    } else if (part.type === "reasoning" && isMistralThinking(part) && part.text.length > 0) {
+      chunks.push({ type: "thinking", thinking: [{ type: "text", text: part.text }] })
+    }
+  }
+  return chunks
+}
+
 /** @internal */
 export const prepareMessages = (
   prompt: Prompt.Prompt,
-  flavour: Wire.Flavour
+  flavour: Wire.Flavour,
+  options: {
+    /** Send reasoning marked as Mistral's (`options.mistral.type === "thinking"`) as `thinking` chunks. */
+    readonly replayThinking?: boolean | undefined
+  } = {}
 ): Effect.Effect<Array<Wire.Message>, AiError.MalformedInput> =>
   Effect.gen(function*() {
     const mistral = flavour === "mistral"
+    const replayThinking = mistral && options.replayThinking === true
     const mapId = ToolCallId.makeMapper()
     const name = (raw: string) => mistral ? sanitizeName(raw) : raw
 
     // Rule 3: one system message, first.
     const system = prompt.content.flatMap((message) => message.role === "system" ? [message.content] : [])
 
-    // Rule 4: tool results by id, wherever they are; each is placed after its call.
-    const results = new Map<string, Prompt.ToolResultPart>()
+    // Rule 4: each result is paired with the nearest earlier assistant message that has a call with its id and
+    // no result yet (the first such call of that message, in call order), and is placed right after it. Servers
+    // that reuse ids (Kimi's `functions.<name>:<idx>`, llama.cpp's constant ids) thus keep every round's result.
+    const slotsByMessage = new Map<Prompt.Message, Array<CallSlot>>()
+    const turns: Array<Array<CallSlot>> = []
+    const occurrences = new Map<string, number>()
     for (const message of prompt.content) {
-      if (message.role !== "tool") continue
-      for (const part of message.content) {
-        if (!results.has(part.id)) results.set(part.id, part)
+      if (message.role === "assistant") {
+        const slots: Array<CallSlot> = []
+        for (const part of message.content) {
+          if (part.type !== "tool-call" || part.providerExecuted) continue
+          const occurrence = occurrences.get(part.id) ?? 0
+          occurrences.set(part.id, occurrence + 1)
+          slots.push({ call: part, id: mapId(part.id, occurrence), result: undefined })
+        }
+        slotsByMessage.set(message, slots)
+        if (slots.length > 0) turns.push(slots)
+      } else if (message.role === "tool") {
+        for (const part of message.content) {
+          for (let i = turns.length - 1; i >= 0; i--) {
+            const slot = turns[i].find((candidate) => candidate.call.id === part.id && candidate.result === undefined)
+            if (slot !== undefined) {
+              slot.result = part
+              break
+            }
+          }
+        }
       }
     }
 
     const messages: Array<Wire.Message> = []
     if (system.length > 0) messages.push({ role: "system", content: system.join("\n\n") })
 
-    const seenCallIds = new Map<string, number>()
     for (const message of prompt.content) {
       switch (message.role) {
         case "user": {
@@ -119,23 +175,19 @@ export const prepareMessages = (
           break
         }
         case "assistant": {
-          // Reasoning parts are not replayed; provider-executed calls and results have no meaning here.
+          // Provider-executed calls and results have no meaning here. Reasoning is replayed only when it is a
+          // Mistral model's (marked) and the target model takes `thinking` chunks.
           const text = message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
-          const calls = message.content.flatMap((part) =>
-            part.type === "tool-call" && !part.providerExecuted ? [part] : []
-          )
-          if (calls.length === 0) {
-            if (text.length > 0) messages.push({ role: "assistant", content: text })
+          const content = replayThinking ? withThinking(message) : text
+          const hasContent = content.length > 0
+          const slots = slotsByMessage.get(message) ?? []
+          if (slots.length === 0) {
+            if (hasContent) messages.push({ role: "assistant", content })
             break
           }
           const toolCalls: Array<Wire.ToolCall> = []
           const toolMessages: Array<Wire.Message> = []
-          for (const call of calls) {
-            // A repeated id (same call replayed twice) gets its own id and no result: ids must be unique.
-            const seen = seenCallIds.get(call.id) ?? 0
-            seenCallIds.set(call.id, seen + 1)
-            const id = mapId(seen === 0 ? call.id : `${call.id}#${seen}`)
-            const result = seen === 0 ? results.get(call.id) : undefined
+          for (const { call, id, result } of slots) {
             toolCalls.push({
               id,
               type: "function",
@@ -149,8 +201,9 @@ export const prepareMessages = (
             )
           }
           if (mistral) {
-            // Rule 6.
-            if (text.length > 0) messages.push({ role: "assistant", content: text })
+            // Rule 6. mistral-common merges consecutive assistant messages, so a model still sees its thinking,
+            // text and calls as one message.
+            if (hasContent) messages.push({ role: "assistant", content })
             messages.push({ role: "assistant", content: "", tool_calls: toolCalls })
           } else {
             messages.push({ role: "assistant", content: text.length > 0 ? text : null, tool_calls: toolCalls })
@@ -166,15 +219,11 @@ export const prepareMessages = (
 
     if (!mistral) return messages
 
-    // Rule 3: bridge tool → user.
-    const ordered: Array<Wire.Message> = []
-    for (const message of messages) {
-      const previous = ordered[ordered.length - 1]
-      if (previous?.role === "tool" && message.role === "user") {
-        ordered.push({ role: "assistant", content: BRIDGE_TEXT })
-      }
-      ordered.push(message)
-    }
+    // Rule 3: the conversation starts with `user` or `system` (mistral-common inserts an empty user message in
+    // that case too). A `user` message may follow `tool` results (mistral-common >= 1.11, April 2026).
+    const ordered: Array<Wire.Message> = messages[0]?.role === "assistant"
+      ? [{ role: "user", content: "" }, ...messages]
+      : messages
 
     // Rule 5: a trailing assistant message becomes a prefix to continue.
     const last = ordered[ordered.length - 1]

@@ -7,7 +7,7 @@ import type * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Tool from "@effect/ai/Tool"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
-import type { MistralConfig } from "../MistralConfig.js"
+import { type MistralConfig, REASONING_EFFORTS } from "../MistralConfig.js"
 import * as InternalPrompt from "./prompt.js"
 import type * as Wire from "./wire.js"
 
@@ -69,6 +69,24 @@ export const prepareTools = (
     return { tools, tool_choice }
   })
 
+/**
+ * Models whose tokenizer takes `thinking` chunks in assistant messages (mistral-common encodes them from tokenizer
+ * v13, with the think control tokens): the models documented to answer with thinking chunks. Magistral 2506 wrapped
+ * its reasoning in `<think>` tags inside the text instead, and older models' tokenizers reject the chunks.
+ *
+ * @internal
+ */
+export const replaysThinkingByDefault = (model: string): boolean => {
+  if (model.startsWith("magistral-")) return !model.endsWith("-2506")
+  return [
+    "mistral-medium-3-5",
+    "mistral-medium-3",
+    "mistral-medium-latest",
+    "mistral-small-2603",
+    "mistral-small-latest"
+  ].includes(model)
+}
+
 const defined = (record: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined))
 
@@ -81,7 +99,16 @@ export const makeRequest = (options: {
 }): Effect.Effect<Wire.ChatCompletionRequest, AiError.MalformedInput> =>
   Effect.gen(function*() {
     const { config, flavour, providerOptions } = options
-    const messages = yield* InternalPrompt.prepareMessages(providerOptions.prompt, flavour)
+    const effort: unknown = config.reasoning_effort
+    if (flavour === "mistral" && effort !== undefined && !REASONING_EFFORTS.some((value) => value === effort)) {
+      return yield* malformed(
+        `reasoning_effort must be one of ${REASONING_EFFORTS.map((value) => JSON.stringify(value)).join(", ")} ` +
+          `for Mistral, got ${JSON.stringify(effort)} (use compat.reasoning_effort for OpenAI-compatible servers)`
+      )
+    }
+    const messages = yield* InternalPrompt.prepareMessages(providerOptions.prompt, flavour, {
+      replayThinking: config.replayThinking ?? replaysThinkingByDefault(options.model)
+    })
     const { tool_choice, tools } = yield* prepareTools(providerOptions, flavour)
     const format = providerOptions.responseFormat
     const response_format: Wire.ResponseFormat | undefined = format.type === "json"
@@ -104,11 +131,11 @@ export const makeRequest = (options: {
       stop: config.stop,
       presence_penalty: config.presence_penalty,
       frequency_penalty: config.frequency_penalty,
-      reasoning_effort: config.reasoning_effort,
       prediction: config.prediction
     }
     const dialect = flavour === "mistral"
       ? {
+        reasoning_effort: config.reasoning_effort,
         max_tokens: config.max_tokens,
         random_seed: config.random_seed,
         safe_prompt: config.safe_prompt,
@@ -116,6 +143,7 @@ export const makeRequest = (options: {
         prompt_cache_key: config.prompt_cache_key
       }
       : {
+        reasoning_effort: config.compat?.reasoning_effort ?? config.reasoning_effort,
         max_completion_tokens: config.max_tokens,
         seed: config.random_seed
       }

@@ -33,7 +33,8 @@ export const finishReason = (reason: string | null | undefined, hasToolCalls: bo
 
 /** @internal */
 export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage.Encoded => {
-  const cached = raw?.prompt_tokens_details?.cached_tokens ?? raw?.num_cached_tokens ?? undefined
+  const cached = raw?.prompt_tokens_details?.cached_tokens ?? raw?.prompt_token_details?.cached_tokens ??
+    raw?.num_cached_tokens ?? undefined
   const reasoning = raw?.completion_tokens_details?.reasoning_tokens ?? undefined
   const input = raw?.prompt_tokens ?? undefined
   const output = raw?.completion_tokens ?? undefined
@@ -57,6 +58,25 @@ export const responseMetadata = (raw: {
   ...(typeof raw.model === "string" ? { modelId: raw.model } : {}),
   ...(typeof raw.created === "number" ? { timestamp: new Date(raw.created * 1000).toISOString() } : {})
 })
+
+/** @internal */
+export interface ResponseOptions {
+  /** The text of the assistant `prefix` the request ended with: the answer repeats it. */
+  readonly prefix?: string | undefined
+  /** Reasoning from `thinking` chunks is marked as Mistral's only with the `"mistral"` flavour. */
+  readonly flavour?: Wire.Flavour | undefined
+}
+
+/**
+ * The metadata of reasoning parts made from `thinking` chunks of a Mistral answer: a prompt reasoning part carrying
+ * the same under `options.mistral` is replayed as a `thinking` chunk.
+ *
+ * @internal
+ */
+export const thinkingMetadata = (
+  flavour: Wire.Flavour | undefined
+): { readonly metadata?: { readonly mistral: { readonly type: "thinking" } } } =>
+  flavour === "mistral" ? { metadata: { mistral: { type: "thinking" } } } : {}
 
 /** Splits `content` (string or chunks) into answer text and reasoning (`thinking` chunks). @internal */
 export const splitContent = (
@@ -99,15 +119,53 @@ export const parseArguments = (
   })
 }
 
+/**
+ * Mistral's answer to a request that ends with an assistant `prefix` message repeats the prefix (the docs strip it
+ * with `content[len(prefix):]`). This drops it from the start of the answer text, fed piece by piece: text is held
+ * back while it could still be the repeated prefix, and passed on unchanged as soon as it is not.
+ *
+ * @internal
+ */
+export const makePrefixStripper = (prefix: string | undefined): (text: string) => string => {
+  let pending: string | undefined = prefix === undefined || prefix.length === 0 ? undefined : ""
+  return (text) => {
+    if (pending === undefined || prefix === undefined) return text
+    pending += text
+    if (pending.length >= prefix.length) {
+      const out = pending.startsWith(prefix) ? pending.slice(prefix.length) : pending
+      pending = undefined
+      return out
+    }
+    if (prefix.startsWith(pending)) return ""
+    const out = pending
+    pending = undefined
+    return out
+  }
+}
+
+/**
+ * The text of the trailing assistant `prefix` message of a request, if it ends with one.
+ *
+ * @internal
+ */
+export const prefixOf = (request: Wire.ChatCompletionRequest): string | undefined => {
+  const last = request.messages[request.messages.length - 1]
+  if (last?.role !== "assistant" || last.prefix !== true) return undefined
+  if (typeof last.content === "string") return last.content
+  return (last.content ?? []).flatMap((chunk) => chunk.type === "text" ? [chunk.text] : []).join("")
+}
+
 /** @internal */
 export const isRealId = (id: string | null | undefined): id is string =>
   typeof id === "string" && id.length > 0 && id !== "null"
 
 /** @internal */
 export const makeResponse = (
-  response: Wire.ChatCompletionResponse
+  response: Wire.ChatCompletionResponse,
+  options: ResponseOptions = {}
 ): Effect.Effect<Array<Response.PartEncoded>, AiError.AiError> =>
   Effect.gen(function*() {
+    const strip = makePrefixStripper(options.prefix)
     const parts: Array<Response.PartEncoded> = [responseMetadata(response)]
     const choice = response.choices[0]
     if (choice === undefined) {
@@ -123,7 +181,12 @@ export const makeResponse = (
       parts.push({ type: "reasoning", text: reasoningField })
     }
     for (const piece of splitContent(message.content)) {
-      parts.push(piece.kind === "text" ? { type: "text", text: piece.text } : { type: "reasoning", text: piece.text })
+      if (piece.kind === "reasoning") {
+        parts.push({ type: "reasoning", text: piece.text, ...thinkingMetadata(options.flavour) })
+        continue
+      }
+      const text = strip(piece.text)
+      if (text.length > 0) parts.push({ type: "text", text })
     }
     const calls = message.tool_calls ?? []
     for (const call of calls) {

@@ -1,8 +1,9 @@
 /**
- * Retries with exponential backoff and jitter on 429 / 5xx / connection errors, honouring `Retry-After`.
+ * Retries with exponential backoff and jitter on 429 / 5xx / connection errors, honouring `Retry-After` up to the
+ * policy's `maxDelay` (a longer `Retry-After` surfaces the error instead of sleeping).
  * Streams are retried only while nothing has been emitted downstream.
  */
-import type * as AiError from "@effect/ai/AiError"
+import * as AiError from "@effect/ai/AiError"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -64,12 +65,40 @@ export const retryAfterMillis = (error: AiError.AiError, nowMillis: number): num
   return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
 }
 
-/** @internal */
-export const delayFor = (policy: RetryPolicy, error: AiError.AiError, attempt: number): Effect.Effect<number> =>
+const describeTooLong = (error: AiError.HttpResponseError, retryAfter: number, policy: RetryPolicy) =>
+  new AiError.HttpResponseError({
+    module: error.module,
+    method: error.method,
+    reason: error.reason,
+    request: error.request,
+    response: error.response,
+    body: error.body,
+    description: `${error.description ?? `Status ${error.response.status}`} [Retry-After ${
+      Math.ceil(retryAfter / 1000)
+    } s exceeds the retry policy's maxDelay of ${Math.ceil(policy.maxDelayMillis / 1000)} s; not retried]`
+  })
+
+/**
+ * The delay before the next attempt: `Retry-After` when present, else exponential backoff with jitter (capped at
+ * `maxDelay`). A `Retry-After` longer than `maxDelay` is not waited for: the error is surfaced (with its status and
+ * a note) instead of sleeping for as long as the server asks.
+ *
+ * @internal
+ */
+export const delayFor = (
+  policy: RetryPolicy,
+  error: AiError.AiError,
+  attempt: number
+): Effect.Effect<number, AiError.AiError> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const retryAfter = retryAfterMillis(error, now)
-    if (retryAfter !== undefined) return retryAfter
+    if (retryAfter !== undefined) {
+      if (retryAfter > policy.maxDelayMillis && error._tag === "HttpResponseError") {
+        return yield* describeTooLong(error, retryAfter, policy)
+      }
+      return retryAfter
+    }
     const backoff = Math.min(policy.maxDelayMillis, policy.baseDelayMillis * 2 ** attempt)
     const jitter = yield* Random.next
     return Math.round(backoff / 2 + jitter * backoff / 2)

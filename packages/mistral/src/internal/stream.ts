@@ -26,12 +26,19 @@ interface Slot {
 
 /** @internal */
 export const makeStreamResponse = (
-  chunks: Stream.Stream<Wire.ChatCompletionChunk, AiError.AiError>
+  chunks: Stream.Stream<Wire.ChatCompletionChunk, AiError.AiError>,
+  options: InternalResponse.ResponseOptions = {}
 ): Stream.Stream<Response.StreamPartEncoded, AiError.AiError> =>
   Stream.suspend(() => {
+    const strip = InternalResponse.makePrefixStripper(options.prefix)
     let metadataSent = false
     let blockCounter = 0
-    let open: { readonly kind: "text" | "reasoning"; readonly id: string } | undefined
+    // A block is text, reasoning from a `thinking` chunk (marked as Mistral's), or other reasoning (`reasoning` /
+    // `reasoning_content` fields).
+    type Kind = "text" | "thinking" | "reasoning"
+    let open: { readonly kind: Kind; readonly id: string } | undefined
+    const thinking = InternalResponse.thinkingMetadata(options.flavour)
+    const metadataOf = (kind: Kind) => kind === "thinking" ? thinking : {}
     let finish: string | null | undefined
     let lastUsage: Wire.Usage | undefined
     const slots = new Map<number, Slot>()
@@ -39,17 +46,23 @@ export const makeStreamResponse = (
 
     const close = (parts: Array<Response.StreamPartEncoded>) => {
       if (open === undefined) return
-      parts.push({ type: open.kind === "text" ? "text-end" : "reasoning-end", id: open.id })
+      parts.push(
+        open.kind === "text"
+          ? { type: "text-end", id: open.id }
+          : { type: "reasoning-end", id: open.id, ...metadataOf(open.kind) }
+      )
       open = undefined
     }
 
-    const delta = (parts: Array<Response.StreamPartEncoded>, kind: "text" | "reasoning", text: string) => {
+    const delta = (parts: Array<Response.StreamPartEncoded>, kind: Kind, text: string) => {
       if (text.length === 0) return
       if (open?.kind !== kind) {
         close(parts)
-        const id = `${kind}-${blockCounter++}`
+        const id = `${kind === "text" ? "text" : "reasoning"}-${blockCounter++}`
         open = { kind, id }
-        parts.push({ type: kind === "text" ? "text-start" : "reasoning-start", id })
+        parts.push(
+          kind === "text" ? { type: "text-start", id } : { type: "reasoning-start", id, ...metadataOf(kind) }
+        )
       }
       parts.push({ type: kind === "text" ? "text-delta" : "reasoning-delta", id: open.id, delta: text })
     }
@@ -102,7 +115,8 @@ export const makeStreamResponse = (
         if (message !== null && message !== undefined) {
           delta(parts, "reasoning", message.reasoning ?? message.reasoning_content ?? "")
           for (const piece of InternalResponse.splitContent(message.content)) {
-            delta(parts, piece.kind, piece.text)
+            if (piece.kind === "text") delta(parts, "text", strip(piece.text))
+            else delta(parts, "thinking", piece.text)
           }
           const calls = message.tool_calls ?? []
           for (let i = 0; i < calls.length; i++) {

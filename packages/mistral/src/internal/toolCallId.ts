@@ -39,21 +39,25 @@ export const fromString = (input: string): string => {
 
 /**
  * A per-request mapping from original ids to valid ids. Valid ids are kept; others are hashed. Distinct
- * originals always get distinct ids (a collision is resolved by re-hashing with a counter).
+ * originals always get distinct ids (a collision is resolved by re-hashing with a counter). `occurrence` tells
+ * apart calls that reuse an id (servers that mint the same id every round): the first keeps the mapping of the id
+ * itself, later ones get ids of their own, so ids stay unique within the request.
  *
  * @internal
  */
-export const makeMapper = (): (original: string) => string => {
-  const byOriginal = new Map<string, string>()
+export const makeMapper = (): (original: string, occurrence?: number) => string => {
+  const byKey = new Map<string, string>()
   const used = new Set<string>()
-  return (original) => {
-    const known = byOriginal.get(original)
+  return (original, occurrence = 0) => {
+    const key = `${occurrence}\u0000${original}`
+    const known = byKey.get(key)
     if (known !== undefined) return known
-    let candidate = isValid(original) ? original : fromString(original)
+    const seed = occurrence === 0 ? original : `${original}#${occurrence}`
+    let candidate = occurrence === 0 && isValid(original) ? original : fromString(seed)
     for (let salt = 1; used.has(candidate); salt++) {
-      candidate = fromString(`${original}#${salt}`)
+      candidate = fromString(`${seed}#${salt}`)
     }
-    byOriginal.set(original, candidate)
+    byKey.set(key, candidate)
     used.add(candidate)
     return candidate
   }

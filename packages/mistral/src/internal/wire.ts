@@ -20,6 +20,16 @@ export type ContentChunk =
   | { readonly type: "image_url"; readonly image_url: { readonly url: string } }
   | { readonly type: "document_url"; readonly document_url: string; readonly document_name?: string }
 
+/**
+ * Content chunks of an assistant message: text, and `thinking` chunks to replay the reasoning of a Mistral model
+ * (spec `ThinkChunk`; tokenizers before v13 reject them).
+ *
+ * @internal
+ */
+export type AssistantContentChunk =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "thinking"; readonly thinking: ReadonlyArray<{ readonly type: "text"; readonly text: string }> }
+
 /** @internal */
 export interface ToolCall {
   readonly id: string
@@ -33,7 +43,7 @@ export type Message =
   | { readonly role: "user"; readonly content: string | ReadonlyArray<ContentChunk> }
   | {
     readonly role: "assistant"
-    readonly content: string | null
+    readonly content: string | ReadonlyArray<AssistantContentChunk> | null
     readonly tool_calls?: ReadonlyArray<ToolCall>
     readonly prefix?: boolean
   }
@@ -92,6 +102,7 @@ export interface ChatCompletionRequest {
   readonly prompt_mode?: "reasoning"
   /** Mistral only. */
   readonly prompt_cache_key?: string
+  /** Mistral: `"high"` or `"none"`; OpenAI-compatible servers: their own values. */
   readonly reasoning_effort?: string
   readonly prediction?: { readonly type: "content"; readonly content: string }
   /** OpenAI-compatible only. */
@@ -110,13 +121,17 @@ export interface ChatCompletionRequest {
 
 const optionalNullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
+const PromptTokensDetails = Schema.Struct({ cached_tokens: optionalNullable(Schema.Number) })
+
 /** @internal */
 export const Usage = Schema.Struct({
   prompt_tokens: optionalNullable(Schema.Number),
   completion_tokens: optionalNullable(Schema.Number),
   total_tokens: optionalNullable(Schema.Number),
   num_cached_tokens: optionalNullable(Schema.Number),
-  prompt_tokens_details: optionalNullable(Schema.Struct({ cached_tokens: optionalNullable(Schema.Number) })),
+  prompt_tokens_details: optionalNullable(PromptTokensDetails),
+  /** The spec's `UsageInfo` also has this spelling (`prompt_token_details`), with the same shape. */
+  prompt_token_details: optionalNullable(PromptTokensDetails),
   completion_tokens_details: optionalNullable(Schema.Struct({ reasoning_tokens: optionalNullable(Schema.Number) }))
 })
 
@@ -186,6 +201,8 @@ export type ChatCompletionResponse = typeof ChatCompletionResponse.Type
 
 /** @internal */
 export const ChatCompletionChunk = Schema.Struct({
+  /** `"chat.completion.chunk"`, or `"error"` / `"Error"` for Mistral's error envelope sent inside a stream. */
+  object: optionalNullable(Schema.String),
   id: optionalNullable(Schema.String),
   model: optionalNullable(Schema.String),
   created: optionalNullable(Schema.Number),
