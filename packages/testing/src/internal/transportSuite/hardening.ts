@@ -74,7 +74,7 @@ import type { Brain } from "./treeAgents.js"
  * `effect`, failed (as a defect naming `what`) when it has not finished after `seconds` of real time: the engine
  * under test may hang, and a `TestClock` never moves by itself.
  */
-const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 3): Effect.Effect<A, E, R> =>
+const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
     TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
@@ -358,7 +358,6 @@ export const hardening = (withModel: WithModel) =>
             assert.strictEqual(outcome, "succeeded")
             const turn = yield* Session.turn(session, sent.turnId)
             assert.strictEqual(turn.turnId, sent.turnId)
-            assert.strictEqual(turn.cursor, sent.cursor)
             assert.strictEqual(stateAs(yield* within("Turn.result", Turn.result(turn)), "Completed").text, GREETING)
           })))
 
