@@ -28,7 +28,10 @@
  * cancellation, several readers of one turn, model failures, the permission policy and sign-ins, and subagent
  * trees: children asking at once in one `Blocked`, a child answered through the root turn, a subagent of an earlier
  * turn asking during a later one (left open by `CallbackHandler.scopedToWaitingTurn`), interrupting a child, and
- * depth 2.
+ * depth 2. The hardening scenarios (issue 8) add: defects in models end turns `Failed`, a turn is found as soon as
+ * `sendMessage` returns, `Turn.result` runs handlers once, concurrently and only for open callbacks, malformed answers
+ * sent through the `Transport` are typed errors that change nothing, `fromWaitingTurn` follows who started a
+ * subagent, and a tree's log files children's ends and idle-time answers where readers see them.
  *
  * @example
  * ```ts
@@ -57,6 +60,7 @@ import { blocked } from "./internal/transportSuite/blocked.js"
 import { cancel } from "./internal/transportSuite/cancel.js"
 import { driving } from "./internal/transportSuite/driving.js"
 import { expiry } from "./internal/transportSuite/expiry.js"
+import { hardening } from "./internal/transportSuite/hardening.js"
 import * as Harness from "./internal/transportSuite/harness.js"
 import { modelFailures } from "./internal/transportSuite/modelFailures.js"
 import { policyAndSignIn } from "./internal/transportSuite/policyAndSignIn.js"
@@ -83,4 +87,5 @@ export const suite = (
     modelFailures(withModel)
     policyAndSignIn(withModel)
     subagents(withModel)
+    hardening(withModel)
   })

@@ -48,13 +48,13 @@ export const treeModel = (
   })
 
 /** The tool results of the call's last turn (after its last user message). */
-const turnResults = (call: ScriptedModel.Call): ReadonlyArray<ScriptedModel.ToolResult> => {
+export const turnResults = (call: ScriptedModel.Call): ReadonlyArray<ScriptedModel.ToolResult> => {
   const content = call.prompt.content
   const lastUser = content.map((message) => message.role).lastIndexOf("user")
   return ScriptedModel.toolResults({ ...call, prompt: Prompt.fromMessages(content.slice(lastUser + 1)) })
 }
 
-const found = (results: ReadonlyArray<ScriptedModel.ToolResult>, name: string) =>
+export const found = (results: ReadonlyArray<ScriptedModel.ToolResult>, name: string) =>
   results.find((result) => result.name === name)
 
 interface Waited {
