@@ -228,7 +228,7 @@ export const make = (
           result: `There is no tool named ${call.name}.`
         })
       }
-      return tool.run(call.arguments).pipe(
+      return Effect.suspend(() => tool.run(call.arguments)).pipe(
         Effect.match({
           onFailure: (result) => ({ isFailure: true, result }),
           onSuccess: (result): { isFailure: boolean; result: unknown } => ({ isFailure: false, result })
