@@ -299,13 +299,17 @@ export const make = (
       Effect.gen(function*() {
         let conflicted = batch.some((envelope) => envelope.command._tag === "Settle")
         for (let attempt = 0; attempt < 5; attempt++) {
-          if (conflicted) {
-            const foreign = yield* refresh(actor)
-            yield* afterCommit(actor, foreign)
-          }
+          // Events appended by others first: read them, then settle what they call for before the batch.
+          const foreign = conflicted ? yield* refresh(actor) : []
+          if (foreign.length > 0) yield* afterCommit(actor, foreign)
           const now = yield* DateTime.now
           let state = actor.state
           const events: Array<TurnEvent> = []
+          if (foreign.length > 0) {
+            const settled = decide(state, { _tag: "Settle" }, now, env)
+            state = settled.state
+            events.push(...settled.events)
+          }
           const replies: Array<Either.Either<Reply, Rejection>> = []
           for (const envelope of batch) {
             const decision = decide(state, envelope.command, now, env)

@@ -1,11 +1,24 @@
 /**
  * How a scenario gets its runtime: `withModel(model, body)` builds the scripted model, asks the transport under test
  * for a fresh runtime on it and runs `body` there.
+ *
+ * After every scenario that succeeds, the oracle checks the projection: for each tree the scenario created, the
+ * transport's log folded with `TreeState.fold` must agree with what the transport reports of every turn in it (open
+ * callbacks, state, cursors) and of every session (its parent).
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
-import type * as Transport from "@parley/core/Transport"
+import { assert } from "@effect/vitest"
+import type { AgentSpec } from "@parley/core/AgentSpec"
+import type { SessionId } from "@parley/core/Ids"
+import * as Transport from "@parley/core/Transport"
+import * as TreeState from "@parley/core/TreeState"
+import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
 import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import type * as ScriptedModel from "../../ScriptedModel.js"
 
 /** What `TransportSuite.suite` gets: a fresh runtime whose agents all run on `model`. */
@@ -17,5 +30,74 @@ export type WithModel = <A, E>(
   body: (model: ScriptedModel.Service) => Effect.Effect<A, E, Transport.Transport>
 ) => Effect.Effect<A, E>
 
+interface Created {
+  readonly info: Transport.SessionInfo
+  readonly agent: AgentSpec
+}
+
+/** The stored events of a tree with `seq < end`. */
+const logUntil = (transport: Transport.Service, treeId: SessionId, end: number) =>
+  end === 0 ? Effect.succeed<ReadonlyArray<TurnEvent>>([]) : transport.events(treeId, 0).pipe(
+    Stream.filter((event) => event._tag !== "MessageDelta"),
+    Stream.takeUntil((event) => event.seq >= end - 1),
+    Stream.runCollect,
+    Effect.map(Chunk.toReadonlyArray)
+  )
+
+const ids = (callbacks: ReadonlyArray<{ readonly id: string }>) => callbacks.map((callback) => callback.id)
+
+/** Checks one tree: the fold of its log against the transport's answers, taken at the same log position. */
+const checkTree = (transport: Transport.Service, created: Created) =>
+  Effect.gen(function*() {
+    const treeId = created.info.sessionId
+    // A tree without events has nothing to check; stored events come at once, so a few yields tell.
+    const firstEvent = yield* Effect.raceFirst(
+      Stream.runHead(transport.events(treeId, 0)),
+      Effect.as(Effect.repeatN(Effect.yieldNow(), 100), Option.none())
+    )
+    if (Option.isNone(firstEvent)) return
+    const probe = yield* transport.snapshot(treeId, firstEvent.value.turnId)
+    const events = yield* logUntil(transport, treeId, probe.cursor)
+    const state = TreeState.fold({ treeId, agent: created.agent, createdAt: created.info.createdAt }, events)
+    assert.strictEqual(state.nextSeq, probe.cursor, "the fold reaches the transport's cursor")
+    for (const turn of HashMap.values(state.turns)) {
+      const snapshot = yield* transport.snapshot(turn.sessionId, turn.turnId)
+      // The log moved on meanwhile (a subagent still working): this turn cannot be compared at one position.
+      if (snapshot.cursor !== probe.cursor) continue
+      const where = `turn ${turn.turnId} of ${turn.sessionId}`
+      assert.strictEqual(snapshot.turn.cursor, turn.cursor, `${where}: cursor`)
+      assert.strictEqual(snapshot.started, turn.startedSeq, `${where}: started`)
+      assert.deepStrictEqual(ids(snapshot.callbacks), ids(TreeState.openCallbacks(state, turn.turnId)), where)
+      const expected = TreeState.turnState(state, turn.turnId)
+      assert.strictEqual(snapshot.state?._tag, expected?._tag, `${where}: state`)
+      if (snapshot.state?._tag === "Blocked" && expected?._tag === "Blocked") {
+        assert.strictEqual(snapshot.state.cursor, expected.cursor, `${where}: Blocked cursor`)
+        assert.deepStrictEqual(ids(snapshot.state.callbacks), ids(expected.callbacks), `${where}: Blocked callbacks`)
+      } else if (snapshot.state !== undefined) {
+        assert.deepStrictEqual(snapshot.state, expected, `${where}: final state`)
+      }
+    }
+    for (const session of HashMap.values(state.sessions)) {
+      const info = yield* transport.getSession(session.sessionId)
+      assert.strictEqual(info.parentSessionId, session.parent?.sessionId, `session ${session.sessionId}: parent`)
+      assert.strictEqual(info.agent, session.agent.name, `session ${session.sessionId}: agent`)
+    }
+  })
+
 export const withModel = (makeTransport: MakeTransport): WithModel => (model, body) =>
-  Effect.flatMap(model, (scripted) => Effect.provide(body(scripted), makeTransport(scripted.languageModel)))
+  Effect.flatMap(model, (scripted) =>
+    Effect.provide(
+      Effect.gen(function*() {
+        const transport = yield* Transport.Transport
+        const created: Array<Created> = []
+        const recording: Transport.Service = {
+          ...transport,
+          createSession: (agent) =>
+            Effect.tap(transport.createSession(agent), (info) => Effect.sync(() => created.push({ info, agent })))
+        }
+        const result = yield* Effect.provideService(body(scripted), Transport.Transport, recording)
+        yield* Effect.forEach(created, (tree) => checkTree(transport, tree), { discard: true }).pipe(Effect.orDie)
+        return result
+      }),
+      makeTransport(scripted.languageModel)
+    ))

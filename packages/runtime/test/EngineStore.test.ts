@@ -1,0 +1,205 @@
+import { assert, describe, it } from "@effect/vitest"
+import type { TurnState } from "@parley/core"
+import { Agent, Answer, Ids, Session, Turn, TurnEvent } from "@parley/core"
+import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { ScriptedModel } from "@parley/testing"
+import { Tool } from "@parley/tools"
+import { DateTime, Effect, Layer, Option, Schema } from "effect"
+
+// The engine and its store: appends made by someone else (another process) are noticed, a lost append race is
+// decided again on the new log, a failing store is a typed error that leaves the engine working, and idle trees leave
+// memory and come back from their log.
+
+const lookupPrice = Tool.make("lookup_price", {
+  description: "Price of one product.",
+  parameters: { product: Schema.String },
+  success: Schema.Struct({ price: Schema.String })
+}, () => ({ price: "1,200 EUR" }))
+
+const agent = Agent.make({
+  name: "pricer",
+  model: "scripted",
+  instructions: "Look up the price, then answer in one sentence.",
+  permissionMode: "ask",
+  tools: [lookupPrice]
+})
+
+const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
+  const price = ScriptedModel.toolResults(call).find((result) => result.name === "lookup_price")
+  if (price === undefined) return ScriptedModel.toolCall("lookup_price", { product: "atlas" })
+  return ScriptedModel.text(price.isFailure ? `No price: ${String(price.result)}` : "The Atlas costs 1,200 EUR.")
+}
+
+interface Instrumented {
+  readonly service: SessionStore.Service
+  /** Whole-log reads (`read(tree, 0)`): one per tree loaded into memory. */
+  readonly loads: () => number
+  /** Runs once before the next append that resolves a callback. */
+  beforeResolve: ((service: SessionStore.Service, treeId: Ids.SessionId) => Effect.Effect<void>) | undefined
+  /** Fails the next append with a StoreError. */
+  failNext: boolean
+}
+
+const instrumented = Effect.gen(function*() {
+  const store = yield* SessionStore.makeMemory
+  let loads = 0
+  const self: Instrumented = {
+    loads: () => loads,
+    beforeResolve: undefined,
+    failNext: false,
+    service: {
+      ...store,
+      read: (treeId, from) => {
+        if (from === 0) loads++
+        return store.read(treeId, from)
+      },
+      append: (treeId, expectedSeq, events) =>
+        Effect.gen(function*() {
+          if (self.failNext) {
+            self.failNext = false
+            return yield* new SessionStore.StoreError({ method: "append", description: "disk full" })
+          }
+          const hook = self.beforeResolve
+          if (hook !== undefined && events.some((event) => event._tag === "CallbackResolved")) {
+            self.beforeResolve = undefined
+            yield* hook(store, treeId)
+          }
+          return yield* store.append(treeId, expectedSeq, events)
+        })
+    }
+  }
+  return self
+})
+
+const runtime = (store: SessionStore.Service, model: ScriptedModel.Service, idleTimeToLive?: number) =>
+  (idleTimeToLive === undefined ? LocalTransport.layer : LocalTransport.layerWith({ idleTimeToLive })).pipe(
+    Layer.provide([
+      Layer.succeed(SessionStore.SessionStore, store),
+      Connectors.layerEmpty,
+      Models.layer(Models.single(model.languageModel))
+    ])
+  )
+
+const blockedOf = (state: TurnState.TurnState): TurnState.Blocked => {
+  assert.strictEqual(state._tag, "Blocked")
+  return state as TurnState.Blocked
+}
+
+/** A foreign process resolves the callback by appending to the store itself. */
+const foreignResolution = (
+  store: SessionStore.Service,
+  treeId: Ids.SessionId,
+  blocked: TurnState.Blocked,
+  answer: Answer.Answer
+) =>
+  Effect.gen(function*() {
+    const log = yield* store.read(treeId, 0)
+    const callback = blocked.callbacks[0]
+    yield* store.append(treeId, log.length, [
+      new TurnEvent.CallbackResolved({
+        sessionId: callback.sessionId,
+        turnId: callback.turnId,
+        seq: log.length,
+        at: yield* DateTime.now,
+        callbackId: callback.id,
+        resolution: "answered",
+        answer
+      })
+    ])
+  })
+
+describe("Engine and store", () => {
+  it.effect("a CallbackResolved appended to the store by another writer is noticed: the turn goes on", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        const turn = yield* Session.turn(session, blocked.turnId)
+        yield* foreignResolution(store.service, session.id, blocked, new Answer.AllowApproval())
+        // The tool's handler (it comes with the agent) answers the client tool call that follows the approval.
+        const state = yield* Turn.result(turn, { after: blocked })
+        assert.strictEqual(state._tag, "Completed")
+        if (state._tag === "Completed") assert.strictEqual(state.text, "The Atlas costs 1,200 EUR.")
+      }).pipe(Effect.provide(runtime(store.service, model)))
+    }))
+
+  it.effect("an append that loses a race is decided again: the answer that came first wins", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        const turn = yield* Session.turn(session, blocked.turnId)
+        // Just before the engine stores our answer, another process stores a denial.
+        store.beforeResolve = (raw, treeId) =>
+          foreignResolution(raw, treeId, blocked, new Answer.DenyApproval({ reason: "not today" })).pipe(Effect.orDie)
+        const lost = yield* Effect.flip(Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval()))
+        assert.strictEqual(lost._tag, "CallbackAlreadyAnswered")
+        const state = yield* Turn.result(turn, { after: blocked })
+        assert.strictEqual(state._tag, "Completed")
+        if (state._tag === "Completed") {
+          assert.strictEqual(state.text, "No price: The user denied the call to lookup_price: not today.")
+        }
+        const resolved = (yield* store.service.read(session.id, 0)).filter((event) => event._tag === "CallbackResolved")
+        assert.strictEqual(resolved.length, 1)
+      }).pipe(Effect.provide(runtime(store.service, model)))
+    }))
+
+  it.effect("a store that fails an append gives a typed TransportFailure, changes nothing, and the engine goes on", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        const turn = yield* Session.turn(session, blocked.turnId)
+        const before = (yield* store.service.read(session.id, 0)).length
+        store.failNext = true
+        const failed = yield* Effect.flip(Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval()))
+        assert.strictEqual(failed._tag, "TransportFailure")
+        assert.include(failed.message, "disk full")
+        assert.strictEqual((yield* store.service.read(session.id, 0)).length, before)
+        assert.deepStrictEqual((yield* Turn.openCallbacks(turn)).map((callback) => callback.id), [
+          blocked.callbacks[0].id
+        ])
+        // The same answer again: stored, and the turn completes.
+        yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
+        const state = yield* Turn.result(turn, { after: blocked })
+        assert.strictEqual(state._tag, "Completed")
+      }).pipe(Effect.provide(runtime(store.service, model)))
+    }))
+
+  it.effect("an idle tree leaves memory and is rebuilt from its log; a busy one stays", () =>
+    Effect.gen(function*() {
+      const evicting = yield* instrumented
+      const keeping = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      const answerTwice = Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        const turn = yield* Session.turn(session, blocked.turnId)
+        yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
+        const state = yield* Turn.result(turn, { after: blocked })
+        assert.strictEqual(state._tag, "Completed")
+      })
+      yield* answerTwice.pipe(Effect.provide(runtime(evicting.service, model, 0)))
+      yield* answerTwice.pipe(Effect.provide(runtime(keeping.service, model)))
+      // With a time-to-live of 0 the paused tree is dropped between the run and the answer, and loaded again.
+      assert.isAbove(evicting.loads(), 1)
+      assert.strictEqual(keeping.loads(), 1)
+    }))
+
+  it.effect("malformed ids from another process are typed errors", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const missing = yield* Effect.flip(Agent.session(agent, "ses_nobody"))
+        assert.strictEqual(missing._tag, "SessionNotFound")
+        assert.deepStrictEqual(yield* store.service.treeOf(Ids.SessionId.make("ses_nobody")), Option.none())
+      }).pipe(Effect.provide(runtime(store.service, model)))
+    }))
+})
