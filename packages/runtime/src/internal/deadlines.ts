@@ -79,6 +79,8 @@ export const make = (
     /** The live entry of each callback: an entry in the heap that is not here any more was cancelled. */
     const live = new Map<CallbackId, Entry>()
     const wake = yield* Queue.sliding<void>(1)
+    /** When the timer fiber wakes next (it is woken early only for an earlier deadline). */
+    let armedAt = Number.POSITIVE_INFINITY
 
     const fireDue = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
@@ -99,6 +101,7 @@ export const make = (
     yield* Effect.gen(function*() {
       while (true) {
         const wait = yield* fireDue
+        armedAt = wait === undefined ? Number.POSITIVE_INFINITY : (yield* Clock.currentTimeMillis) + wait
         const sleep = wait === undefined ? Effect.never : Effect.sleep(Duration.millis(wait))
         yield* Effect.raceFirst(sleep, Queue.take(wake))
       }
@@ -112,7 +115,7 @@ export const make = (
           const entry = { at, treeId, callbackId }
           live.set(callbackId, entry)
           heap.push(entry)
-          return heap.peek() === entry ? Queue.offer(wake, undefined) : Effect.void
+          return at < armedAt ? Queue.offer(wake, undefined) : Effect.void
         }),
       cancel: (callbackId) => {
         live.delete(callbackId)
