@@ -27,7 +27,8 @@ import * as Effect from "effect/Effect"
 import * as AgentSpec from "./AgentSpec.js"
 import * as CallbackHandler from "./CallbackHandler.js"
 import * as Ids from "./Ids.js"
-import type { AgentInvalid, InvalidId, PolicyInvalid, SessionNotFound, TransportFailure } from "./ParleyError.js"
+import type { InvalidId, PolicyInvalid, SessionNotFound, TransportFailure } from "./ParleyError.js"
+import { AgentInvalid } from "./ParleyError.js"
 import { PermissionPolicy } from "./Permissions.js"
 import * as Session from "./Session.js"
 import { ToolSpec } from "./ToolSpec.js"
@@ -55,13 +56,36 @@ export interface Agent {
   readonly spec: AgentSpec.AgentSpec
   /** Answers the calls of the agent's tools that have handlers (for the whole tree). */
   readonly handler: CallbackHandler.Service | undefined
+  /** What is wrong with the options it was made with: a session of it does not start (`AgentInvalid`). */
+  readonly issues: ReadonlyArray<string>
 }
 
 /**
  * @since 0.1.0
  * @category Models
  */
-export interface Options {
+export type Options =
+  & CommonOptions
+  & (
+    | {
+      /** The permission policy: a default decision and ordered rules. */
+      readonly permissions?: PermissionPolicy | undefined
+      readonly permissionMode?: undefined
+    }
+    | {
+      /** Shorthand: `permissionMode: "ask"` is a policy whose default is `ask` (give `permissions` or this, not both). */
+      readonly permissionMode?: PermissionPolicy["default"] | undefined
+      readonly permissions?: undefined
+    }
+  )
+
+/**
+ * The options of every agent.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface CommonOptions {
   readonly name: string
   readonly description?: string | undefined
   readonly model?: string | undefined
@@ -69,15 +93,25 @@ export interface Options {
   readonly tools?: ReadonlyArray<ToolLike> | undefined
   readonly connectors?: ReadonlyArray<string> | undefined
   readonly subagents?: ReadonlyArray<Agent> | undefined
-  readonly permissions?: PermissionPolicy | undefined
-  /** Shorthand: `permissionMode: "ask"` is a policy whose default is `ask`. */
-  readonly permissionMode?: PermissionPolicy["default"] | undefined
   readonly builtins?: AgentSpec.Builtins | undefined
   readonly timeouts?: AgentSpec.CallbackTimeouts | undefined
+  /** The most model steps one turn may take (default 25). */
+  readonly maxSteps?: number | undefined
 }
 
 const specOf = (tool: ToolLike): ToolSpec => (tool instanceof ToolSpec ? tool : tool.spec)
 const handlerOf = (tool: ToolLike) => (tool instanceof ToolSpec ? undefined : tool.callbackHandler)
+
+/** Both `permissions` and `permissionMode` (a JavaScript caller, or a cast, can give both). */
+const bothPolicies = (options: Options): ReadonlyArray<string> => {
+  const loose = options as { readonly permissions?: unknown; readonly permissionMode?: unknown }
+  return loose.permissions !== undefined && loose.permissionMode !== undefined
+    ? [
+      `permissions and permissionMode are both given; give one (permissionMode: "${String(loose.permissionMode)}" ` +
+      `is the policy new PermissionPolicy({ default: "${String(loose.permissionMode)}" }))`
+    ]
+    : []
+}
 
 /**
  * Defines an agent. Nothing runs: the definition is checked when a session starts.
@@ -107,9 +141,11 @@ export const make = (options: Options): Agent => {
       subagents: subagents.map((subagent) => subagent.spec),
       permissions,
       builtins: options.builtins,
-      timeouts: options.timeouts
+      timeouts: options.timeouts,
+      maxSteps: options.maxSteps
     }),
-    handler: handlers.length === 0 ? undefined : CallbackHandler.make(...handlers)
+    handler: handlers.length === 0 ? undefined : CallbackHandler.make(...handlers),
+    issues: bothPolicies(options)
   }
 }
 
@@ -122,9 +158,13 @@ export const make = (options: Options): Agent => {
 export const startSession = (
   agent: Agent
 ): Effect.Effect<Session.Session, AgentInvalid | PolicyInvalid | TransportFailure, Transport> =>
-  Effect.flatMap(Transport, (transport) => transport.createSession(agent.spec)).pipe(
-    Effect.map((info) => Session.make({ id: info.sessionId, handler: agent.handler }))
-  )
+  agent.issues.length > 0
+    ? Effect.fail(
+      new AgentInvalid({ module: "Agent", method: "startSession", agent: agent.spec.name, issues: agent.issues })
+    )
+    : Effect.flatMap(Transport, (transport) => transport.createSession(agent.spec)).pipe(
+      Effect.map((info) => Session.make({ id: info.sessionId, handler: agent.handler }))
+    )
 
 /**
  * A session of the agent, by id (from this process or another one).

@@ -59,6 +59,8 @@ export interface AgentSpec {
   readonly permissions?: PermissionPolicy | undefined
   readonly builtins: Builtins
   readonly timeouts: CallbackTimeouts
+  /** The most model steps one turn may take (default 25); a turn that needs more ends `Failed` (`StepLimitReached`). */
+  readonly maxSteps: number
 }
 
 /**
@@ -76,7 +78,16 @@ export interface AgentSpecEncoded {
   readonly permissions?: typeof PermissionPolicy.Encoded | undefined
   readonly builtins?: typeof Builtins.Encoded | undefined
   readonly timeouts?: typeof CallbackTimeouts.Encoded | undefined
+  readonly maxSteps?: number | undefined
 }
+
+/**
+ * How many model steps a turn may take unless the agent says otherwise.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const defaultMaxSteps = 25
 
 /**
  * A subagent with no `model` uses its parent's; one with no `permissions` uses its parent's.
@@ -97,7 +108,8 @@ export const AgentSpec: Schema.Schema<AgentSpec, AgentSpecEncoded> = Schema.Stru
   ),
   permissions: Schema.optional(PermissionPolicy),
   builtins: Schema.optionalWith(Builtins, { default: () => new Builtins({}) }),
-  timeouts: Schema.optionalWith(CallbackTimeouts, { default: () => new CallbackTimeouts({}) })
+  timeouts: Schema.optionalWith(CallbackTimeouts, { default: () => new CallbackTimeouts({}) }),
+  maxSteps: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_000)), { default: () => defaultMaxSteps })
 }).annotations({ identifier: "AgentSpec" })
 
 /**
@@ -117,6 +129,7 @@ export const make = (fields: {
   readonly permissions?: PermissionPolicy | undefined
   readonly builtins?: Builtins | undefined
   readonly timeouts?: CallbackTimeouts | undefined
+  readonly maxSteps?: number | undefined
 }): AgentSpec => ({
   name: fields.name,
   ...(fields.description === undefined ? {} : { description: fields.description }),
@@ -127,7 +140,8 @@ export const make = (fields: {
   subagents: fields.subagents ?? [],
   ...(fields.permissions === undefined ? {} : { permissions: fields.permissions }),
   builtins: fields.builtins ?? new Builtins({}),
-  timeouts: fields.timeouts ?? new CallbackTimeouts({})
+  timeouts: fields.timeouts ?? new CallbackTimeouts({}),
+  maxSteps: fields.maxSteps ?? defaultMaxSteps
 })
 
 /**

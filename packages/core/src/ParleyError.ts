@@ -219,6 +219,25 @@ export class TransportFailure
 }
 
 /**
+ * A turn took as many model steps as its agent allows (`maxSteps`) and the model still called tools: it ends
+ * `Failed` rather than loop.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class StepLimitReached
+  extends Schema.TaggedError<StepLimitReached>("@parley/core/ParleyError/StepLimitReached")("StepLimitReached", {
+    ...common,
+    limit: Schema.Number
+  })
+{
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: the turn reached its limit of ${this.limit} model steps`
+  }
+}
+
+/**
  * A tool that runs in the runtime (a connector's) died instead of returning a result or a tool error.
  *
  * @since 0.1.0
@@ -273,6 +292,7 @@ export type ParleyError =
   | AgentInvalid
   | ModelFailure
   | TransportFailure
+  | StepLimitReached
   | ToolFailure
   | HandlerFailed
 
@@ -291,6 +311,7 @@ export const ParleyError: Schema.Union<[
   typeof AgentInvalid,
   typeof ModelFailure,
   typeof TransportFailure,
+  typeof StepLimitReached,
   typeof ToolFailure,
   typeof HandlerFailed
 ]> = Schema.Union(
@@ -304,6 +325,7 @@ export const ParleyError: Schema.Union<[
   AgentInvalid,
   ModelFailure,
   TransportFailure,
+  StepLimitReached,
   ToolFailure,
   HandlerFailed
 )

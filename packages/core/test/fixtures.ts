@@ -143,6 +143,7 @@ export const errors: ReadonlyArray<ParleyError.ParleyError> = [
     description: "HTTP 503"
   }),
   new ParleyError.TransportFailure({ module: "HttpTransport", method: "answer", description: "connection refused" }),
+  new ParleyError.StepLimitReached({ module: "Engine", method: "modelStep", limit: 25 }),
   new ParleyError.ToolFailure({ module: "Engine", method: "runTool", toolId: "connector.gmail.latest_email" }),
   new ParleyError.HandlerFailed({
     module: "Turn",

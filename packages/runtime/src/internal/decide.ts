@@ -12,6 +12,7 @@
  * Ids are derived from the tree id and the `seq` of the event that creates them, so a decision is deterministic.
  */
 import type { AgentSpec } from "@parley/core/AgentSpec"
+import { defaultMaxSteps } from "@parley/core/AgentSpec"
 import type { Answer } from "@parley/core/Answer"
 import * as Answers from "@parley/core/Answer"
 import type { Callback } from "@parley/core/Callback"
@@ -26,7 +27,13 @@ import {
 } from "@parley/core/Callback"
 import type { CallbackId, SessionId, ToolId, TurnId } from "@parley/core/Ids"
 import type { ParleyError } from "@parley/core/ParleyError"
-import { CallbackAlreadyAnswered, CallbackNotOpen, SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
+import {
+  CallbackAlreadyAnswered,
+  CallbackNotOpen,
+  SessionNotFound,
+  StepLimitReached,
+  TurnNotFound
+} from "@parley/core/ParleyError"
 import type { AnswerMismatch } from "@parley/core/ParleyError"
 import { PermissionPolicy } from "@parley/core/Permissions"
 import { TurnRef } from "@parley/core/Transport"
@@ -620,7 +627,13 @@ const settleTurn = (tx: Tx, turnId: TurnId): boolean => {
     turn !== undefined && turn.status === "running" && !turn.modelPending && turn.calls.length > 0 &&
     turn.calls.every((call) => call.stage._tag === "Completed")
   ) {
-    startStep(tx, turn)
+    const limit = tx.session(turn.sessionId)?.agent.maxSteps ?? defaultMaxSteps
+    if (turn.steps >= limit) {
+      const error = new StepLimitReached({ module: "Engine", method: "modelStep", limit })
+      endTurn(tx, turnId, new Failed({ sessionId: turn.sessionId, turnId, error }, true))
+    } else {
+      startStep(tx, turn)
+    }
     changed = true
   }
   return changed

@@ -90,6 +90,12 @@ const failure = (method: string, error: unknown) =>
     cause: error
   })
 
+/** Lets the event loop run its timers and I/O (a microtask yield does not). */
+const macrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 const defectMessage = (cause: Cause.Cause<unknown>) => {
   const squashed = Cause.squash(cause)
   return squashed instanceof Error ? squashed.message : String(squashed)
@@ -192,6 +198,8 @@ export const make = (
           })
         })
       return Effect.gen(function*() {
+        // A model that answers at once must not starve the event loop: timers and I/O run between steps.
+        yield* macrotask
         const model = yield* modelOf(agent)
         const prompt = promptOf(agent.instructions, session.conversation)
         let text = ""
