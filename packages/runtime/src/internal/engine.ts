@@ -131,8 +131,14 @@ export const make = (
         return Effect.tap(models.resolve(agent), (model) => Effect.sync(() => modelCache.set(agent, model)))
       })
 
+    /** Definitions already checked: a program that starts many sessions of one agent pays the check once. */
+    const validated = new WeakSet<AgentSpec>()
+
     /** Checks a definition (and its subagents') before anything runs. */
     const validate = (agent: AgentSpec): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
+      validated.has(agent) ? Effect.void : Effect.tap(check(agent), () => Effect.sync(() => validated.add(agent)))
+
+    const check = (agent: AgentSpec): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
       Effect.gen(function*() {
         // A round trip through the wire form checks every field, also of values built without validation.
         yield* Schema.encode(AgentSpecSchema)(agent).pipe(
