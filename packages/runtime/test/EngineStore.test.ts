@@ -4,7 +4,7 @@ import { Agent, Answer, Ids, Session, Turn, TurnEvent } from "@parley/core"
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { DateTime, Effect, Layer, Option, Schema } from "effect"
+import { DateTime, Effect, Fiber, Layer, Option, Schema } from "effect"
 
 // The engine and its store: appends made by someone else (another process) are noticed, a lost append race is
 // decided again on the new log, a failing store is a typed error that leaves the engine working, and idle trees leave
@@ -190,6 +190,44 @@ describe("Engine and store", () => {
       // With a time-to-live of 0 the paused tree is dropped between the run and the answer, and loaded again.
       assert.isAbove(evicting.loads(), 1)
       assert.strictEqual(keeping.loads(), 1)
+    }))
+
+  it.effect("clients interrupted at any point never wedge a tree: later turns still block, answer and complete", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        for (let k = 0; k < 12; k++) {
+          // A run interrupted after k scheduler steps: before, during or after its message, its wait, its answer.
+          const run = yield* Effect.fork(
+            Effect.flatMap(
+              Session.sendMessage(session, "What does the Atlas cost?"),
+              (turn) =>
+                Effect.flatMap(Turn.result(turn), (state) =>
+                  state._tag === "Blocked"
+                    ? Turn.answer(turn, state.callbacks[0].id, new Answer.AllowApproval())
+                    : Effect.void)
+            )
+          )
+          yield* Effect.repeatN(Effect.yieldNow(), k)
+          yield* Fiber.interrupt(run)
+          yield* Session.cancel(session)
+        }
+        // The session is still sound: a new turn blocks on its approval, takes the answer and completes.
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        assert.strictEqual(blocked.callbacks.length, 1)
+        const turn = yield* Session.turn(session, blocked.turnId)
+        yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
+        const state = yield* Turn.result(turn, { after: blocked })
+        assert.strictEqual(state._tag, "Completed")
+        // Every turn that was accepted ended, and every callback that opened was resolved exactly once.
+        const log = yield* store.service.read(session.id, 0)
+        const queued = log.filter((event) => event._tag === "TurnQueued").length
+        assert.strictEqual(log.filter((event) => event._tag === "TurnEnded").length, queued)
+        const opened = log.filter((event) => event._tag === "CallbackOpened").length
+        assert.strictEqual(log.filter((event) => event._tag === "CallbackResolved").length, opened)
+      }).pipe(Effect.provide(runtime(store.service, model)))
     }))
 
   it.effect("malformed ids from another process are typed errors", () =>
