@@ -36,7 +36,7 @@ import { AllowApproval, ClientToolResult, DenyApproval, SignInAnswer } from "./A
 import type { Callback } from "./Callback.js"
 import type { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
 import type { JsonSchema } from "./ToolSpec.js"
-import type { Resolution, TurnCause, TurnEvent } from "./TurnEvent.js"
+import type { Reasoning, Resolution, TurnCause, TurnEvent } from "./TurnEvent.js"
 import type { Final } from "./TurnState.js"
 import { Blocked } from "./TurnState.js"
 
@@ -70,6 +70,7 @@ export type Message =
     /** The model step (`messageId`) that produced it. */
     readonly step: string
     readonly text: string
+    readonly reasoning: ReadonlyArray<Reasoning>
     readonly toolCalls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly params: unknown }>
   }
   | {
@@ -262,7 +263,7 @@ const toAssistant = (
   if (end !== undefined && end.role === "assistant" && end.step === step) {
     return [...conversation.slice(0, -1), f(end)]
   }
-  return [...conversation, f({ role: "assistant", step, text: "", toolCalls: [] })]
+  return [...conversation, f({ role: "assistant", step, text: "", reasoning: [], toolCalls: [] })]
 }
 
 /** Adds a tool result, keeping the results in the order of the calls of the assistant message before them. */
@@ -343,7 +344,11 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
       const next = updateTurn(state, event.turnId, (turn) => ({ ...turn, modelPending: false }))
       return updateSession(next, event.sessionId, (session) => ({
         ...session,
-        conversation: toAssistant(session.conversation, step, (message) => ({ ...message, text: event.text }))
+        conversation: toAssistant(
+          session.conversation,
+          step,
+          (message) => ({ ...message, text: event.text, reasoning: event.reasoning })
+        )
       }))
     }
     case "ToolCallStarted": {

@@ -126,7 +126,19 @@ export class MessageDelta
 {}
 
 /**
- * The assistant's whole message of one model step.
+ * Reasoning a model gave before its answer, with the provider's metadata (a provider may need it back, e.g. Mistral's
+ * thinking chunks, replayed on later turns).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Reasoning extends Schema.Class<Reasoning>("@parley/core/TurnEvent/Reasoning")({
+  text: Schema.String,
+  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) })
+}) {}
+
+/**
+ * The assistant's whole message of one model step: its text, and the reasoning that came with it.
  *
  * @since 0.1.0
  * @category Schemas
@@ -135,7 +147,8 @@ export class MessageCompleted
   extends Schema.TaggedClass<MessageCompleted>("@parley/core/TurnEvent/MessageCompleted")("MessageCompleted", {
     ...common,
     messageId: Schema.String,
-    text: Schema.String
+    text: Schema.String,
+    reasoning: Schema.optionalWith(Schema.Array(Reasoning), { default: () => [] })
   })
 {}
 

@@ -379,4 +379,29 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
       assert.deepStrictEqual(results, calls)
       assert.deepStrictEqual(last[last.length - 1], { role: "user", content: FOLLOW_UP })
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+  it.scoped("a Magistral turn's thinking is kept in the log and replayed to Mistral on the next turn", () =>
+    Effect.gen(function*() {
+      const { models, server } = yield* setup
+      server.enqueue(Scripts.mistralReasoning(), Scripts.mistralText(["Bye."]))
+      const thinker = Agent.make({ name: "thinker", model: "magistral-medium-latest", instructions: "Be brief." })
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(thinker)
+        const first = yield* Session.run(session, "Hi!")
+        assert.strictEqual(first._tag === "Completed" ? first.text : first._tag, "Hello!")
+        const events = yield* turnEvents(first.sessionId, first.turnId)
+        const completed = events.filter((event) => event._tag === "MessageCompleted")
+        assert.deepStrictEqual(
+          completed.map((event) => event._tag === "MessageCompleted" ? event.reasoning.map((r) => r.text) : []),
+          [["The user greets. Answer briefly."]]
+        )
+        yield* Session.run(session, "Bye!")
+      }).pipe(Effect.provide(runtime(models)))
+      const replay = server.requests[1].body.messages
+      assert.deepStrictEqual(MistralRules.validate(server.requests[1].body), [])
+      const assistantTurn = replay.find((message) => message.role === "assistant")
+      assert.deepStrictEqual(assistantTurn?.content, [
+        { type: "thinking", thinking: [{ type: "text", text: "The user greets. Answer briefly." }] },
+        { type: "text", text: "Hello!" }
+      ])
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 })

@@ -38,7 +38,7 @@ import type { AnswerMismatch } from "@parley/core/ParleyError"
 import { PermissionPolicy } from "@parley/core/Permissions"
 import { TurnRef } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
-import type { Resolution, TurnEvent } from "@parley/core/TurnEvent"
+import type { Reasoning, Resolution, TurnEvent } from "@parley/core/TurnEvent"
 import {
   CallbackOpened,
   CallbackResolved,
@@ -91,6 +91,7 @@ export type Command =
     readonly turnId: TurnId
     readonly messageId: string
     readonly text: string
+    readonly reasoning: ReadonlyArray<Reasoning>
     readonly toolCalls: ReadonlyArray<ModelToolCall>
   }
   | {
@@ -747,14 +748,15 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         return Either.right(undefined)
       }
       const tools = toolsOfTurn(tx, turn)
-      if (command.text.length > 0 || command.toolCalls.length === 0) {
+      if (command.text.length > 0 || command.reasoning.length > 0 || command.toolCalls.length === 0) {
         tx.emit((meta) =>
           new MessageCompleted({
             sessionId: turn.sessionId,
             turnId: turn.turnId,
             ...meta,
             messageId: command.messageId,
-            text: command.text
+            text: command.text,
+            reasoning: command.reasoning
           }, noValidation)
         )
       }

@@ -31,7 +31,7 @@ import type * as Transport from "@parley/core/Transport"
 import { SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import { MessageDelta } from "@parley/core/TurnEvent"
+import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
 import * as Policy from "@parley/policy/PermissionPolicy"
 import * as PolicyWarning from "@parley/policy/PolicyWarning"
 import * as Cause from "effect/Cause"
@@ -210,6 +210,8 @@ export const make = (
         const prompt = promptOf(agent.instructions, session.conversation)
         let text = ""
         const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
+        // Reasoning blocks by id, in the order they started, with the provider's metadata.
+        const reasoning = new Map<string, { text: string; metadata: Record<string, unknown> }>()
         yield* model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true }).pipe(
           Stream.runForEach((part) => {
             if (part.type === "text-delta") {
@@ -220,10 +222,25 @@ export const make = (
                 ]))
             }
             if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
+            if (part.type === "reasoning-start") reasoning.set(part.id, { text: "", metadata: { ...part.metadata } })
+            if (part.type === "reasoning-delta") {
+              const block = reasoning.get(part.id) ?? { text: "", metadata: { ...part.metadata } }
+              block.text += part.delta
+              reasoning.set(part.id, block)
+            }
             return Effect.void
           })
         )
-        yield* offer(actor, { _tag: "ModelStepDone", turnId: turn.turnId, messageId: step.messageId, text, toolCalls })
+        yield* offer(actor, {
+          _tag: "ModelStepDone",
+          turnId: turn.turnId,
+          messageId: step.messageId,
+          text,
+          reasoning: [...reasoning.values()].filter((block) => block.text.length > 0).map((block) =>
+            new Reasoning(block, true)
+          ),
+          toolCalls
+        })
       }).pipe(
         Effect.catchAll((error) => modelFailure(error.message, error)),
         Effect.catchAllDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))

@@ -21,6 +21,13 @@ const toPrompt = (message: TreeState.Message): Prompt.Message => {
     case "assistant":
       return Prompt.assistantMessage({
         content: [
+          ...message.reasoning.map((reasoning) =>
+            // The provider's metadata goes back as its options (e.g. Mistral's thinking marker).
+            Prompt.makePart("reasoning", {
+              text: reasoning.text,
+              options: reasoning.metadata as Prompt.ProviderOptions
+            })
+          ),
           ...(message.text.length > 0 ? [Prompt.makePart("text", { text: message.text })] : []),
           ...message.toolCalls.map((call) =>
             Prompt.makePart("tool-call", { id: call.id, name: call.name, params: call.params, providerExecuted: false })
