@@ -128,15 +128,15 @@ const microSection = Effect.gen(function*() {
   const rows: Array<Report.Row> = []
   for (const model of microModels) {
     const result = yield* measure(model, options.calls)
-    rows.push(Report.info(`${describeModel(model)}: per call`, Report.micros(result.micros)))
+    rows.push(Report.info(`${describeModel(model)}: per call`, Report.perCall(result)))
   }
   const schema = yield* measureSchemaWork(options.calls)
   rows.push(
     Report.info(
       "of which LanguageModel.make rebuilds per call: Response.StreamPart(toolkit)",
-      Report.micros(schema.build)
+      Report.perCall(schema.build)
     ),
-    Report.info("  … build + compile its decoder (Schema.decode)", Report.micros(schema.compile))
+    Report.info("  … build + compile its decoder (Schema.decode)", Report.perCall(schema.compile))
   )
   const section: Report.Section = {
     title: `bare streamText call, drained (lookup_price toolkit, disableToolCallResolution) · ${

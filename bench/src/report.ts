@@ -33,6 +33,9 @@ export const mib = (bytes: number): string =>
   bytes >= GIB ? `${(bytes / GIB).toFixed(2)} GiB` : `${(bytes / MIB).toFixed(0)} MiB`
 export const count = (value: number): string => Math.round(value).toLocaleString("en-US")
 export const micros = (value: number): string => `${value.toFixed(1)} µs`
+/** Wall-clock µs, and the CPU µs of the process in brackets. */
+export const perCall = (value: { readonly wall: number; readonly cpu: number }): string =>
+  `${micros(value.wall)} (CPU ${micros(value.cpu)})`
 
 // ----------------------------------------------------------------------------
 // Rows
