@@ -140,7 +140,7 @@ export type Step = Reply | ((call: Call) => Reply | Effect.Effect<Reply, AiError
  * The handle of a scripted model.
  *
  * - `languageModel`: the `LanguageModel` service.
- * - `calls`: every call so far, in order (unexpected ones included).
+ * - `calls`: every call so far, in order (unexpected ones included), as a copy that later calls leave unchanged.
  * - `assertComplete`: fails with `UnexpectedModelCall` if a call went beyond the script, else with
  *   `UnconsumedModelSteps` if steps are left. Always succeeds for `fromFunction`.
  *

@@ -350,3 +350,25 @@ describe("ScriptedModel", () => {
       }))
   })
 })
+
+describe("ScriptedModel recording", () => {
+  it.effect("recorded calls are a snapshot, and a tool's description is built once per tool", () =>
+    Effect.gen(function*() {
+      const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("ok"))
+      const request = { prompt: "hi", toolkit: unresolved(Weather), disableToolCallResolution: true } as const
+      yield* collect(model.languageModel.streamText(request))
+      const first = yield* model.calls
+      // another toolkit holding the same tool object
+      yield* model.languageModel.generateText({ ...request, toolkit: unresolved(Toolkit.make(GetWeather)) })
+      const both = yield* model.calls
+      assert.strictEqual(first.length, 1)
+      assert.strictEqual(both.length, 2)
+      assert.strictEqual(both[0], first[0])
+      assert.strictEqual(both[1].tools[0], both[0].tools[0])
+      assert.deepStrictEqual<unknown>(both[0].tools, [{
+        name: "get_weather",
+        description: "Current weather for a city",
+        parameters: Tool.getJsonSchema(GetWeather)
+      }])
+    }))
+})

@@ -1,6 +1,9 @@
 /**
  * The machinery of `ScriptedModel`: the recorded state, the `LanguageModel` built on it, and the rendering of a
  * `Reply` as `@effect/ai` response parts (whole for `generateText`, streamed word by word for `streamText`).
+ *
+ * Work per call is O(1) in the number of calls so far: the recorded calls are appended to (never copied), and the
+ * JSON Schema of a tool is built once per tool object.
  */
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
@@ -9,7 +12,6 @@ import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import type { Call, Reply, Step, ToolDescription } from "../ScriptedModel.js"
 
@@ -23,15 +25,18 @@ export interface Script {
 /** A model that records its calls; the public module turns `unexpected` and `size` into `assertComplete`. */
 export interface Recording<Unexpected extends Error> {
   readonly languageModel: LanguageModel.Service
+  /** A copy of the calls so far (later calls do not change it). */
   readonly calls: Effect.Effect<ReadonlyArray<Call>>
   /** The calls that went beyond the script, as built by `makeWith`'s `unexpected`. */
   readonly unexpected: Effect.Effect<ReadonlyArray<Unexpected>>
 }
 
-interface State<Unexpected> {
-  readonly calls: ReadonlyArray<Call>
-  readonly unexpected: ReadonlyArray<Unexpected>
-  readonly nextToolCallId: number
+/** What a call is answered from: the provider options of `LanguageModel.make`, without the span. */
+interface Request {
+  readonly prompt: Prompt.Prompt
+  readonly tools: ReadonlyArray<Tool.Any>
+  readonly toolChoice: LanguageModel.ToolChoice<string>
+  readonly responseFormat: LanguageModel.ProviderOptions["responseFormat"]
 }
 
 const MODULE = "ScriptedModel"
@@ -45,45 +50,37 @@ export const makeWith = <Unexpected extends Error>(
   unexpected: (call: Call) => Unexpected
 ): Effect.Effect<Recording<Unexpected>> =>
   Effect.gen(function*() {
-    const state = yield* Ref.make<State<Unexpected>>({ calls: [], unexpected: [], nextToolCallId: 1 })
+    // Mutated only inside `Effect.suspend`, one call at a time: appends, no copies.
+    const calls: Array<Call> = []
+    const beyond: Array<Unexpected> = []
+    let nextToolCallId = 1
 
-    const respond = (
-      options: LanguageModel.ProviderOptions,
-      method: Call["method"]
-    ): Effect.Effect<RenderedReply, AiError.AiError> =>
-      Effect.gen(function*() {
-        const tools = yield* describeTools(options.tools, method)
-        const [call, taken] = yield* Ref.modify(
-          state,
-          (current): [readonly [Call, { readonly step: Step } | Unexpected], State<Unexpected>] => {
-            const call: Call = {
-              index: current.calls.length,
-              method,
-              prompt: options.prompt,
-              tools,
-              toolChoice: options.toolChoice,
-              responseFormat: options.responseFormat
-            }
-            const calls = [...current.calls, call]
-            const step = script.step(call.index)
-            if (step === undefined) {
-              const error = unexpected(call)
-              return [[call, error], { ...current, calls, unexpected: [...current.unexpected, error] }]
-            }
-            return [[call, { step }], { ...current, calls }]
+    const respond = (request: Request, method: Call["method"]): Effect.Effect<RenderedReply, AiError.AiError> =>
+      Effect.flatMap(describeTools(request.tools, method), (tools) =>
+        Effect.suspend(() => {
+          const call: Call = {
+            index: calls.length,
+            method,
+            prompt: request.prompt,
+            tools,
+            toolChoice: request.toolChoice,
+            responseFormat: request.responseFormat
           }
-        )
-        if (taken instanceof Error) {
-          return yield* new AiError.UnknownError({ module: MODULE, method, description: taken.message, cause: taken })
-        }
-        const answer = yield* runStep(taken.step, call)
-        const toolCallIds = yield* Ref.modify(state, (current): [ReadonlyArray<string>, State<Unexpected>] => {
-          let next = current.nextToolCallId
-          const ids = (answer.toolCalls ?? []).map((toolCall) => toolCall.id ?? `call_${next++}`)
-          return [ids, { ...current, nextToolCallId: next }]
-        })
-        return { reply: answer, toolCallIds, call }
-      })
+          calls.push(call)
+          const step = script.step(call.index)
+          if (step === undefined) {
+            const error = unexpected(call)
+            beyond.push(error)
+            return Effect.fail(
+              new AiError.UnknownError({ module: MODULE, method, description: error.message, cause: error })
+            )
+          }
+          return Effect.map(runStep(step, call), (reply): RenderedReply => ({
+            reply,
+            toolCallIds: (reply.toolCalls ?? []).map((toolCall) => toolCall.id ?? `call_${nextToolCallId++}`),
+            call
+          }))
+        }))
 
     const languageModel = yield* LanguageModel.make({
       generateText: (options) => Effect.map(respond(options, "generateText"), toParts),
@@ -95,11 +92,10 @@ export const makeWith = <Unexpected extends Error>(
           )
         )
     })
-
     return {
       languageModel,
-      calls: Effect.map(Ref.get(state), (current) => current.calls),
-      unexpected: Effect.map(Ref.get(state), (current) => current.unexpected)
+      calls: Effect.sync(() => calls.slice()),
+      unexpected: Effect.sync(() => beyond.slice())
     }
   })
 
@@ -111,17 +107,30 @@ const runStep = (step: Step, call: Call): Effect.Effect<Reply, AiError.AiError> 
     })
     : Effect.succeed(step)
 
+// =============================================================================
+// Tools as the model sees them (JSON Schema built once per tool)
+// =============================================================================
+
+const descriptions = new WeakMap<Tool.Any, ToolDescription>()
+
+const describeTool = (tool: Tool.Any): ToolDescription => {
+  const cached = descriptions.get(tool)
+  if (cached !== undefined) return cached
+  const description: ToolDescription = {
+    name: tool.name,
+    description: tool.description ?? Tool.getDescriptionFromSchemaAst(tool.parametersSchema.ast),
+    parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
+  }
+  descriptions.set(tool, description)
+  return description
+}
+
 const describeTools = (
   tools: ReadonlyArray<Tool.Any>,
   method: Call["method"]
 ): Effect.Effect<ReadonlyArray<ToolDescription>, AiError.AiError> =>
   Effect.try({
-    try: () =>
-      tools.map((tool) => ({
-        name: tool.name,
-        description: tool.description ?? Tool.getDescriptionFromSchemaAst(tool.parametersSchema.ast),
-        parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast)
-      })),
+    try: () => tools.map(describeTool),
     catch: (cause) =>
       new AiError.MalformedInput({
         module: MODULE,
