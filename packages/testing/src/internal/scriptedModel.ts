@@ -4,14 +4,28 @@
  *
  * Work per call is O(1) in the number of calls so far: the recorded calls are appended to (never copied), and the
  * JSON Schema of a tool is built once per tool object.
+ *
+ * `LanguageModel.make` rebuilds the response schema (`Response.StreamPart(toolkit)` / `Response.Part(toolkit)`) and
+ * compiles its decoder on every call, which costs milliseconds. So the common requests (no toolkit, or a toolkit
+ * whose calls the caller runs itself, `disableToolCallResolution: true`) are answered by a direct implementation of
+ * `LanguageModel.Service` that does what `LanguageModel.make` does (same provider options, same span, same decoding
+ * of the encoded parts, same `MalformedOutput` on a decoding failure) with decoders built once per toolkit. The
+ * other requests (tool calls resolved by `@effect/ai`, a toolkit given as an Effect, a span transformer in context)
+ * go through `LanguageModel.make` itself.
  */
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
-import type * as Prompt from "@effect/ai/Prompt"
-import type * as Response from "@effect/ai/Response"
+import * as Prompt from "@effect/ai/Prompt"
+import * as Response from "@effect/ai/Response"
+import * as Telemetry from "@effect/ai/Telemetry"
 import * as Tool from "@effect/ai/Tool"
+import * as Toolkit from "@effect/ai/Toolkit"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { Call, Reply, Step, ToolDescription } from "../ScriptedModel.js"
 
@@ -38,6 +52,9 @@ interface Request {
   readonly toolChoice: LanguageModel.ToolChoice<string>
   readonly responseFormat: LanguageModel.ProviderOptions["responseFormat"]
 }
+
+type Tools = Record<string, Tool.Any>
+type Options = LanguageModel.GenerateTextOptions<Tools>
 
 const MODULE = "ScriptedModel"
 
@@ -82,7 +99,7 @@ export const makeWith = <Unexpected extends Error>(
           }))
         }))
 
-    const languageModel = yield* LanguageModel.make({
+    const made = yield* LanguageModel.make({
       generateText: (options) => Effect.map(respond(options, "generateText"), toParts),
       streamText: (options) =>
         Stream.unwrap(
@@ -92,6 +109,10 @@ export const makeWith = <Unexpected extends Error>(
           )
         )
     })
+    const languageModel = Option.isSome(yield* Effect.serviceOption(Telemetry.CurrentSpanTransformer))
+      ? made
+      : direct(made, respond)
+
     return {
       languageModel,
       calls: Effect.sync(() => calls.slice()),
@@ -139,6 +160,126 @@ const describeTools = (
         cause
       })
   })
+
+// =============================================================================
+// The direct service: LanguageModel.make's work, with the response decoders built once per toolkit
+// =============================================================================
+
+interface Decoders {
+  readonly stream: (
+    chunk: Chunk.Chunk<Response.StreamPartEncoded>
+  ) => Effect.Effect<Chunk.Chunk<Response.StreamPart<Tools>>, ParseResult.ParseError>
+  readonly parts: (content: unknown) => Effect.Effect<Array<Response.Part<Tools>>, ParseResult.ParseError>
+}
+
+/** The decoders `LanguageModel.make` builds on every call with this toolkit, each built on first use. */
+const makeDecoders = (toolkit: Toolkit.Any | Toolkit.WithHandler<Tools>): Decoders => {
+  let stream: Decoders["stream"] | undefined
+  let parts: Decoders["parts"] | undefined
+  return {
+    stream: (chunk) => (stream ??= Schema.decode(Schema.ChunkFromSelf(Response.StreamPart(toolkit))))(chunk),
+    parts: (content) => (parts ??= Schema.decodeUnknown(Schema.mutable(Schema.Array(Response.Part(toolkit)))))(content)
+  }
+}
+
+/** Keyed by the toolkit's `tools` record: a toolkit and the `WithHandler`s made from it share their decoders. */
+const decodersByTools = new WeakMap<object, Decoders>()
+let noTools: Decoders | undefined
+
+const decodersOf = (toolkit: Toolkit.WithHandler<Tools> | undefined): Decoders => {
+  if (toolkit === undefined) return (noTools ??= makeDecoders(Toolkit.empty))
+  const cached = decodersByTools.get(toolkit.tools)
+  if (cached !== undefined) return cached
+  const decoders = makeDecoders(toolkit)
+  decodersByTools.set(toolkit.tools, decoders)
+  return decoders
+}
+
+/** What `LanguageModel.make` passes to the provider, and the decoders of the response. */
+const prepare = (
+  options: Options,
+  responseFormat: LanguageModel.ProviderOptions["responseFormat"]
+): { readonly request: Request; readonly decoders: Decoders } => {
+  const prompt = Prompt.make(options.prompt)
+  const toolkit = options.toolkit as Toolkit.WithHandler<Tools> | undefined
+  const all = toolkit === undefined ? [] : Object.values(toolkit.tools)
+  if (toolkit === undefined || all.length === 0) {
+    return { request: { prompt, tools: [], toolChoice: "none", responseFormat }, decoders: decodersOf(undefined) }
+  }
+  const toolChoice = options.toolChoice ?? "auto"
+  const tools = typeof toolChoice === "object" && "oneOf" in toolChoice
+    ? all.filter((tool) => toolChoice.oneOf.includes(tool.name))
+    : all
+  return { request: { prompt, tools, toolChoice, responseFormat }, decoders: decodersOf(toolkit) }
+}
+
+/** Whether `LanguageModel.make` would resolve tool calls (or read the toolkit from an Effect): then it answers. */
+const needsMake = (options: Options): boolean => {
+  const toolkit = options.toolkit
+  if (toolkit === undefined) return false
+  if (Effect.isEffect(toolkit)) return true
+  return options.disableToolCallResolution !== true && Object.keys(toolkit.tools).length > 0
+}
+
+/** What `LanguageModel.make` fails with when the provider's parts do not decode. */
+const malformed = (method: Call["method"], error: ParseResult.ParseError): AiError.AiError =>
+  AiError.MalformedOutput.fromParseError({ module: "LanguageModel", method, error })
+
+const textFormat: LanguageModel.ProviderOptions["responseFormat"] = { type: "text" }
+
+const direct = (
+  made: LanguageModel.Service,
+  respond: (request: Request, method: Call["method"]) => Effect.Effect<RenderedReply, AiError.AiError>
+): LanguageModel.Service => {
+  const withTransformer = Effect.map(Effect.serviceOption(Telemetry.CurrentSpanTransformer), Option.isSome)
+
+  const generateText = (options: Options) =>
+    Effect.flatMap(withTransformer, (transformed) =>
+      transformed || needsMake(options)
+        ? made.generateText(options)
+        : Effect.useSpan(
+          "LanguageModel.generateText",
+          {
+            captureStackTrace: false,
+            attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
+          },
+          (span) =>
+            Effect.suspend(() => {
+              const { decoders, request } = prepare(options, textFormat)
+              return Effect.flatMap(respond(request, "generateText"), (rendered) => decoders.parts(toParts(rendered)))
+            }).pipe(
+              Effect.map((content) => new LanguageModel.GenerateTextResponse(content)),
+              Effect.mapError((error) => ParseResult.isParseError(error) ? malformed("generateText", error) : error),
+              Effect.withParentSpan(span)
+            )
+        ))
+
+  const streamText = (options: Options) =>
+    Stream.unwrapScoped(Effect.gen(function*() {
+      if ((yield* withTransformer) || needsMake(options)) return made.streamText(options)
+      yield* Effect.makeSpanScoped("LanguageModel.streamText", {
+        captureStackTrace: false,
+        attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
+      })
+      const { decoders, request } = prepare(options, textFormat)
+      const rendered = yield* respond(request, "streamText")
+      // Decoded part by part, as `LanguageModel.make` decodes the one-part chunks: a part that fails to decode ends
+      // the stream after the parts before it.
+      const chunks: Array<Chunk.Chunk<Response.StreamPart<Tools>>> = []
+      for (const part of toStreamParts(rendered)) {
+        const decoded = yield* Effect.either(decoders.stream(Chunk.of(part)))
+        if (Either.isLeft(decoded)) {
+          return Stream.concat(Stream.fromChunks(...chunks), Stream.fail(malformed("streamText", decoded.left)))
+        }
+        chunks.push(decoded.right)
+      }
+      return Stream.fromChunks(...chunks)
+    }))
+
+  const service = { generateText, generateObject: made.generateObject, streamText }
+  // `LanguageModel.Service`'s methods are generic in the caller's toolkit, as in `LanguageModel.make`'s own result.
+  return service as unknown as LanguageModel.Service
+}
 
 // =============================================================================
 // Rendering
