@@ -525,6 +525,32 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
       ])
     }))
 
+  it.effect("each toolkit decodes with its own tools, also beyond the toolkits whose decoders are kept", () =>
+    Effect.gen(function*() {
+      // 20 toolkits of one tool each, `tool_0` … `tool_19`: more than the decoders kept, used twice in turn
+      const toolkits = Array.from(
+        { length: 20 },
+        (_, i) => unresolved(Toolkit.make(Tool.make(`tool_${i}`, { parameters: { n: Schema.Number } })))
+      )
+      const model = yield* ScriptedModel.fromFunction((call) =>
+        ScriptedModel.toolCall(ScriptedModel.lastUserText(call) ?? "", { n: call.index })
+      )
+      for (const round of [0, 1]) {
+        for (const [i, toolkit] of toolkits.entries()) {
+          const own = yield* collect(
+            model.languageModel.streamText({ prompt: `tool_${i}`, toolkit, disableToolCallResolution: true })
+          )
+          assert.deepStrictEqual(own.flatMap((part) => part.type === "tool-call" ? [part.name] : []), [`tool_${i}`])
+          const other = yield* model.languageModel.generateText({
+            prompt: `tool_${(i + 1 + round) % 20}`,
+            toolkit,
+            disableToolCallResolution: true
+          }).pipe(Effect.flip)
+          assert.strictEqual(other._tag, "MalformedOutput")
+        }
+      }
+    }))
+
   it.effect("streamText and generateText open LanguageModel.make's spans", () =>
     Effect.gen(function*() {
       const spans: Array<string> = []

@@ -9,9 +9,9 @@
  * compiles its decoder on every call, which costs milliseconds. So the common requests (no toolkit, or a toolkit
  * whose calls the caller runs itself, `disableToolCallResolution: true`) are answered by a direct implementation of
  * `LanguageModel.Service` that does what `LanguageModel.make` does (same provider options, same span, same decoding
- * of the encoded parts, same `MalformedOutput` on a decoding failure) with decoders built once per toolkit. The
- * other requests (tool calls resolved by `@effect/ai`, a toolkit given as an Effect, a span transformer in context)
- * go through `LanguageModel.make` itself.
+ * of the encoded parts, same `MalformedOutput` on a decoding failure) with decoders built once per toolkit (kept
+ * for the 16 toolkits used last). The other requests (tool calls resolved by `@effect/ai`, a toolkit given as an
+ * Effect, a span transformer in context) go through `LanguageModel.make` itself.
  */
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
@@ -182,16 +182,28 @@ const makeDecoders = (toolkit: Toolkit.Any | Toolkit.WithHandler<Tools>): Decode
   }
 }
 
-/** Keyed by the toolkit's `tools` record: a toolkit and the `WithHandler`s made from it share their decoders. */
-const decodersByTools = new WeakMap<object, Decoders>()
+/**
+ * The decoders of the toolkits used last, keyed by the toolkit's `tools` record (a toolkit and the `WithHandler`s
+ * made from it share theirs), least recently used first. Bounded rather than weak: compiled decoders weigh tens of
+ * KB, and a caller that makes a toolkit per conversation and keeps it alive (a paused turn) must not keep one
+ * decoder per conversation alive with it.
+ */
+const recentDecoders = new Map<object, Decoders>()
+const RECENT_DECODERS = 16
 let noTools: Decoders | undefined
 
 const decodersOf = (toolkit: Toolkit.WithHandler<Tools> | undefined): Decoders => {
   if (toolkit === undefined) return (noTools ??= makeDecoders(Toolkit.empty))
-  const cached = decodersByTools.get(toolkit.tools)
-  if (cached !== undefined) return cached
+  const cached = recentDecoders.get(toolkit.tools)
+  if (cached !== undefined) {
+    recentDecoders.delete(toolkit.tools)
+    recentDecoders.set(toolkit.tools, cached)
+    return cached
+  }
   const decoders = makeDecoders(toolkit)
-  decodersByTools.set(toolkit.tools, decoders)
+  recentDecoders.set(toolkit.tools, decoders)
+  const oldest = recentDecoders.keys().next()
+  if (recentDecoders.size > RECENT_DECODERS && oldest.done !== true) recentDecoders.delete(oldest.value)
   return decoders
 }
 
