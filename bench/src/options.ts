@@ -2,15 +2,17 @@
  * The sizes of a bench run: `--quick` (small sizes, for CI) or full, each size overridable by a flag
  * (`--turns=200`) or an environment variable (`BENCH_TURNS=200`); a flag wins over the variable.
  *
- * | flag              | variable          | full    | quick | what                                              |
- * |-------------------|-------------------|---------|-------|---------------------------------------------------|
- * | `--turns`         | `BENCH_TURNS`     | 1000    | 30    | measured turns per latency phase                  |
- * | `--warmup`        | `BENCH_WARMUP`    | 50      | 5     | unmeasured turns before each latency phase        |
- * | `--paused`        | `BENCH_PAUSED`    | 5000    | 200   | turns paused at once (pause / resume phase)       |
- * | `--paused-rss`    | `BENCH_PAUSED_RSS`| 100000  | 0     | paused turns in the RSS child process (0: skip)   |
- * | `--budget`        | `BENCH_BUDGET`    | 180     | 20    | seconds a pause phase may take before it stops    |
- * | `--calls`         | `BENCH_CALLS`     | 2000    | 200   | calls per bare `streamText` microbench            |
- * | `--raw-paused`    | `BENCH_RAW_PAUSED`| =paused | =paused | turns paused at once with the raw model double  |
+ * | flag           | variable           | full     | quick    | what                                           |
+ * |----------------|--------------------|----------|----------|------------------------------------------------|
+ * | `--turns`      | `BENCH_TURNS`      | 1000     | 30       | measured turns per latency phase               |
+ * | `--warmup`     | `BENCH_WARMUP`     | 50       | 5        | unmeasured turns before each latency phase     |
+ * | `--paused`     | `BENCH_PAUSED`     | 5000     | 200      | turns paused at once (pause / resume phase)    |
+ * | `--raw-paused` | `BENCH_RAW_PAUSED` | =paused  | =paused  | the same with the raw model double (0: skip)   |
+ * | `--paused-rss` | `BENCH_PAUSED_RSS` | 100000   | 0        | paused turns in the RSS child process (0: skip)|
+ * | `--budget`     | `BENCH_BUDGET`     | 180      | 20       | seconds a pause phase may take before it stops |
+ * | `--calls`      | `BENCH_CALLS`      | 2000     | 200      | calls per bare `streamText` microbench         |
+ *
+ * `--quick` (or `BENCH_QUICK=1`) picks the quick column.
  */
 import { Option } from "effect"
 
