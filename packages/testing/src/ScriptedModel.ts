@@ -1,14 +1,20 @@
 /**
  * A deterministic, offline `@effect/ai` `LanguageModel` for tests and for the "brains" of example programs.
  *
- * `ScriptedModel.make(steps)` builds a real `LanguageModel.LanguageModel` service with `LanguageModel.make`. Every
- * model call (`generateText`, `generateObject` or `streamText`) is recorded with the prompt and the tools it got, and
- * consumes the next step of the script. A step is a `Reply` (text and / or tool calls) or a function of the recorded
+ * `ScriptedModel.make(steps)` builds a real `LanguageModel.LanguageModel` service. Every model call (`generateText`,
+ * `generateObject` or `streamText`) is recorded with the prompt and the tools it got, and consumes the next step of
+ * the script. A step is a `Reply` (text and / or tool calls) or a function of the recorded
  * call, so a step can answer from the conversation so far (for example from a tool result in the prompt).
  *
  * Streaming is first-class: a text reply is streamed as `text-start`, one `text-delta` per word and `text-end`; tool
  * calls are `tool-call` parts with deterministic ids (`call_1`, `call_2`, … unless the step names one); every reply
  * ends with a `finish` part (`tool-calls` or `stop`, with word-count usage).
+ *
+ * The parts are decoded against the request's toolkit exactly as `LanguageModel.make` decodes a provider's parts
+ * (an unknown tool or invalid params fail the call with `AiError.MalformedOutput`), but with the response schema
+ * built once per toolkit rather than on every call (where `LanguageModel.make` spends milliseconds); requests whose
+ * tool calls `@effect/ai` resolves go through `LanguageModel.make` itself. Work per call does not grow with the
+ * number of calls: recording appends, and each tool's JSON Schema is built once.
  *
  * A call beyond the script fails with an `AiError.UnknownError` and is remembered, and `assertComplete` fails with
  * `UnexpectedModelCall` or `UnconsumedModelSteps`, so a test fails if the model was not driven the way it claims.
@@ -140,7 +146,7 @@ export type Step = Reply | ((call: Call) => Reply | Effect.Effect<Reply, AiError
  * The handle of a scripted model.
  *
  * - `languageModel`: the `LanguageModel` service.
- * - `calls`: every call so far, in order (unexpected ones included).
+ * - `calls`: every call so far, in order (unexpected ones included), as a copy that later calls leave unchanged.
  * - `assertComplete`: fails with `UnexpectedModelCall` if a call went beyond the script, else with
  *   `UnconsumedModelSteps` if steps are left. Always succeeds for `fromFunction`.
  *

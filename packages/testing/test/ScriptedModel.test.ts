@@ -1,7 +1,7 @@
-import { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
+import { AiError, LanguageModel, Prompt, type Response, Telemetry, Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { ScriptedModel } from "@parley/testing"
-import { Chunk, Effect, Option, Schema, Stream } from "effect"
+import { Chunk, Effect, Either, Option, Predicate, Schema, Stream, Tracer } from "effect"
 
 const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
 
@@ -349,4 +349,244 @@ describe("ScriptedModel", () => {
         assert.strictEqual(error._tag, "MalformedOutput")
       }))
   })
+})
+
+describe("ScriptedModel answers like LanguageModel.make", () => {
+  // Requests without tool call resolution are answered without `LanguageModel.make` (whose per-call schema rebuild
+  // costs milliseconds); with a span transformer in context, every request goes through `LanguageModel.make`. The
+  // same script through both must give the same parts, the same errors and the same recorded calls.
+  // Returns how many responses the transformer saw, to show they went through `LanguageModel.make`.
+  const throughMake = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.suspend(() => {
+      let transformed = 0
+      return effect.pipe(
+        Effect.provideService(Telemetry.CurrentSpanTransformer, () => {
+          transformed++
+        }),
+        Effect.map((result) => [result, transformed] as const)
+      )
+    })
+
+  /** A part, or a failure reduced to what a caller sees of it. */
+  const outcome = (result: Either.Either<unknown, AiError.AiError>) =>
+    Either.match(result, {
+      onRight: (part) => part,
+      onLeft: (error) => ({
+        _tag: error._tag,
+        module: error.module,
+        method: error.method,
+        description: error.description,
+        cause: String(error.cause)
+      })
+    })
+
+  /** How a case calls the model: no toolkit, the weather toolkit (its calls unresolved), or an empty toolkit. */
+  interface Case {
+    readonly name: string
+    readonly reply: ScriptedModel.Reply
+    readonly toolkit: "none" | "weather" | "empty"
+    readonly toolChoice?: LanguageModel.ToolChoice<"get_weather"> | undefined
+    readonly fails: boolean
+  }
+
+  const streamed = (
+    model: LanguageModel.Service,
+    kase: Case,
+    prompt: string
+  ): Stream.Stream<unknown, AiError.AiError> => {
+    switch (kase.toolkit) {
+      case "none":
+        return model.streamText({ prompt })
+      case "weather":
+        return model.streamText({
+          prompt,
+          toolkit: unresolved(Weather),
+          toolChoice: kase.toolChoice,
+          disableToolCallResolution: true
+        })
+      case "empty":
+        return model.streamText({ prompt, toolkit: unresolved(Toolkit.empty), disableToolCallResolution: true })
+    }
+  }
+
+  const generated = (
+    model: LanguageModel.Service,
+    kase: Case,
+    prompt: string
+  ): Effect.Effect<unknown, AiError.AiError> => {
+    switch (kase.toolkit) {
+      case "none":
+        return Effect.map(model.generateText({ prompt }), (response) => response.content)
+      case "weather":
+        return Effect.map(
+          model.generateText({
+            prompt,
+            toolkit: unresolved(Weather),
+            toolChoice: kase.toolChoice,
+            disableToolCallResolution: true
+          }),
+          (response) => response.content
+        )
+      case "empty":
+        return Effect.map(
+          model.generateText({ prompt, toolkit: unresolved(Toolkit.empty), disableToolCallResolution: true }),
+          (response) => response.content
+        )
+    }
+  }
+
+  const cases: ReadonlyArray<Case> = [
+    { name: "text, no toolkit", reply: ScriptedModel.text("Sunny and 21 degrees."), toolkit: "none", fails: false },
+    {
+      name: "text and tool calls, unresolved toolkit",
+      reply: ScriptedModel.reply({
+        text: "Let me check.",
+        toolCalls: [{ name: "get_weather", params: { city: "Paris" } }, {
+          name: "get_weather",
+          params: { city: "Rome" },
+          id: "mine"
+        }]
+      }),
+      toolkit: "weather",
+      fails: false
+    },
+    {
+      name: "a tool call restricted by toolChoice",
+      reply: ScriptedModel.toolCall("get_weather", { city: "Oslo" }),
+      toolkit: "weather",
+      toolChoice: { oneOf: ["get_weather"] },
+      fails: false
+    },
+    {
+      name: "a tool the toolkit does not know",
+      reply: ScriptedModel.reply({ text: "Deleting.", toolCalls: [{ name: "delete_everything", params: {} }] }),
+      toolkit: "weather",
+      fails: true
+    },
+    {
+      name: "parameters the tool's schema rejects",
+      reply: ScriptedModel.toolCall("get_weather", { city: 42 }),
+      toolkit: "weather",
+      fails: true
+    },
+    {
+      name: "a tool call without a toolkit",
+      reply: ScriptedModel.toolCall("get_weather", { city: "Paris" }),
+      toolkit: "none",
+      fails: true
+    },
+    {
+      name: "a tool call with an empty toolkit",
+      reply: ScriptedModel.toolCall("get_weather", { city: "Paris" }),
+      toolkit: "empty",
+      fails: true
+    }
+  ]
+
+  for (const kase of cases) {
+    it.effect(`streamText and generateText: ${kase.name}`, () =>
+      Effect.gen(function*() {
+        const run = Effect.gen(function*() {
+          const model = yield* ScriptedModel.make([kase.reply, kase.reply])
+          const stream = yield* collect(streamed(model.languageModel, kase, "What is the weather?").pipe(Stream.either))
+          const whole = yield* Effect.either(generated(model.languageModel, kase, "And now?"))
+          return { stream: stream.map(outcome), whole: outcome(whole), calls: yield* model.calls }
+        })
+        const direct = yield* run
+        const [made, transformed] = yield* throughMake(run)
+        assert.isAtLeast(transformed, 1)
+        assert.deepStrictEqual(direct, made)
+        const last = direct.stream[direct.stream.length - 1]
+        assert.strictEqual(Predicate.hasProperty(last, "_tag") && last._tag === "MalformedOutput", kase.fails)
+        assert.strictEqual(Predicate.hasProperty(direct.whole, "_tag"), kase.fails)
+      }))
+  }
+
+  it.effect("a decoding failure is LanguageModel.make's MalformedOutput, after the parts before it", () =>
+    Effect.gen(function*() {
+      const model = yield* ScriptedModel.make([ScriptedModel.toolCall("delete_everything", {})])
+      const parts: ReadonlyArray<Response.StreamPartEncoded> = [
+        { type: "response-metadata", id: "resp_1", modelId: "scripted-model" },
+        { type: "tool-call", id: "call_1", name: "delete_everything", params: {} },
+        { type: "finish", reason: "tool-calls", usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } }
+      ]
+      const reference = yield* LanguageModel.make({
+        generateText: () => Effect.dieMessage("not used"),
+        // the parts ScriptedModel streams, one per chunk as it streams them
+        streamText: () => Stream.fromChunks(...parts.map((part) => Chunk.of(part)))
+      })
+      const options = { prompt: "go", toolkit: unresolved(Weather), disableToolCallResolution: true } as const
+      const scripted = yield* collect(model.languageModel.streamText(options).pipe(Stream.either))
+      const expected = yield* collect(reference.streamText(options).pipe(Stream.either))
+      assert.deepStrictEqual(scripted.map(outcome), expected.map(outcome))
+      assert.deepStrictEqual(scripted.map((result) => Either.isRight(result) ? result.right.type : result.left._tag), [
+        "response-metadata",
+        "MalformedOutput"
+      ])
+    }))
+
+  it.effect("each toolkit decodes with its own tools, also beyond the toolkits whose decoders are kept", () =>
+    Effect.gen(function*() {
+      // 20 toolkits of one tool each, `tool_0` … `tool_19`: more than the decoders kept, used twice in turn
+      const toolkits = Array.from(
+        { length: 20 },
+        (_, i) => unresolved(Toolkit.make(Tool.make(`tool_${i}`, { parameters: { n: Schema.Number } })))
+      )
+      const model = yield* ScriptedModel.fromFunction((call) =>
+        ScriptedModel.toolCall(ScriptedModel.lastUserText(call) ?? "", { n: call.index })
+      )
+      for (const round of [0, 1]) {
+        for (const [i, toolkit] of toolkits.entries()) {
+          const own = yield* collect(
+            model.languageModel.streamText({ prompt: `tool_${i}`, toolkit, disableToolCallResolution: true })
+          )
+          assert.deepStrictEqual(own.flatMap((part) => part.type === "tool-call" ? [part.name] : []), [`tool_${i}`])
+          const other = yield* model.languageModel.generateText({
+            prompt: `tool_${(i + 1 + round) % 20}`,
+            toolkit,
+            disableToolCallResolution: true
+          }).pipe(Effect.flip)
+          assert.strictEqual(other._tag, "MalformedOutput")
+        }
+      }
+    }))
+
+  it.effect("streamText and generateText open LanguageModel.make's spans", () =>
+    Effect.gen(function*() {
+      const spans: Array<string> = []
+      const base = yield* Effect.tracer
+      const tracer = Tracer.make({
+        span: (name, parent, context, links, startTime, kind, options) => {
+          spans.push(name)
+          return base.span(name, parent, context, links, startTime, kind, options)
+        },
+        context: (f, fiber) => base.context(f, fiber)
+      })
+      const model = yield* ScriptedModel.make([ScriptedModel.text("a"), ScriptedModel.text("b")])
+      yield* collect(model.languageModel.streamText({ prompt: "1" })).pipe(Effect.withTracer(tracer))
+      yield* model.languageModel.generateText({ prompt: "2" }).pipe(Effect.withTracer(tracer))
+      assert.deepStrictEqual(spans, ["LanguageModel.streamText", "LanguageModel.generateText"])
+    }))
+})
+
+describe("ScriptedModel recording", () => {
+  it.effect("recorded calls are a snapshot, and a tool's description is built once per tool", () =>
+    Effect.gen(function*() {
+      const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("ok"))
+      const request = { prompt: "hi", toolkit: unresolved(Weather), disableToolCallResolution: true } as const
+      yield* collect(model.languageModel.streamText(request))
+      const first = yield* model.calls
+      // another toolkit holding the same tool object
+      yield* model.languageModel.generateText({ ...request, toolkit: unresolved(Toolkit.make(GetWeather)) })
+      const both = yield* model.calls
+      assert.strictEqual(first.length, 1)
+      assert.strictEqual(both.length, 2)
+      assert.strictEqual(both[0], first[0])
+      assert.strictEqual(both[1].tools[0], both[0].tools[0])
+      assert.deepStrictEqual<unknown>(both[0].tools, [{
+        name: "get_weather",
+        description: "Current weather for a city",
+        parameters: Tool.getJsonSchema(GetWeather)
+      }])
+    }))
 })

@@ -1,0 +1,261 @@
+/**
+ * The measured phases of the bench, each on a runtime of its own (built for the phase, dropped after it, so one
+ * phase's sessions never weigh on the next one's heap):
+ *
+ * - `latency`: turns one after another, each in a new session, approved by a `CallbackHandler` while
+ *   `Session.run` waits (variant A) or by id after `Blocked` (variant B); the time of a turn runs from
+ *   `Session.run` to its final state (starting the session is outside it, but inside the phase's turns/s).
+ * - `pauseResume`: many turns paused at once, each blocked on its approval; then all answered by id and waited for.
+ * - `pauseMany`: the pausing part alone (also run by `pausedProcess.ts` in a child process for the RSS row).
+ *
+ * The runtime is the one the issue names: `LocalTransport.layer` over `SessionStore.layerMemory`,
+ * `Connectors.layerEmpty` and `Models.layer(Models.single(model))`. Only the public client API drives it.
+ */
+import type { LanguageModel } from "@effect/ai"
+import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Console, Effect, Layer, Option } from "effect"
+import type { BenchModel } from "./models.js"
+import {
+  approveAll,
+  checkBlocked,
+  checkCompleted,
+  checkLedgerEmpty,
+  Ledger,
+  makeAgent,
+  message,
+  type Paused
+} from "./workload.js"
+
+// ----------------------------------------------------------------------------
+// The runtime, heap and progress
+// ----------------------------------------------------------------------------
+
+export const runtime = (model: LanguageModel.Service) =>
+  LocalTransport.layer.pipe(
+    Layer.provide([SessionStore.layerMemory, Connectors.layerEmpty, Models.layer(Models.single(model))])
+  )
+
+const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc
+
+/** Whether heap rows can be measured (the process runs with `--expose-gc`). */
+export const canCollect = gc !== undefined
+
+/** The used heap after letting forked work settle and forcing two full GCs; none without `--expose-gc`. */
+export const heapAfterGc: Effect.Effect<Option.Option<number>> = Effect.sleep("50 millis").pipe(
+  Effect.zipRight(Effect.sync(() => {
+    if (gc === undefined) return Option.none()
+    gc()
+    gc()
+    return Option.some(process.memoryUsage().heapUsed)
+  }))
+)
+
+const perItem = (before: Option.Option<number>, after: Option.Option<number>, items: number) =>
+  Option.map(Option.all([before, after]), ([b, a]) => (a - b) / Math.max(1, items))
+
+/** Prints `label: done/total` on stderr at most every 2 s (long phases only). */
+const progress = (label: string, total: number) => {
+  const started = performance.now()
+  let shown = started
+  return (done: number): Effect.Effect<void> => {
+    const now = performance.now()
+    if (now - shown < 2000 || done >= total) return Effect.void
+    shown = now
+    return Console.error(`  ${label}: ${done}/${total} (${((now - started) / 1000).toFixed(1)} s)`)
+  }
+}
+
+// ----------------------------------------------------------------------------
+// Latency: turns one after another
+// ----------------------------------------------------------------------------
+
+export type Variant = "A" | "B"
+
+export interface LatencyResult {
+  /** Milliseconds per turn, sorted. */
+  readonly samples: ReadonlyArray<number>
+  /** Completed turns per second over the whole phase (session start and checks included). */
+  readonly turnsPerSecond: number
+  /** Heap kept per completed turn, in bytes. */
+  readonly keptPerTurn: Option.Option<number>
+}
+
+/** One turn of variant A: a handler approves while `Session.run` waits. */
+const turnA = (agent: Agent.Agent, ledger: Ledger, phase: string) =>
+  Effect.gen(function*() {
+    const session = yield* Agent.startSession(agent)
+    ledger.open(session.id)
+    const started = performance.now()
+    const state = yield* Session.run(session, message(session.id))
+    const elapsed = performance.now() - started
+    yield* checkCompleted(ledger, phase, session, state)
+    return elapsed
+  })
+
+/** One turn of variant B: `Session.run` returns `Blocked`, the host answers by id and waits again. */
+const turnB = (agent: Agent.Agent, ledger: Ledger, phase: string) =>
+  Effect.gen(function*() {
+    const session = yield* Agent.startSession(agent)
+    ledger.open(session.id)
+    const started = performance.now()
+    const paused = yield* Effect.flatMap(
+      Session.run(session, message(session.id)),
+      (state) => checkBlocked(ledger, phase, session, state)
+    )
+    const turn = yield* Session.turn(session, paused.blocked.turnId)
+    ledger.approval(session.id)
+    yield* Turn.answer(turn, paused.approval.id, new Answer.AllowApproval())
+    const state = yield* Turn.result(turn, { after: paused.blocked })
+    const elapsed = performance.now() - started
+    yield* checkCompleted(ledger, phase, session, state)
+    return elapsed
+  })
+
+export const latency = (options: {
+  readonly model: BenchModel
+  readonly variant: Variant
+  readonly turns: number
+  readonly warmup: number
+}) =>
+  Effect.gen(function*() {
+    const phase = `latency ${options.variant} (${options.model.name})`
+    const ledger = new Ledger()
+    const agent = makeAgent(ledger)
+    const model = yield* options.model.make(ledger)
+    const turn = options.variant === "A" ? turnA(agent, ledger, phase) : turnB(agent, ledger, phase)
+    const layer = options.variant === "A"
+      ? Layer.merge(runtime(model), approveAll(ledger))
+      : runtime(model)
+    return yield* Effect.gen(function*() {
+      for (let i = 0; i < options.warmup; i++) yield* turn
+      const show = progress(phase, options.turns)
+      const before = yield* heapAfterGc
+      const samples = new Array<number>(options.turns)
+      const started = performance.now()
+      for (let i = 0; i < options.turns; i++) {
+        samples[i] = yield* turn
+        yield* show(i + 1)
+      }
+      const seconds = (performance.now() - started) / 1000
+      const after = yield* heapAfterGc
+      yield* checkLedgerEmpty(ledger, phase)
+      samples.sort((a, b) => a - b)
+      const result: LatencyResult = {
+        samples,
+        turnsPerSecond: options.turns / seconds,
+        keptPerTurn: perItem(before, after, options.turns)
+      }
+      return result
+    }).pipe(Effect.provide(layer))
+  })
+
+// ----------------------------------------------------------------------------
+// Paused turns
+// ----------------------------------------------------------------------------
+
+export interface PauseResult {
+  readonly paused: ReadonlyArray<Paused>
+  /** Turns asked for; `paused.length` is smaller when the time budget stopped the phase. */
+  readonly asked: number
+  readonly seconds: number
+}
+
+/**
+ * Starts `count` sessions one after another and runs a turn in each, with no approval handler: each returns
+ * `Blocked` on its approval and stays paused. Stops early once `budget` seconds have passed.
+ */
+export const pauseMany = (options: {
+  readonly agent: Agent.Agent
+  readonly ledger: Ledger
+  readonly phase: string
+  readonly count: number
+  readonly budget: number
+}) =>
+  Effect.gen(function*() {
+    const paused: Array<Paused> = []
+    const show = progress(`${options.phase}: paused`, options.count)
+    const started = performance.now()
+    for (let i = 0; i < options.count; i++) {
+      if (performance.now() - started > options.budget * 1000) break
+      const session = yield* Agent.startSession(options.agent)
+      options.ledger.open(session.id)
+      const state = yield* Session.run(session, message(session.id))
+      paused.push(yield* checkBlocked(options.ledger, options.phase, session, state))
+      yield* show(i + 1)
+    }
+    const result: PauseResult = {
+      paused,
+      asked: options.count,
+      seconds: (performance.now() - started) / 1000
+    }
+    return result
+  })
+
+export interface PauseResumeResult {
+  readonly pause: Omit<PauseResult, "paused">
+  /** Turns paused (and then resumed). */
+  readonly count: number
+  /** Heap per paused turn, in bytes (the host's `Blocked` of each turn included). */
+  readonly heapPerPaused: Option.Option<number>
+  readonly resumeSeconds: number
+}
+
+/**
+ * Pauses `count` turns at once, then resumes them all: answers every approval by id (one after another), then waits
+ * for every turn (`Turn.result` after its `Blocked`, all at once) and checks each.
+ */
+export const pauseResume = (options: {
+  readonly model: BenchModel
+  readonly count: number
+  readonly warmup: number
+  readonly budget: number
+}) =>
+  Effect.gen(function*() {
+    const phase = `pause/resume (${options.model.name})`
+    const ledger = new Ledger()
+    const agent = makeAgent(ledger)
+    const model = yield* options.model.make(ledger)
+    return yield* Effect.gen(function*() {
+      for (let i = 0; i < options.warmup; i++) yield* turnB(agent, ledger, phase)
+      const before = yield* heapAfterGc
+      const { paused, ...pause } = yield* pauseMany({
+        agent,
+        ledger,
+        phase,
+        count: options.count,
+        budget: options.budget
+      })
+      const after = yield* heapAfterGc
+
+      const show = progress(`${phase}: answered`, paused.length)
+      const started = performance.now()
+      const answered = yield* Effect.forEach(paused, ({ approval, blocked }, i) =>
+        Effect.gen(function*() {
+          const session = yield* Agent.session(agent, blocked.sessionId)
+          const turn = yield* Session.turn(session, blocked.turnId)
+          ledger.approval(session.id)
+          yield* Turn.answer(turn, approval.id, new Answer.AllowApproval())
+          yield* show(i + 1)
+          return { session, turn, blocked }
+        }))
+      yield* Effect.forEach(
+        answered,
+        ({ blocked, session, turn }) =>
+          Effect.flatMap(
+            Turn.result(turn, { after: blocked }),
+            (state) => checkCompleted(ledger, phase, session, state)
+          ),
+        { concurrency: "unbounded", discard: true }
+      )
+      const resumeSeconds = (performance.now() - started) / 1000
+      yield* checkLedgerEmpty(ledger, phase)
+      const result: PauseResumeResult = {
+        pause,
+        count: paused.length,
+        heapPerPaused: perItem(before, after, paused.length),
+        resumeSeconds
+      }
+      return result
+    }).pipe(Effect.provide(runtime(model)))
+  })
