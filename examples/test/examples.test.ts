@@ -19,7 +19,7 @@ const runExample = (file: string) =>
   Effect.async<string, Error>((resume) => {
     const child = execFile(
       tsx,
-      [file],
+      ["--conditions=@parley/source", file], // the packages' sources, not their build
       { cwd: examplesDir, env: { ...offlineEnv, NO_COLOR: "1" }, timeout: 60_000 },
       (error, stdout, stderr) => {
         resume(

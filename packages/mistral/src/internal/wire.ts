@@ -4,6 +4,9 @@
  * Requests are plain TypeScript types (we only ever encode them). Responses and stream chunks are lenient
  * schemas: every field is optional or nullable and unknown fields (such as Mistral's padding field `p`) are
  * ignored, because servers differ in what they send.
+ *
+ * `MistralClient`'s public types refer to these, so none is marked `@internal`: the build (`stripInternal`) would
+ * drop them from the `.d.ts` and break the published types. The `./internal/*` export path keeps them private.
  */
 import * as Schema from "effect/Schema"
 
@@ -11,23 +14,19 @@ import * as Schema from "effect/Schema"
 // Request
 // =============================================================================
 
-/** @internal */
 export type Flavour = "mistral" | "compat"
 
-/** @internal */
 export type ContentChunk =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "image_url"; readonly image_url: { readonly url: string } }
   | { readonly type: "document_url"; readonly document_url: string; readonly document_name?: string }
 
-/** @internal */
 export interface ToolCall {
   readonly id: string
   readonly type: "function"
   readonly function: { readonly name: string; readonly arguments: string }
 }
 
-/** @internal */
 export type Message =
   | { readonly role: "system"; readonly content: string }
   | { readonly role: "user"; readonly content: string | ReadonlyArray<ContentChunk> }
@@ -39,7 +38,6 @@ export type Message =
   }
   | { readonly role: "tool"; readonly content: string; readonly tool_call_id: string; readonly name?: string }
 
-/** @internal */
 export interface FunctionTool {
   readonly type: "function"
   readonly function: {
@@ -49,13 +47,11 @@ export interface FunctionTool {
   }
 }
 
-/** @internal */
 export type ToolChoice = "auto" | "none" | "any" | "required" | {
   readonly type: "function"
   readonly function: { readonly name: string }
 }
 
-/** @internal */
 export type ResponseFormat =
   | { readonly type: "text" | "json_object" }
   | {
@@ -68,7 +64,6 @@ export type ResponseFormat =
     }
   }
 
-/** @internal */
 export interface ChatCompletionRequest {
   readonly model: string
   readonly messages: ReadonlyArray<Message>
@@ -110,7 +105,6 @@ export interface ChatCompletionRequest {
 
 const optionalNullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
-/** @internal */
 export const Usage = Schema.Struct({
   prompt_tokens: optionalNullable(Schema.Number),
   completion_tokens: optionalNullable(Schema.Number),
@@ -120,7 +114,6 @@ export const Usage = Schema.Struct({
   completion_tokens_details: optionalNullable(Schema.Struct({ reasoning_tokens: optionalNullable(Schema.Number) }))
 })
 
-/** @internal */
 export type Usage = typeof Usage.Type
 
 /** A content chunk as returned: `text`, `thinking` (reasoning) or anything else (ignored). @internal */
@@ -133,7 +126,6 @@ export const ResponseContentChunk = Schema.Struct({
   ))
 })
 
-/** @internal */
 export type ResponseContentChunk = typeof ResponseContentChunk.Type
 
 const Content = optionalNullable(Schema.Union(Schema.String, Schema.Array(ResponseContentChunk)))
@@ -151,10 +143,8 @@ export const ResponseToolCall = Schema.Struct({
   }))
 })
 
-/** @internal */
 export type ResponseToolCall = typeof ResponseToolCall.Type
 
-/** @internal */
 export const ResponseMessage = Schema.Struct({
   role: optionalNullable(Schema.String),
   content: Content,
@@ -163,12 +153,10 @@ export const ResponseMessage = Schema.Struct({
   reasoning_content: optionalNullable(Schema.String)
 })
 
-/** @internal */
 export type ResponseMessage = typeof ResponseMessage.Type
 
 const ErrorField = optionalNullable(Schema.Unknown)
 
-/** @internal */
 export const ChatCompletionResponse = Schema.Struct({
   id: optionalNullable(Schema.String),
   model: optionalNullable(Schema.String),
@@ -181,10 +169,8 @@ export const ChatCompletionResponse = Schema.Struct({
   usage: optionalNullable(Usage)
 })
 
-/** @internal */
 export type ChatCompletionResponse = typeof ChatCompletionResponse.Type
 
-/** @internal */
 export const ChatCompletionChunk = Schema.Struct({
   id: optionalNullable(Schema.String),
   model: optionalNullable(Schema.String),
@@ -199,5 +185,4 @@ export const ChatCompletionChunk = Schema.Struct({
   error: ErrorField
 })
 
-/** @internal */
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
