@@ -11,6 +11,7 @@ import { Agent, Answer, type Callback, CallbackHandler, Turn } from "@parley/cor
 import { PermissionPolicy } from "@parley/policy"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
 import { Effect, Schema } from "effect"
+import * as Narrate from "../shared/narrate.js"
 
 // ----------------------------------------------------------------------------
 // The example agent
@@ -73,8 +74,11 @@ export const answerLocation = CallbackHandler.of({
   clientTool: ClientTool.answers(getLocation.answer(readLocation))
 })
 
-/** The three handlers as one layer: provide it around `Agent.run`, `Session.run` or `Turn.result`. */
-export const Handlers = CallbackHandler.layer([approveReads, answerLocation, refuseSignIns])
+/**
+ * The three handlers as one layer: provide it around `Agent.run`, `Session.run` or `Turn.result`. (`Narrate.handlers`
+ * only names them, for the lines `npm start` prints; `CallbackHandler.layer([approveReads, ...])` is the same layer.)
+ */
+export const Handlers = CallbackHandler.layer(Narrate.handlers({ approveReads, answerLocation, refuseSignIns }))
 
 // ----------------------------------------------------------------------------
 // Answer by id
