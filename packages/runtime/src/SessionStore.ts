@@ -7,10 +7,11 @@
  *
  * @example
  * ```ts
+ * import type { Ids } from "@parley/core"
  * import { SessionStore } from "@parley/runtime"
  * import { Effect, Stream } from "effect"
  *
- * const program = Effect.gen(function*() {
+ * const program = (sessionId: Ids.SessionId) => Effect.gen(function*() {
  *   const store = yield* SessionStore.SessionStore
  *   const events = yield* store.read(sessionId, 0)
  * }).pipe(Effect.provide(SessionStore.layerMemory))

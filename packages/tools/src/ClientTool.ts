@@ -446,7 +446,18 @@ export const answer = <T extends Any>(tool: T, fn: Handler<Parameters<T>, Succes
  *
  * @example
  * ```ts
- * const Handlers = CallbackHandler.layer({ clientTool: ClientTool.answers(getLocation.answer(readLocation)) })
+ * import { CallbackHandler } from "@parley/core"
+ * import { ClientTool } from "@parley/tools"
+ * import { Schema } from "effect"
+ *
+ * const getLocation = ClientTool.make("get_location", {
+ *   description: "The user's current location.",
+ *   success: Schema.Struct({ city: Schema.String, country: Schema.String })
+ * })
+ *
+ * const Handlers = CallbackHandler.layer({
+ *   clientTool: ClientTool.answers(getLocation.answer(() => ({ city: "Lyon", country: "France" })))
+ * })
  * ```
  *
  * @since 0.1.0
