@@ -19,10 +19,10 @@ import { offlineRuntimeByAgent } from "../shared/runtime.js"
 import { allowAll, ops } from "./agent.js"
 import * as Brain from "./brain.js"
 
-const textOf = (state: TurnState.TurnState): string => state._tag === "Completed" ? state.text : state._tag
+export const textOf = (state: TurnState.TurnState): string => state._tag === "Completed" ? state.text : state._tag
 
 /** The approvals open in the session's tree: their tool ids, and whether a subagent asked. */
-const showOpenApprovals = (session: Session.Session, state: TurnState.TurnState) =>
+export const showOpenApprovals = (session: Session.Session, state: TurnState.TurnState) =>
   Effect.gen(function*() {
     const open = yield* Turn.openCallbacks(yield* Session.turn(session, state.turnId))
     const approvals = open.flatMap((callback) =>
