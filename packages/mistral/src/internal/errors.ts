@@ -8,7 +8,6 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 
-/** @internal */
 export const moduleName = "MistralClient"
 
 const redactedHeaders = new Set(["authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization"])
@@ -21,7 +20,6 @@ const redactHeaders = (headers: Readonly<Record<string, string>>): Record<string
   return out
 }
 
-/** @internal */
 export const requestDetails = (
   request: HttpClientRequest.HttpClientRequest
 ): typeof AiError.HttpRequestDetails.Type => ({
@@ -69,8 +67,6 @@ const renderMessage = (u: unknown): string | undefined => {
  * Builds a description from an error body. Accepts Mistral's canonical envelope, its legacy variants (message as
  * string, object or JSON string; `detail`; integer `code`) and the OpenAI-style `{"error": {...}}` envelope. Never
  * fails: an unknown body is described by its status only.
- *
- * @internal
  */
 export const describeBody = (status: number, body: string): string => {
   const json = parseJson(body)
@@ -98,8 +94,6 @@ export const describeBody = (status: number, body: string): string => {
 /**
  * Reads the body of a non-2xx response and fails with an `HttpResponseError` that carries the status, the
  * headers (rate-limit headers, `Retry-After`, `mistral-correlation-id`) and the raw body text.
- *
- * @internal
  */
 export const statusError = (options: {
   readonly method: string
@@ -126,7 +120,6 @@ export const statusError = (options: {
     })
   )
 
-/** @internal */
 export const fromClientError = (method: string) => (error: HttpClientError.HttpClientError): AiError.AiError => {
   if (error._tag === "RequestError") {
     return AiError.HttpRequestError.fromRequestError({ module: moduleName, method, error })

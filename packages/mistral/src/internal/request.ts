@@ -22,7 +22,6 @@ type UserTool = Tool.Tool<string, {
 const malformed = (description: string) =>
   new AiError.MalformedInput({ module: "MistralLanguageModel", method: "makeRequest", description })
 
-/** @internal */
 export const prepareTools = (
   options: LanguageModel.ProviderOptions,
   flavour: Wire.Flavour
@@ -72,7 +71,6 @@ export const prepareTools = (
 const defined = (record: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined))
 
-/** @internal */
 export const makeRequest = (options: {
   readonly model: string
   readonly config: MistralConfig.Service

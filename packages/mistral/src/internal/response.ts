@@ -7,7 +7,6 @@ import * as Effect from "effect/Effect"
 import * as ToolCallId from "./toolCallId.js"
 import type * as Wire from "./wire.js"
 
-/** @internal */
 export const finishReason = (reason: string | null | undefined, hasToolCalls: boolean): Response.FinishReason => {
   switch (reason) {
     case "stop":
@@ -31,7 +30,6 @@ export const finishReason = (reason: string | null | undefined, hasToolCalls: bo
   }
 }
 
-/** @internal */
 export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage.Encoded => {
   const cached = raw?.prompt_tokens_details?.cached_tokens ?? raw?.num_cached_tokens ?? undefined
   const reasoning = raw?.completion_tokens_details?.reasoning_tokens ?? undefined
@@ -46,7 +44,6 @@ export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage
   }
 }
 
-/** @internal */
 export const responseMetadata = (raw: {
   readonly id?: string | null | undefined
   readonly model?: string | null | undefined
@@ -58,7 +55,7 @@ export const responseMetadata = (raw: {
   ...(typeof raw.created === "number" ? { timestamp: new Date(raw.created * 1000).toISOString() } : {})
 })
 
-/** Splits `content` (string or chunks) into answer text and reasoning (`thinking` chunks). @internal */
+/** Splits `content` (string or chunks) into answer text and reasoning (`thinking` chunks). */
 export const splitContent = (
   content: Wire.ResponseMessage["content"]
 ): ReadonlyArray<{ readonly kind: "text" | "reasoning"; readonly text: string }> => {
@@ -79,7 +76,6 @@ export const splitContent = (
   return out
 }
 
-/** @internal */
 export const parseArguments = (
   method: string,
   name: string,
@@ -99,11 +95,9 @@ export const parseArguments = (
   })
 }
 
-/** @internal */
 export const isRealId = (id: string | null | undefined): id is string =>
   typeof id === "string" && id.length > 0 && id !== "null"
 
-/** @internal */
 export const makeResponse = (
   response: Wire.ChatCompletionResponse
 ): Effect.Effect<Array<Response.PartEncoded>, AiError.AiError> =>

@@ -5,8 +5,9 @@
  * schemas: every field is optional or nullable and unknown fields (such as Mistral's padding field `p`) are
  * ignored, because servers differ in what they send.
  *
- * `MistralClient`'s public types refer to these, so none is marked `@internal`: the build (`stripInternal`) would
- * drop them from the `.d.ts` and break the published types. The `./internal/*` export path keeps them private.
+ * `MistralClient`'s public types refer to these, so none carries the JSDoc tag "internal": the build
+ * (`stripInternal`) would drop them from the `.d.ts` and break the published types. The `./internal/*` export path
+ * keeps them private.
  */
 import * as Schema from "effect/Schema"
 
@@ -116,7 +117,7 @@ export const Usage = Schema.Struct({
 
 export type Usage = typeof Usage.Type
 
-/** A content chunk as returned: `text`, `thinking` (reasoning) or anything else (ignored). @internal */
+/** A content chunk as returned: `text`, `thinking` (reasoning) or anything else (ignored). */
 export const ResponseContentChunk = Schema.Struct({
   type: Schema.String,
   text: optionalNullable(Schema.String),
@@ -132,7 +133,7 @@ const Content = optionalNullable(Schema.Union(Schema.String, Schema.Array(Respon
 
 const Arguments = Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 
-/** A tool call, whole or as a fragment (OpenAI-style streams leave out or null every field but `index`). @internal */
+/** A tool call, whole or as a fragment (OpenAI-style streams leave out or null every field but `index`). */
 export const ResponseToolCall = Schema.Struct({
   index: optionalNullable(Schema.Number),
   id: optionalNullable(Schema.String),
