@@ -1,5 +1,6 @@
 /**
- * Every ```ts block of the README, the getting-started page and the guides compiles, with the context a reader has
+ * Every ```ts block of the README, the getting-started page, the guides (and the architecture pages and the
+ * packages' READMEs) compiles, with the context a reader has
  * (earlier blocks of the same page, the packages): see `snippets.ts`. The README's "A taste" program itself runs in
  * `install.test.ts`, from the packed packages.
  */
@@ -11,12 +12,16 @@ import * as Snippets from "./snippets.js"
 
 const repoDir = path.resolve(import.meta.dirname, "..", "..")
 
+const markdownIn = (dir: string) =>
+  fs.readdirSync(path.join(repoDir, dir)).filter((file) => file.endsWith(".md")).sort().map((file) => `${dir}/${file}`)
+
+/** The README, getting started and the guides; the architecture pages and the packages' READMEs too. */
 const docs = [
   "README.md",
   "docs/getting-started.md",
-  ...fs.readdirSync(path.join(repoDir, "docs", "guides")).filter((f) => f.endsWith(".md")).sort().map((f) =>
-    `docs/guides/${f}`
-  )
+  ...markdownIn("docs/guides"),
+  ...markdownIn("docs/architecture"),
+  ...fs.readdirSync(path.join(repoDir, "packages")).sort().map((name) => `packages/${name}/README.md`)
 ]
 
 describe("docs", () => {
