@@ -20,8 +20,8 @@
  * Lines start with `  » ` (so a reader, and the examples test, tell them from the guides' own output). They are
  * coloured when stdout is a terminal (`NO_COLOR` turns colours off, `FORCE_COLOR` on), plain otherwise.
  */
-import type { Answer, Callback, TurnState } from "@parley/core"
-import { CallbackHandler, Transport } from "@parley/core"
+import type { Callback, TurnState } from "@parley/core"
+import { Answer, CallbackHandler, Transport } from "@parley/core"
 import type { ClientTool } from "@parley/tools"
 import { Console, Effect, Layer, Stream } from "effect"
 
@@ -57,14 +57,11 @@ export const toolHandler = <P, S, F = never>(
 (params, callback) => {
   const result = fn(params, callback)
   if (!Effect.isEffect(result)) {
-    if (!isKeep(result)) answeredBy.set(callback.id, name)
+    if (!Answer.isKeepCallbackOpen(result)) answeredBy.set(callback.id, name)
     return result
   }
-  return Effect.tap(result, (value) => isKeep(value) ? Effect.void : remember(callback.id, name))
+  return Effect.tap(result, (value) => Answer.isKeepCallbackOpen(value) ? Effect.void : remember(callback.id, name))
 }
-
-const isKeep = (value: unknown): boolean =>
-  typeof value === "object" && value !== null && "_tag" in value && value._tag === "KeepCallbackOpen"
 
 // ----------------------------------------------------------------------------
 // Lines
