@@ -1,8 +1,8 @@
 /**
- * The packages install and run outside this repository, as a new user gets them: build every package, `npm pack`
- * it, install the tarballs into a fresh project in a temporary directory, type-check the README's "A taste" program
- * there (against the packages' `.d.ts`, library checks on) and run it with plain `node` on the packages' JS. It must
- * print what the README says it prints.
+ * The packages install and run outside this repository, as a new user gets them: `npm pack` every package (its
+ * `prepack` builds it), install the tarballs into a fresh project in a temporary directory, type-check the README's
+ * "A taste" program there (against the packages' `.d.ts`, library checks on) and run it with plain `node` on the
+ * packages' JS. It must print what the README says it prints.
  *
  * Offline in practice: the packages' dependencies are in the npm cache after the repository's own install
  * (`--prefer-offline`).
@@ -52,8 +52,7 @@ describe("the packed packages", () => {
         fs.mkdirSync(tarballs)
         fs.mkdirSync(app)
 
-        // build and pack, in the repository
-        yield* run("npm", ["run", "build"], { cwd: repoDir, env: repoEnv() })
+        // pack, in the repository: each package's prepack builds its dist/ first
         const packed = yield* run(
           "npm",
           ["pack", "--json", "--pack-destination", tarballs, ...packages.flatMap((name) => ["-w", `@parley/${name}`])],

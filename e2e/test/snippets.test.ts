@@ -1,7 +1,7 @@
 /**
  * Every ```ts block of the README, the getting-started page, the guides (and the architecture pages and the
- * packages' READMEs) compiles, with the context a reader has
- * (earlier blocks of the same page, the packages): see `snippets.ts`. The README's "A taste" program itself runs in
+ * packages' READMEs) compiles, with the context a reader has (earlier blocks of the same page, the packages): see
+ * `snippets.ts`. The README's "A taste" program itself runs in
  * `install.test.ts`, from the packed packages.
  */
 import { assert, describe, it } from "@effect/vitest"
