@@ -4,7 +4,7 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/build/**", "**/node_modules/**", "**/*.tsbuildinfo", "**/.tmp/**", "scratchpad/**"]
+    ignores: ["**/build/**", "**/dist/**", "**/node_modules/**", "**/*.tsbuildinfo", "**/.tmp/**", "scratchpad/**"]
   },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,

@@ -10,7 +10,8 @@
 import { Agent, Answer, type Callback, CallbackHandler, Turn } from "@parley/core"
 import { PermissionPolicy } from "@parley/policy"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
-import { Effect, Match, Schema } from "effect"
+import { Effect, Schema } from "effect"
+import * as Narrate from "../shared/narrate.js"
 
 // ----------------------------------------------------------------------------
 // The example agent
@@ -61,38 +62,40 @@ export const approveReads = CallbackHandler.of({
       : new Answer.KeepCallbackOpen() // not mine: a person decides
 })
 
-/** Refuses every sign-in: names each requested source as denied. */
-export const refuseSignIns = CallbackHandler.of({
-  signIn: (signIn) => new Answer.SignInAnswer({ denied: signIn.requests.map((request) => request.id) })
-})
+/** The answer that refuses a sign-in: names each requested source as denied. */
+export const refusal = (signIn: Callback.OpenSignIn) =>
+  new Answer.SignInAnswer({ denied: signIn.requests.map((request) => request.id) })
+
+/** Refuses every sign-in. */
+export const refuseSignIns = CallbackHandler.of({ signIn: refusal })
 
 /** Answers the calls of `get_location` with `readLocation`; calls of other client tools stay open. */
 export const answerLocation = CallbackHandler.of({
   clientTool: ClientTool.answers(getLocation.answer(readLocation))
 })
 
-/** The three handlers as one layer: provide it around `Agent.run`, `Session.run` or `Turn.result`. */
-export const Handlers = CallbackHandler.layer([approveReads, answerLocation, refuseSignIns])
+/**
+ * The three handlers as one layer: provide it around `Agent.run`, `Session.run` or `Turn.result`. (`Narrate.handlers`
+ * only names them, for the lines `npm start` prints; `CallbackHandler.layer([approveReads, ...])` is the same layer.)
+ */
+export const Handlers = CallbackHandler.layer(Narrate.handlers({ approveReads, answerLocation, refuseSignIns }))
 
 // ----------------------------------------------------------------------------
 // Answer by id
 // ----------------------------------------------------------------------------
 
-/** The answer to send for one open callback, whatever its kind, or `KeepCallbackOpen` when it is not ours. */
-const answerFor = Match.type<Callback.Callback>().pipe(
-  Match.withReturnType<Effect.Effect<Answer.Answer | Answer.KeepCallbackOpen>>(),
-  Match.tag("OpenApproval", () => Effect.succeed(new Answer.AllowApproval())), // a person said yes
-  Match.when((callback) => getLocation.called(callback), (callback) => getLocation.run(callback, readLocation)),
-  Match.tag(
-    "OpenSignIn",
-    ({ requests }) => Effect.succeed(new Answer.SignInAnswer({ denied: requests.map((request) => request.id) }))
-  ),
-  Match.orElse(() => Effect.succeed(new Answer.KeepCallbackOpen())) // not ours: leave it open for another client
-)
-
-/** Answers one open callback of `turn` by id, whatever its kind. */
+/**
+ * Answers one open callback of `turn` by id, whatever its kind. `getLocation.run` takes any callback: it answers a
+ * `get_location` call, and fails with `NotThisTool` for a call of another client tool, which stays open.
+ */
 export const answerCallback = (turn: Turn.Turn, callback: Callback.Callback) =>
-  Effect.flatMap(
-    answerFor(callback),
-    (answer) => Answer.isKeepCallbackOpen(answer) ? Effect.void : Turn.answer(turn, callback.id, answer)
-  )
+  Effect.gen(function*() {
+    switch (callback._tag) {
+      case "OpenApproval":
+        return yield* Turn.answer(turn, callback.id, new Answer.AllowApproval()) // a person said yes
+      case "OpenClientToolCall":
+        return yield* Turn.answer(turn, callback.id, yield* getLocation.run(callback, readLocation))
+      case "OpenSignIn":
+        return yield* Turn.answer(turn, callback.id, refusal(callback))
+    }
+  }).pipe(Effect.catchTag("NotThisTool", () => Effect.void)) // not ours: leave it open for another client

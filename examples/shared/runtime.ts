@@ -1,10 +1,12 @@
 /**
  * The runtime every example runs on, picked in one place: which transport, which store, which connectors, which
- * models.
+ * models — and the narration of what happens.
  *
- * - `runtimeLayer(models)` is the seam: it takes a `Models.Service`, the runtime's model resolver (for each agent —
- *   the root and every subagent — the `@effect/ai` `LanguageModel` it runs on).
- * - `offlineRuntime(brain)`: one scripted brain for every agent (`Models.single`).
+ * - `runtimeLayer(models)` is the seam: `LocalTransport.layerMemory` (the in-process engine over an in-memory
+ *   store) with the demo `gmail` mailbox as the only connector, `models` resolving the model of each agent (the root
+ *   and every subagent), and its `Transport` narrated (`narrate.ts`: a line per callback and per finished turn).
+ * - `offlineRuntime(brain)`: one scripted brain for every agent (`ScriptedModel.layerFunction`: every agent runs on
+ *   the `LanguageModel` in context).
  * - `offlineRuntimeByAgent({ agentName: brain, ... })`: one scripted brain per agent name (`Models.byAgent`), for
  *   programs whose subagents think differently from their parent.
  * - When `MISTRAL_API_KEY` is set, both run every agent on the real model it names instead (`MistralModels` from
@@ -12,25 +14,23 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { MistralModels } from "@parley/mistral"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, Layer, Record } from "effect"
+import * as Narrate from "./narrate.js"
 
 /** A scripted brain: decides each model reply from the conversation so far. */
 export type Brain = (call: ScriptedModel.Call) => ScriptedModel.Reply
 
+/** The connectors of every example: the demo `gmail` mailbox. */
+const connectors = [Connectors.demoMailbox()]
+
 /**
  * The in-process runtime: `LocalTransport` over an in-memory session store, the demo `gmail` mailbox as the only
- * connector, and `models` to resolve the model of every agent.
+ * connector, and `models` to resolve the model of every agent; narrated.
  */
 export const runtimeLayer = (models: Models.Service) =>
-  LocalTransport.layer.pipe(
-    Layer.provide([
-      SessionStore.layerMemory,
-      Connectors.layer([Connectors.demoMailbox()]),
-      Models.layer(models) // <- the model seam: pass the Mistral resolver (`@parley/mistral`) instead
-    ])
-  )
+  Narrate.layer(LocalTransport.layerMemory({ models, connectors }))
 
 /** Whether the examples run on a real model: `MISTRAL_API_KEY` is set. */
 export const live = (process.env.MISTRAL_API_KEY ?? "") !== ""
@@ -46,10 +46,10 @@ const liveRuntime = Layer.unwrapEffect(
   Effect.map(MistralModels.fromConfig(), (models) => runtimeLayer(models))
 ).pipe(Layer.provide(FetchHttpClient.layer), Layer.orDie)
 
-/** The offline runtime: `runtimeLayer` with one scripted brain as the model of every agent. */
+/** The offline runtime: one scripted brain as the model of every agent. */
 export const offlineRuntime = (brain: Brain) =>
-  live ? liveRuntime : Layer.unwrapEffect(
-    Effect.map(ScriptedModel.fromFunction(brain), (scripted) => runtimeLayer(Models.single(scripted.languageModel)))
+  live ? liveRuntime : Narrate.layer(
+    LocalTransport.layerMemory({ connectors }).pipe(Layer.provide(ScriptedModel.layerFunction(brain)))
   )
 
 /**

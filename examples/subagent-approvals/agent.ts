@@ -10,6 +10,7 @@
 import { Agent, AgentSpec, Answer, CallbackHandler } from "@parley/core"
 import { Tool } from "@parley/tools"
 import { Schema } from "effect"
+import * as Narrate from "../shared/narrate.js"
 
 // ----------------------------------------------------------------------------
 // The example agent
@@ -17,12 +18,15 @@ import { Schema } from "effect"
 
 export const PRICES: { readonly [product: string]: string } = { atlas: "1,200 EUR", nova: "850 EUR" }
 
-/** A tool with a handler: the SDK answers its calls by running the handler, in whichever session calls it. */
+/**
+ * A tool with a handler: the SDK answers its calls by running the handler, in whichever session calls it.
+ * (`Narrate.toolHandler` only names the handler, for the lines `npm start` prints.)
+ */
 export const lookupPrice = Tool.make("lookup_price", {
   description: "Price of one product.",
   parameters: { product: Schema.String },
   success: Schema.Struct({ price: Schema.String })
-}, ({ product }) => ({ price: PRICES[product.toLowerCase()] ?? "unknown" }))
+}, Narrate.toolHandler("lookupPrice", ({ product }) => ({ price: PRICES[product.toLowerCase()] ?? "unknown" })))
 
 /** The subagent: looks up one product. It cannot start subagents of its own. */
 export const researcher = Agent.make({
@@ -68,7 +72,7 @@ export const pricePolicy = CallbackHandler.of({
 export const deploy = Tool.make("deploy", {
   description: "Deploy the service.",
   success: Schema.Struct({ deployed: Schema.Boolean })
-}, () => ({ deployed: true }))
+}, Narrate.toolHandler("deploy", () => ({ deployed: true })))
 
 export const deployer = Agent.make({
   name: "deployer",

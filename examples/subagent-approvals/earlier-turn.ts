@@ -14,14 +14,15 @@
 import { Agent, Answer, CallbackHandler, Session, Turn, type TurnState } from "@parley/core"
 import { Console, Effect } from "effect"
 import { isEntry } from "../shared/entry.js"
+import * as Narrate from "../shared/narrate.js"
 import { offlineRuntimeByAgent } from "../shared/runtime.js"
 import { allowAll, ops } from "./agent.js"
 import * as Brain from "./brain.js"
 
-const textOf = (state: TurnState.TurnState): string => state._tag === "Completed" ? state.text : state._tag
+export const textOf = (state: TurnState.TurnState): string => state._tag === "Completed" ? state.text : state._tag
 
 /** The approvals open in the session's tree: their tool ids, and whether a subagent asked. */
-const showOpenApprovals = (session: Session.Session, state: TurnState.TurnState) =>
+export const showOpenApprovals = (session: Session.Session, state: TurnState.TurnState) =>
   Effect.gen(function*() {
     const open = yield* Turn.openCallbacks(yield* Session.turn(session, state.turnId))
     const approvals = open.flatMap((callback) =>
@@ -44,18 +45,22 @@ export const program = Effect.gen(function*() {
   const session = yield* Agent.startSession(ops)
 
   const first = yield* Session.run(session, "Deploy the service.").pipe(
-    Effect.provide(CallbackHandler.layer(CallbackHandler.allowTools(["agents.spawn"])))
+    Effect.provide(
+      CallbackHandler.layer(Narrate.handlers({ allowSpawns: CallbackHandler.allowTools(["agents.spawn"]) }))
+    )
   )
   yield* Console.log(`turn 1: ${textOf(first)}`)
 
   const second = yield* Session.run(session, "Is CI green?").pipe(
-    Effect.provide(CallbackHandler.layer(CallbackHandler.scopedToWaitingTurn(allowAll)))
+    Effect.provide(
+      CallbackHandler.layer(Narrate.handlers({ scopedAllowAll: CallbackHandler.scopedToWaitingTurn(allowAll) }))
+    )
   )
   yield* Console.log(`turn 2, scoped allow-all: ${textOf(second)}`)
   yield* showOpenApprovals(session, second)
 
   const third = yield* Session.run(session, "Is CI green now?").pipe(
-    Effect.provide(CallbackHandler.layer(allowAllLoudly))
+    Effect.provide(CallbackHandler.layer(Narrate.handlers({ allowAll: allowAllLoudly })))
   )
   yield* Console.log(`turn 3, unscoped allow-all: ${textOf(third)}`)
   yield* showOpenApprovals(session, third)

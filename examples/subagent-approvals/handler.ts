@@ -8,6 +8,7 @@
 import { Agent, CallbackHandler, Session } from "@parley/core"
 import { Console, Effect } from "effect"
 import { isEntry } from "../shared/entry.js"
+import * as Narrate from "../shared/narrate.js"
 import { offlineRuntimeByAgent } from "../shared/runtime.js"
 import { agent, pricePolicy, question } from "./agent.js"
 import * as Brain from "./brain.js"
@@ -15,7 +16,7 @@ import * as Brain from "./brain.js"
 export const program = Effect.gen(function*() {
   const session = yield* Agent.startSession(agent)
   const state = yield* Session.run(session, question).pipe(
-    Effect.provide(CallbackHandler.layer(pricePolicy)) // answers the whole tree
+    Effect.provide(CallbackHandler.layer(Narrate.handlers({ pricePolicy }))) // answers the whole tree
   )
   if (state._tag === "Completed") yield* Console.log(state.text)
   yield* Session.cancel(session)

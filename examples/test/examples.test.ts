@@ -1,26 +1,36 @@
 /**
  * Every example folder is a runnable program whose output is part of its guide: run each folder's `main.ts` as a
  * real process (as a reader would, with `tsx`, offline) and compare what it prints with `expected-output.txt`.
+ *
+ * What a program prints is the guide's own lines plus the narration of `npm start` (lines starting with `  » `: one
+ * per callback, one per finished turn; see `shared/narrate.ts`). Both are checked exactly: the whole output against
+ * `expected-output.txt`, and the guide's lines alone, in order, against the "Output:" blocks of the guide in
+ * `docs/guides/`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Narrate from "../shared/narrate.js"
 
 const examplesDir = path.resolve(import.meta.dirname, "..")
-const tsx = path.resolve(examplesDir, "..", "node_modules", ".bin", "tsx")
+const repoDir = path.resolve(examplesDir, "..")
+const tsx = path.resolve(repoDir, "node_modules", ".bin", "tsx")
 
-/** The environment of a reader without an API key: the examples must run offline. */
-const { MISTRAL_API_KEY: _apiKey, ...offlineEnv } = process.env
+/**
+ * The environment of a reader without an API key (the examples must run offline), whose stdout is not a terminal:
+ * no colour settings are inherited, each test sets the ones it checks.
+ */
+const { FORCE_COLOR: _force, MISTRAL_API_KEY: _apiKey, NO_COLOR: _noColor, ...offlineEnv } = process.env
 
 /** Runs `tsx <file>` from the examples folder and returns its stdout; fails with stderr when it exits non-zero. */
-const runExample = (file: string) =>
+const runExample = (file: string, env: { readonly [name: string]: string } = {}) =>
   Effect.async<string, Error>((resume) => {
     const child = execFile(
       tsx,
-      [file],
-      { cwd: examplesDir, env: { ...offlineEnv, NO_COLOR: "1" }, timeout: 60_000 },
+      ["--conditions=@parley/source", file], // the packages' sources, not their build
+      { cwd: examplesDir, env: { ...offlineEnv, ...env }, timeout: 60_000 },
       (error, stdout, stderr) => {
         resume(
           error === null
@@ -32,7 +42,31 @@ const runExample = (file: string) =>
     return Effect.sync(() => child.kill())
   })
 
+/** Each program runs once, however many tests read its output. */
+const runs = new Map<string, Effect.Effect<string, Error>>()
+const output = (file: string): Effect.Effect<string, Error> => {
+  const run = runs.get(file) ?? Effect.runSync(Effect.cached(runExample(file)))
+  runs.set(file, run)
+  return run
+}
+
 const readExpected = (folder: string) => fs.readFileSync(path.join(examplesDir, folder, "expected-output.txt"), "utf8")
+
+const isNarration = (line: string) => line.startsWith(Narrate.prefix)
+
+/** The guide's own lines of an output: without the narration, split into its `=== program ===` sections. */
+const guideSections = (output: string): ReadonlyArray<string> =>
+  output.split("\n").filter((line) => !isNarration(line)).join("\n")
+    .split(/^=== .* ===\n/m).slice(1).map((section) => section.trimEnd())
+
+/** The "Output:" blocks of a guide, in order. */
+const guideOutputs = (guide: string): ReadonlyArray<string> =>
+  Array.from(
+    fs.readFileSync(path.join(repoDir, "docs", "guides", guide), "utf8").matchAll(
+      /^Output:\n\n```\n([\s\S]*?)\n```$/gm
+    ),
+    (match) => match[1]
+  )
 
 /** The folders holding one guide's programs: a `main.ts` and the `expected-output.txt` it must print. */
 const folders = fs.readdirSync(examplesDir, { withFileTypes: true })
@@ -44,24 +78,74 @@ const folders = fs.readdirSync(examplesDir, { withFileTypes: true })
   .map((entry) => entry.name)
   .sort()
 
+/** The lines a program of a walkthrough printed, under its `=== name ===` header. */
+const sectionOf = (stdout: string, name: string): string => stdout.split(`=== ${name} ===\n`)[1].split(/^=== /m)[0]
+
+const ansi = /\x1b\[[0-9;]*m/g // eslint-disable-line no-control-regex
+
 describe.concurrent("examples", () => {
   it("the callbacks and subagent approvals guides have example folders", () => {
     assert.includeMembers(folders, ["callbacks", "subagent-approvals"])
   })
 
   for (const folder of folders) {
-    it.live(`${folder}/main.ts prints expected-output.txt`, () =>
-      Effect.gen(function*() {
-        const stdout = yield* runExample(path.join(folder, "main.ts"))
-        assert.strictEqual(stdout, readExpected(folder))
-      }), { timeout: 90_000 })
+    it.live(
+      `${folder}/main.ts prints expected-output.txt, and the guide's lines are the guide's Output blocks`,
+      () =>
+        Effect.gen(function*() {
+          const stdout = yield* output(path.join(folder, "main.ts"))
+          assert.strictEqual(stdout, readExpected(folder))
+          assert.notMatch(stdout, ansi, "plain when stdout is not a terminal")
+          assert.deepStrictEqual(guideSections(stdout), guideOutputs(`${folder}.md`))
+        }),
+      { timeout: 90_000 }
+    )
   }
 
   it.live(
-    "main.ts (npm start) says it runs offline, then prints each guide's walkthrough",
+    "npm start narrates each callback (kind, tool id, arguments, who answered, the answer), then the state",
     () =>
       Effect.gen(function*() {
-        const stdout = yield* runExample("main.ts")
+        const stdout = yield* runExample(path.join("callbacks", "main.ts"))
+        const section = (name: string) => stdout.split(`=== ${name} ===\n`)[1].split("\n=== ")[0].split("\n")
+        assert.deepStrictEqual(section("with-run").filter(isNarration), [
+          `  » sign_in gmail → refuseSignIns: deny gmail`,
+          `  » approval client.get_location {"precision":"city"} → approveReads: allow`,
+          `  » client_tool client.get_location {"precision":"city"} → answerLocation: {"city":"Lyon","country":"France"}`,
+          `  » assistant: Completed`
+        ])
+        // by id: each callback's line comes right after the program says it answers it
+        assert.deepStrictEqual(section("by-id").slice(0, 6), [
+          "answering: sign_in",
+          `  » sign_in gmail → by id: deny gmail`,
+          "answering: approval",
+          `  » approval client.get_location {"precision":"city"} → by id: allow`,
+          "answering: client_tool",
+          `  » client_tool client.get_location {"precision":"city"} → by id: {"city":"Lyon","country":"France"}`
+        ])
+      }),
+    { timeout: 90_000 }
+  )
+
+  it.live("colours the narration on a terminal (FORCE_COLOR), and only the narration", () =>
+    Effect.gen(function*() {
+      const coloured = yield* runExample(path.join("callbacks", "with-run.ts"), { FORCE_COLOR: "1" })
+      const plain = sectionOf(yield* output(path.join("callbacks", "main.ts")), "with-run")
+      assert.match(coloured, ansi)
+      assert.strictEqual(coloured.replace(ansi, ""), plain)
+      for (const line of coloured.split("\n")) {
+        if (!isNarration(line.replace(ansi, ""))) assert.notMatch(line, ansi, line)
+      }
+      assert.isFalse(Narrate.colours({ NO_COLOR: "1" }, true), "NO_COLOR turns colours off on a terminal")
+      assert.isTrue(Narrate.colours({}, true), "a terminal gets colours")
+      assert.isFalse(Narrate.colours({}, false), "a pipe does not")
+    }), { timeout: 90_000 })
+
+  it.live(
+    "main.ts (npm start) says it runs offline, then prints each guide's walkthrough; the README shows its first lines",
+    () =>
+      Effect.gen(function*() {
+        const stdout = yield* output("main.ts")
         assert.match(stdout.split("\n")[0], /offline/)
         for (const folder of folders) {
           assert.include(stdout, readExpected(folder), `the ${folder} walkthrough`)
@@ -73,6 +157,13 @@ describe.concurrent("examples", () => {
         )
         assert.isAtLeast(callbacks, 0, "the callbacks walkthrough under its header")
         assert.isAbove(subagents, callbacks, "the subagent approvals walkthrough under its header, after a blank line")
+        // the README's "npm start" block: the first lines of what it prints
+        const readme = fs.readFileSync(path.join(repoDir, "README.md"), "utf8")
+        const shown = /^```\n\$ npm start\n([\s\S]*?)\n```$/m.exec(readme)
+        assert.isNotNull(shown, "README.md shows `$ npm start` and what it prints")
+        const lines = (shown?.[1] ?? "").split("\n").filter((line) => line !== "…")
+        assert.isAtLeast(lines.length, 8)
+        assert.deepStrictEqual(lines, stdout.split("\n").slice(0, lines.length))
       }),
     { timeout: 90_000 }
   )

@@ -52,6 +52,9 @@ export class InvalidId extends Schema.TaggedError<InvalidId>("@parley/core/Parle
   kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId"),
   value: Schema.String
 }) {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: invalid ${this.kind} ${JSON.stringify(this.value)}${suffix(this.description)}`
@@ -71,6 +74,9 @@ export class AnswerMismatch
     reason: Schema.String
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: the answer does not fit callback ${this.callbackId}: ${this.reason}. Nothing was sent.`
@@ -89,6 +95,9 @@ export class CallbackNotOpen
     callbackId: Schema.String
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: callback ${this.callbackId} is not open${suffix(this.description)}`
@@ -107,6 +116,9 @@ export class CallbackAlreadyAnswered extends Schema.TaggedError<CallbackAlreadyA
   ...common,
   callbackId: Schema.String
 }) {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: callback ${this.callbackId} was already answered`
@@ -123,6 +135,9 @@ export class SessionNotFound
     sessionId: Schema.String
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: no session ${this.sessionId}`
@@ -140,6 +155,9 @@ export class TurnNotFound
     turnId: Schema.String
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: no turn ${this.turnId} in session ${this.sessionId}`
@@ -158,6 +176,9 @@ export class PolicyInvalid
     issues: Schema.Array(Schema.String)
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: invalid permission policy: ${this.issues.join("; ")}`
@@ -177,6 +198,9 @@ export class AgentInvalid
     issues: Schema.Array(Schema.String)
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: agent ${this.agent} is invalid: ${this.issues.join("; ")}`
@@ -195,6 +219,9 @@ export class ModelFailure
     model: Schema.String
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: model ${this.model} failed${suffix(this.description)}`
@@ -212,6 +239,9 @@ export class TransportFailure
     ...common
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: transport failure${suffix(this.description)}`
@@ -231,6 +261,9 @@ export class StepLimitReached
     limit: Schema.Number
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: the turn reached its limit of ${this.limit} model steps`
@@ -249,6 +282,9 @@ export class ToolFailure
     toolId: Schema.String
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: tool ${this.toolId} failed${suffix(this.description)}`
@@ -269,6 +305,9 @@ export class HandlerFailed
     kind: Schema.String
   })
 {
+  /**
+   * @since 0.1.0
+   */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: the ${this.kind} handler for callback ${this.callbackId} failed${

@@ -4,10 +4,10 @@
  *
  * @example
  * ```ts
- * import { ToolSpec } from "@parley/core"
+ * import { Ids, ToolSpec } from "@parley/core"
  *
  * const spec = new ToolSpec.ToolSpec({
- *   id: "client.get_location",
+ *   id: Ids.ToolId.make("client.get_location"),
  *   name: "get_location",
  *   description: "The user's current location.",
  *   parameters: { type: "object", properties: {} },

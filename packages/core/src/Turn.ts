@@ -258,8 +258,9 @@ export const result = <R = never>(
         // Confirm with the runtime: the answers that were sent may already have moved the turn on. The Blocked state
         // the caller waits `after` is not news: wait for what comes next.
         const now: TurnSnapshot = yield* transport.snapshot(turn.sessionId, turn.turnId)
+        // A Blocked this wait has not read up to yet lists callbacks its handlers have not seen: read on first.
         const seen = options?.after?.cursor ?? 0
-        return now.state?._tag === "Blocked" && now.state.cursor > seen
+        return now.state?._tag === "Blocked" && now.state.cursor > seen && now.state.cursor - 1 <= lastSeq
           ? Option.some<TurnState>(now.state)
           : Option.none()
       })

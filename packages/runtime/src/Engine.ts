@@ -9,10 +9,11 @@
  *
  * @example
  * ```ts
+ * import type { AgentSpec } from "@parley/core"
  * import { Connectors, Engine, Models, SessionStore } from "@parley/runtime"
  * import { Effect } from "effect"
  *
- * const program = Effect.gen(function*() {
+ * const program = (spec: AgentSpec.AgentSpec) => Effect.gen(function*() {
  *   const engine = yield* Engine.make
  *   const session = yield* engine.createSession(spec)
  * })

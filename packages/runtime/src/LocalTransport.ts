@@ -3,41 +3,127 @@
  * the same process. The HTTP transport provides the same Tag, so a program moves across a process boundary by
  * changing one layer.
  *
+ * `layerMemory` is the whole runtime in one line: the engine over an in-memory session store, the connectors you
+ * give (none by default) and the models. Without `models`, every agent runs on the `LanguageModel` in context: the
+ * `@effect/ai` provider layer of your choice, or `ScriptedModel.layer(...)` from `@parley/testing` offline.
+ * `layer` is the engine alone, for a program that picks its own store, connectors and models.
+ *
+ * @example
+ * ```ts
+ * import { Connectors, LocalTransport } from "@parley/runtime"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Layer } from "effect"
+ *
+ * // offline: every agent runs on a scripted model, and can sign in to the demo mailbox
+ * const Runtime = LocalTransport.layerMemory({ connectors: [Connectors.demoMailbox()] }).pipe(
+ *   Layer.provide(ScriptedModel.layer([ScriptedModel.text("Hello!")]))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type * as LanguageModel from "@effect/ai/LanguageModel"
+import { Transport } from "@parley/core/Transport"
+import * as Layer from "effect/Layer"
+import * as Connectors from "./Connectors.js"
+import * as Engine from "./Engine.js"
+import * as Models from "./Models.js"
+import * as SessionStore from "./SessionStore.js"
+
+/**
+ * The engine alone: provide a `SessionStore`, the `Connectors` and the `Models` (or use `layerMemory`).
+ *
  * @example
  * ```ts
  * import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
- * import { Layer } from "effect"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Effect, Layer } from "effect"
  *
+ * const ModelsLive = Layer.effect(
+ *   Models.Models,
+ *   Effect.map(ScriptedModel.fromFunction(() => ScriptedModel.text("Hello!")), (m) => Models.single(m.languageModel))
+ * )
  * const TransportLive = LocalTransport.layer.pipe(
  *   Layer.provide([SessionStore.layerMemory, Connectors.layer([Connectors.demoMailbox()]), ModelsLive])
  * )
  * ```
  *
  * @since 0.1.0
+ * @category Layers
  */
-import { Transport } from "@parley/core/Transport"
-import * as Layer from "effect/Layer"
-import type { Connectors } from "./Connectors.js"
-import * as Engine from "./Engine.js"
-import type { Models } from "./Models.js"
-import type { SessionStore } from "./SessionStore.js"
+export const layer: Layer.Layer<Transport, never, SessionStore.SessionStore | Models.Models | Connectors.Connectors> =
+  Layer.scoped(Transport, Engine.make)
 
 /**
+ * The options of `layerMemory`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface MemoryOptions {
+  /**
+   * Resolves the model of each agent (the root and every subagent): `Models.single(model)`, `Models.byName`,
+   * `Models.byAgent`, or the Mistral resolver of `@parley/mistral`. Without it, every agent runs on the
+   * `LanguageModel` in context, and the layer requires one.
+   */
+  readonly models?: Models.Service | undefined
+  /** The connectors agents can sign in to (`connectors: ["gmail"]` in `Agent.make`). Default: none. */
+  readonly connectors?: ReadonlyArray<Connectors.Connector> | undefined
+  /** The engine's options (see `Engine.Options`). */
+  readonly engine?: Engine.Options | undefined
+}
+
+/**
+ * The whole in-process runtime in one layer: the engine (`layer`) over an in-memory `SessionStore`
+ * (`SessionStore.layerMemory`: sessions live as long as the layer), the `connectors` given (none by default) and
+ * the models. With `models`, the layer needs nothing; without, every agent runs on the `LanguageModel` in context.
+ *
+ * @example
+ * ```ts
+ * import { Agent } from "@parley/core"
+ * import { LocalTransport, Models } from "@parley/runtime"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const assistant = Agent.make({ name: "assistant", model: "mistral-large-latest", instructions: "Be brief." })
+ *
+ * // every agent on the LanguageModel in context (here a scripted one)
+ * const Offline = LocalTransport.layerMemory().pipe(Layer.provide(ScriptedModel.layer([ScriptedModel.text("Hi!")])))
+ *
+ * // or a resolver, by model name or by agent
+ * const ByAgent = Layer.unwrapEffect(
+ *   Effect.map(
+ *     ScriptedModel.fromFunction(() => ScriptedModel.text("Hi!")),
+ *     (scripted) => LocalTransport.layerMemory({ models: Models.byAgent({ assistant: scripted.languageModel }) })
+ *   )
+ * )
+ *
+ * const program = Effect.flatMap(Agent.run(assistant, "Hello"), (state) => Effect.log(state._tag))
+ * Effect.runPromise(program.pipe(Effect.provide(Offline)))
+ * ```
+ *
  * @since 0.1.0
  * @category Layers
  */
-export const layer: Layer.Layer<Transport, never, SessionStore | Models | Connectors> = Layer.scoped(
-  Transport,
-  Engine.make
-)
+export function layerMemory(options: MemoryOptions & { readonly models: Models.Service }): Layer.Layer<Transport>
+export function layerMemory(options?: MemoryOptions): Layer.Layer<Transport, never, LanguageModel.LanguageModel>
+export function layerMemory(options?: MemoryOptions): Layer.Layer<Transport, never, LanguageModel.LanguageModel> {
+  return (options?.engine === undefined ? layer : layerWith(options.engine)).pipe(
+    Layer.provide([
+      SessionStore.layerMemory,
+      Connectors.layer(options?.connectors ?? []),
+      options?.models === undefined ? Models.layerFromContext : Models.layer(options.models)
+    ])
+  )
+}
 
 /**
- * The in-process transport with engine options (e.g. how long an idle tree stays in memory).
+ * The engine alone with options (e.g. how long an idle tree stays in memory: `idleTimeToLive`).
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerWith = (
   options: Engine.Options
-): Layer.Layer<Transport, never, SessionStore | Models | Connectors> =>
+): Layer.Layer<Transport, never, SessionStore.SessionStore | Models.Models | Connectors.Connectors> =>
   Layer.scoped(Transport, Engine.makeWith(options))

@@ -15,10 +15,11 @@
  *
  * @example
  * ```ts
+ * import type { Ids } from "@parley/core"
  * import { SessionStore } from "@parley/runtime"
  * import { Effect } from "effect"
  *
- * const program = Effect.gen(function*() {
+ * const program = (sessionId: Ids.SessionId) => Effect.gen(function*() {
  *   const store = yield* SessionStore.SessionStore
  *   const tree = yield* store.treeOf(sessionId)
  * }).pipe(Effect.provide(SessionStore.layerMemory))

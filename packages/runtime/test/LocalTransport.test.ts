@@ -1,6 +1,10 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, CallbackHandler } from "@parley/core"
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
-import { Layer } from "effect"
+import { ClientTool, ToolAnnotations } from "@parley/tools"
+import { Effect, Layer, Schema } from "effect"
 
 const runtime = (transport: typeof LocalTransport.layer) => (model: Parameters<typeof Models.single>[0]) =>
   transport.pipe(
@@ -19,3 +23,78 @@ TransportSuite.suite(
   "LocalTransport, idle trees evicted at once",
   runtime(LocalTransport.layerWith({ idleTimeToLive: 0 }))
 )
+
+// ----------------------------------------------------------------------------
+// layerMemory: the one-line runtime
+// ----------------------------------------------------------------------------
+
+const getLocation = ClientTool.make("get_location", {
+  description: "The user's current location.",
+  success: Schema.Struct({ city: Schema.String, country: Schema.String }),
+  annotations: ToolAnnotations.readOnly
+})
+
+const assistant = Agent.make({
+  name: "assistant",
+  model: "mistral-large-latest",
+  instructions: "Use your tools. Answer in one short sentence.",
+  tools: [getLocation],
+  permissionMode: "ask"
+})
+
+const Handlers = CallbackHandler.layer([
+  CallbackHandler.allowReadOnly,
+  CallbackHandler.denyAllSignIns,
+  { clientTool: ClientTool.answers(getLocation.answer(() => ({ city: "Lyon", country: "France" }))) }
+])
+
+const locate = [ScriptedModel.toolCall("get_location", {}), ScriptedModel.text("You're in Lyon, France.")]
+
+describe("LocalTransport.layerMemory", () => {
+  it.effect("runs an agent on the LanguageModel in context, with nothing else to provide", () =>
+    Effect.gen(function*() {
+      const state = yield* Agent.run(assistant, "Where am I?").pipe(Effect.provide(Handlers))
+      assert.strictEqual(state._tag, "Completed")
+      if (state._tag === "Completed") assert.strictEqual(state.text, "You're in Lyon, France.")
+      // the scripted model was driven exactly as scripted: it is the model every agent ran on
+      yield* ScriptedModel.assertComplete
+    }).pipe(
+      Effect.provide(LocalTransport.layerMemory().pipe(Layer.provideMerge(ScriptedModel.layer(locate))))
+    ))
+
+  it.effect("resolves models with the given resolver instead of the context", () =>
+    Effect.gen(function*() {
+      const scripted = yield* ScriptedModel.make(locate)
+      const runtime = LocalTransport.layerMemory({ models: Models.byAgent({ assistant: scripted.languageModel }) })
+      const state = yield* Agent.run(assistant, "Where am I?").pipe(Effect.provide(Handlers), Effect.provide(runtime))
+      assert.strictEqual(state._tag, "Completed")
+      yield* scripted.assertComplete
+      const stranger = Agent.make({ name: "stranger", model: "mistral-large-latest", instructions: "Hi." })
+      const error = yield* Effect.flip(Agent.run(stranger, "Hello").pipe(Effect.provide(runtime)))
+      assert.strictEqual(error._tag, "AgentInvalid")
+    }))
+
+  it.effect("has no connectors unless given: an agent naming one does not start", () =>
+    Effect.gen(function*() {
+      const mailer = Agent.make({ name: "mailer", model: "m", instructions: "Read mail.", connectors: ["gmail"] })
+      const error = yield* Effect.flip(Agent.run(mailer, "What is my latest email about?"))
+      assert.strictEqual(error._tag, "AgentInvalid")
+      assert.include(error.message, "no connector named gmail")
+    }).pipe(Effect.provide(LocalTransport.layerMemory().pipe(Layer.provide(ScriptedModel.layer([]))))))
+
+  it.effect("signs agents in to the connectors given", () =>
+    Effect.gen(function*() {
+      const mailer = Agent.make({ name: "mailer", model: "m", instructions: "Read mail.", connectors: ["gmail"] })
+      const state = yield* Agent.run(mailer, "What is my latest email about?")
+      assert.strictEqual(state._tag, "Blocked")
+      if (state._tag === "Blocked") {
+        assert.deepStrictEqual(state.callbacks.map((callback) => callback.kind), ["sign_in"])
+      }
+    }).pipe(
+      Effect.provide(
+        LocalTransport.layerMemory({ connectors: [Connectors.demoMailbox()] }).pipe(
+          Layer.provide(ScriptedModel.layer([ScriptedModel.toolCall("gmail_latest_email", {})]))
+        )
+      )
+    ))
+})

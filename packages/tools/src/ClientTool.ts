@@ -7,8 +7,9 @@
  * A `ClientTool` is pure Schema data plus typed helpers; it imports nothing from the runtime, so a client process can
  * declare tools and answer their callbacks on its own:
  *
+ * - `tool.run(callback, fn)`: any callback of a turn in; for a call of this tool, decode the arguments, run `fn` and
+ *   encode its result into a `ClientToolResult`; for any other callback, fail with `NotThisTool` (typed);
  * - `tool.called(callback)`: is this callback a call of this tool?
- * - `tool.run(callback, fn)`: decode the arguments, run `fn`, encode its result into a `ClientToolResult`;
  * - `tool.answer(fn)` and `ClientTool.answers(...)`: the `clientTool` handler of `CallbackHandler.layer`;
  * - `ClientTool.toSpec(tool)`: the serialisable `ToolSpec` (JSON Schemas) an agent definition carries;
  * - `ClientTool.decodeResult(tool, result)`: check a hand-made result before sending it.
@@ -18,7 +19,7 @@
  *
  * @example
  * ```ts
- * import { Answer, type Callback, CallbackHandler } from "@parley/core"
+ * import { type Callback, CallbackHandler, Turn } from "@parley/core"
  * import { ClientTool, ToolAnnotations } from "@parley/tools"
  * import { Effect, Schema } from "effect"
  *
@@ -37,11 +38,12 @@
  * // answer while a run waits
  * const Handlers = CallbackHandler.layer({ clientTool: ClientTool.answers(getLocation.answer(readLocation)) })
  *
- * // or answer by id: the answer to send for one open callback
- * const answerFor = (callback: Callback.Callback) =>
- *   getLocation.called(callback)
- *     ? getLocation.run(callback, readLocation) // Effect<ClientToolResult | KeepCallbackOpen>
- *     : Effect.succeed(new Answer.KeepCallbackOpen()) // not ours: leave it open
+ * // or answer by id, whatever the callback: `run` fails with NotThisTool when it is not a get_location call
+ * const answerById = (turn: Turn.Turn, callback: Callback.Callback) =>
+ *   getLocation.run(callback, readLocation).pipe(
+ *     Effect.flatMap((result) => Turn.answer(turn, callback.id, result)),
+ *     Effect.catchTag("NotThisTool", () => Effect.void) // not ours: leave it open
+ *   )
  * ```
  *
  * @since 0.1.0
@@ -51,6 +53,7 @@ import type * as Answer from "@parley/core/Answer"
 import type * as Callback from "@parley/core/Callback"
 import type { AnswerMismatch, InvalidId } from "@parley/core/ParleyError"
 import type * as ToolSpec from "@parley/core/ToolSpec"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { Pipeable } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
@@ -135,6 +138,28 @@ export type Handler<P, S, F, R = never> = (
 ) => HandlerResult<S, F, R>
 
 /**
+ * What `run` succeeds with for a function whose results are `Out`: the `ClientToolResult` to send, and
+ * `KeepCallbackOpen` only when the function can return it (a function that never does gives an answer
+ * `Turn.answer` takes as it is).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type RunResult<Out> = Answer.ClientToolResult | (KeepCallbackOpen extends Out ? KeepCallbackOpen : never)
+
+/**
+ * The function `run` takes: like `Handler`, with its result type `Out` kept so that `RunResult` can tell whether
+ * it may keep the callback open.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type RunFunction<P, Out, F, R = never> = (
+  params: P,
+  callback: Callback.OpenClientToolCall
+) => Out | Effect.Effect<Out, F, R>
+
+/**
  * A client tool: a name, a description, Effect Schemas for its parameters, success value and failure, and hints.
  *
  * @since 0.1.0
@@ -169,12 +194,12 @@ export interface ClientTool<
    */
   called(callback: Callback.Callback): callback is Callback.OpenClientToolCall
   /**
-   * Answers a call of this tool with `fn`: see `ClientTool.run`.
+   * Answers a call of this tool with `fn`; any other callback fails with `NotThisTool`: see `ClientTool.run`.
    */
-  run<R = never>(
-    callback: Callback.OpenClientToolCall,
-    fn: Handler<Schema.Schema.Type<Parameters>, Schema.Schema.Type<Success>, Schema.Schema.Type<Failure>, R>
-  ): Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen, never, R>
+  run<Out extends Schema.Schema.Type<Success> | KeepCallbackOpen, R = never>(
+    callback: Callback.Callback,
+    fn: RunFunction<Schema.Schema.Type<Parameters>, Out, Schema.Schema.Type<Failure>, R>
+  ): Effect.Effect<RunResult<Out>, NotThisTool, R>
   /**
    * An entry for `ClientTool.answers`: calls of this tool are answered with `fn`.
    */
@@ -235,6 +260,35 @@ export interface ToolAnswer {
 export type ClientToolHandler = (
   callback: Callback.OpenClientToolCall
 ) => Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen>
+
+// ===== Errors =====
+
+/**
+ * `run` was given a callback that is not a call of its tool: an approval, a sign-in, or a call of another client
+ * tool. Nothing ran. A program answering every callback by id catches it to leave the callback open for another
+ * client (`Effect.catchTag("NotThisTool", () => Effect.void)`) or to try another tool.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class NotThisTool extends Data.TaggedError("NotThisTool")<{
+  /** The id of the tool `run` was called on (`client.<name>`). */
+  readonly toolId: string
+  /** The callback it was given. */
+  readonly callback: Callback.Callback
+}> {
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    const what = this.callback._tag === "OpenClientToolCall"
+      ? `a call of ${this.callback.request.tool.id}`
+      : this.callback.kind === "approval"
+      ? "an approval"
+      : "a sign-in"
+    return `callback ${this.callback.id} is ${what}, not a call of ${this.toolId}`
+  }
+}
 
 // ===== Guards =====
 
@@ -327,27 +381,55 @@ export const toSpec = (tool: Any): Effect.Effect<ToolSpec.ToolSpec, InvalidId> =
 // ===== Answering =====
 
 /**
- * Answers a call of `tool` with `fn`:
+ * Answers a callback of a turn with `fn` when it is a call of `tool`:
  *
- * 1. a callback for another tool is left open (`KeepCallbackOpen`);
+ * 1. any other callback (an approval, a sign-in, a call of another tool) fails with `NotThisTool`, a typed error,
+ *    and `fn` does not run: a program that answers by id passes every callback and catches it;
  * 2. the arguments are decoded with `parameters` (defaults applied, extra keys dropped); arguments that do not decode
  *    become `ClientToolResult.failure("Invalid arguments for <name>: <path>: <problem>; …")`, a tool error the model
  *    can correct, never a failure of this Effect;
  * 3. `fn(params, callback)` runs; it returns the success value, `KeepCallbackOpen` (returned as is) or an Effect;
+ *    when `fn` cannot return `KeepCallbackOpen`, neither can `run` (see `RunResult`), so its result goes straight
+ *    to `Turn.answer`;
  * 4. the success value is encoded with `success` into `ClientToolResult.success(encoded)`, a typed failure with
  *    `failure` into `ClientToolResult.failure(encoded)`. A value the schemas cannot encode (a bug in `fn`) becomes a
  *    generic tool error and a logged warning.
  *
- * The Effect never fails; a defect (a throw) in `fn` stays a defect.
+ * The Effect fails only with `NotThisTool`; a defect (a throw) in `fn` stays a defect.
+ *
+ * @example
+ * ```ts
+ * import { Answer, type Callback, Turn } from "@parley/core"
+ * import { ClientTool } from "@parley/tools"
+ * import { Effect, Schema } from "effect"
+ *
+ * const getLocation = ClientTool.make("get_location", {
+ *   description: "The user's current location.",
+ *   success: Schema.Struct({ city: Schema.String, country: Schema.String })
+ * })
+ *
+ * // answers one open callback by id, whatever its kind
+ * const answerCallback = (turn: Turn.Turn, callback: Callback.Callback) =>
+ *   Effect.gen(function*() {
+ *     switch (callback._tag) {
+ *       case "OpenApproval":
+ *         return yield* Turn.answer(turn, callback.id, new Answer.AllowApproval())
+ *       case "OpenClientToolCall":
+ *         return yield* Turn.answer(turn, callback.id, yield* getLocation.run(callback, () => ({ city: "Lyon", country: "France" })))
+ *       case "OpenSignIn":
+ *         return yield* Turn.answer(turn, callback.id, new Answer.SignInAnswer({ denied: callback.requests.map((r) => r.id) }))
+ *     }
+ *   }).pipe(Effect.catchTag("NotThisTool", () => Effect.void)) // another tool's call: leave it open
+ * ```
  *
  * @since 0.1.0
  * @category Utils
  */
-export const run = <T extends Any, R = never>(
+export const run = <T extends Any, Out extends Success<T> | KeepCallbackOpen, R = never>(
   tool: T,
-  callback: Callback.OpenClientToolCall,
-  fn: Handler<Parameters<T>, Success<T>, Failure<T>, R>
-): Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen, never, R> => InternalRun.run(tool, callback, fn)
+  callback: Callback.Callback,
+  fn: RunFunction<Parameters<T>, Out, Failure<T>, R>
+): Effect.Effect<RunResult<Out>, NotThisTool, R> => InternalRun.run(tool, callback, fn)
 
 /**
  * An entry for `answers`: calls of `tool` are answered by running `fn` (see `run`).
@@ -364,7 +446,18 @@ export const answer = <T extends Any>(tool: T, fn: Handler<Parameters<T>, Succes
  *
  * @example
  * ```ts
- * const Handlers = CallbackHandler.layer({ clientTool: ClientTool.answers(getLocation.answer(readLocation)) })
+ * import { CallbackHandler } from "@parley/core"
+ * import { ClientTool } from "@parley/tools"
+ * import { Schema } from "effect"
+ *
+ * const getLocation = ClientTool.make("get_location", {
+ *   description: "The user's current location.",
+ *   success: Schema.Struct({ city: Schema.String, country: Schema.String })
+ * })
+ *
+ * const Handlers = CallbackHandler.layer({
+ *   clientTool: ClientTool.answers(getLocation.answer(() => ({ city: "Lyon", country: "France" })))
+ * })
  * ```
  *
  * @since 0.1.0

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Answer, CallbackHandler, ParleyError } from "@parley/core"
+import { Answer, type Callback, CallbackHandler, ParleyError } from "@parley/core"
 import { ClientTool } from "@parley/tools"
 import { Context, Effect, Exit, Schema } from "effect"
-import { approval, clientToolCall, context, getLocation, readLocation, sendEmail } from "./fixtures.js"
+import { approval, clientToolCall, context, getLocation, readLocation, sendEmail, signIn } from "./fixtures.js"
 
 const keep = new Answer.KeepCallbackOpen()
 
@@ -154,15 +154,47 @@ describe("ClientTool", () => {
         assert.deepStrictEqual(effect, keep)
       }))
 
-    it.effect("leaves a call of another tool open without running the function", () =>
+    it.effect("takes any callback of a turn and fails with NotThisTool, without running the function, when it is not a call of the tool", () =>
       Effect.gen(function*() {
         let runs = 0
-        const result = yield* getLocation.run(yield* clientToolCall("client.get_weather", { city: "Lyon" }), () => {
+        const locate = () => {
           runs++
           return { city: "Lyon", country: "France" }
-        })
+        }
+        const others = [
+          yield* clientToolCall("client.get_weather", { city: "Lyon" }),
+          yield* approval("client.get_location"),
+          yield* signIn("gmail")
+        ]
+        const errors = []
+        for (const callback of others) errors.push(yield* Effect.flip(getLocation.run(callback, locate)))
         assert.strictEqual(runs, 0)
-        assert.deepStrictEqual(result, keep)
+        assert.deepStrictEqual(errors.map((error) => [error._tag, error.toolId, error.callback]), [
+          ["NotThisTool", "client.get_location", others[0]],
+          ["NotThisTool", "client.get_location", others[1]],
+          ["NotThisTool", "client.get_location", others[2]]
+        ])
+        assert.deepStrictEqual(errors.map((error) => error.message), [
+          "callback cb_1 is a call of client.get_weather, not a call of client.get_location",
+          "callback cb_2 is an approval, not a call of client.get_location",
+          "callback cb_3 is a sign-in, not a call of client.get_location"
+        ])
+        const standalone = yield* Effect.flip(ClientTool.run(getLocation, others[1], locate))
+        assert.strictEqual(standalone._tag, "NotThisTool")
+      }))
+
+    it.effect("gives an answer Turn.answer takes as it is when the function never keeps the callback open", () =>
+      Effect.gen(function*() {
+        const callback: Callback.Callback = yield* clientToolCall("client.get_location", {})
+        // typed: `Answer.Answer`, no `KeepCallbackOpen` to rule out, for any callback of the turn
+        const answer: Answer.Answer = yield* getLocation.run(callback, readLocation)
+        assert.deepStrictEqual(answer, Answer.ClientToolResult.success({ city: "Lyon", country: "France" }))
+        const maybe = (keepIt: boolean) => keepIt ? new Answer.KeepCallbackOpen() : readLocation({ precision: "city" })
+        const kept: Answer.ClientToolResult | Answer.KeepCallbackOpen = yield* getLocation.run(
+          callback,
+          () => maybe(true)
+        )
+        assert.deepStrictEqual(kept, keep)
       }))
 
     it.effect("turns a value the success schema cannot encode into a tool error, not a defect", () =>

@@ -61,6 +61,18 @@ export const approval = (toolId: string, annotations: ToolAnnotations.ToolAnnota
     })
   })
 
+/** A sign-in to `source`. */
+export const signIn = (source: string) =>
+  Effect.gen(function*() {
+    return new Callback.OpenSignIn({
+      id: yield* Ids.callbackId("cb_3"),
+      sessionId: yield* Ids.sessionId("ses_1"),
+      turnId: yield* Ids.turnId("turn_1"),
+      openedAt: DateTime.unsafeMake("2025-01-01T00:00:00Z"),
+      requests: [new Callback.SignInRequest({ id: `si_${source}`, source })]
+    })
+  })
+
 /** The handler context of a callback of the waiting turn. */
 export const context = Effect.gen(function*() {
   const sessionId = yield* Ids.sessionId("ses_1")

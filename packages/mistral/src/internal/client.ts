@@ -23,7 +23,6 @@ const decodeChunk = Schema.decodeUnknown(Schema.parseJson(Wire.ChatCompletionChu
 const hasFinishReason = (chunk: Wire.ChatCompletionChunk): boolean =>
   (chunk.choices ?? []).some((choice) => typeof choice.finish_reason === "string" && choice.finish_reason.length > 0)
 
-/** @internal */
 export const make = (options: {
   readonly httpClient: HttpClient.HttpClient
   readonly apiKey: Redacted.Redacted | undefined

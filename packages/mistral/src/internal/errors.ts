@@ -8,7 +8,6 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 
-/** @internal */
 export const moduleName = "MistralClient"
 
 const redactedHeaders = new Set(["authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization"])
@@ -21,7 +20,6 @@ const redactHeaders = (headers: Readonly<Record<string, string>>): Record<string
   return out
 }
 
-/** @internal */
 export const requestDetails = (
   request: HttpClientRequest.HttpClientRequest
 ): typeof AiError.HttpRequestDetails.Type => ({
@@ -86,8 +84,6 @@ const describeJson = (prefix: string, value: unknown): string => {
  * Builds a description from an error body. Accepts Mistral's canonical envelope, its legacy variants (message as
  * string, object or JSON string; `detail`; integer `code`) and the OpenAI-style `{"error": {...}}` envelope. Never
  * fails: an unknown body is described by its status only.
- *
- * @internal
  */
 export const describeBody = (status: number, body: string): string => {
   const json = parseJson(body)
@@ -101,8 +97,6 @@ export const describeBody = (status: number, body: string): string => {
 /**
  * Describes an error reported inside a 200 event stream (a `data:` event holding Mistral's error envelope
  * `{"object": "error", ...}` or an OpenAI-style `{"error": {...}}`), in the same terms as `describeBody`.
- *
- * @internal
  */
 export const describeStreamError = (data: string): string => {
   const prefix = "The server reported an error inside the stream"
@@ -113,8 +107,6 @@ export const describeStreamError = (data: string): string => {
 /**
  * Reads the body of a non-2xx response and fails with an `HttpResponseError` that carries the status, the
  * headers (rate-limit headers, `Retry-After`, `mistral-correlation-id`) and the raw body text.
- *
- * @internal
  */
 export const statusError = (options: {
   readonly method: string
@@ -141,7 +133,6 @@ export const statusError = (options: {
     })
   )
 
-/** @internal */
 export const fromClientError = (method: string) => (error: HttpClientError.HttpClientError): AiError.AiError => {
   if (error._tag === "RequestError") {
     return AiError.HttpRequestError.fromRequestError({ module: moduleName, method, error })

@@ -30,10 +30,8 @@ export const MISSING_RESULT = JSON.stringify({ error: "No result was recorded fo
 
 const VALID_NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
-/** @internal */
 export const isValidName = (name: string): boolean => VALID_NAME.test(name)
 
-/** @internal */
 export const sanitizeName = (name: string): string => {
   if (isValidName(name)) return name
   const cleaned = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64)
@@ -117,7 +115,6 @@ const withThinking = (message: Prompt.AssistantMessage): string | Array<Wire.Ass
   return chunks
 }
 
-/** @internal */
 export const prepareMessages = (
   prompt: Prompt.Prompt,
   flavour: Wire.Flavour,

@@ -22,7 +22,6 @@ type UserTool = Tool.Tool<string, {
 const malformed = (description: string) =>
   new AiError.MalformedInput({ module: "MistralLanguageModel", method: "makeRequest", description })
 
-/** @internal */
 export const prepareTools = (
   options: LanguageModel.ProviderOptions,
   flavour: Wire.Flavour
@@ -73,8 +72,6 @@ export const prepareTools = (
  * Models whose tokenizer takes `thinking` chunks in assistant messages (mistral-common encodes them from tokenizer
  * v13, with the think control tokens): the models documented to answer with thinking chunks. Magistral 2506 wrapped
  * its reasoning in `<think>` tags inside the text instead, and older models' tokenizers reject the chunks.
- *
- * @internal
  */
 export const replaysThinkingByDefault = (model: string): boolean => {
   if (model.startsWith("magistral-")) return !model.endsWith("-2506")
@@ -90,7 +87,6 @@ export const replaysThinkingByDefault = (model: string): boolean => {
 const defined = (record: Record<string, unknown>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined))
 
-/** @internal */
 export const makeRequest = (options: {
   readonly model: string
   readonly config: MistralConfig.Service

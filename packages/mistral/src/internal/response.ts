@@ -7,7 +7,6 @@ import * as Effect from "effect/Effect"
 import * as ToolCallId from "./toolCallId.js"
 import type * as Wire from "./wire.js"
 
-/** @internal */
 export const finishReason = (reason: string | null | undefined, hasToolCalls: boolean): Response.FinishReason => {
   switch (reason) {
     case "stop":
@@ -31,7 +30,6 @@ export const finishReason = (reason: string | null | undefined, hasToolCalls: bo
   }
 }
 
-/** @internal */
 export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage.Encoded => {
   const cached = raw?.prompt_tokens_details?.cached_tokens ?? raw?.prompt_token_details?.cached_tokens ??
     raw?.num_cached_tokens ?? undefined
@@ -47,7 +45,6 @@ export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage
   }
 }
 
-/** @internal */
 export const responseMetadata = (raw: {
   readonly id?: string | null | undefined
   readonly model?: string | null | undefined
@@ -59,7 +56,6 @@ export const responseMetadata = (raw: {
   ...(typeof raw.created === "number" ? { timestamp: new Date(raw.created * 1000).toISOString() } : {})
 })
 
-/** @internal */
 export interface ResponseOptions {
   /** The text of the assistant `prefix` the request ended with: the answer repeats it. */
   readonly prefix?: string | undefined
@@ -70,15 +66,13 @@ export interface ResponseOptions {
 /**
  * The metadata of reasoning parts made from `thinking` chunks of a Mistral answer: a prompt reasoning part carrying
  * the same under `options.mistral` is replayed as a `thinking` chunk.
- *
- * @internal
  */
 export const thinkingMetadata = (
   flavour: Wire.Flavour | undefined
 ): { readonly metadata?: { readonly mistral: { readonly type: "thinking" } } } =>
   flavour === "mistral" ? { metadata: { mistral: { type: "thinking" } } } : {}
 
-/** Splits `content` (string or chunks) into answer text and reasoning (`thinking` chunks). @internal */
+/** Splits `content` (string or chunks) into answer text and reasoning (`thinking` chunks). */
 export const splitContent = (
   content: Wire.ResponseMessage["content"]
 ): ReadonlyArray<{ readonly kind: "text" | "reasoning"; readonly text: string }> => {
@@ -99,7 +93,6 @@ export const splitContent = (
   return out
 }
 
-/** @internal */
 export const parseArguments = (
   method: string,
   name: string,
@@ -123,8 +116,6 @@ export const parseArguments = (
  * Mistral's answer to a request that ends with an assistant `prefix` message repeats the prefix (the docs strip it
  * with `content[len(prefix):]`). This drops it from the start of the answer text, fed piece by piece: text is held
  * back while it could still be the repeated prefix, and passed on unchanged as soon as it is not.
- *
- * @internal
  */
 export const makePrefixStripper = (prefix: string | undefined): (text: string) => string => {
   let pending: string | undefined = prefix === undefined || prefix.length === 0 ? undefined : ""
@@ -145,8 +136,6 @@ export const makePrefixStripper = (prefix: string | undefined): (text: string) =
 
 /**
  * The text of the trailing assistant `prefix` message of a request, if it ends with one.
- *
- * @internal
  */
 export const prefixOf = (request: Wire.ChatCompletionRequest): string | undefined => {
   const last = request.messages[request.messages.length - 1]
@@ -155,11 +144,9 @@ export const prefixOf = (request: Wire.ChatCompletionRequest): string | undefine
   return (last.content ?? []).flatMap((chunk) => chunk.type === "text" ? [chunk.text] : []).join("")
 }
 
-/** @internal */
 export const isRealId = (id: string | null | undefined): id is string =>
   typeof id === "string" && id.length > 0 && id !== "null"
 
-/** @internal */
 export const makeResponse = (
   response: Wire.ChatCompletionResponse,
   options: ResponseOptions = {}

@@ -11,14 +11,12 @@ import * as Random from "effect/Random"
 import * as Stream from "effect/Stream"
 import type { RetryOptions } from "../MistralClient.js"
 
-/** @internal */
 export interface RetryPolicy {
   readonly maxRetries: number
   readonly baseDelayMillis: number
   readonly maxDelayMillis: number
 }
 
-/** @internal */
 export const resolvePolicy = (options: RetryOptions | false | undefined): RetryPolicy =>
   options === false
     ? { maxRetries: 0, baseDelayMillis: 0, maxDelayMillis: 0 }
@@ -33,8 +31,6 @@ const header = (error: AiError.HttpResponseError, name: string): string | undefi
 /**
  * 429 and 5xx answers and transport failures are transient. Any other 4xx is not, and neither is a 429 whose
  * `x-ratelimit-limit-req-minute` is `0` (no quota at all).
- *
- * @internal
  */
 export const isRetryable = (error: AiError.AiError): boolean => {
   switch (error._tag) {
@@ -53,8 +49,6 @@ export const isRetryable = (error: AiError.AiError): boolean => {
 
 /**
  * `Retry-After` as delta-seconds or as an HTTP date.
- *
- * @internal
  */
 export const retryAfterMillis = (error: AiError.AiError, nowMillis: number): number | undefined => {
   if (error._tag !== "HttpResponseError") return undefined
@@ -82,8 +76,6 @@ const describeTooLong = (error: AiError.HttpResponseError, retryAfter: number, p
  * The delay before the next attempt: `Retry-After` when present, else exponential backoff with jitter (capped at
  * `maxDelay`). A `Retry-After` longer than `maxDelay` is not waited for: the error is surfaced (with its status and
  * a note) instead of sleeping for as long as the server asks.
- *
- * @internal
  */
 export const delayFor = (
   policy: RetryPolicy,
@@ -104,7 +96,6 @@ export const delayFor = (
     return Math.round(backoff / 2 + jitter * backoff / 2)
   })
 
-/** @internal */
 export const retryEffect = <A>(
   policy: RetryPolicy,
   effect: Effect.Effect<A, AiError.AiError>
@@ -121,8 +112,6 @@ export const retryEffect = <A>(
 /**
  * Re-runs `make` after a transient failure, but only if the failed attempt emitted nothing: once an element went
  * downstream, the error is surfaced as it is.
- *
- * @internal
  */
 export const retryStream = <A>(
   policy: RetryPolicy,

@@ -24,7 +24,6 @@ interface Slot {
   partId: string | undefined
 }
 
-/** @internal */
 export const makeStreamResponse = (
   chunks: Stream.Stream<Wire.ChatCompletionChunk, AiError.AiError>,
   options: InternalResponse.ResponseOptions = {}

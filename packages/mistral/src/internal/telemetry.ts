@@ -13,13 +13,10 @@ const number = (value: unknown): number | undefined => typeof value === "number"
  * `gen_ai.system` is the system "as identified by the client instrumentation": Mistral's API for the `"mistral"`
  * flavour, OpenAI's dialect for `"compat"` (the semantic conventions' own example: an OpenAI client talking to
  * another server reports `openai`).
- *
- * @internal
  */
 export const system = (flavour: Wire.Flavour): Telemetry.WellKnownSystem =>
   flavour === "mistral" ? "mistral_ai" : "openai"
 
-/** @internal */
 export const annotateRequest = (span: Span, flavour: Wire.Flavour, request: Wire.ChatCompletionRequest): void => {
   const stop = request.stop
   Telemetry.addGenAIAnnotations(span, {
@@ -52,7 +49,6 @@ const finishReasons = (
     typeof choice.finish_reason === "string" && choice.finish_reason.length > 0 ? [choice.finish_reason] : []
   )
 
-/** @internal */
 export const annotateResponse = (span: Span, response: Wire.ChatCompletionResponse): void => {
   const reasons = finishReasons(response.choices)
   Telemetry.addGenAIAnnotations(span, {
@@ -69,8 +65,6 @@ export const annotateResponse = (span: Span, response: Wire.ChatCompletionRespon
  * An annotator for the chunks of one stream: the response id and model from the first chunk that has them, the
  * finish reasons from the chunk that carries them, the usage from the last chunk that has one (Mistral: the finish
  * chunk; OpenAI-compatible servers: a trailing chunk with `choices: []`).
- *
- * @internal
  */
 export const makeChunkAnnotator = (span: Span): (chunk: Wire.ChatCompletionChunk) => void => {
   let identified = false

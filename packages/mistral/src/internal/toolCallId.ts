@@ -9,7 +9,6 @@ import * as Random from "effect/Random"
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 const VALID_ID = /^[a-zA-Z0-9]{9}$/
 
-/** @internal */
 export const isValid = (id: string): boolean => VALID_ID.test(id)
 
 /** A 53-bit string hash (two interleaved 32-bit multiplicative hashes). */
@@ -26,7 +25,6 @@ const hash53 = (input: string): number => {
   return 4294967296 * (2097151 & h2) + (h1 >>> 0)
 }
 
-/** @internal */
 export const fromString = (input: string): string => {
   let n = hash53(input)
   let out = ""
@@ -42,8 +40,6 @@ export const fromString = (input: string): string => {
  * originals always get distinct ids (a collision is resolved by re-hashing with a counter). `occurrence` tells
  * apart calls that reuse an id (servers that mint the same id every round): the first keeps the mapping of the id
  * itself, later ones get ids of their own, so ids stay unique within the request.
- *
- * @internal
  */
 export const makeMapper = (): (original: string, occurrence?: number) => string => {
   const byKey = new Map<string, string>()
@@ -65,8 +61,6 @@ export const makeMapper = (): (original: string, occurrence?: number) => string 
 
 /**
  * A fresh random 9-character id, for tool calls that arrive without one.
- *
- * @internal
  */
 export const mint: Effect.Effect<string> = Effect.map(
   Effect.all(Array.from({ length: 9 }, () => Random.nextIntBetween(0, 62))),

@@ -4,6 +4,10 @@
  * Requests are plain TypeScript types (we only ever encode them). Responses and stream chunks are lenient
  * schemas: every field is optional or nullable and unknown fields (such as Mistral's padding field `p`) are
  * ignored, because servers differ in what they send.
+ *
+ * `MistralClient`'s public types refer to these, so none carries the JSDoc tag "internal": the build
+ * (`stripInternal`) would drop them from the `.d.ts` and break the published types. The `./internal/*` export path
+ * keeps them private.
  */
 import * as Schema from "effect/Schema"
 
@@ -11,10 +15,8 @@ import * as Schema from "effect/Schema"
 // Request
 // =============================================================================
 
-/** @internal */
 export type Flavour = "mistral" | "compat"
 
-/** @internal */
 export type ContentChunk =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "image_url"; readonly image_url: { readonly url: string } }
@@ -23,21 +25,17 @@ export type ContentChunk =
 /**
  * Content chunks of an assistant message: text, and `thinking` chunks to replay the reasoning of a Mistral model
  * (spec `ThinkChunk`; tokenizers before v13 reject them).
- *
- * @internal
  */
 export type AssistantContentChunk =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "thinking"; readonly thinking: ReadonlyArray<{ readonly type: "text"; readonly text: string }> }
 
-/** @internal */
 export interface ToolCall {
   readonly id: string
   readonly type: "function"
   readonly function: { readonly name: string; readonly arguments: string }
 }
 
-/** @internal */
 export type Message =
   | { readonly role: "system"; readonly content: string }
   | { readonly role: "user"; readonly content: string | ReadonlyArray<ContentChunk> }
@@ -49,7 +47,6 @@ export type Message =
   }
   | { readonly role: "tool"; readonly content: string; readonly tool_call_id: string; readonly name?: string }
 
-/** @internal */
 export interface FunctionTool {
   readonly type: "function"
   readonly function: {
@@ -59,13 +56,11 @@ export interface FunctionTool {
   }
 }
 
-/** @internal */
 export type ToolChoice = "auto" | "none" | "any" | "required" | {
   readonly type: "function"
   readonly function: { readonly name: string }
 }
 
-/** @internal */
 export type ResponseFormat =
   | { readonly type: "text" | "json_object" }
   | {
@@ -78,7 +73,6 @@ export type ResponseFormat =
     }
   }
 
-/** @internal */
 export interface ChatCompletionRequest {
   readonly model: string
   readonly messages: ReadonlyArray<Message>
@@ -123,7 +117,6 @@ const optionalNullable = <S extends Schema.Schema.Any>(schema: S) => Schema.opti
 
 const PromptTokensDetails = Schema.Struct({ cached_tokens: optionalNullable(Schema.Number) })
 
-/** @internal */
 export const Usage = Schema.Struct({
   prompt_tokens: optionalNullable(Schema.Number),
   completion_tokens: optionalNullable(Schema.Number),
@@ -135,10 +128,9 @@ export const Usage = Schema.Struct({
   completion_tokens_details: optionalNullable(Schema.Struct({ reasoning_tokens: optionalNullable(Schema.Number) }))
 })
 
-/** @internal */
 export type Usage = typeof Usage.Type
 
-/** A content chunk as returned: `text`, `thinking` (reasoning) or anything else (ignored). @internal */
+/** A content chunk as returned: `text`, `thinking` (reasoning) or anything else (ignored). */
 export const ResponseContentChunk = Schema.Struct({
   type: Schema.String,
   text: optionalNullable(Schema.String),
@@ -148,14 +140,13 @@ export const ResponseContentChunk = Schema.Struct({
   ))
 })
 
-/** @internal */
 export type ResponseContentChunk = typeof ResponseContentChunk.Type
 
 const Content = optionalNullable(Schema.Union(Schema.String, Schema.Array(ResponseContentChunk)))
 
 const Arguments = Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 
-/** A tool call, whole or as a fragment (OpenAI-style streams leave out or null every field but `index`). @internal */
+/** A tool call, whole or as a fragment (OpenAI-style streams leave out or null every field but `index`). */
 export const ResponseToolCall = Schema.Struct({
   index: optionalNullable(Schema.Number),
   id: optionalNullable(Schema.String),
@@ -166,10 +157,8 @@ export const ResponseToolCall = Schema.Struct({
   }))
 })
 
-/** @internal */
 export type ResponseToolCall = typeof ResponseToolCall.Type
 
-/** @internal */
 export const ResponseMessage = Schema.Struct({
   role: optionalNullable(Schema.String),
   content: Content,
@@ -178,12 +167,10 @@ export const ResponseMessage = Schema.Struct({
   reasoning_content: optionalNullable(Schema.String)
 })
 
-/** @internal */
 export type ResponseMessage = typeof ResponseMessage.Type
 
 const ErrorField = optionalNullable(Schema.Unknown)
 
-/** @internal */
 export const ChatCompletionResponse = Schema.Struct({
   id: optionalNullable(Schema.String),
   model: optionalNullable(Schema.String),
@@ -196,10 +183,8 @@ export const ChatCompletionResponse = Schema.Struct({
   usage: optionalNullable(Usage)
 })
 
-/** @internal */
 export type ChatCompletionResponse = typeof ChatCompletionResponse.Type
 
-/** @internal */
 export const ChatCompletionChunk = Schema.Struct({
   /** `"chat.completion.chunk"`, or `"error"` / `"Error"` for Mistral's error envelope sent inside a stream. */
   object: optionalNullable(Schema.String),
@@ -216,5 +201,4 @@ export const ChatCompletionChunk = Schema.Struct({
   error: ErrorField
 })
 
-/** @internal */
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type

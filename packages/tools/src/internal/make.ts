@@ -21,7 +21,7 @@ const Proto = {
   called(this: Any, callback: Callback.Callback) {
     return InternalRun.called(this, callback)
   },
-  run(this: Any, callback: Callback.OpenClientToolCall, fn: Handler<object, unknown, unknown, unknown>) {
+  run(this: Any, callback: Callback.Callback, fn: Handler<object, unknown, unknown, unknown>) {
     return InternalRun.run(this, callback, fn)
   },
   answer(this: Any, fn: Handler<object, unknown, unknown>) {

@@ -7,7 +7,8 @@ import type * as Callback from "@parley/core/Callback"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import type { Any, ClientToolHandler, Handler, HandlerResult, ToolAnswer } from "../ClientTool.js"
+import type { Any, ClientToolHandler, Handler, HandlerResult, RunResult, ToolAnswer } from "../ClientTool.js"
+import { NotThisTool } from "../ClientTool.js"
 import { decodeArguments, describe } from "./decoding.js"
 
 const keep = new Answer.KeepCallbackOpen()
@@ -49,13 +50,18 @@ const encodeOutcome = (
 export const called = (tool: Any, callback: Callback.Callback): callback is Callback.OpenClientToolCall =>
   callback._tag === "OpenClientToolCall" && callback.request.tool.id === tool.id
 
-/** See `ClientTool.run`. */
-export const run = <P, S, F, R>(
+/**
+ * See `ClientTool.run`. `runCall` returns `KeepCallbackOpen` only when `fn` did, which `RunResult<Out>` accounts for:
+ * the cast narrows the union the implementation cannot see through.
+ */
+export const run = <P, Out, F, R>(
   tool: Any,
-  callback: Callback.OpenClientToolCall,
-  fn: Handler<P, S, F, R>
-): Effect.Effect<Answer.ClientToolResult | Answer.KeepCallbackOpen, never, R> =>
-  called(tool, callback) ? runCall(tool, callback, fn) : Effect.succeed(keep)
+  callback: Callback.Callback,
+  fn: Handler<P, Out, F, R>
+): Effect.Effect<RunResult<Out>, NotThisTool, R> =>
+  called(tool, callback)
+    ? runCall(tool, callback, fn) as Effect.Effect<RunResult<Out>, never, R>
+    : Effect.fail(new NotThisTool({ toolId: tool.id, callback }))
 
 const runCall = <P, S, F, R>(
   tool: Any,
@@ -78,7 +84,7 @@ const runCall = <P, S, F, R>(
 /** See `ClientTool.answer`. */
 export const answer = <P, S, F>(tool: Any, fn: Handler<P, S, F>): ToolAnswer => ({
   tool,
-  handle: (callback) => run(tool, callback, fn)
+  handle: (callback) => called(tool, callback) ? runCall(tool, callback, fn) : Effect.succeed(keep)
 })
 
 /** See `ClientTool.answers`. */
