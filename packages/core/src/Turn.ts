@@ -32,6 +32,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -239,7 +240,9 @@ export const result = <R = never>(
 
     const inView = viewOf(turn, snapshot.started)
     yield* transport.events(turn.sessionId, from).pipe(
-      Stream.runForEach((event) => Queue.offer(signals, { _tag: "Event", event })),
+      Stream.runForEachChunk((chunk) =>
+        Queue.offerAll(signals, Chunk.map(chunk, (event): Signal => ({ _tag: "Event", event })))
+      ),
       Effect.matchEffect({
         onFailure: (error) => Queue.offer(signals, { _tag: "StreamEnded", error }),
         onSuccess: () => Queue.offer(signals, { _tag: "StreamEnded", error: undefined })
@@ -265,47 +268,60 @@ export const result = <R = never>(
           : Option.none()
       })
 
+    // Signals are taken in batches (a stream chunk, handlers that finished together); Blocked is checked once a batch.
+    const handleSignal = (signal: Signal): Effect.Effect<Option.Option<TurnState>, ResultError, R> =>
+      Effect.gen(function*() {
+        switch (signal._tag) {
+          case "StreamEnded":
+            return yield* signal.error ?? new TransportFailure({
+              module: "Turn",
+              method: "result",
+              description: "the event stream ended early"
+            })
+          case "HandlerError":
+            return yield* signal.error
+          case "Handled": {
+            running -= 1
+            return Option.none()
+          }
+          case "Event": {
+            const event = signal.event
+            if (!inView(event)) return Option.none()
+            if (event._tag !== "MessageDelta") lastSeq = Math.max(lastSeq, event.seq)
+            if (options?.onEvent !== undefined) {
+              const shown = options.onEvent(event)
+              if (Effect.isEffect(shown)) yield* shown
+            }
+            switch (event._tag) {
+              case "CallbackOpened":
+                if (event.seq >= snapshot.cursor) yield* start(event.callback)
+                break
+              case "CallbackResolved":
+                closed.add(event.callbackId)
+                yield* FiberMap.remove(fibers, event.callbackId)
+                break
+              case "TurnEnded":
+                if (event.sessionId === turn.sessionId) return Option.some<TurnState>(event.state)
+                break
+              default:
+                break
+            }
+            if (event._tag === "TurnBlocked") blockedAt = event.seq
+            else if (event._tag !== "MessageDelta") blockedAt = undefined
+            return Option.none()
+          }
+        }
+      })
+
     while (true) {
-      const signal = yield* Queue.take(signals)
-      switch (signal._tag) {
-        case "StreamEnded":
-          return yield* signal.error ?? new TransportFailure({
-            module: "Turn",
-            method: "result",
-            description: "the event stream ended early"
-          })
-        case "HandlerError":
-          return yield* signal.error
-        case "Handled": {
-          running -= 1
-          break
-        }
-        case "Event": {
-          const event = signal.event
-          if (!inView(event)) continue
-          if (event._tag !== "MessageDelta") lastSeq = Math.max(lastSeq, event.seq)
-          if (options?.onEvent !== undefined) {
-            const shown = options.onEvent(event)
-            if (Effect.isEffect(shown)) yield* shown
-          }
-          switch (event._tag) {
-            case "CallbackOpened":
-              if (event.seq >= snapshot.cursor) yield* start(event.callback)
-              break
-            case "CallbackResolved":
-              closed.add(event.callbackId)
-              yield* FiberMap.remove(fibers, event.callbackId)
-              break
-            case "TurnEnded":
-              if (event.sessionId === turn.sessionId) return event.state
-              break
-            default:
-              break
-          }
-          if (event._tag === "TurnBlocked") blockedAt = event.seq
-          else if (event._tag !== "MessageDelta") blockedAt = undefined
-          break
-        }
+      const batch = yield* Queue.takeAll(signals).pipe(
+        Effect.flatMap((taken) =>
+          Chunk.isEmpty(taken) ? Effect.map(Queue.take(signals), Chunk.of) : Effect.succeed(taken)
+        )
+      )
+      for (const signal of batch) {
+        const ended = yield* handleSignal(signal)
+        if (Option.isSome(ended)) return ended.value
       }
       const blocked = yield* blockedNow()
       if (Option.isSome(blocked)) return blocked.value

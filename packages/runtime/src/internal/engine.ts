@@ -90,7 +90,10 @@ const failure = (method: string, error: unknown) =>
     cause: error
   })
 
-/** Lets the event loop run its timers and I/O (a microtask yield does not). */
+/**
+ * Lets the event loop run its timers and I/O before each model step (a microtask yield does not): a model that
+ * answers at once must not starve the process. Every step, not every few milliseconds, so runs stay reproducible.
+ */
 const macrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
