@@ -8,7 +8,8 @@
  * - `pauseResume`: many turns paused at once, each blocked on its approval; then all answered by id and waited for.
  * - `pauseMany`: the pausing part alone (also run by `pausedProcess.ts` in a child process for the RSS row).
  *
- * The runtime is the one the issue names: `LocalTransport.layer` over `SessionStore.layerMemory`,
+ * The runtime is the one the issue names: `LocalTransport` (idle trees evicted after `idleTimeToLive`) over
+ * `SessionStore.layerMemory`,
  * `Connectors.layerEmpty` and `Models.layer(Models.single(model))`. Only the public client API drives it.
  */
 import type { LanguageModel } from "@effect/ai"
@@ -31,8 +32,15 @@ import {
 // The runtime, heap and progress
 // ----------------------------------------------------------------------------
 
+/**
+ * How long a tree with nothing to do stays in memory: short, so the heap rows (taken after a 50 ms settle) measure
+ * what a paused or finished turn keeps once its tree is evicted, as a long-running server would after its own
+ * time-to-live.
+ */
+export const idleTimeToLive = "20 millis"
+
 export const runtime = (model: LanguageModel.Service) =>
-  LocalTransport.layer.pipe(
+  LocalTransport.layerWith({ idleTimeToLive }).pipe(
     Layer.provide([SessionStore.layerMemory, Connectors.layerEmpty, Models.layer(Models.single(model))])
   )
 
