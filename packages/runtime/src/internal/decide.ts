@@ -630,8 +630,7 @@ const settleTurn = (tx: Tx, turnId: TurnId): boolean => {
   ) {
     const limit = tx.session(turn.sessionId)?.agent.maxSteps ?? defaultMaxSteps
     if (turn.steps >= limit) {
-      const error = new StepLimitReached({ module: "Engine", method: "modelStep", limit })
-      endTurn(tx, turnId, new Failed({ sessionId: turn.sessionId, turnId, error }, true))
+      fail(tx, turn, new StepLimitReached({ module: "Engine", method: "modelStep", limit }))
     } else {
       startStep(tx, turn)
     }
@@ -700,6 +699,20 @@ const validateAnswer = (
   return kind
 }
 
+/** An open callback whose deadline has passed. */
+const isPastDeadline = (tx: Tx, record: TreeState.CallbackRecord): boolean =>
+  record.resolution === undefined && record.callback.expiresAt !== undefined &&
+  DateTime.lessThanOrEqualTo(record.callback.expiresAt, tx.now)
+
+/** The turn whose model step a result is for, if that step is still the one in flight. */
+const pendingStep = (tx: Tx, command: { readonly turnId: TurnId; readonly messageId: string }) => {
+  const turn = tx.turn(command.turnId)
+  return turn !== undefined && turn.modelPending && turn.step?.messageId === command.messageId ? turn : undefined
+}
+
+const fail = (tx: Tx, turn: TreeState.Turn, error: ParleyError) =>
+  endTurn(tx, turn.turnId, new Failed({ sessionId: turn.sessionId, turnId: turn.turnId, error }, true))
+
 const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
   switch (command._tag) {
     case "SendMessage": {
@@ -716,10 +729,7 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
     case "Answer": {
       const record = TreeState.callback(tx.state, command.callbackId)
       // A deadline that passed resolves the callback first, whatever the answer.
-      if (
-        record !== undefined && record.resolution === undefined && record.callback.expiresAt !== undefined &&
-        DateTime.lessThanOrEqualTo(record.callback.expiresAt, tx.now)
-      ) {
+      if (record !== undefined && isPastDeadline(tx, record)) {
         resolve(tx, record, "expired")
         return Either.left(notOpen(command.callbackId, "it expired"))
       }
@@ -743,10 +753,8 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
       return Either.right(undefined)
     }
     case "ModelStepDone": {
-      const turn = tx.turn(command.turnId)
-      if (turn === undefined || !turn.modelPending || turn.step?.messageId !== command.messageId) {
-        return Either.right(undefined)
-      }
+      const turn = pendingStep(tx, command)
+      if (turn === undefined) return Either.right(undefined)
       const tools = toolsOfTurn(tx, turn)
       if (command.text.length > 0 || command.reasoning.length > 0 || command.toolCalls.length === 0) {
         tx.emit((meta) =>
@@ -784,15 +792,8 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
       return Either.right(undefined)
     }
     case "ModelStepFailed": {
-      const turn = tx.turn(command.turnId)
-      if (turn === undefined || !turn.modelPending || turn.step?.messageId !== command.messageId) {
-        return Either.right(undefined)
-      }
-      endTurn(
-        tx,
-        turn.turnId,
-        new Failed({ sessionId: turn.sessionId, turnId: turn.turnId, error: command.error }, true)
-      )
+      const turn = pendingStep(tx, command)
+      if (turn !== undefined) fail(tx, turn, command.error)
       return Either.right(undefined)
     }
     case "ToolFinished": {
@@ -804,22 +805,12 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
     }
     case "WorkFailed": {
       const turn = tx.turn(command.turnId)
-      if (turn === undefined || turn.status !== "running") return Either.right(undefined)
-      endTurn(
-        tx,
-        turn.turnId,
-        new Failed({ sessionId: turn.sessionId, turnId: turn.turnId, error: command.error }, true)
-      )
+      if (turn !== undefined && turn.status === "running") fail(tx, turn, command.error)
       return Either.right(undefined)
     }
     case "Expire": {
       const record = TreeState.callback(tx.state, command.callbackId)
-      if (
-        record !== undefined && record.resolution === undefined && record.callback.expiresAt !== undefined &&
-        DateTime.lessThanOrEqualTo(record.callback.expiresAt, tx.now)
-      ) {
-        resolve(tx, record, "expired")
-      }
+      if (record !== undefined && isPastDeadline(tx, record)) resolve(tx, record, "expired")
       return Either.right(undefined)
     }
     case "Resume": {
