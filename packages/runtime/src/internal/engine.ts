@@ -78,6 +78,8 @@ interface Actor {
   readonly work: FiberMap.FiberMap<string>
   /** Held while the state calls for work, so the tree is not evicted under it. */
   keepAlive: Scope.CloseableScope | undefined
+  /** Work that reported its result, which the state has not taken in yet: it must not start again meanwhile. */
+  readonly reported: Set<string>
 }
 
 class TreeMissing extends Data.TaggedError("TreeMissing")<{}> {}
@@ -169,6 +171,13 @@ export const make = (
 
     const offer = (actor: Actor, command: Command) => Queue.offer(actor.mailbox, { command, reply: undefined })
 
+    /** A work item's result: from now until the state takes it in, the work is done, not missing. */
+    const report = (actor: Actor, key: string, command: Command) =>
+      Effect.suspend(() => {
+        actor.reported.add(key)
+        return offer(actor, command)
+      })
+
     /** The work the state calls for, by key: model steps and tools of the runtime. */
     const next = (actor: Actor) => {
       const work = new Map<string, () => Effect.Effect<void>>()
@@ -193,8 +202,9 @@ export const make = (
       if (session === undefined) return Effect.void
       const agent = session.agent
       const ids = { sessionId: turn.sessionId, turnId: turn.turnId, messageId: step.messageId }
+      const key = `model:${step.messageId}`
       const modelFailure = (description: string, cause?: unknown) =>
-        offer(actor, {
+        report(actor, key, {
           _tag: "ModelStepFailed",
           turnId: turn.turnId,
           messageId: step.messageId,
@@ -234,7 +244,7 @@ export const make = (
             return Effect.void
           })
         )
-        yield* offer(actor, {
+        yield* report(actor, key, {
           _tag: "ModelStepDone",
           turnId: turn.turnId,
           messageId: step.messageId,
@@ -253,8 +263,9 @@ export const make = (
     const runTool = (actor: Actor, turn: TreeState.Turn, call: TreeState.Call): Effect.Effect<void> => {
       const agent = TreeState.session(actor.state, turn.sessionId)?.agent
       const tool = agent === undefined ? undefined : toolsOf(agent).get(call.name)
+      const key = `tool:${call.toolCallId}`
       if (tool?._tag !== "connector") {
-        return offer(actor, {
+        return report(actor, key, {
           _tag: "ToolFinished",
           turnId: turn.turnId,
           toolCallId: call.toolCallId,
@@ -268,10 +279,10 @@ export const make = (
           onSuccess: (result): { isFailure: boolean; result: unknown } => ({ isFailure: false, result })
         }),
         Effect.flatMap((result) =>
-          offer(actor, { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, ...result })
+          report(actor, key, { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, ...result })
         ),
         Effect.catchAllDefect((defect) =>
-          offer(actor, {
+          report(actor, key, {
             _tag: "WorkFailed",
             turnId: turn.turnId,
             error: new ToolFailure({
@@ -292,7 +303,9 @@ export const make = (
         const wanted = next(actor)
         const stale = [...actor.work].flatMap(([key]) => (wanted.has(key) ? [] : [key]))
         for (const key of stale) yield* FiberMap.remove(actor.work, key)
+        for (const key of actor.reported) if (!wanted.has(key)) actor.reported.delete(key)
         for (const [key, work] of wanted) {
+          if (actor.reported.has(key)) continue
           yield* FiberMap.run(actor.work, key, Effect.suspend(work), { onlyIfMissing: true })
         }
         if (wanted.size > 0 && actor.keepAlive === undefined) {
@@ -409,7 +422,8 @@ export const make = (
           state: TreeState.fold(header.value, events),
           mailbox: yield* Queue.unbounded<Envelope>(),
           work: yield* FiberMap.make<string>(),
-          keepAlive: undefined
+          keepAlive: undefined,
+          reported: new Set()
         }
         loaded.set(treeId, actor)
         yield* Effect.addFinalizer(() =>
