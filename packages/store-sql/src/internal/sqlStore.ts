@@ -1,0 +1,590 @@
+/**
+ * The `SessionStore` port on `@effect/sql` (SQLite and PostgreSQL).
+ *
+ * Writes (appends and new trees) go through a queue drained by writer fibers (one on SQLite, which has one writer;
+ * a few on PostgreSQL): each takes every pending write and runs them in ONE transaction (group commit), each write in
+ * its own SAVEPOINT, so a conflict fails only its own append. An append is a compare-and-set of its tree's
+ * `next_seq` (`UPDATE … WHERE next_seq = expected`), so a lost race is a `SeqConflict` whatever the process; a
+ * resolution is an `INSERT … ON CONFLICT DO NOTHING` into a table keyed by callback id, so a second one inserts
+ * nothing and is a `ResolutionConflict`.
+ *
+ * After a commit, this process's tails get the appended events at once and `changes` the new length. Appends by
+ * other processes are noticed by a poll of `parley_trees.change_id` on SQLite and by LISTEN/NOTIFY on PostgreSQL;
+ * tails then read what they miss from the table.
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { SessionId } from "@parley/core/Ids"
+import type { TurnEvent } from "@parley/core/TurnEvent"
+import type { Service, StoredTree } from "@parley/runtime/SessionStore"
+import { ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { EventRow, StoredEventRow, TreeRow } from "./codec.js"
+import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
+import * as Migrations from "./migrations.js"
+
+export interface Options {
+  readonly synchronous?: "full" | "normal" | undefined
+  readonly busyTimeout?: Duration.DurationInput | undefined
+  readonly pollInterval?: Duration.DurationInput | undefined
+  readonly writers?: number | undefined
+  readonly maxBatch?: number | undefined
+}
+
+type Dialect = "sqlite" | "pg"
+
+/** A foreign append noticed by the poll or a notification: tails read the events from the table. */
+interface Moved {
+  readonly _tag: "Moved"
+  readonly nextSeq: number
+}
+
+type Signal = TurnEvent | Moved
+
+interface Hub {
+  readonly pubsub: PubSub.PubSub<Signal>
+  subscribers: number
+}
+
+type AppendError = SeqConflict | ResolutionConflict | StoreError
+
+type Write =
+  | {
+    readonly _tag: "Append"
+    readonly treeId: SessionId
+    readonly expectedSeq: number
+    readonly events: ReadonlyArray<TurnEvent>
+    readonly rows: ReadonlyArray<EventRow>
+    readonly done: Deferred.Deferred<void, AppendError>
+  }
+  | {
+    readonly _tag: "CreateTree"
+    readonly tree: StoredTree
+    readonly row: TreeRow
+    readonly done: Deferred.Deferred<void, StoreError>
+  }
+
+/** Fails a transaction whose only write failed, so it rolls back. */
+class Rollback extends Data.TaggedError("Rollback")<{}> {}
+
+/** Live-only events (streamed deltas) are never read from the table: they ride along the tails of this process. */
+const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
+
+/** Sleeps on the wall clock, whatever `Clock` the store was built under (polls must run under `TestClock` too). */
+const sleepLive = (millis: number) =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), millis)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
+const storeError = (method: string, description: string) => (cause: unknown) =>
+  new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })
+
+const messageOf = (cause: unknown): string => {
+  if (Cause.isCause(cause)) return messageOf(Cause.squash(cause))
+  if (typeof cause === "object" && cause !== null && "cause" in cause && cause.cause instanceof Error) {
+    return cause.cause.message
+  }
+  return cause instanceof Error ? cause.message : String(cause)
+}
+
+const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size))
+  return chunks
+}
+
+/** Bounded memory of sessions already in `parley_sessions`, to skip their (idempotent) inserts. */
+const knownLimit = 100_000
+
+export const make = (
+  options: Options = {}
+): Effect.Effect<Service, StoreError, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dialect = sql.onDialectOrElse<Dialect | undefined, Dialect, Dialect>({
+      sqlite: () => "sqlite",
+      pg: () => "pg",
+      orElse: () => undefined
+    })
+    if (dialect === undefined) {
+      return yield* new StoreError({ method: "make", description: "the SQL store runs on SQLite or PostgreSQL only" })
+    }
+    const pg = dialect === "pg" ? yield* Effect.serviceOption(PgClient.PgClient) : Option.none()
+    if (dialect === "pg" && Option.isNone(pg)) {
+      return yield* new StoreError({
+        method: "make",
+        description: "on PostgreSQL the store needs the PgClient service (for LISTEN/NOTIFY): use PgClient.layer"
+      })
+    }
+    const instance = crypto.randomUUID()
+
+    // -------------------------------------------------------------------------
+    // Transactions: BEGIN IMMEDIATE on SQLite (take the write lock first, waiting up to the busy timeout, instead of
+    // failing when a read turns into a write), and every failure typed (a failed COMMIT is a `SqlError`, not a defect)
+    // -------------------------------------------------------------------------
+
+    const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
+    const transaction = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+      Effect.scoped(Effect.gen(function*() {
+        const connection = yield* sql.reserve
+        yield* connection.executeUnprepared(begin, [], undefined)
+        const exit = yield* Effect.exit(
+          Effect.provideService(body, SqlClient.TransactionConnection, [connection, 0] as const)
+        )
+        if (Exit.isSuccess(exit)) {
+          const committed = yield* Effect.exit(connection.executeUnprepared("COMMIT", [], undefined))
+          if (Exit.isSuccess(committed)) return exit.value
+          yield* Effect.ignore(connection.executeUnprepared("ROLLBACK", [], undefined))
+          return yield* Effect.failCause(committed.cause)
+        }
+        yield* Effect.ignore(connection.executeUnprepared("ROLLBACK", [], undefined))
+        return yield* Effect.failCause(exit.cause)
+      }))
+
+    // -------------------------------------------------------------------------
+    // Connection settings and migrations
+    // -------------------------------------------------------------------------
+
+    if (dialect === "sqlite") {
+      const busyTimeout = Math.round(Duration.toMillis(options.busyTimeout ?? "5 seconds"))
+      const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
+      yield* Effect.mapError(
+        Effect.zipRight(
+          sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`),
+          sql.unsafe(`PRAGMA synchronous = ${synchronous}`)
+        ),
+        storeError("make", "could not configure the SQLite connection")
+      )
+    }
+    const migrate = Migrator.make({})({ loader: Migrations.loader, table: Migrations.table })
+    yield* (dialect === "sqlite" ? transaction(migrate) : migrate).pipe(
+      // Two processes creating the migrations table at once: the loser tries again and finds it.
+      Effect.retry({ times: 3 }),
+      Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
+    )
+
+    // -------------------------------------------------------------------------
+    // In-process fan-out: per-tree hubs for tails, one PubSub for `changes`
+    // -------------------------------------------------------------------------
+
+    const hubs = new Map<SessionId, Hub>()
+    const changes = yield* PubSub.unbounded<{ readonly treeId: SessionId; readonly nextSeq: number }>()
+    const knownSessions = new Set<string>()
+
+    const subscribe = (treeId: SessionId) =>
+      Effect.acquireRelease(
+        Effect.gen(function*() {
+          let hub = hubs.get(treeId)
+          if (hub === undefined) {
+            const pubsub = yield* PubSub.unbounded<Signal>()
+            hub = hubs.get(treeId) ?? { pubsub, subscribers: 0 }
+            hubs.set(treeId, hub)
+          }
+          hub.subscribers++
+          return hub
+        }),
+        (hub) =>
+          Effect.suspend(() => {
+            hub.subscribers--
+            if (hub.subscribers > 0 || hubs.get(treeId) !== hub) return Effect.void
+            hubs.delete(treeId)
+            return PubSub.shutdown(hub.pubsub)
+          })
+      ).pipe(Effect.flatMap((hub) => PubSub.subscribe(hub.pubsub)))
+
+    const signal = (treeId: SessionId, signals: ReadonlyArray<Signal>) =>
+      Effect.suspend(() => {
+        const hub = hubs.get(treeId)
+        return hub === undefined ? Effect.void : Effect.asVoid(PubSub.publishAll(hub.pubsub, signals))
+      })
+
+    /** An append by another process (or another store instance) was noticed. */
+    const foreignAppend = (treeId: SessionId, nextSeq: number) =>
+      Effect.zipRight(
+        signal(treeId, [{ _tag: "Moved", nextSeq }]),
+        PubSub.publish(changes, { treeId, nextSeq })
+      )
+
+    // -------------------------------------------------------------------------
+    // Reads
+    // -------------------------------------------------------------------------
+
+    const readEvents = (method: string, treeId: SessionId, from: number) =>
+      sql<StoredEventRow>`SELECT seq, version, event FROM parley_events
+        WHERE tree_id = ${treeId} AND seq >= ${Math.max(0, from)} ORDER BY seq`.pipe(
+        Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
+        Effect.flatMap((rows) => Effect.forEach(rows, (row) => decodeEvent(method, treeId, row)))
+      )
+
+    const nextSeqOf = (method: string, treeId: SessionId) =>
+      sql<{ readonly next_seq: number | string }>`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+        Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
+        Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(Number(rows[0].next_seq)))
+      )
+
+    const getTree = (treeId: SessionId) =>
+      sql<TreeRow>`SELECT tree_id, version, agent, created_at FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+        Effect.mapError(storeError("getTree", `could not read tree ${treeId}`)),
+        Effect.flatMap((rows) =>
+          rows.length === 0 ? Effect.succeedNone : Effect.map(decodeTree(treeId, rows[0]), Option.some)
+        )
+      )
+
+    const treeOf = (sessionId: SessionId) =>
+      sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`.pipe(
+        Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
+        Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(rows[0].tree_id as SessionId))
+      )
+
+    // -------------------------------------------------------------------------
+    // Writes: one write inside the batch's transaction
+    // -------------------------------------------------------------------------
+
+    const channel = dialect === "pg"
+      ? yield* sql<{ readonly schema: string }>`SELECT current_schema() AS schema`.pipe(
+        Effect.mapError(storeError("make", "could not read the current schema")),
+        Effect.map((rows) => `parley_changes_${rows[0]?.schema ?? "public"}`.slice(0, 63))
+      )
+      : ""
+
+    const casNextSeq = (treeId: SessionId, expectedSeq: number, nextSeq: number) =>
+      dialect === "sqlite"
+        ? sql<{ readonly next_seq: number }>`UPDATE parley_trees SET next_seq = ${nextSeq},
+            change_id = (SELECT COALESCE(MAX(change_id), 0) + 1 FROM parley_trees), changed_by = ${instance}
+            WHERE tree_id = ${treeId} AND next_seq = ${expectedSeq} RETURNING next_seq`
+        : sql<{ readonly next_seq: number }>`UPDATE parley_trees SET next_seq = ${nextSeq}
+            WHERE tree_id = ${treeId} AND next_seq = ${expectedSeq} RETURNING next_seq`
+
+    const runAppend = (write: Extract<Write, { _tag: "Append" }>) =>
+      Effect.gen(function*() {
+        const { events, expectedSeq, rows, treeId } = write
+        const nextSeq = expectedSeq + events.length
+        const moved = yield* casNextSeq(treeId, expectedSeq, nextSeq)
+        if (moved.length === 0) {
+          const actual = yield* nextSeqOf("append", treeId)
+          if (Option.isNone(actual)) {
+            return yield* new StoreError({ method: "append", description: `there is no tree ${treeId}` })
+          }
+          return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: actual.value })
+        }
+        const resolutions: Array<{ callback_id: string; tree_id: string; seq: number; resolution: string }> = []
+        const callbacks: Array<Record<string, unknown>> = []
+        const sessions = new Map<string, number>()
+        for (const event of events) {
+          if (event._tag === "CallbackResolved") {
+            resolutions.push({
+              callback_id: event.callbackId,
+              tree_id: treeId,
+              seq: event.seq,
+              resolution: event.resolution
+            })
+          } else if (event._tag === "CallbackOpened") {
+            callbacks.push({
+              callback_id: event.callback.id,
+              tree_id: treeId,
+              session_id: event.sessionId,
+              turn_id: event.turnId,
+              kind: event.callback.kind,
+              seq: event.seq
+            })
+          }
+          if (!knownSessions.has(event.sessionId) && !sessions.has(event.sessionId)) {
+            sessions.set(event.sessionId, event.seq)
+          }
+        }
+        for (const chunk of chunksOf(resolutions, 500)) {
+          const inserted = yield* sql<{ readonly callback_id: string }>`INSERT INTO parley_callback_resolutions
+            ${sql.insert(chunk)} ON CONFLICT (callback_id) DO NOTHING RETURNING callback_id`
+          if (inserted.length < chunk.length) {
+            const left = inserted.map((row) => row.callback_id)
+            for (const { callback_id } of chunk) {
+              const i = left.indexOf(callback_id)
+              if (i === -1) return yield* new ResolutionConflict({ treeId, callbackId: callback_id })
+              left.splice(i, 1)
+            }
+          }
+        }
+        for (const chunk of chunksOf(rows, 500)) {
+          yield* sql`INSERT INTO parley_events ${sql.insert(chunk)}`
+        }
+        if (sessions.size > 0) {
+          const sessionRows = Array.from(sessions, ([session_id, seq]) => ({ session_id, tree_id: treeId, seq }))
+          for (const chunk of chunksOf(sessionRows, 500)) {
+            yield* sql`INSERT INTO parley_sessions ${sql.insert(chunk)} ON CONFLICT (session_id) DO NOTHING`
+          }
+        }
+        for (const chunk of chunksOf(callbacks, 500)) {
+          yield* sql`INSERT INTO parley_callbacks ${sql.insert(chunk)} ON CONFLICT (callback_id) DO NOTHING`
+        }
+        if (dialect === "pg") yield* sql`SELECT pg_notify(${channel}, ${`${instance} ${treeId} ${nextSeq}`})`
+        return Array.from(sessions.keys())
+      })
+
+    const runCreateTree = (write: Extract<Write, { _tag: "CreateTree" }>) =>
+      Effect.gen(function*() {
+        const treeId = write.tree.treeId
+        yield* sql`INSERT INTO parley_trees ${sql.insert({ ...write.row, next_seq: 0 })}
+          ON CONFLICT (tree_id) DO NOTHING`
+        yield* sql`INSERT INTO parley_sessions ${sql.insert({ session_id: treeId, tree_id: treeId, seq: null })}
+          ON CONFLICT (session_id) DO NOTHING`
+        return [treeId] as ReadonlyArray<string>
+      })
+
+    const runWrite = (write: Write): Effect.Effect<ReadonlyArray<string>, AppendError> => {
+      const run: Effect.Effect<ReadonlyArray<string>, AppendError | SqlError> = write._tag === "Append"
+        ? runAppend(write)
+        : runCreateTree(write)
+      return run.pipe(
+        Effect.catchTag(
+          "SqlError",
+          (error) =>
+            Effect.fail(
+              write._tag === "Append"
+                ? storeError("append", `could not append to tree ${write.treeId}`)(error)
+                : storeError("createTree", `could not create tree ${write.tree.treeId}`)(error)
+            )
+        )
+      )
+    }
+
+    // -------------------------------------------------------------------------
+    // Group commit: the writers
+    // -------------------------------------------------------------------------
+
+    const queue = yield* Queue.unbounded<Write>()
+    const maxBatch = Math.max(1, options.maxBatch ?? 256)
+    let closed = false
+
+    const exec = (statement: string) => sql.unsafe(statement)
+
+    const runBatch = (writes: ReadonlyArray<Write>) =>
+      Effect.gen(function*() {
+        // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
+        const ordered = [...writes].sort((a, b) => {
+          const x = a._tag === "Append" ? a.treeId : a.tree.treeId
+          const y = b._tag === "Append" ? b.treeId : b.tree.treeId
+          return x < y ? -1 : x > y ? 1 : 0
+        })
+        const results: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
+        const savepoints = ordered.length > 1
+        const body = Effect.gen(function*() {
+          for (const write of ordered) {
+            if (savepoints) yield* exec("SAVEPOINT parley_write")
+            const result = yield* Effect.either(runWrite(write))
+            if (savepoints) {
+              if (Either.isLeft(result)) yield* exec("ROLLBACK TO SAVEPOINT parley_write")
+              yield* exec("RELEASE SAVEPOINT parley_write")
+            }
+            results.push(result)
+          }
+          if (!savepoints && Either.isLeft(results[0])) return yield* new Rollback()
+        })
+        const committed = yield* Effect.either(transaction(body))
+        const failed = Either.isLeft(committed) && committed.left._tag === "SqlError"
+          ? storeError("append", "the transaction failed")(committed.left)
+          : undefined
+        for (let i = 0; i < ordered.length; i++) {
+          const write = ordered[i]
+          const result = results[i]
+          if (failed !== undefined || result === undefined) {
+            const error = failed ?? new StoreError({ method: "append", description: "the transaction failed" })
+            yield* write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error)
+            continue
+          }
+          if (Either.isLeft(result)) {
+            const error = result.left
+            yield* write._tag === "Append"
+              ? Deferred.fail(write.done, error)
+              : Deferred.fail(
+                write.done,
+                error._tag === "StoreError"
+                  ? error
+                  : new StoreError({ method: "createTree", description: error.message })
+              )
+            continue
+          }
+          if (knownSessions.size > knownLimit) knownSessions.clear()
+          for (const session of result.right) knownSessions.add(session)
+          if (write._tag === "Append") {
+            const nextSeq = write.expectedSeq + write.events.length
+            yield* signal(write.treeId, write.events)
+            yield* PubSub.publish(changes, { treeId: write.treeId, nextSeq })
+          }
+          yield* write._tag === "Append"
+            ? Deferred.succeed(write.done, undefined)
+            : Deferred.succeed(write.done, undefined)
+        }
+      })
+
+    // Registered before the writers start, so it runs after they stop: what they did not take fails, typed.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        closed = true
+        const pending = yield* Queue.takeAll(queue)
+        const error = new StoreError({ method: "append", description: "the store was closed" })
+        yield* Effect.forEach(
+          pending,
+          (write) => write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error),
+          { discard: true }
+        )
+      })
+    )
+
+    const writer = Effect.gen(function*() {
+      while (true) {
+        const first = yield* Queue.take(queue)
+        // Let the appends made concurrently with this one join its transaction.
+        yield* Effect.yieldNow()
+        const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
+        yield* Effect.uninterruptible(runBatch([first, ...Chunk.toReadonlyArray(rest)]))
+      }
+    })
+    const writers = dialect === "sqlite" ? 1 : Math.max(1, options.writers ?? 4)
+    for (let i = 0; i < writers; i++) yield* Effect.forkScoped(writer)
+
+    const write = <E>(make: (done: Deferred.Deferred<void, E>) => Write) =>
+      Effect.gen(function*() {
+        const done = yield* Deferred.make<void, E>()
+        if (closed) return yield* new StoreError({ method: "append", description: "the store is closed" })
+        yield* Queue.offer(queue, make(done))
+        return yield* Deferred.await(done)
+      })
+
+    // -------------------------------------------------------------------------
+    // Appends by others: SQLite polls, PostgreSQL listens
+    // -------------------------------------------------------------------------
+
+    if (dialect === "sqlite") {
+      const interval = Math.max(1, Math.round(Duration.toMillis(options.pollInterval ?? "25 millis")))
+      let cursor = yield* sql<{ readonly id: number | null }>`SELECT MAX(change_id) AS id FROM parley_trees`.pipe(
+        Effect.mapError(storeError("make", "could not read the change counter")),
+        Effect.map((rows) => Number(rows[0]?.id ?? 0))
+      )
+      const poll: Effect.Effect<boolean, SqlError> = Effect.gen(function*() {
+        const rows = yield* sql<{
+          readonly tree_id: string
+          readonly next_seq: number
+          readonly change_id: number
+          readonly changed_by: string | null
+        }>`SELECT tree_id, next_seq, change_id, changed_by FROM parley_trees
+            WHERE change_id > ${cursor} ORDER BY change_id LIMIT 1000`
+        for (const row of rows) {
+          cursor = Math.max(cursor, Number(row.change_id))
+          if (row.changed_by !== instance) yield* foreignAppend(row.tree_id as SessionId, Number(row.next_seq))
+        }
+        return rows.length === 1000
+      })
+      yield* Effect.gen(function*() {
+        while (true) {
+          yield* sleepLive(interval)
+          let more = true
+          while (more) {
+            more = yield* poll.pipe(
+              Effect.catchAllCause((cause) =>
+                Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), false)
+              )
+            )
+          }
+        }
+      }).pipe(Effect.forkScoped)
+    } else if (Option.isSome(pg)) {
+      const ready = yield* Deferred.make<void>()
+      const readyPayload = `${instance} ready`
+      yield* pg.value.listen(channel).pipe(
+        Stream.runForEach((payload) => {
+          if (payload === readyPayload) return Deferred.succeed(ready, undefined)
+          const [from, treeId, nextSeq] = payload.split(" ")
+          if (from === instance || treeId === "ready" || nextSeq === undefined) return Effect.void
+          return foreignAppend(treeId as SessionId, Number(nextSeq))
+        }),
+        Effect.catchAllCause((cause) => Effect.logError("SqlStore: LISTEN for other processes' appends failed", cause)),
+        Effect.forkScoped
+      )
+      // LISTEN is in place once our own notification comes back.
+      const listening = yield* Effect.gen(function*() {
+        for (let attempt = 0; attempt < 250; attempt++) {
+          yield* sql`SELECT pg_notify(${channel}, ${readyPayload})`
+          const done = yield* Effect.raceFirst(Effect.as(Deferred.await(ready), true), Effect.as(sleepLive(20), false))
+          if (done) return true
+        }
+        return false
+      }).pipe(Effect.mapError(storeError("make", "could not notify")))
+      if (!listening) {
+        return yield* new StoreError({ method: "make", description: `LISTEN ${channel} did not start within 5 s` })
+      }
+    }
+
+    // -------------------------------------------------------------------------
+    // The service
+    // -------------------------------------------------------------------------
+
+    const service: Service = {
+      createTree: (tree) =>
+        Effect.flatMap(
+          encodeTree(tree),
+          (row) => write<StoreError>((done) => ({ _tag: "CreateTree", tree, row, done }))
+        ),
+      getTree,
+      treeOf,
+      append: (treeId, expectedSeq, events) =>
+        Effect.gen(function*() {
+          if (events.length === 0) return
+          if (events.some((event, i) => event.seq !== expectedSeq + i)) {
+            const actual = yield* nextSeqOf("append", treeId)
+            if (Option.isNone(actual)) {
+              return yield* new StoreError({ method: "append", description: `there is no tree ${treeId}` })
+            }
+            return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: actual.value })
+          }
+          const rows = yield* Effect.forEach(events, (event) => encodeEvent("append", treeId, event))
+          return yield* write<AppendError>((done) => ({ _tag: "Append", treeId, expectedSeq, events, rows, done }))
+        }),
+      read: (treeId, from) => readEvents("read", treeId, from),
+      tail: (treeId, from) =>
+        Stream.unwrapScoped(Effect.gen(function*() {
+          if (Option.isNone(yield* nextSeqOf("tail", treeId))) return Stream.empty
+          // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
+          const subscription = yield* subscribe(treeId)
+          const stored = yield* readEvents("tail", treeId, from)
+          let next = stored.length > 0 ? stored[stored.length - 1].seq + 1 : from
+          const catchUp = Effect.map(readEvents("tail", treeId, next), (events) => {
+            const fresh = events.filter((event) => event.seq >= next)
+            if (fresh.length > 0) next = fresh[fresh.length - 1].seq + 1
+            return fresh
+          })
+          const live = Stream.fromQueue(subscription).pipe(
+            Stream.mapEffect((signal): Effect.Effect<ReadonlyArray<TurnEvent>, StoreError> => {
+              if (signal._tag === "Moved") return signal.nextSeq > next ? catchUp : Effect.succeed([])
+              if (isLiveOnly(signal)) return Effect.succeed(signal.seq >= from && signal.seq < next ? [signal] : [])
+              if (signal.seq < next) return Effect.succeed([])
+              if (signal.seq === next) {
+                next = signal.seq + 1
+                return Effect.succeed([signal])
+              }
+              // Appends of others came first (or this one was published late): read the gap from the table.
+              return catchUp
+            }),
+            Stream.flattenIterables
+          )
+          return Stream.concat(Stream.fromIterable(stored), live)
+        })),
+      publish: (treeId, events) => signal(treeId, events),
+      changes: Stream.fromPubSub(changes)
+    }
+    return service
+  })
