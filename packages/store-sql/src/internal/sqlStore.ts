@@ -15,6 +15,7 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
@@ -36,6 +37,7 @@ import * as Stream from "effect/Stream"
 import type { EventRow, StoredEventRow, TreeRow } from "./codec.js"
 import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
 import * as Migrations from "./migrations.js"
+import * as Statements from "./statements.js"
 
 export interface Options {
   readonly synchronous?: "full" | "normal" | undefined
@@ -108,8 +110,11 @@ const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray
   return chunks
 }
 
-/** Bounded memory of sessions already in `parley_sessions`, to skip their (idempotent) inserts. */
-const knownLimit = 100_000
+/** How many sessions the in-process session → tree memory holds (it is cleared when full). */
+const sessionsLimit = 100_000
+/** How many trees keep their latest events in memory, and how many events each. */
+const recentTrees = 1_024
+const recentEvents = 256
 
 export const make = (
   options: Options = {}
@@ -139,12 +144,14 @@ export const make = (
     // -------------------------------------------------------------------------
 
     const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
-    const transaction = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+    const transaction = <A, E, R>(
+      body: (connection: Connection) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | SqlError, R> =>
       Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
         yield* connection.executeUnprepared(begin, [], undefined)
         const exit = yield* Effect.exit(
-          Effect.provideService(body, SqlClient.TransactionConnection, [connection, 0] as const)
+          Effect.provideService(body(connection), SqlClient.TransactionConnection, [connection, 0] as const)
         )
         if (Exit.isSuccess(exit)) {
           const committed = yield* Effect.exit(connection.executeUnprepared("COMMIT", [], undefined))
@@ -172,7 +179,7 @@ export const make = (
       )
     }
     const migrate = Migrator.make({})({ loader: Migrations.loader, table: Migrations.table })
-    yield* (dialect === "sqlite" ? transaction(migrate) : migrate).pipe(
+    yield* (dialect === "sqlite" ? transaction(() => migrate) : migrate).pipe(
       // Two processes creating the migrations table at once: the loser tries again and finds it.
       Effect.retry({ times: 3 }),
       Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
@@ -184,7 +191,27 @@ export const make = (
 
     const hubs = new Map<SessionId, Hub>()
     const changes = yield* PubSub.unbounded<{ readonly treeId: SessionId; readonly nextSeq: number }>()
-    const knownSessions = new Set<string>()
+    // In-process memory, never the source of truth:
+    // - session → tree, for sessions filed in `parley_sessions` (the mapping never changes once filed): `treeOf` and
+    //   appends skip the database for them;
+    // - the latest events of the trees this process appended to, so a new tail of an active tree starts without a
+    //   read. An append by someone else to a tree drops its entry (its tails then read the table).
+    const sessionTrees = new Map<string, SessionId>()
+    const recent = new Map<SessionId, Array<TurnEvent>>()
+    const fileSession = (session: string, treeId: SessionId) => {
+      if (sessionTrees.size >= sessionsLimit) sessionTrees.clear()
+      sessionTrees.set(session, treeId)
+    }
+    const remember = (treeId: SessionId, expectedSeq: number, events: ReadonlyArray<TurnEvent>) => {
+      const known = recent.get(treeId)
+      recent.delete(treeId)
+      const last = known?.[known.length - 1]
+      const kept = known !== undefined && last !== undefined && last.seq + 1 === expectedSeq
+        ? known.concat(events)
+        : [...events]
+      recent.set(treeId, kept.length > recentEvents ? kept.slice(kept.length - recentEvents) : kept)
+      if (recent.size > recentTrees) recent.delete(recent.keys().next().value as SessionId)
+    }
 
     const subscribe = (treeId: SessionId) =>
       Effect.acquireRelease(
@@ -216,8 +243,11 @@ export const make = (
     /** An append by another process (or another store instance) was noticed. */
     const foreignAppend = (treeId: SessionId, nextSeq: number) =>
       Effect.zipRight(
-        signal(treeId, [{ _tag: "Moved", nextSeq }]),
-        PubSub.publish(changes, { treeId, nextSeq })
+        Effect.sync(() => recent.delete(treeId)),
+        Effect.zipRight(
+          signal(treeId, [{ _tag: "Moved", nextSeq }]),
+          PubSub.publish(changes, { treeId, nextSeq })
+        )
       )
 
     // -------------------------------------------------------------------------
@@ -246,10 +276,20 @@ export const make = (
       )
 
     const treeOf = (sessionId: SessionId) =>
-      sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`.pipe(
-        Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
-        Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(rows[0].tree_id as SessionId))
-      )
+      Effect.suspend(() => {
+        const known = sessionTrees.get(sessionId)
+        if (known !== undefined) return Effect.succeedSome(known)
+        return sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`
+          .pipe(
+            Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
+            Effect.map((rows) => {
+              if (rows.length === 0) return Option.none()
+              const treeId = rows[0].tree_id as SessionId
+              fileSession(sessionId, treeId)
+              return Option.some(treeId)
+            })
+          )
+      })
 
     // -------------------------------------------------------------------------
     // Writes: one write inside the batch's transaction
@@ -262,94 +302,82 @@ export const make = (
       )
       : ""
 
-    const casNextSeq = (treeId: SessionId, expectedSeq: number, nextSeq: number) =>
-      dialect === "sqlite"
-        ? sql<{ readonly next_seq: number }>`UPDATE parley_trees SET next_seq = ${nextSeq},
-            change_id = (SELECT COALESCE(MAX(change_id), 0) + 1 FROM parley_trees), changed_by = ${instance}
-            WHERE tree_id = ${treeId} AND next_seq = ${expectedSeq} RETURNING next_seq`
-        : sql<{ readonly next_seq: number }>`UPDATE parley_trees SET next_seq = ${nextSeq}
-            WHERE tree_id = ${treeId} AND next_seq = ${expectedSeq} RETURNING next_seq`
+    const statements = Statements.make(dialect)
+    const placeholder = dialect === "sqlite" ? "?" : "$1"
+    const run = (connection: Connection, text: string, params: ReadonlyArray<unknown>) =>
+      connection.execute(text, params, undefined)
 
-    const runAppend = (write: Extract<Write, { _tag: "Append" }>) =>
+    const runAppend = (connection: Connection, write: Extract<Write, { _tag: "Append" }>) =>
       Effect.gen(function*() {
         const { events, expectedSeq, rows, treeId } = write
         const nextSeq = expectedSeq + events.length
-        const moved = yield* casNextSeq(treeId, expectedSeq, nextSeq)
+        const moved = yield* run(
+          connection,
+          statements.casNextSeq,
+          dialect === "sqlite"
+            ? [nextSeq, instance, treeId, expectedSeq]
+            : [nextSeq, treeId, expectedSeq, channel, `${instance} ${treeId} ${nextSeq}`]
+        )
         if (moved.length === 0) {
-          const actual = yield* nextSeqOf("append", treeId)
-          if (Option.isNone(actual)) {
+          const actual = yield* run(connection, "SELECT next_seq FROM parley_trees WHERE tree_id = " + placeholder, [
+            treeId
+          ])
+          if (actual.length === 0) {
             return yield* new StoreError({ method: "append", description: `there is no tree ${treeId}` })
           }
-          return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: actual.value })
+          return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: Number(actual[0].next_seq) })
         }
-        const resolutions: Array<{ callback_id: string; tree_id: string; seq: number; resolution: string }> = []
-        const callbacks: Array<Record<string, unknown>> = []
+        const resolutions: Array<ReadonlyArray<unknown>> = []
+        const callbacks: Array<ReadonlyArray<unknown>> = []
         const sessions = new Map<string, number>()
         for (const event of events) {
           if (event._tag === "CallbackResolved") {
-            resolutions.push({
-              callback_id: event.callbackId,
-              tree_id: treeId,
-              seq: event.seq,
-              resolution: event.resolution
-            })
+            resolutions.push([event.callbackId, treeId, event.seq, event.resolution])
           } else if (event._tag === "CallbackOpened") {
-            callbacks.push({
-              callback_id: event.callback.id,
-              tree_id: treeId,
-              session_id: event.sessionId,
-              turn_id: event.turnId,
-              kind: event.callback.kind,
-              seq: event.seq
-            })
+            callbacks.push([event.callback.id, treeId, event.sessionId, event.turnId, event.callback.kind, event.seq])
           }
-          if (!knownSessions.has(event.sessionId) && !sessions.has(event.sessionId)) {
+          if (!sessionTrees.has(event.sessionId) && !sessions.has(event.sessionId)) {
             sessions.set(event.sessionId, event.seq)
           }
         }
+        // Resolutions first: a second one of a callback fails the append before anything else is written.
         for (const chunk of chunksOf(resolutions, 500)) {
-          const inserted = yield* sql<{ readonly callback_id: string }>`INSERT INTO parley_callback_resolutions
-            ${sql.insert(chunk)} ON CONFLICT (callback_id) DO NOTHING RETURNING callback_id`
+          const inserted = yield* run(connection, statements.insertResolutions(chunk.length), chunk.flat())
           if (inserted.length < chunk.length) {
-            const left = inserted.map((row) => row.callback_id)
-            for (const { callback_id } of chunk) {
-              const i = left.indexOf(callback_id)
-              if (i === -1) return yield* new ResolutionConflict({ treeId, callbackId: callback_id })
+            const left: Array<string> = inserted.map((row) => row.callback_id)
+            for (const [callbackId] of chunk) {
+              const i = left.indexOf(callbackId as string)
+              if (i === -1) return yield* new ResolutionConflict({ treeId, callbackId: callbackId as string })
               left.splice(i, 1)
             }
           }
         }
         for (const chunk of chunksOf(rows, 500)) {
-          yield* sql`INSERT INTO parley_events ${sql.insert(chunk)}`
+          yield* run(connection, statements.insertEvents(chunk.length), chunk.flatMap(Statements.eventRow))
         }
-        if (sessions.size > 0) {
-          const sessionRows = Array.from(sessions, ([session_id, seq]) => ({ session_id, tree_id: treeId, seq }))
-          for (const chunk of chunksOf(sessionRows, 500)) {
-            yield* sql`INSERT INTO parley_sessions ${sql.insert(chunk)} ON CONFLICT (session_id) DO NOTHING`
-          }
+        const sessionRows = Array.from(sessions, ([session, seq]) => [session, treeId, seq])
+        for (const chunk of chunksOf(sessionRows, 500)) {
+          yield* run(connection, statements.insertSessions(chunk.length), chunk.flat())
         }
         for (const chunk of chunksOf(callbacks, 500)) {
-          yield* sql`INSERT INTO parley_callbacks ${sql.insert(chunk)} ON CONFLICT (callback_id) DO NOTHING`
+          yield* run(connection, statements.insertCallbacks(chunk.length), chunk.flat())
         }
-        if (dialect === "pg") yield* sql`SELECT pg_notify(${channel}, ${`${instance} ${treeId} ${nextSeq}`})`
         return Array.from(sessions.keys())
       })
 
-    const runCreateTree = (write: Extract<Write, { _tag: "CreateTree" }>) =>
+    const runCreateTree = (connection: Connection, write: Extract<Write, { _tag: "CreateTree" }>) =>
       Effect.gen(function*() {
-        const treeId = write.tree.treeId
-        yield* sql`INSERT INTO parley_trees ${sql.insert({ ...write.row, next_seq: 0 })}
-          ON CONFLICT (tree_id) DO NOTHING`
-        yield* sql`INSERT INTO parley_sessions ${sql.insert({ session_id: treeId, tree_id: treeId, seq: null })}
-          ON CONFLICT (session_id) DO NOTHING`
-        return [treeId] as ReadonlyArray<string>
+        const { agent, created_at, tree_id, version } = write.row
+        yield* run(connection, statements.insertTree, [tree_id, version, agent, created_at, 0])
+        yield* run(connection, statements.insertRootSession, [tree_id, tree_id, null])
+        return [tree_id] as ReadonlyArray<string>
       })
 
-    const runWrite = (write: Write): Effect.Effect<ReadonlyArray<string>, AppendError> => {
-      const run: Effect.Effect<ReadonlyArray<string>, AppendError | SqlError> = write._tag === "Append"
-        ? runAppend(write)
-        : runCreateTree(write)
-      return run.pipe(
+    const runWrite = (connection: Connection, write: Write): Effect.Effect<ReadonlyArray<string>, AppendError> => {
+      const effect: Effect.Effect<ReadonlyArray<string>, AppendError | SqlError> = write._tag === "Append"
+        ? runAppend(connection, write)
+        : runCreateTree(connection, write)
+      return effect.pipe(
         Effect.catchTag(
           "SqlError",
           (error) =>
@@ -370,8 +398,6 @@ export const make = (
     const maxBatch = Math.max(1, options.maxBatch ?? 256)
     let closed = false
 
-    const exec = (statement: string) => sql.unsafe(statement)
-
     const runBatch = (writes: ReadonlyArray<Write>) =>
       Effect.gen(function*() {
         // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
@@ -382,18 +408,19 @@ export const make = (
         })
         const results: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
         const savepoints = ordered.length > 1
-        const body = Effect.gen(function*() {
-          for (const write of ordered) {
-            if (savepoints) yield* exec("SAVEPOINT parley_write")
-            const result = yield* Effect.either(runWrite(write))
-            if (savepoints) {
-              if (Either.isLeft(result)) yield* exec("ROLLBACK TO SAVEPOINT parley_write")
-              yield* exec("RELEASE SAVEPOINT parley_write")
+        const body = (connection: Connection) =>
+          Effect.gen(function*() {
+            for (const write of ordered) {
+              if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
+              const result = yield* Effect.either(runWrite(connection, write))
+              if (savepoints) {
+                if (Either.isLeft(result)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
+                yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
+              }
+              results.push(result)
             }
-            results.push(result)
-          }
-          if (!savepoints && Either.isLeft(results[0])) return yield* new Rollback()
-        })
+            if (!savepoints && Either.isLeft(results[0])) return yield* new Rollback()
+          })
         const committed = yield* Effect.either(transaction(body))
         const failed = Either.isLeft(committed) && committed.left._tag === "SqlError"
           ? storeError("append", "the transaction failed")(committed.left)
@@ -418,16 +445,18 @@ export const make = (
               )
             continue
           }
-          if (knownSessions.size > knownLimit) knownSessions.clear()
-          for (const session of result.right) knownSessions.add(session)
-          if (write._tag === "Append") {
-            const nextSeq = write.expectedSeq + write.events.length
-            yield* signal(write.treeId, write.events)
-            yield* PubSub.publish(changes, { treeId: write.treeId, nextSeq })
+          const treeId = write._tag === "Append" ? write.treeId : write.tree.treeId
+          for (const session of result.right) fileSession(session, treeId)
+          if (write._tag === "CreateTree") {
+            yield* Deferred.succeed(write.done, undefined)
+            continue
           }
-          yield* write._tag === "Append"
-            ? Deferred.succeed(write.done, undefined)
-            : Deferred.succeed(write.done, undefined)
+          // As in the memory store, this process's tails have the events when `append` returns. `changes` comes
+          // after: the writer has then taken its append into account when `changes` tells of it.
+          remember(write.treeId, write.expectedSeq, write.events)
+          yield* signal(write.treeId, write.events)
+          yield* Deferred.succeed(write.done, undefined)
+          yield* PubSub.publish(changes, { treeId: write.treeId, nextSeq: write.expectedSeq + write.events.length })
         }
       })
 
@@ -557,10 +586,15 @@ export const make = (
       read: (treeId, from) => readEvents("read", treeId, from),
       tail: (treeId, from) =>
         Stream.unwrapScoped(Effect.gen(function*() {
-          if (Option.isNone(yield* nextSeqOf("tail", treeId))) return Stream.empty
           // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
           const subscription = yield* subscribe(treeId)
-          const stored = yield* readEvents("tail", treeId, from)
+          const cached = recent.get(treeId)
+          const stored = cached !== undefined && cached[0].seq <= from
+            ? cached.filter((event) => event.seq >= from)
+            : yield* readEvents("tail", treeId, from)
+          if (stored.length === 0 && cached === undefined && Option.isNone(yield* nextSeqOf("tail", treeId))) {
+            return Stream.empty
+          }
           let next = stored.length > 0 ? stored[stored.length - 1].seq + 1 : from
           const catchUp = Effect.map(readEvents("tail", treeId, next), (events) => {
             const fresh = events.filter((event) => event.seq >= next)

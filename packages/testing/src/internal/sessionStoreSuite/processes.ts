@@ -73,6 +73,23 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(seqs(yield* within(tail.take(30))), Array.from({ length: 30 }, (_, i) => i + 1))
         })))
 
+    it.scopedLive("both write to one tree: each one's reads and new tails have the other's events", () =>
+      twoStores(makeDatabase, (a, b) =>
+        Effect.gen(function*() {
+          yield* a.append(treeId, 0, [queued(0), queued(1)])
+          yield* b.append(treeId, 2, [queued(2, childId)])
+          // `a` wrote last before `b`: what it remembers of the tree must not hide `b`'s append.
+          assert.deepStrictEqual(seqs(yield* a.read(treeId, 0)), [0, 1, 2])
+          const fromA = yield* reader(a.tail(treeId, 1))
+          assert.deepStrictEqual(seqs(yield* within(fromA.take(2))), [1, 2])
+          yield* a.append(treeId, 3, [queued(3)])
+          yield* b.append(treeId, 4, [queued(4)])
+          assert.deepStrictEqual(seqs(yield* within(fromA.take(2))), [3, 4])
+          const fromB = yield* reader(b.tail(treeId, 0))
+          assert.deepStrictEqual(seqs(yield* within(fromB.take(5))), [0, 1, 2, 3, 4])
+          assert.deepStrictEqual(yield* a.treeOf(childId), Option.some(treeId))
+        })))
+
     it.scopedLive("tells the first one's appends in its changes", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
