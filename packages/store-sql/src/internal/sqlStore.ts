@@ -80,8 +80,8 @@ type Write =
     readonly done: Deferred.Deferred<void, StoreError>
   }
 
-/** Fails a transaction whose only write failed, so it rolls back. */
-class Rollback extends Data.TaggedError("Rollback")<{}> {}
+/** Fails a transaction run without savepoints when one of its writes failed, so it rolls back. */
+class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; readonly error: AppendError }> {}
 
 /** Live-only events (streamed deltas) are never read from the table: they ride along the tails of this process. */
 const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
@@ -406,29 +406,46 @@ export const make = (
           const y = b._tag === "Append" ? b.treeId : b.tree.treeId
           return x < y ? -1 : x > y ? 1 : 0
         })
-        const results: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
-        const savepoints = ordered.length > 1
-        const body = (connection: Connection) =>
-          Effect.gen(function*() {
-            for (const write of ordered) {
-              if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
-              const result = yield* Effect.either(runWrite(connection, write))
-              if (savepoints) {
-                if (Either.isLeft(result)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
-                yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
+        // Optimistically without savepoints (conflicts are rare; each savepoint costs two statements): when a write
+        // fails, the transaction rolls back and the others run again, each in its own savepoint this time.
+        const attempt = (batch: ReadonlyArray<Write>, savepoints: boolean) =>
+          transaction((connection) =>
+            Effect.gen(function*() {
+              const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
+              for (let i = 0; i < batch.length; i++) {
+                if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
+                const outcome = yield* Effect.either(runWrite(connection, batch[i]))
+                if (Either.isLeft(outcome) && !savepoints) return yield* new Rollback({ index: i, error: outcome.left })
+                if (Either.isLeft(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
+                if (savepoints) yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
+                outcomes.push(outcome)
               }
-              results.push(result)
-            }
-            if (!savepoints && Either.isLeft(results[0])) return yield* new Rollback()
-          })
-        const committed = yield* Effect.either(transaction(body))
-        const failed = Either.isLeft(committed) && committed.left._tag === "SqlError"
-          ? storeError("append", "the transaction failed")(committed.left)
-          : undefined
-        for (let i = 0; i < ordered.length; i++) {
-          const write = ordered[i]
-          const result = results[i]
-          if (failed !== undefined || result === undefined) {
+              return outcomes
+            })
+          )
+        const results = new Map<Write, Either.Either<ReadonlyArray<string>, AppendError>>()
+        let failed: StoreError | undefined
+        const first = yield* Effect.either(attempt(ordered, false))
+        if (Either.isRight(first)) {
+          ordered.forEach((write, i) => results.set(write, first.right[i]))
+        } else if (first.left._tag === "Rollback") {
+          const { error, index } = first.left
+          results.set(ordered[index], Either.left(error))
+          const rest = ordered.filter((_, i) => i !== index)
+          const second = rest.length === 0 ? Either.right([]) : yield* Effect.either(attempt(rest, rest.length > 1))
+          if (Either.isRight(second)) {
+            rest.forEach((write, i) => results.set(write, second.right[i]))
+          } else if (second.left._tag === "Rollback") {
+            results.set(rest[second.left.index], Either.left(second.left.error))
+          } else {
+            failed = storeError("append", "the transaction failed")(second.left)
+          }
+        } else {
+          failed = storeError("append", "the transaction failed")(first.left)
+        }
+        for (const write of ordered) {
+          const result = results.get(write)
+          if (result === undefined) {
             const error = failed ?? new StoreError({ method: "append", description: "the transaction failed" })
             yield* write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error)
             continue
