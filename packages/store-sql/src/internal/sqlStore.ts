@@ -355,14 +355,17 @@ export const make = (
         for (const chunk of chunksOf(rows, 500)) {
           yield* run(connection, statements.insertEvents(chunk.length), chunk.flatMap(Statements.eventRow))
         }
+        // A session already filed (under another tree) keeps its tree: only the ones filed here are remembered.
+        const filed: Array<string> = []
         const sessionRows = Array.from(sessions, ([session, seq]) => [session, treeId, seq])
         for (const chunk of chunksOf(sessionRows, 500)) {
-          yield* run(connection, statements.insertSessions(chunk.length), chunk.flat())
+          const inserted = yield* run(connection, statements.insertSessions(chunk.length), chunk.flat())
+          for (const row of inserted) filed.push(row.session_id)
         }
         for (const chunk of chunksOf(callbacks, 500)) {
           yield* run(connection, statements.insertCallbacks(chunk.length), chunk.flat())
         }
-        return Array.from(sessions.keys())
+        return filed
       })
 
     const runCreateTree = (connection: Connection, write: Extract<Write, { _tag: "CreateTree" }>) =>
@@ -497,7 +500,18 @@ export const make = (
         // Let the appends made concurrently with this one join its transaction.
         yield* Effect.yieldNow()
         const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
-        yield* Effect.uninterruptible(runBatch([first, ...Chunk.toReadonlyArray(rest)]))
+        const batch = [first, ...Chunk.toReadonlyArray(rest)]
+        // A defect in a batch fails its writes (typed) and leaves the writer running.
+        yield* Effect.uninterruptible(runBatch(batch)).pipe(
+          Effect.catchAllCause((cause) => {
+            const error = storeError("append", "the write failed")(cause)
+            return Effect.forEach(
+              batch,
+              (write) => write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error),
+              { discard: true }
+            )
+          })
+        )
       }
     })
     const writers = dialect === "sqlite" ? 1 : Math.max(1, options.writers ?? 4)

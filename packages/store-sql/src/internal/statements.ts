@@ -77,7 +77,11 @@ export const make = (dialect: Dialect): Statements => {
       resolutionColumns,
       " ON CONFLICT (callback_id) DO NOTHING RETURNING callback_id"
     ),
-    insertSessions: rowsOf("parley_sessions", sessionColumns, " ON CONFLICT (session_id) DO NOTHING"),
+    insertSessions: rowsOf(
+      "parley_sessions",
+      sessionColumns,
+      " ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
+    ),
     insertCallbacks: rowsOf("parley_callbacks", callbackColumns, " ON CONFLICT (callback_id) DO NOTHING"),
     insertTree: rowsOf("parley_trees", treeColumns, " ON CONFLICT (tree_id) DO NOTHING")(1),
     insertRootSession: rowsOf("parley_sessions", sessionColumns, " ON CONFLICT (session_id) DO NOTHING")(1)

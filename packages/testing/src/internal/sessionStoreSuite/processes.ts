@@ -90,6 +90,17 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(yield* a.treeOf(childId), Option.some(treeId))
         })))
 
+    it.scopedLive("a session filed by one store keeps its tree in the other's appends", () =>
+      twoStores(makeDatabase, (a, b) =>
+        Effect.gen(function*() {
+          yield* a.append(treeId, 0, [queued(0, childId)])
+          yield* b.createTree(tree(otherTreeId, "other"))
+          yield* b.append(otherTreeId, 0, [queued(0, otherTreeId), queued(1, childId)])
+          assert.deepStrictEqual(yield* b.treeOf(childId), Option.some(treeId))
+          assert.deepStrictEqual(yield* a.treeOf(childId), Option.some(treeId))
+          assert.deepStrictEqual(yield* a.treeOf(otherTreeId), Option.some(otherTreeId))
+        })))
+
     it.scopedLive("tells the first one's appends in its changes", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
