@@ -5,8 +5,8 @@
  *   length), `parley_events` (the log, primary key `(tree_id, seq)`, each event's JSON with its schema `version`),
  *   `parley_sessions` (session → tree), `parley_callbacks` (callback id → tree) and `parley_callback_resolutions`
  *   (primary key `callback_id`: a second resolution of a callback inserts nothing and fails its append).
- * - Group commit: concurrent appends (to any trees) share one transaction, each in its own SAVEPOINT, so a conflict
- *   fails only its own append. An append is one compare-and-set of its tree's length: a lost race is a
+ * - Group commit: concurrent appends (to any trees) share one transaction; a conflicting append fails alone (the
+ *   others are then run again, each in its own SAVEPOINT). An append is one compare-and-set of its tree's length: a lost race is a
  *   `SeqConflict`, in this process or in another.
  * - `changes` and `tail` see appends by other processes on the same database: SQLite polls a change counter
  *   (every 25 ms by default), PostgreSQL uses LISTEN/NOTIFY. Appends of this process reach them at once.

@@ -2,8 +2,9 @@
  * The `SessionStore` port on `@effect/sql` (SQLite and PostgreSQL).
  *
  * Writes (appends and new trees) go through a queue drained by writer fibers (one on SQLite, which has one writer;
- * a few on PostgreSQL): each takes every pending write and runs them in ONE transaction (group commit), each write in
- * its own SAVEPOINT, so a conflict fails only its own append. An append is a compare-and-set of its tree's
+ * a few on PostgreSQL): each takes every pending write and runs them in ONE transaction (group commit). When one of
+ * them fails (a conflict), the transaction rolls back and the others run again, each in its own SAVEPOINT, so a
+ * conflict fails only its own append. An append is a compare-and-set of its tree's
  * `next_seq` (`UPDATE … WHERE next_seq = expected`), so a lost race is a `SeqConflict` whatever the process; a
  * resolution is an `INSERT … ON CONFLICT DO NOTHING` into a table keyed by callback id, so a second one inserts
  * nothing and is a `ResolutionConflict`.
@@ -113,8 +114,8 @@ const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray
 /** How many sessions the in-process session → tree memory holds (it is cleared when full). */
 const sessionsLimit = 100_000
 /** How many trees keep their latest events in memory, and how many events each. */
-const recentTrees = 1_024
-const recentEvents = 256
+const recentTrees = 512
+const recentEvents = 64
 
 export const make = (
   options: Options = {}
