@@ -4,7 +4,15 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/build/**", "**/dist/**", "**/node_modules/**", "**/*.tsbuildinfo", "**/.tmp/**", "scratchpad/**"]
+    ignores: [
+      "**/build/**",
+      "**/dist/**",
+      "**/node_modules/**",
+      "**/*.tsbuildinfo",
+      "**/.tmp/**",
+      "scratchpad/**",
+      "packages/*/docs/**"
+    ]
   },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,

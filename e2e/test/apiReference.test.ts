@@ -31,7 +31,7 @@ const packages = fs.readdirSync(path.join(repoDir, "packages")).filter((name) =>
 
 describe.concurrent("API reference", () => {
   it("every package has a docgen.json", () => {
-    assert.deepStrictEqual(packages, ["core", "mistral", "policy", "runtime", "testing", "tools"])
+    assert.deepStrictEqual(packages, ["core", "mistral", "policy", "runtime", "store-sql", "testing", "tools"])
   })
 
   for (const name of packages) {

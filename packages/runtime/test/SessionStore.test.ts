@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
+import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
 import { Chunk, DateTime, Effect, Fiber, Option, Stream } from "effect"
 
 const treeId = Ids.SessionId.make("ses_store")
@@ -101,3 +102,9 @@ describe("SessionStore.layerMemory", () => {
       })
     ))
 })
+
+// The whole store contract. The memory store lives in one process: every `open` is the same store.
+SessionStoreSuite.suite(
+  "SessionStore.layerMemory",
+  Effect.map(SessionStore.makeMemory, (store) => ({ open: Effect.succeed(store) }))
+)

@@ -1,0 +1,167 @@
+/**
+ * The `SessionStore` of `@parley/runtime` on `@effect/sql`: a SQLite file (the embedded default) or PostgreSQL.
+ *
+ * - Tables (created by `@effect/sql`'s `Migrator`, recorded in `parley_migrations`): `parley_trees` (header and log
+ *   length), `parley_events` (the log, primary key `(tree_id, seq)`, each event's JSON with its schema `version`),
+ *   `parley_sessions` (session → tree), `parley_callbacks` (callback id → tree) and `parley_callback_resolutions`
+ *   (primary key `callback_id`: a second resolution of a callback inserts nothing and fails its append).
+ * - Group commit: concurrent appends (to any trees) share one transaction; a conflicting append fails alone (the
+ *   others are then run again, each in its own SAVEPOINT). An append is one compare-and-set of its tree's length: a lost race is a
+ *   `SeqConflict`, in this process or in another.
+ * - `changes` and `tail` see appends by other processes on the same database: SQLite polls a change counter
+ *   (every 25 ms by default), PostgreSQL uses LISTEN/NOTIFY. Appends of this process reach them at once.
+ * - Every failure (I/O, a lost connection, a row that does not decode, a failed migration) is a typed `StoreError`.
+ *
+ * @example
+ * ```ts
+ * import { Connectors, LocalTransport, Models } from "@parley/runtime"
+ * import { SqlStore } from "@parley/store-sql"
+ * import { Layer } from "effect"
+ *
+ * // Sessions survive restarts: they live in .parley/sessions.db.
+ * const Runtime = (models: Models.Service) =>
+ *   LocalTransport.layer.pipe(
+ *     Layer.provide([
+ *       SqlStore.layerSqlite({ filename: ".parley/sessions.db" }),
+ *       Connectors.layer([]),
+ *       Models.layer(models)
+ *     ])
+ *   )
+ *
+ * // The same on PostgreSQL:
+ * const Store = SqlStore.layerPg({ url: "postgres://parley:parley@127.0.0.1:5432/parley" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SessionStore, StoreError } from "@parley/runtime/SessionStore"
+import type * as SessionStoreModule from "@parley/runtime/SessionStore"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import * as internal from "./internal/sqlStore.js"
+
+/**
+ * How the store uses its database.
+ *
+ * - `synchronous` (SQLite): `"full"` (the default) fsyncs the write-ahead log at every commit, so an append that
+ *   succeeded survives a crash of the process, of the OS or of the power. `"normal"` skips that fsync: an append
+ *   survives a crash of the process (`kill -9`) but the last ones may be lost when the machine stops. Group commit
+ *   shares one fsync between the appends of all trees that are waiting.
+ * - `busyTimeout` (SQLite): how long a write waits for another process's write lock (default 5 seconds).
+ * - `pollInterval` (SQLite): how often the store looks for appends of other processes (default 25 ms).
+ * - `writers` (PostgreSQL): how many transactions the store runs at once (default 4); SQLite has one writer.
+ * - `maxBatch`: the most appends one transaction takes (default 256).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  readonly synchronous?: "full" | "normal" | undefined
+  readonly busyTimeout?: Duration.DurationInput | undefined
+  readonly pollInterval?: Duration.DurationInput | undefined
+  readonly writers?: number | undefined
+  readonly maxBatch?: number | undefined
+}
+
+/**
+ * A SQLite database file, opened in WAL mode.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface SqliteOptions extends Options {
+  readonly filename: string
+}
+
+/**
+ * A PostgreSQL database: a `url` (`postgres://user:password@host:port/database`) or the fields of
+ * `@effect/sql-pg`'s `PgClientConfig`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface PgOptions extends Options, Omit<PgClient.PgClientConfig, "url"> {
+  readonly url?: string | Redacted.Redacted | undefined
+}
+
+/**
+ * Builds the store on the `SqlClient` in context (SQLite or PostgreSQL; on PostgreSQL the `PgClient` service must be
+ * there too, for LISTEN/NOTIFY — `PgClient.layer` provides both). Runs the migrations first; on SQLite it sets
+ * `busy_timeout` and `synchronous` on the connection. The writers and the watch for other processes' appends live
+ * in the scope.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make: (
+  options?: Options
+) => Effect.Effect<SessionStoreModule.Service, StoreError, SqlClient.SqlClient | Scope.Scope> = internal.make
+
+/**
+ * The store on the `SqlClient` the program provides.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (options?: Options): Layer.Layer<SessionStore, StoreError, SqlClient.SqlClient> =>
+  Layer.scoped(SessionStore, make(options))
+
+const messageOf = (cause: unknown): string => {
+  const message = cause instanceof Error ? cause.message : String(cause)
+  const inner = typeof cause === "object" && cause !== null && "cause" in cause ? cause.cause : undefined
+  return inner instanceof Error ? `${message} (${inner.message})` : message
+}
+
+const openFailed = (method: string, what: string) => (cause: unknown) =>
+  new StoreError({ method, description: `could not open ${what}: ${messageOf(cause)}`, cause })
+
+/**
+ * The store in a SQLite file (created with its tables if missing), in WAL mode, `synchronous=FULL` unless
+ * `synchronous: "normal"` is asked for.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore, StoreError> =>
+  layer(options).pipe(
+    Layer.provide(
+      Layer.scopedContext(
+        SqliteClient.make({ filename: options.filename }).pipe(
+          Effect.catchAllDefect((defect) => Effect.fail(openFailed("layerSqlite", options.filename)(defect))),
+          Effect.map((client) => Context.make(SqlClient.SqlClient, client))
+        )
+      ).pipe(Layer.provide(Reactivity.layer))
+    )
+  )
+
+/**
+ * The store in a PostgreSQL database (its tables are created if missing).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerPg = (options: PgOptions): Layer.Layer<SessionStore, StoreError> => {
+  const { busyTimeout: _b, maxBatch: _m, pollInterval: _p, synchronous: _s, url, writers: _w, ...config } = options
+  return layer(options).pipe(
+    Layer.provide(
+      Layer.scopedContext(
+        PgClient.make({
+          ...config,
+          url: typeof url === "string" ? Redacted.make(url) : url
+        }).pipe(
+          Effect.catchAllDefect((defect) => Effect.fail(defect)),
+          Effect.mapError(openFailed("layerPg", "the PostgreSQL database")),
+          Effect.map((client) => Context.make(SqlClient.SqlClient, client).pipe(Context.add(PgClient.PgClient, client)))
+        )
+      ).pipe(Layer.provide(Reactivity.layer))
+    )
+  )
+}

@@ -1,0 +1,75 @@
+/**
+ * The schema of the SQL session store, as `@effect/sql` `Migrator` migrations. One schema for SQLite and PostgreSQL:
+ * the few differences (SQLite's `WITHOUT ROWID`, 64-bit integers) are chosen with `sql.onDialectOrElse`.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+
+/** The migrations table of the store (apart from an application's own `effect_sql_migrations`). */
+export const table = "parley_migrations"
+
+const createTables = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const withoutRowId = sql.onDialectOrElse({
+    sqlite: () => sql.literal("WITHOUT ROWID"),
+    orElse: () => sql.literal("")
+  })
+  const bigint = sql.onDialectOrElse({ pg: () => sql.literal("BIGINT"), orElse: () => sql.literal("INTEGER") })
+
+  // One row per tree: its header (the root agent), the length of its log (`next_seq`, the compare-and-set of every
+  // append) and, for SQLite's change poll, a store-wide counter of the last append (`change_id`) and who made it.
+  yield* sql`CREATE TABLE parley_trees (
+    tree_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    agent TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    next_seq INTEGER NOT NULL,
+    change_id ${bigint},
+    changed_by TEXT
+  )`
+  yield* sql`CREATE INDEX parley_trees_change_id ON parley_trees (change_id)`
+
+  // The log: one row per stored event, its JSON (`TurnEvent` encoded) and the schema version it was written with.
+  yield* sql`CREATE TABLE parley_events (
+    tree_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (tree_id, seq)
+  ) ${withoutRowId}`
+
+  // Every session seen in a tree (the root at `createTree`, subagents with their first event) to its tree.
+  yield* sql`CREATE TABLE parley_sessions (
+    session_id TEXT PRIMARY KEY,
+    tree_id TEXT NOT NULL,
+    seq INTEGER
+  )`
+
+  // Every callback opened, to its tree: an answer by callback id finds its tree without a scan.
+  yield* sql`CREATE TABLE parley_callbacks (
+    callback_id TEXT PRIMARY KEY,
+    tree_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    seq INTEGER NOT NULL
+  )`
+  yield* sql`CREATE INDEX parley_callbacks_tree ON parley_callbacks (tree_id)`
+
+  // At most one resolution per callback, by the primary key: the second `CallbackResolved` of a callback fails its
+  // append (an `INSERT … ON CONFLICT DO NOTHING` that inserts nothing), never a read-then-write.
+  yield* sql`CREATE TABLE parley_callback_resolutions (
+    callback_id TEXT PRIMARY KEY,
+    tree_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    resolution TEXT NOT NULL
+  )`
+})
+
+export const loader: Migrator.Loader = Migrator.fromRecord({
+  "0001_create_tables": createTables
+})

@@ -1,0 +1,656 @@
+/**
+ * The `SessionStore` port on `@effect/sql` (SQLite and PostgreSQL).
+ *
+ * Writes (appends and new trees) go through a queue drained by writer fibers (one on SQLite, which has one writer;
+ * a few on PostgreSQL): each takes every pending write and runs them in ONE transaction (group commit). When one of
+ * them fails (a conflict), the transaction rolls back and the others run again, each in its own SAVEPOINT, so a
+ * conflict fails only its own append. An append is a compare-and-set of its tree's
+ * `next_seq` (`UPDATE … WHERE next_seq = expected`), so a lost race is a `SeqConflict` whatever the process; a
+ * resolution is an `INSERT … ON CONFLICT DO NOTHING` into a table keyed by callback id, so a second one inserts
+ * nothing and is a `ResolutionConflict`.
+ *
+ * After a commit, this process's tails get the appended events at once and `changes` the new length. Appends by
+ * other processes are noticed by a poll of `parley_trees.change_id` on SQLite and by LISTEN/NOTIFY on PostgreSQL;
+ * tails then read what they miss from the table.
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { SessionId } from "@parley/core/Ids"
+import type { TurnEvent } from "@parley/core/TurnEvent"
+import type { Service, StoredTree } from "@parley/runtime/SessionStore"
+import { ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { EventRow, StoredEventRow, TreeRow } from "./codec.js"
+import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
+import * as Migrations from "./migrations.js"
+import * as Statements from "./statements.js"
+
+export interface Options {
+  readonly synchronous?: "full" | "normal" | undefined
+  readonly busyTimeout?: Duration.DurationInput | undefined
+  readonly pollInterval?: Duration.DurationInput | undefined
+  readonly writers?: number | undefined
+  readonly maxBatch?: number | undefined
+}
+
+type Dialect = "sqlite" | "pg"
+
+/** A foreign append noticed by the poll or a notification: tails read the events from the table. */
+interface Moved {
+  readonly _tag: "Moved"
+  readonly nextSeq: number
+}
+
+type Signal = TurnEvent | Moved
+
+interface Hub {
+  readonly pubsub: PubSub.PubSub<Signal>
+  subscribers: number
+}
+
+type AppendError = SeqConflict | ResolutionConflict | StoreError
+
+type Write =
+  | {
+    readonly _tag: "Append"
+    readonly treeId: SessionId
+    readonly expectedSeq: number
+    readonly events: ReadonlyArray<TurnEvent>
+    readonly rows: ReadonlyArray<EventRow>
+    readonly done: Deferred.Deferred<void, AppendError>
+  }
+  | {
+    readonly _tag: "CreateTree"
+    readonly tree: StoredTree
+    readonly row: TreeRow
+    readonly done: Deferred.Deferred<void, StoreError>
+  }
+
+/** Fails a transaction run without savepoints when one of its writes failed, so it rolls back. */
+class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; readonly error: AppendError }> {}
+
+/** Live-only events (streamed deltas) are never read from the table: they ride along the tails of this process. */
+const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
+
+/** Sleeps on the wall clock, whatever `Clock` the store was built under (polls must run under `TestClock` too). */
+const sleepLive = (millis: number) =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), millis)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
+const storeError = (method: string, description: string) => (cause: unknown) =>
+  new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })
+
+const messageOf = (cause: unknown): string => {
+  if (Cause.isCause(cause)) return messageOf(Cause.squash(cause))
+  if (typeof cause === "object" && cause !== null && "cause" in cause && cause.cause instanceof Error) {
+    return cause.cause.message
+  }
+  return cause instanceof Error ? cause.message : String(cause)
+}
+
+const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size))
+  return chunks
+}
+
+/** How many sessions the in-process session → tree memory holds (it is cleared when full). */
+const sessionsLimit = 100_000
+/** How many trees keep their latest events in memory, and how many events each. */
+const recentTrees = 512
+const recentEvents = 64
+
+export const make = (
+  options: Options = {}
+): Effect.Effect<Service, StoreError, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dialect = sql.onDialectOrElse<Dialect | undefined, Dialect, Dialect>({
+      sqlite: () => "sqlite",
+      pg: () => "pg",
+      orElse: () => undefined
+    })
+    if (dialect === undefined) {
+      return yield* new StoreError({ method: "make", description: "the SQL store runs on SQLite or PostgreSQL only" })
+    }
+    const pg = dialect === "pg" ? yield* Effect.serviceOption(PgClient.PgClient) : Option.none()
+    if (dialect === "pg" && Option.isNone(pg)) {
+      return yield* new StoreError({
+        method: "make",
+        description: "on PostgreSQL the store needs the PgClient service (for LISTEN/NOTIFY): use PgClient.layer"
+      })
+    }
+    const instance = crypto.randomUUID()
+
+    // -------------------------------------------------------------------------
+    // Transactions: BEGIN IMMEDIATE on SQLite (take the write lock first, waiting up to the busy timeout, instead of
+    // failing when a read turns into a write), and every failure typed (a failed COMMIT is a `SqlError`, not a defect)
+    // -------------------------------------------------------------------------
+
+    const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
+    const transaction = <A, E, R>(
+      body: (connection: Connection) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | SqlError, R> =>
+      Effect.scoped(Effect.gen(function*() {
+        const connection = yield* sql.reserve
+        yield* connection.executeUnprepared(begin, [], undefined)
+        const exit = yield* Effect.exit(
+          Effect.provideService(body(connection), SqlClient.TransactionConnection, [connection, 0] as const)
+        )
+        if (Exit.isSuccess(exit)) {
+          const committed = yield* Effect.exit(connection.executeUnprepared("COMMIT", [], undefined))
+          if (Exit.isSuccess(committed)) return exit.value
+          yield* Effect.ignore(connection.executeUnprepared("ROLLBACK", [], undefined))
+          return yield* Effect.failCause(committed.cause)
+        }
+        yield* Effect.ignore(connection.executeUnprepared("ROLLBACK", [], undefined))
+        return yield* Effect.failCause(exit.cause)
+      }))
+
+    // -------------------------------------------------------------------------
+    // Connection settings and migrations
+    // -------------------------------------------------------------------------
+
+    if (dialect === "sqlite") {
+      const busyTimeout = Math.round(Duration.toMillis(options.busyTimeout ?? "5 seconds"))
+      const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
+      yield* Effect.mapError(
+        Effect.zipRight(
+          sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`),
+          sql.unsafe(`PRAGMA synchronous = ${synchronous}`)
+        ),
+        storeError("make", "could not configure the SQLite connection")
+      )
+    }
+    const migrate = Migrator.make({})({ loader: Migrations.loader, table: Migrations.table })
+    yield* (dialect === "sqlite" ? transaction(() => migrate) : migrate).pipe(
+      // Two processes creating the migrations table at once: the loser tries again and finds it.
+      Effect.retry({ times: 3 }),
+      Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
+    )
+
+    // -------------------------------------------------------------------------
+    // In-process fan-out: per-tree hubs for tails, one PubSub for `changes`
+    // -------------------------------------------------------------------------
+
+    const hubs = new Map<SessionId, Hub>()
+    const changes = yield* PubSub.unbounded<{ readonly treeId: SessionId; readonly nextSeq: number }>()
+    // In-process memory, never the source of truth:
+    // - session → tree, for sessions filed in `parley_sessions` (the mapping never changes once filed): `treeOf` and
+    //   appends skip the database for them;
+    // - the latest events of the trees this process appended to, so a new tail of an active tree starts without a
+    //   read. An append by someone else to a tree drops its entry (its tails then read the table).
+    const sessionTrees = new Map<string, SessionId>()
+    const recent = new Map<SessionId, Array<TurnEvent>>()
+    const fileSession = (session: string, treeId: SessionId) => {
+      if (sessionTrees.size >= sessionsLimit) sessionTrees.clear()
+      sessionTrees.set(session, treeId)
+    }
+    const remember = (treeId: SessionId, expectedSeq: number, events: ReadonlyArray<TurnEvent>) => {
+      const known = recent.get(treeId)
+      recent.delete(treeId)
+      const last = known?.[known.length - 1]
+      const kept = known !== undefined && last !== undefined && last.seq + 1 === expectedSeq
+        ? known.concat(events)
+        : [...events]
+      recent.set(treeId, kept.length > recentEvents ? kept.slice(kept.length - recentEvents) : kept)
+      if (recent.size > recentTrees) recent.delete(recent.keys().next().value as SessionId)
+    }
+
+    const subscribe = (treeId: SessionId) =>
+      Effect.acquireRelease(
+        Effect.gen(function*() {
+          let hub = hubs.get(treeId)
+          if (hub === undefined) {
+            const pubsub = yield* PubSub.unbounded<Signal>()
+            hub = hubs.get(treeId) ?? { pubsub, subscribers: 0 }
+            hubs.set(treeId, hub)
+          }
+          hub.subscribers++
+          return hub
+        }),
+        (hub) =>
+          Effect.suspend(() => {
+            hub.subscribers--
+            if (hub.subscribers > 0 || hubs.get(treeId) !== hub) return Effect.void
+            hubs.delete(treeId)
+            return PubSub.shutdown(hub.pubsub)
+          })
+      ).pipe(Effect.flatMap((hub) => PubSub.subscribe(hub.pubsub)))
+
+    const signal = (treeId: SessionId, signals: ReadonlyArray<Signal>) =>
+      Effect.suspend(() => {
+        const hub = hubs.get(treeId)
+        return hub === undefined ? Effect.void : Effect.asVoid(PubSub.publishAll(hub.pubsub, signals))
+      })
+
+    /** An append by another process (or another store instance) was noticed. */
+    const foreignAppend = (treeId: SessionId, nextSeq: number) =>
+      Effect.zipRight(
+        Effect.sync(() => recent.delete(treeId)),
+        Effect.zipRight(
+          signal(treeId, [{ _tag: "Moved", nextSeq }]),
+          PubSub.publish(changes, { treeId, nextSeq })
+        )
+      )
+
+    // -------------------------------------------------------------------------
+    // Reads
+    // -------------------------------------------------------------------------
+
+    const readEvents = (method: string, treeId: SessionId, from: number) =>
+      sql<StoredEventRow>`SELECT seq, version, event FROM parley_events
+        WHERE tree_id = ${treeId} AND seq >= ${Math.max(0, from)} ORDER BY seq`.pipe(
+        Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
+        Effect.flatMap((rows) => Effect.forEach(rows, (row) => decodeEvent(method, treeId, row)))
+      )
+
+    const nextSeqOf = (method: string, treeId: SessionId) =>
+      sql<{ readonly next_seq: number | string }>`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+        Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
+        Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(Number(rows[0].next_seq)))
+      )
+
+    const getTree = (treeId: SessionId) =>
+      sql<TreeRow>`SELECT tree_id, version, agent, created_at FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+        Effect.mapError(storeError("getTree", `could not read tree ${treeId}`)),
+        Effect.flatMap((rows) =>
+          rows.length === 0 ? Effect.succeedNone : Effect.map(decodeTree(treeId, rows[0]), Option.some)
+        )
+      )
+
+    const treeOf = (sessionId: SessionId) =>
+      Effect.suspend(() => {
+        const known = sessionTrees.get(sessionId)
+        if (known !== undefined) return Effect.succeedSome(known)
+        return sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`
+          .pipe(
+            Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
+            Effect.map((rows) => {
+              if (rows.length === 0) return Option.none()
+              const treeId = rows[0].tree_id as SessionId
+              fileSession(sessionId, treeId)
+              return Option.some(treeId)
+            })
+          )
+      })
+
+    // -------------------------------------------------------------------------
+    // Writes: one write inside the batch's transaction
+    // -------------------------------------------------------------------------
+
+    const channel = dialect === "pg"
+      ? yield* sql<{ readonly schema: string }>`SELECT current_schema() AS schema`.pipe(
+        Effect.mapError(storeError("make", "could not read the current schema")),
+        Effect.map((rows) => `parley_changes_${rows[0]?.schema ?? "public"}`.slice(0, 63))
+      )
+      : ""
+
+    const statements = Statements.make(dialect)
+    const placeholder = dialect === "sqlite" ? "?" : "$1"
+    const run = (connection: Connection, text: string, params: ReadonlyArray<unknown>) =>
+      connection.execute(text, params, undefined)
+
+    const runAppend = (connection: Connection, write: Extract<Write, { _tag: "Append" }>) =>
+      Effect.gen(function*() {
+        const { events, expectedSeq, rows, treeId } = write
+        const nextSeq = expectedSeq + events.length
+        const moved = yield* run(
+          connection,
+          statements.casNextSeq,
+          dialect === "sqlite"
+            ? [nextSeq, instance, treeId, expectedSeq]
+            : [nextSeq, treeId, expectedSeq, channel, `${instance} ${treeId} ${nextSeq}`]
+        )
+        if (moved.length === 0) {
+          const actual = yield* run(connection, "SELECT next_seq FROM parley_trees WHERE tree_id = " + placeholder, [
+            treeId
+          ])
+          if (actual.length === 0) {
+            return yield* new StoreError({ method: "append", description: `there is no tree ${treeId}` })
+          }
+          return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: Number(actual[0].next_seq) })
+        }
+        const resolutions: Array<ReadonlyArray<unknown>> = []
+        const callbacks: Array<ReadonlyArray<unknown>> = []
+        const sessions = new Map<string, number>()
+        for (const event of events) {
+          if (event._tag === "CallbackResolved") {
+            resolutions.push([event.callbackId, treeId, event.seq, event.resolution])
+          } else if (event._tag === "CallbackOpened") {
+            callbacks.push([event.callback.id, treeId, event.sessionId, event.turnId, event.callback.kind, event.seq])
+          }
+          if (!sessionTrees.has(event.sessionId) && !sessions.has(event.sessionId)) {
+            sessions.set(event.sessionId, event.seq)
+          }
+        }
+        // Resolutions first: a second one of a callback fails the append before anything else is written.
+        for (const chunk of chunksOf(resolutions, 500)) {
+          const inserted = yield* run(connection, statements.insertResolutions(chunk.length), chunk.flat())
+          if (inserted.length < chunk.length) {
+            const left: Array<string> = inserted.map((row) => row.callback_id)
+            for (const [callbackId] of chunk) {
+              const i = left.indexOf(callbackId as string)
+              if (i === -1) return yield* new ResolutionConflict({ treeId, callbackId: callbackId as string })
+              left.splice(i, 1)
+            }
+          }
+        }
+        for (const chunk of chunksOf(rows, 500)) {
+          yield* run(connection, statements.insertEvents(chunk.length), chunk.flatMap(Statements.eventRow))
+        }
+        // A session already filed (under another tree) keeps its tree: only the ones filed here are remembered.
+        const filed: Array<string> = []
+        const sessionRows = Array.from(sessions, ([session, seq]) => [session, treeId, seq])
+        for (const chunk of chunksOf(sessionRows, 500)) {
+          const inserted = yield* run(connection, statements.insertSessions(chunk.length), chunk.flat())
+          for (const row of inserted) filed.push(row.session_id)
+        }
+        for (const chunk of chunksOf(callbacks, 500)) {
+          yield* run(connection, statements.insertCallbacks(chunk.length), chunk.flat())
+        }
+        return filed
+      })
+
+    const runCreateTree = (connection: Connection, write: Extract<Write, { _tag: "CreateTree" }>) =>
+      Effect.gen(function*() {
+        const { agent, created_at, tree_id, version } = write.row
+        yield* run(connection, statements.insertTree, [tree_id, version, agent, created_at, 0])
+        yield* run(connection, statements.insertRootSession, [tree_id, tree_id, null])
+        return [tree_id] as ReadonlyArray<string>
+      })
+
+    const runWrite = (connection: Connection, write: Write): Effect.Effect<ReadonlyArray<string>, AppendError> => {
+      const effect: Effect.Effect<ReadonlyArray<string>, AppendError | SqlError> = write._tag === "Append"
+        ? runAppend(connection, write)
+        : runCreateTree(connection, write)
+      return effect.pipe(
+        Effect.catchTag(
+          "SqlError",
+          (error) =>
+            Effect.fail(
+              write._tag === "Append"
+                ? storeError("append", `could not append to tree ${write.treeId}`)(error)
+                : storeError("createTree", `could not create tree ${write.tree.treeId}`)(error)
+            )
+        )
+      )
+    }
+
+    // -------------------------------------------------------------------------
+    // Group commit: the writers
+    // -------------------------------------------------------------------------
+
+    const queue = yield* Queue.unbounded<Write>()
+    const maxBatch = Math.max(1, options.maxBatch ?? 256)
+    let closed = false
+
+    const runBatch = (writes: ReadonlyArray<Write>) =>
+      Effect.gen(function*() {
+        // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
+        const ordered = [...writes].sort((a, b) => {
+          const x = a._tag === "Append" ? a.treeId : a.tree.treeId
+          const y = b._tag === "Append" ? b.treeId : b.tree.treeId
+          return x < y ? -1 : x > y ? 1 : 0
+        })
+        // Optimistically without savepoints (conflicts are rare; each savepoint costs two statements): when a write
+        // fails, the transaction rolls back and the others run again, each in its own savepoint this time.
+        const attempt = (batch: ReadonlyArray<Write>, savepoints: boolean) =>
+          transaction((connection) =>
+            Effect.gen(function*() {
+              const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
+              for (let i = 0; i < batch.length; i++) {
+                if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
+                const outcome = yield* Effect.either(runWrite(connection, batch[i]))
+                if (Either.isLeft(outcome) && !savepoints) return yield* new Rollback({ index: i, error: outcome.left })
+                if (Either.isLeft(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
+                if (savepoints) yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
+                outcomes.push(outcome)
+              }
+              return outcomes
+            })
+          )
+        const results = new Map<Write, Either.Either<ReadonlyArray<string>, AppendError>>()
+        let failed: StoreError | undefined
+        const first = yield* Effect.either(attempt(ordered, false))
+        if (Either.isRight(first)) {
+          ordered.forEach((write, i) => results.set(write, first.right[i]))
+        } else if (first.left._tag === "Rollback") {
+          const { error, index } = first.left
+          results.set(ordered[index], Either.left(error))
+          const rest = ordered.filter((_, i) => i !== index)
+          const second = rest.length === 0 ? Either.right([]) : yield* Effect.either(attempt(rest, rest.length > 1))
+          if (Either.isRight(second)) {
+            rest.forEach((write, i) => results.set(write, second.right[i]))
+          } else if (second.left._tag === "Rollback") {
+            results.set(rest[second.left.index], Either.left(second.left.error))
+          } else {
+            failed = storeError("append", "the transaction failed")(second.left)
+          }
+        } else {
+          failed = storeError("append", "the transaction failed")(first.left)
+        }
+        for (const write of ordered) {
+          const result = results.get(write)
+          if (result === undefined) {
+            const error = failed ?? new StoreError({ method: "append", description: "the transaction failed" })
+            yield* write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error)
+            continue
+          }
+          if (Either.isLeft(result)) {
+            const error = result.left
+            yield* write._tag === "Append"
+              ? Deferred.fail(write.done, error)
+              : Deferred.fail(
+                write.done,
+                error._tag === "StoreError"
+                  ? error
+                  : new StoreError({ method: "createTree", description: error.message })
+              )
+            continue
+          }
+          const treeId = write._tag === "Append" ? write.treeId : write.tree.treeId
+          for (const session of result.right) fileSession(session, treeId)
+          if (write._tag === "CreateTree") {
+            yield* Deferred.succeed(write.done, undefined)
+            continue
+          }
+          // As in the memory store, this process's tails have the events when `append` returns. `changes` comes
+          // after: the writer has then taken its append into account when `changes` tells of it.
+          remember(write.treeId, write.expectedSeq, write.events)
+          yield* signal(write.treeId, write.events)
+          yield* Deferred.succeed(write.done, undefined)
+          yield* PubSub.publish(changes, { treeId: write.treeId, nextSeq: write.expectedSeq + write.events.length })
+        }
+      })
+
+    // Registered before the writers start, so it runs after they stop: what they did not take fails, typed.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        closed = true
+        const pending = yield* Queue.takeAll(queue)
+        const error = new StoreError({ method: "append", description: "the store was closed" })
+        yield* Effect.forEach(
+          pending,
+          (write) => write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error),
+          { discard: true }
+        )
+      })
+    )
+
+    const writer = Effect.gen(function*() {
+      while (true) {
+        const first = yield* Queue.take(queue)
+        // Let the appends made concurrently with this one join its transaction.
+        yield* Effect.yieldNow()
+        const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
+        const batch = [first, ...Chunk.toReadonlyArray(rest)]
+        // A defect in a batch fails its writes (typed) and leaves the writer running.
+        yield* Effect.uninterruptible(runBatch(batch)).pipe(
+          Effect.catchAllCause((cause) => {
+            const error = storeError("append", "the write failed")(cause)
+            return Effect.forEach(
+              batch,
+              (write) => write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error),
+              { discard: true }
+            )
+          })
+        )
+      }
+    })
+    const writers = dialect === "sqlite" ? 1 : Math.max(1, options.writers ?? 4)
+    for (let i = 0; i < writers; i++) yield* Effect.forkScoped(writer)
+
+    const write = <E>(make: (done: Deferred.Deferred<void, E>) => Write) =>
+      Effect.gen(function*() {
+        const done = yield* Deferred.make<void, E>()
+        if (closed) return yield* new StoreError({ method: "append", description: "the store is closed" })
+        yield* Queue.offer(queue, make(done))
+        return yield* Deferred.await(done)
+      })
+
+    // -------------------------------------------------------------------------
+    // Appends by others: SQLite polls, PostgreSQL listens
+    // -------------------------------------------------------------------------
+
+    if (dialect === "sqlite") {
+      const interval = Math.max(1, Math.round(Duration.toMillis(options.pollInterval ?? "25 millis")))
+      let cursor = yield* sql<{ readonly id: number | null }>`SELECT MAX(change_id) AS id FROM parley_trees`.pipe(
+        Effect.mapError(storeError("make", "could not read the change counter")),
+        Effect.map((rows) => Number(rows[0]?.id ?? 0))
+      )
+      const poll: Effect.Effect<boolean, SqlError> = Effect.gen(function*() {
+        const rows = yield* sql<{
+          readonly tree_id: string
+          readonly next_seq: number
+          readonly change_id: number
+          readonly changed_by: string | null
+        }>`SELECT tree_id, next_seq, change_id, changed_by FROM parley_trees
+            WHERE change_id > ${cursor} ORDER BY change_id LIMIT 1000`
+        for (const row of rows) {
+          cursor = Math.max(cursor, Number(row.change_id))
+          if (row.changed_by !== instance) yield* foreignAppend(row.tree_id as SessionId, Number(row.next_seq))
+        }
+        return rows.length === 1000
+      })
+      yield* Effect.gen(function*() {
+        while (true) {
+          yield* sleepLive(interval)
+          let more = true
+          while (more) {
+            more = yield* poll.pipe(
+              Effect.catchAllCause((cause) =>
+                Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), false)
+              )
+            )
+          }
+        }
+      }).pipe(Effect.forkScoped)
+    } else if (Option.isSome(pg)) {
+      const ready = yield* Deferred.make<void>()
+      const readyPayload = `${instance} ready`
+      yield* pg.value.listen(channel).pipe(
+        Stream.runForEach((payload) => {
+          if (payload === readyPayload) return Deferred.succeed(ready, undefined)
+          const [from, treeId, nextSeq] = payload.split(" ")
+          if (from === instance || treeId === "ready" || nextSeq === undefined) return Effect.void
+          return foreignAppend(treeId as SessionId, Number(nextSeq))
+        }),
+        Effect.catchAllCause((cause) => Effect.logError("SqlStore: LISTEN for other processes' appends failed", cause)),
+        Effect.forkScoped
+      )
+      // LISTEN is in place once our own notification comes back.
+      const listening = yield* Effect.gen(function*() {
+        for (let attempt = 0; attempt < 250; attempt++) {
+          yield* sql`SELECT pg_notify(${channel}, ${readyPayload})`
+          const done = yield* Effect.raceFirst(Effect.as(Deferred.await(ready), true), Effect.as(sleepLive(20), false))
+          if (done) return true
+        }
+        return false
+      }).pipe(Effect.mapError(storeError("make", "could not notify")))
+      if (!listening) {
+        return yield* new StoreError({ method: "make", description: `LISTEN ${channel} did not start within 5 s` })
+      }
+    }
+
+    // -------------------------------------------------------------------------
+    // The service
+    // -------------------------------------------------------------------------
+
+    const service: Service = {
+      createTree: (tree) =>
+        Effect.flatMap(
+          encodeTree(tree),
+          (row) => write<StoreError>((done) => ({ _tag: "CreateTree", tree, row, done }))
+        ),
+      getTree,
+      treeOf,
+      append: (treeId, expectedSeq, events) =>
+        Effect.gen(function*() {
+          if (events.length === 0) return
+          if (events.some((event, i) => event.seq !== expectedSeq + i)) {
+            const actual = yield* nextSeqOf("append", treeId)
+            if (Option.isNone(actual)) {
+              return yield* new StoreError({ method: "append", description: `there is no tree ${treeId}` })
+            }
+            return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: actual.value })
+          }
+          const rows = yield* Effect.forEach(events, (event) => encodeEvent("append", treeId, event))
+          return yield* write<AppendError>((done) => ({ _tag: "Append", treeId, expectedSeq, events, rows, done }))
+        }),
+      read: (treeId, from) => readEvents("read", treeId, from),
+      tail: (treeId, from) =>
+        Stream.unwrapScoped(Effect.gen(function*() {
+          // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
+          const subscription = yield* subscribe(treeId)
+          const cached = recent.get(treeId)
+          const stored = cached !== undefined && cached[0].seq <= from
+            ? cached.filter((event) => event.seq >= from)
+            : yield* readEvents("tail", treeId, from)
+          if (stored.length === 0 && cached === undefined && Option.isNone(yield* nextSeqOf("tail", treeId))) {
+            return Stream.empty
+          }
+          let next = stored.length > 0 ? stored[stored.length - 1].seq + 1 : from
+          const catchUp = Effect.map(readEvents("tail", treeId, next), (events) => {
+            const fresh = events.filter((event) => event.seq >= next)
+            if (fresh.length > 0) next = fresh[fresh.length - 1].seq + 1
+            return fresh
+          })
+          const live = Stream.fromQueue(subscription).pipe(
+            Stream.mapEffect((signal): Effect.Effect<ReadonlyArray<TurnEvent>, StoreError> => {
+              if (signal._tag === "Moved") return signal.nextSeq > next ? catchUp : Effect.succeed([])
+              if (isLiveOnly(signal)) return Effect.succeed(signal.seq >= from && signal.seq < next ? [signal] : [])
+              if (signal.seq < next) return Effect.succeed([])
+              if (signal.seq === next) {
+                next = signal.seq + 1
+                return Effect.succeed([signal])
+              }
+              // Appends of others came first (or this one was published late): read the gap from the table.
+              return catchUp
+            }),
+            Stream.flattenIterables
+          )
+          return Stream.concat(Stream.fromIterable(stored), live)
+        })),
+      publish: (treeId, events) => signal(treeId, events),
+      changes: Stream.fromPubSub(changes)
+    }
+    return service
+  })

@@ -1,0 +1,187 @@
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { assert, describe, it } from "@effect/vitest"
+import { AgentSpec, Ids, TurnEvent } from "@parley/core"
+import { SessionStore } from "@parley/runtime"
+import { SqlStore } from "@parley/store-sql"
+import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
+import { Context, DateTime, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { pgDatabase, pgSchema, sqliteDatabase, sqliteFile, storeOf } from "./databases.js"
+
+SessionStoreSuite.suite("SqlStore.layerSqlite", sqliteDatabase(), { canCorrupt: true })
+
+SessionStoreSuite.suite("SqlStore.layerPg", pgDatabase(), { canCorrupt: true })
+
+const treeId = Ids.SessionId.make("ses_sql")
+const at = DateTime.unsafeMake(0)
+const queued = (seq: number) =>
+  new TurnEvent.TurnQueued({ sessionId: treeId, turnId: Ids.TurnId.make("turn_sql"), seq, at, input: "hi" })
+const create = (store: SessionStore.Service) =>
+  store.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at })
+
+/** The store and the client it runs on (to look at the database underneath). */
+const withClient = <E>(client: Layer.Layer<SqlClient.SqlClient, E>, options?: SqlStore.Options) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(Layer.provideMerge(SqlStore.layer(options), client))
+    return { store: Context.get(context, SessionStore.SessionStore), sql: Context.get(context, SqlClient.SqlClient) }
+  })
+
+describe("SqlStore on SQLite", () => {
+  it.scoped("a file opens in WAL mode with synchronous=FULL (or NORMAL on request) and a busy timeout", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const { sql } = yield* withClient(SqliteClient.layer({ filename }))
+      assert.deepStrictEqual(yield* sql`PRAGMA journal_mode`, [{ journal_mode: "wal" }])
+      assert.deepStrictEqual(yield* sql`PRAGMA synchronous`, [{ synchronous: 2 }])
+      assert.deepStrictEqual(yield* sql`PRAGMA busy_timeout`, [{ timeout: 5000 }])
+      const normal = yield* withClient(SqliteClient.layer({ filename }), {
+        synchronous: "normal",
+        busyTimeout: "1 second"
+      })
+      assert.deepStrictEqual(yield* normal.sql`PRAGMA synchronous`, [{ synchronous: 1 }])
+      assert.deepStrictEqual(yield* normal.sql`PRAGMA busy_timeout`, [{ timeout: 1000 }])
+    }))
+
+  it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
+      yield* create(store)
+      yield* store.append(treeId, 0, [queued(0), queued(1)])
+      const rows = yield* sql<{ seq: number; tag: string; version: number }>`
+        SELECT seq, tag, version FROM parley_events WHERE tree_id = ${treeId} ORDER BY seq`
+      assert.deepStrictEqual(rows, [
+        { seq: 0, tag: "TurnQueued", version: TurnEvent.schemaVersion },
+        { seq: 1, tag: "TurnQueued", version: TurnEvent.schemaVersion }
+      ])
+      assert.deepStrictEqual(yield* sql`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`, [{ next_seq: 2 }])
+      yield* sql`INSERT INTO parley_callback_resolutions ${
+        sql.insert({ callback_id: "cb_x", tree_id: treeId, seq: 5, resolution: "expired" })
+      }`
+      const second = yield* Effect.flip(
+        sql`INSERT INTO parley_callback_resolutions ${
+          sql.insert({ callback_id: "cb_x", tree_id: treeId, seq: 6, resolution: "answered" })
+        }`
+      )
+      assert.strictEqual(second._tag, "SqlError")
+      const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM parley_migrations`
+      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1])
+    }))
+
+  it.scoped("stores opened at once on a new file migrate it once, and both work", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const [a, b] = yield* Effect.all([
+        storeOf(SqlStore.layerSqlite({ filename })),
+        storeOf(SqlStore.layerSqlite({ filename }))
+      ], { concurrency: "unbounded" })
+      yield* create(a)
+      yield* b.append(treeId, 0, [queued(0)])
+      assert.deepStrictEqual((yield* a.read(treeId, 0)).map((event) => event.seq), [0])
+    }))
+
+  it.scoped("a file that cannot be opened fails the layer with a StoreError", () =>
+    Effect.gen(function*() {
+      const filename = `${yield* sqliteFile}.missing/sessions.db`
+      const error = yield* Effect.flip(storeOf(SqlStore.layerSqlite({ filename })))
+      assert.strictEqual(error._tag, "StoreError")
+      assert.include(error.message, "could not open")
+    }))
+
+  it.scoped("a failing database is a StoreError for every method, never a defect", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
+      yield* create(store)
+      yield* store.append(treeId, 0, [queued(0)])
+      yield* sql`DROP TABLE parley_events`
+      yield* sql`DROP TABLE parley_sessions`
+      const failures = [
+        yield* Effect.flip(store.append(treeId, 1, [queued(1)])),
+        yield* Effect.flip(store.read(treeId, 0)),
+        yield* Effect.flip(store.treeOf(Ids.SessionId.make("ses_other"))),
+        yield* Effect.flip(
+          store.createTree({
+            treeId: Ids.SessionId.make("ses_new"),
+            agent: AgentSpec.make({ name: "b" }),
+            createdAt: at
+          })
+        )
+      ]
+      assert.deepStrictEqual(failures.map((error) => error._tag), [
+        "StoreError",
+        "StoreError",
+        "StoreError",
+        "StoreError"
+      ])
+      // The failed append left the log's length alone.
+      assert.deepStrictEqual(yield* sql`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`, [{ next_seq: 1 }])
+    }))
+
+  it.effect("a closed store fails appends with a StoreError", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const store = yield* Scope.extend(
+        storeOf(SqlStore.layerSqlite({ filename: yield* Scope.extend(sqliteFile, scope) })),
+        scope
+      )
+      yield* create(store)
+      yield* Scope.close(scope, Exit.void)
+      const error = yield* Effect.flip(store.append(treeId, 0, [queued(0)]))
+      assert.strictEqual(error._tag, "StoreError")
+    }))
+})
+
+describe("SqlStore on PostgreSQL", () => {
+  it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
+    Effect.gen(function*() {
+      const url = yield* pgSchema
+      const { sql, store } = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
+      yield* create(store)
+      yield* store.append(treeId, 0, [queued(0), queued(1)])
+      const rows = yield* sql<{ seq: number; tag: string; version: number }>`
+        SELECT seq, tag, version FROM parley_events WHERE tree_id = ${treeId} ORDER BY seq`
+      assert.deepStrictEqual(rows, [
+        { seq: 0, tag: "TurnQueued", version: TurnEvent.schemaVersion },
+        { seq: 1, tag: "TurnQueued", version: TurnEvent.schemaVersion }
+      ])
+      yield* sql`INSERT INTO parley_callback_resolutions ${
+        sql.insert({ callback_id: "cb_x", tree_id: treeId, seq: 5, resolution: "expired" })
+      }`
+      const second = yield* Effect.flip(
+        sql`INSERT INTO parley_callback_resolutions ${
+          sql.insert({ callback_id: "cb_x", tree_id: treeId, seq: 6, resolution: "answered" })
+        }`
+      )
+      assert.strictEqual(second._tag, "SqlError")
+    }))
+
+  it.scoped("stores opened at once on a new schema migrate it once, and both work", () =>
+    Effect.gen(function*() {
+      const url = yield* pgSchema
+      const [a, b] = yield* Effect.all([
+        storeOf(SqlStore.layerPg({ url, maxConnections: 2 })),
+        storeOf(SqlStore.layerPg({ url, maxConnections: 2 }))
+      ], { concurrency: "unbounded" })
+      yield* create(a)
+      yield* b.append(treeId, 0, [queued(0)])
+      assert.deepStrictEqual((yield* a.read(treeId, 0)).map((event) => event.seq), [0])
+    }))
+
+  it.scoped("an unreachable server fails the layer with a StoreError", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(storeOf(SqlStore.layerPg({ url: "postgres://parley:parley@127.0.0.1:1/none" })))
+      assert.strictEqual(error._tag, "StoreError")
+      assert.include(error.message, "could not open")
+    }))
+
+  it.scoped("a SqlClient without the PgClient service is refused (LISTEN needs it)", () =>
+    Effect.gen(function*() {
+      const url = yield* pgSchema
+      const client = Layer.map(
+        PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }),
+        (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient))
+      )
+      const error = yield* Effect.flip(withClient(client))
+      assert.strictEqual(error._tag, "StoreError")
+    }))
+})

@@ -1,0 +1,160 @@
+/**
+ * The live side: `tail` gives the stored events then the appended ones, gap-free and without repeats, also under
+ * concurrent appends; live-only deltas reach the tails whose reader has passed their step; `changes` tells every
+ * append of the tree and how far the log reached.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Ids from "@parley/core/Ids"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Stream from "effect/Stream"
+import {
+  appendUntil,
+  callbackId,
+  childId,
+  delta,
+  type MakeDatabase,
+  otherTreeId,
+  queued,
+  reader,
+  resolved,
+  seqs,
+  settled,
+  tags,
+  tree,
+  treeId,
+  withStore
+} from "./fixtures.js"
+
+export const live = (makeDatabase: MakeDatabase): void => {
+  describe("tail", () => {
+    it.scoped("gives the stored events then the live ones, without gaps or repeats, and the live-only deltas", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.append(treeId, 0, [queued(0), queued(1)])
+          const tail = yield* reader(store.tail(treeId, 1))
+          // The stored event arrives first: from then on the reader follows the live ones.
+          assert.deepStrictEqual(tags(yield* tail.take(1)), ["TurnQueued 1"])
+          yield* store.append(treeId, 2, [queued(2)])
+          // A delta of a step the reader has passed goes through; it is not stored.
+          yield* store.publish(treeId, [delta(2)])
+          yield* store.append(treeId, 3, [queued(3), queued(4)])
+          assert.deepStrictEqual(tags(yield* tail.take(4)), [
+            "TurnQueued 2",
+            "MessageDelta 2",
+            "TurnQueued 3",
+            "TurnQueued 4"
+          ])
+          assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0, 1, 2, 3, 4])
+          assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event._tag), [
+            "TurnQueued",
+            "TurnQueued",
+            "TurnQueued",
+            "TurnQueued",
+            "TurnQueued"
+          ])
+        })))
+
+    it.scoped("deltas reach only the tails that have passed their step and started at or before it", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.append(treeId, 0, [queued(0), queued(1), queued(2)])
+          const fromStart = yield* reader(store.tail(treeId, 0))
+          const fromTwo = yield* reader(store.tail(treeId, 2))
+          assert.deepStrictEqual(seqs(yield* fromStart.take(3)), [0, 1, 2])
+          assert.deepStrictEqual(seqs(yield* fromTwo.take(1)), [2])
+          // Step 1 (both passed it; only `fromStart` started at or before it), step 2, and step 3 (nobody passed it).
+          yield* store.publish(treeId, [delta(1, "a"), delta(2, "b"), delta(3, "c")])
+          yield* store.append(treeId, 3, [queued(3)])
+          assert.deepStrictEqual(tags(yield* fromStart.take(3)), ["MessageDelta 1", "MessageDelta 2", "TurnQueued 3"])
+          assert.deepStrictEqual(tags(yield* fromTwo.take(2)), ["MessageDelta 2", "TurnQueued 3"])
+          // A tail that starts now gets the stored events only: deltas are never stored.
+          const after = yield* store.tail(treeId, 0).pipe(Stream.take(4), Stream.runCollect)
+          assert.deepStrictEqual(tags(Chunk.toReadonlyArray(after)), [
+            "TurnQueued 0",
+            "TurnQueued 1",
+            "TurnQueued 2",
+            "TurnQueued 3"
+          ])
+          // Publishing to a tree nobody follows is fine.
+          yield* store.publish(otherTreeId, [delta(0)])
+        })))
+
+    it.scoped("is gap-free while several writers race to append", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.append(treeId, 0, [queued(0)])
+          const early = yield* reader(store.tail(treeId, 0))
+          assert.deepStrictEqual(seqs(yield* early.take(1)), [0])
+          const total = 120
+          const writers = yield* Effect.forEach(
+            [0, 1, 2, 3],
+            (writer) =>
+              Effect.fork(
+                appendUntil(
+                  store,
+                  treeId,
+                  total,
+                  (seq) => queued(seq, treeId, Ids.TurnId.make(`turn_writer_${writer}`))
+                )
+              ),
+            { concurrency: "unbounded" }
+          )
+          // A reader that joins halfway is gap-free too.
+          const halfway = yield* reader(store.tail(treeId, 30))
+          yield* Fiber.joinAll(writers)
+          const seen = [0, ...seqs(yield* early.take(total - 1))]
+          assert.deepStrictEqual(seen, Array.from({ length: total }, (_, i) => i))
+          assert.deepStrictEqual(
+            seqs(yield* halfway.take(total - 30)),
+            Array.from({ length: total - 30 }, (_, i) => i + 30)
+          )
+          yield* settled
+          assert.deepStrictEqual(yield* early.pending, [])
+          assert.deepStrictEqual(yield* halfway.pending, [])
+        })))
+
+    it.scoped("of a tree that does not exist ends at once", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          const events = yield* Stream.runCollect(store.tail(otherTreeId, 0))
+          assert.strictEqual(events.length, 0)
+        })))
+
+    it.scoped("from beyond the log's end waits for that seq", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.append(treeId, 0, [queued(0)])
+          const ahead = yield* reader(store.tail(treeId, 3))
+          yield* settled
+          yield* appendUntil(store, treeId, 6, (seq) => queued(seq))
+          assert.deepStrictEqual(seqs(yield* ahead.take(3)), [3, 4, 5])
+          yield* settled
+          assert.deepStrictEqual(yield* ahead.pending, [])
+        })))
+  })
+
+  describe("changes", () => {
+    it.scoped("tells every append of the tree and how far the log reached, not refused or empty ones", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.createTree(tree(otherTreeId, "other"))
+          const watcher = yield* reader(store.changes)
+          yield* settled
+          yield* store.append(treeId, 0, [queued(0)])
+          yield* store.append(treeId, 1, [queued(1), queued(2, childId), resolved(3, callbackId("c"))])
+          yield* Effect.flip(store.append(treeId, 1, [queued(1)]))
+          yield* Effect.flip(store.append(treeId, 4, [resolved(4, callbackId("c"))]))
+          yield* store.append(treeId, 4, [])
+          yield* store.append(otherTreeId, 0, [queued(0, otherTreeId)])
+          assert.deepStrictEqual(yield* watcher.take(3), [
+            { treeId, nextSeq: 1 },
+            { treeId, nextSeq: 4 },
+            { treeId: otherTreeId, nextSeq: 1 }
+          ])
+          yield* settled
+          assert.deepStrictEqual(yield* watcher.pending, [])
+        })))
+  })
+}
