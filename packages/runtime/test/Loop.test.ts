@@ -90,6 +90,24 @@ describe("the agent loop", () => {
       }
     }).pipe(Effect.provide(runtime(() => ScriptedModel.toolCall("count", { n: 0 })))))
 
+  it.effect("a tool name the model invents is a tool error the model recovers from, not the end of the turn", () =>
+    Effect.gen(function*() {
+      const agent = Agent.make({ name: "inventor", model: "scripted", tools: [counter] })
+      const state = yield* Agent.run(agent, "count")
+      assert.strictEqual(state._tag, "Completed")
+      if (state._tag !== "Completed") return
+      assert.strictEqual(state.text, "Sorry: There is no tool named teleport.")
+      const turn = yield* Session.turn(yield* Agent.session(agent, state.sessionId), state.turnId)
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Turn.events(turn)))
+      const completed = events.filter((event) => event._tag === "ToolCallCompleted")
+      assert.deepStrictEqual(completed.map((event) => [event.name, event.isFailure]), [["teleport", true]])
+    }).pipe(Effect.provide(runtime((call) => {
+      const results = ScriptedModel.toolResults(call)
+      return results.length === 0
+        ? ScriptedModel.toolCall("teleport", { to: "Lyon" })
+        : ScriptedModel.text(`Sorry: ${String(results[0].result)}`)
+    }))))
+
   it.effect("permissions and permissionMode together are refused when a session would start", () =>
     Effect.gen(function*() {
       const options = {

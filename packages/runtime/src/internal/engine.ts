@@ -93,6 +93,33 @@ const failure = (method: string, error: unknown) =>
   })
 
 /**
+ * The raw tool call in a stream decoding error whose name is none of the agent's tools, if that is what failed.
+ */
+const inventedToolCall = (
+  cause: unknown,
+  tools: ReadonlyMap<string, unknown>
+): { readonly id: string; readonly name: string; readonly params: unknown } | undefined => {
+  const seen = new Set<unknown>()
+  const visit = (node: unknown, depth: number): ReturnType<typeof inventedToolCall> => {
+    if (typeof node !== "object" || node === null || seen.has(node) || depth > 12) return undefined
+    seen.add(node)
+    const part = node as { type?: unknown; id?: unknown; name?: unknown; params?: unknown }
+    if (part.type === "tool-call" && typeof part.name === "string" && typeof part.id === "string") {
+      return tools.has(part.name) ? undefined : { id: part.id, name: part.name, params: part.params }
+    }
+    const children = Array.isArray(node) ?
+      node :
+      ["issue", "issues", "actual", "cause"].map((k) => (node as Record<string, unknown>)[k])
+    for (const child of children) {
+      const found = visit(child, depth + 1)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  return visit(cause, 0)
+}
+
+/**
  * Lets the event loop run its timers and I/O before each model step (a microtask yield does not): a model that
  * answers at once must not starve the process. Every step, not every few milliseconds, so runs stay reproducible.
  */
@@ -255,7 +282,20 @@ export const make = (
           toolCalls
         })
       }).pipe(
-        Effect.catchAll((error) => modelFailure(error.message, error)),
+        Effect.catchAll((error) => {
+          // A tool the model invented fails `@effect/ai`'s decoding of the stream (it checks names against the
+          // toolkit). The call becomes a tool error the model can recover from, not the end of the turn.
+          const invented = error._tag === "MalformedOutput" ? inventedToolCall(error.cause, toolsOf(agent)) : undefined
+          if (invented === undefined) return modelFailure(error.message, error)
+          return report(actor, key, {
+            _tag: "ModelStepDone",
+            turnId: turn.turnId,
+            messageId: step.messageId,
+            text: "",
+            reasoning: [],
+            toolCalls: [invented]
+          })
+        }),
         Effect.catchAllDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))
       )
     }
