@@ -230,6 +230,46 @@ describe("Engine and store", () => {
       }).pipe(Effect.provide(runtime(store.service, model)))
     }))
 
+  it.live("work that reported its result is not started again while a slow batch is decided", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      // I/O that takes event-loop turns, as a database's does: a batch is still being decided when a step finishes.
+      const io = Effect.repeatN(Effect.async<void>((resume) => void setImmediate(() => resume(Effect.void))), 3)
+      const slow: SessionStore.Service = {
+        ...memory,
+        append: (treeId, expectedSeq, events) => Effect.zipRight(io, memory.append(treeId, expectedSeq, events)),
+        read: (treeId, from) => Effect.zipRight(io, memory.read(treeId, from))
+      }
+      const tree: { id: Ids.SessionId | undefined } = { id: undefined }
+      // While its first step runs, another writer appends to the tree: the engine takes that batch up meanwhile.
+      const foreignWhileThinking = (call: ScriptedModel.Call) =>
+        Effect.gen(function*() {
+          if (call.index === 0 && tree.id !== undefined) {
+            const treeId = tree.id
+            const log = yield* memory.read(treeId, 0)
+            yield* memory.append(treeId, log.length, [
+              new TurnEvent.TurnQueued({
+                sessionId: treeId,
+                turnId: Ids.TurnId.make(`turn_foreign_${log.length}`),
+                seq: log.length,
+                at: yield* DateTime.now,
+                input: "and the Nova?"
+              })
+            ])
+          }
+          return brain(call)
+        }).pipe(Effect.orDie)
+      const model = yield* ScriptedModel.fromFunction(foreignWhileThinking)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        tree.id = session.id
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        assert.strictEqual(blocked.callbacks.length, 1)
+      }).pipe(Effect.provide(runtime(slow, model)))
+      // One model step so far — the call that asked for lookup_price — issued once.
+      assert.strictEqual((yield* model.calls).length, 1)
+    }))
+
   it.effect("malformed ids from another process are typed errors", () =>
     Effect.gen(function*() {
       const store = yield* instrumented
