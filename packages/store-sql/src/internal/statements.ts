@@ -3,6 +3,8 @@
  * transaction's connection as prepared statements: an append is a handful of statements, and the group commit runs
  * hundreds of appends per transaction, so they skip the `sql` template's per-call compilation and span.
  */
+import type { EventRow } from "./codec.js"
+
 export type Dialect = "sqlite" | "pg"
 
 export interface Statements {
@@ -26,15 +28,7 @@ const callbackColumns = ["callback_id", "tree_id", "session_id", "turn_id", "kin
 const treeColumns = ["tree_id", "version", "agent", "created_at", "next_seq"] as const
 
 export const eventRow = (
-  row: {
-    readonly tree_id: string
-    readonly seq: number
-    readonly session_id: string
-    readonly turn_id: string
-    readonly tag: string
-    readonly version: number
-    readonly event: string
-  }
+  row: EventRow
 ): ReadonlyArray<unknown> => [row.tree_id, row.seq, row.session_id, row.turn_id, row.tag, row.version, row.event]
 
 export const make = (dialect: Dialect): Statements => {
