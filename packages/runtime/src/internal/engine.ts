@@ -13,17 +13,13 @@
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
-import { AgentSpec as AgentSpecSchema, childSpec, hasSubagentTools } from "@parley/core/AgentSpec"
 import { Answer as AnswerSchema } from "@parley/core/Answer"
 import type { CallbackId, TurnId } from "@parley/core/Ids"
 import { CallbackId as CallbackIdSchema, newSessionId, SessionId, TurnId as TurnIdSchema } from "@parley/core/Ids"
-import type { AgentInvalid, PolicyInvalid } from "@parley/core/ParleyError"
 import {
   AnswerMismatch,
   CallbackNotOpen,
-  ModelFailure,
   SessionNotFound,
-  ToolFailure,
   TransportFailure,
   TurnNotFound
 } from "@parley/core/ParleyError"
@@ -31,9 +27,6 @@ import type * as Transport from "@parley/core/Transport"
 import { SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
-import * as Policy from "@parley/policy/PermissionPolicy"
-import * as PolicyWarning from "@parley/policy/PolicyWarning"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Data from "effect/Data"
@@ -55,11 +48,12 @@ import type * as Connectors from "../Connectors.js"
 import type * as Models from "../Models.js"
 import type * as SessionStore from "../SessionStore.js"
 import type { ResolvedTool } from "./agentTools.js"
-import { invalid, resolveTools } from "./agentTools.js"
+import { resolveTools } from "./agentTools.js"
 import * as Deadlines from "./deadlines.js"
 import type { Command, Rejection, Reply } from "./decide.js"
 import { decide } from "./decide.js"
-import { promptOf, toolkitOf } from "./prompt.js"
+import * as Validation from "./validation.js"
+import * as Work from "./work.js"
 
 export interface Options {
   /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
@@ -92,47 +86,6 @@ const failure = (method: string, error: unknown) =>
     cause: error
   })
 
-/**
- * The raw tool call in a stream decoding error whose name is none of the agent's tools, if that is what failed.
- */
-const inventedToolCall = (
-  cause: unknown,
-  tools: ReadonlyMap<string, unknown>
-): { readonly id: string; readonly name: string; readonly params: unknown } | undefined => {
-  const seen = new Set<unknown>()
-  const visit = (node: unknown, depth: number): ReturnType<typeof inventedToolCall> => {
-    if (typeof node !== "object" || node === null || seen.has(node) || depth > 12) return undefined
-    seen.add(node)
-    const part = node as { type?: unknown; id?: unknown; name?: unknown; params?: unknown }
-    if (part.type === "tool-call" && typeof part.name === "string" && typeof part.id === "string") {
-      return tools.has(part.name) ? undefined : { id: part.id, name: part.name, params: part.params }
-    }
-    const children = Array.isArray(node) ?
-      node :
-      ["issue", "issues", "actual", "cause"].map((k) => (node as Record<string, unknown>)[k])
-    for (const child of children) {
-      const found = visit(child, depth + 1)
-      if (found !== undefined) return found
-    }
-    return undefined
-  }
-  return visit(cause, 0)
-}
-
-/**
- * Lets the event loop run its timers and I/O before each model step (a microtask yield does not): a model that
- * answers at once must not starve the process. Every step, not every few milliseconds, so runs stay reproducible.
- */
-const macrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
-const defectMessage = (cause: Cause.Cause<unknown>) => {
-  const squashed = Cause.squash(cause)
-  return squashed instanceof Error ? squashed.message : String(squashed)
-}
-
 export const make = (
   store: SessionStore.Service,
   models: Models.Service,
@@ -163,32 +116,8 @@ export const make = (
         return Effect.tap(models.resolve(agent), (model) => Effect.sync(() => modelCache.set(agent, model)))
       })
 
-    /** Definitions already checked: a program that starts many sessions of one agent pays the check once. */
-    const validated = new WeakSet<AgentSpec>()
-
-    /** Checks a definition (and its subagents') before anything runs. */
-    const validate = (agent: AgentSpec): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
-      validated.has(agent) ? Effect.void : Effect.tap(check(agent), () => Effect.sync(() => validated.add(agent)))
-
-    const check = (agent: AgentSpec): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
-      Effect.gen(function*() {
-        // A round trip through the wire form checks every field, also of values built without validation.
-        yield* Schema.encode(AgentSpecSchema)(agent).pipe(
-          Effect.flatMap(Schema.decodeUnknown(AgentSpecSchema)),
-          Effect.mapError((error) => invalid(agent, [ParseResult.TreeFormatter.formatErrorSync(error)]))
-        )
-        if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions)
-        yield* resolveTools(agent, connectors)
-        yield* models.resolve(agent)
-        if (agent.permissions !== undefined) {
-          const warnings = PolicyWarning.check(agent.permissions, {
-            agent: agent.name,
-            hasSubagents: hasSubagentTools(agent) && agent.subagents.length > 0
-          })
-          yield* Effect.forEach(warnings, (warning) => Effect.logWarning(PolicyWarning.message(warning)))
-        }
-        yield* Effect.forEach(agent.subagents, (child) => validate(childSpec(agent, child)), { discard: true })
-      })
+    const validate = Validation.make(models, connectors)
+    const { modelStep, runTool } = Work.make({ store, toolsOf, modelOf })
 
     // -------------------------------------------------------------------------
     // Actors
@@ -205,136 +134,27 @@ export const make = (
         return offer(actor, command)
       })
 
+    const workTree = (actor: Actor): Work.Tree => ({
+      treeId: actor.treeId,
+      state: actor.state,
+      report: (key, command) => report(actor, key, command)
+    })
+
     /** The work the state calls for, by key: model steps and tools of the runtime. */
     const next = (actor: Actor) => {
       const work = new Map<string, () => Effect.Effect<void>>()
       for (const turn of TreeState.runningTurns(actor.state)) {
         if (turn.modelPending && turn.step !== undefined) {
           const step = turn.step
-          work.set(`model:${step.messageId}`, () => modelStep(actor, turn, step))
+          work.set(`model:${step.messageId}`, () => modelStep(workTree(actor), turn, step))
         }
         for (const call of turn.calls) {
-          if (call.stage._tag === "Executing") work.set(`tool:${call.toolCallId}`, () => runTool(actor, turn, call))
+          if (call.stage._tag === "Executing") {
+            work.set(`tool:${call.toolCallId}`, () => runTool(workTree(actor), turn, call))
+          }
         }
       }
       return work
-    }
-
-    const modelStep = (
-      actor: Actor,
-      turn: TreeState.Turn,
-      step: { readonly messageId: string; readonly seq: number }
-    ): Effect.Effect<void> => {
-      const session = TreeState.session(actor.state, turn.sessionId)
-      if (session === undefined) return Effect.void
-      const agent = session.agent
-      const ids = { sessionId: turn.sessionId, turnId: turn.turnId, messageId: step.messageId }
-      const key = `model:${step.messageId}`
-      const modelFailure = (description: string, cause?: unknown) =>
-        report(actor, key, {
-          _tag: "ModelStepFailed",
-          turnId: turn.turnId,
-          messageId: step.messageId,
-          error: new ModelFailure({
-            module: "Engine",
-            method: "streamText",
-            model: agent.model ?? "(default)",
-            description,
-            cause
-          })
-        })
-      return Effect.gen(function*() {
-        // A model that answers at once must not starve the event loop: timers and I/O run between steps.
-        yield* macrotask
-        const model = yield* modelOf(agent)
-        const prompt = promptOf(agent.instructions, session.conversation)
-        let text = ""
-        const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
-        // Reasoning blocks by id, in the order they started, with the provider's metadata.
-        const reasoning = new Map<string, { text: string; metadata: Record<string, unknown> }>()
-        yield* model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true }).pipe(
-          Stream.runForEach((part) => {
-            if (part.type === "text-delta") {
-              text += part.delta
-              return Effect.flatMap(DateTime.now, (at) =>
-                store.publish(actor.treeId, [
-                  new MessageDelta({ ...ids, seq: step.seq, at, delta: part.delta }, true)
-                ]))
-            }
-            if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
-            if (part.type === "reasoning-start") reasoning.set(part.id, { text: "", metadata: { ...part.metadata } })
-            if (part.type === "reasoning-delta") {
-              const block = reasoning.get(part.id) ?? { text: "", metadata: { ...part.metadata } }
-              block.text += part.delta
-              reasoning.set(part.id, block)
-            }
-            return Effect.void
-          })
-        )
-        yield* report(actor, key, {
-          _tag: "ModelStepDone",
-          turnId: turn.turnId,
-          messageId: step.messageId,
-          text,
-          reasoning: [...reasoning.values()].filter((block) => block.text.length > 0).map((block) =>
-            new Reasoning(block, true)
-          ),
-          toolCalls
-        })
-      }).pipe(
-        Effect.catchAll((error) => {
-          // A tool the model invented fails `@effect/ai`'s decoding of the stream (it checks names against the
-          // toolkit). The call becomes a tool error the model can recover from, not the end of the turn.
-          const invented = error._tag === "MalformedOutput" ? inventedToolCall(error.cause, toolsOf(agent)) : undefined
-          if (invented === undefined) return modelFailure(error.message, error)
-          return report(actor, key, {
-            _tag: "ModelStepDone",
-            turnId: turn.turnId,
-            messageId: step.messageId,
-            text: "",
-            reasoning: [],
-            toolCalls: [invented]
-          })
-        }),
-        Effect.catchAllDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))
-      )
-    }
-
-    const runTool = (actor: Actor, turn: TreeState.Turn, call: TreeState.Call): Effect.Effect<void> => {
-      const agent = TreeState.session(actor.state, turn.sessionId)?.agent
-      const tool = agent === undefined ? undefined : toolsOf(agent).get(call.name)
-      const key = `tool:${call.toolCallId}`
-      if (tool?._tag !== "connector") {
-        return report(actor, key, {
-          _tag: "ToolFinished",
-          turnId: turn.turnId,
-          toolCallId: call.toolCallId,
-          isFailure: true,
-          result: `There is no tool named ${call.name}.`
-        })
-      }
-      return Effect.suspend(() => tool.run(call.arguments)).pipe(
-        Effect.match({
-          onFailure: (result) => ({ isFailure: true, result }),
-          onSuccess: (result): { isFailure: boolean; result: unknown } => ({ isFailure: false, result })
-        }),
-        Effect.flatMap((result) =>
-          report(actor, key, { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, ...result })
-        ),
-        Effect.catchAllDefect((defect) =>
-          report(actor, key, {
-            _tag: "WorkFailed",
-            turnId: turn.turnId,
-            error: new ToolFailure({
-              module: "Engine",
-              method: "runTool",
-              toolId: call.toolId,
-              description: defectMessage(Cause.die(defect)),
-              cause: defect
-            })
-          })
-        )
-      )
     }
 
     /** Starts the work the state calls for, stops what it no longer does, and keeps the tree alive meanwhile. */

@@ -1,0 +1,196 @@
+/**
+ * Helpers of the engine's work items (model steps, runtime tools): the macrotask yield before a step, a defect's
+ * message, and the tool call a model invented, found in `@effect/ai`'s decoding error.
+ */
+import type * as LanguageModel from "@effect/ai/LanguageModel"
+import type { AgentSpec } from "@parley/core/AgentSpec"
+import type { SessionId } from "@parley/core/Ids"
+import { ModelFailure, ToolFailure } from "@parley/core/ParleyError"
+import type { AgentInvalid } from "@parley/core/ParleyError"
+import * as TreeState from "@parley/core/TreeState"
+import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
+import * as Cause from "effect/Cause"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type * as SessionStore from "../SessionStore.js"
+import type { ResolvedTool } from "./agentTools.js"
+import type { Command } from "./decide.js"
+import { promptOf, toolkitOf } from "./prompt.js"
+
+/**
+ * The raw tool call in a stream decoding error whose name is none of the agent's tools, if that is what failed.
+ */
+export const inventedToolCall = (
+  cause: unknown,
+  tools: ReadonlyMap<string, unknown>
+): { readonly id: string; readonly name: string; readonly params: unknown } | undefined => {
+  const seen = new Set<unknown>()
+  const visit = (node: unknown, depth: number): ReturnType<typeof inventedToolCall> => {
+    if (typeof node !== "object" || node === null || seen.has(node) || depth > 12) return undefined
+    seen.add(node)
+    const part = node as { type?: unknown; id?: unknown; name?: unknown; params?: unknown }
+    if (part.type === "tool-call" && typeof part.name === "string" && typeof part.id === "string") {
+      return tools.has(part.name) ? undefined : { id: part.id, name: part.name, params: part.params }
+    }
+    const children = Array.isArray(node) ?
+      node :
+      ["issue", "issues", "actual", "cause"].map((k) => (node as Record<string, unknown>)[k])
+    for (const child of children) {
+      const found = visit(child, depth + 1)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  return visit(cause, 0)
+}
+
+/**
+ * Lets the event loop run its timers and I/O before each model step (a microtask yield does not): a model that
+ * answers at once must not starve the process. Every step, not every few milliseconds, so runs stay reproducible.
+ */
+export const macrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+export const defectMessage = (cause: Cause.Cause<unknown>) => {
+  const squashed = Cause.squash(cause)
+  return squashed instanceof Error ? squashed.message : String(squashed)
+}
+
+/** What a work item sees of its tree: the state it started from, and where its result goes. */
+export interface Tree {
+  readonly treeId: SessionId
+  readonly state: TreeState.TreeState
+  /** Hands the work's result to the tree's actor (keyed: reported work is not started again). */
+  readonly report: (key: string, command: Command) => Effect.Effect<void>
+}
+
+/** The work items: a model step (streamed, deltas published live) and a connector tool's run. */
+export const make = (deps: {
+  readonly store: SessionStore.Service
+  readonly toolsOf: (agent: AgentSpec) => ReadonlyMap<string, ResolvedTool>
+  readonly modelOf: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
+}) => {
+  const { modelOf, store, toolsOf } = deps
+
+  const modelStep = (
+    tree: Tree,
+    turn: TreeState.Turn,
+    step: { readonly messageId: string; readonly seq: number }
+  ): Effect.Effect<void> => {
+    const session = TreeState.session(tree.state, turn.sessionId)
+    if (session === undefined) return Effect.void
+    const agent = session.agent
+    const ids = { sessionId: turn.sessionId, turnId: turn.turnId, messageId: step.messageId }
+    const key = `model:${step.messageId}`
+    const modelFailure = (description: string, cause?: unknown) =>
+      tree.report(key, {
+        _tag: "ModelStepFailed",
+        turnId: turn.turnId,
+        messageId: step.messageId,
+        error: new ModelFailure({
+          module: "Engine",
+          method: "streamText",
+          model: agent.model ?? "(default)",
+          description,
+          cause
+        })
+      })
+    return Effect.gen(function*() {
+      // A model that answers at once must not starve the event loop: timers and I/O run between steps.
+      yield* macrotask
+      const model = yield* modelOf(agent)
+      const prompt = promptOf(agent.instructions, session.conversation)
+      let text = ""
+      const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
+      // Reasoning blocks by id, in the order they started, with the provider's metadata.
+      const reasoning = new Map<string, { text: string; metadata: Record<string, unknown> }>()
+      yield* model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true }).pipe(
+        Stream.runForEach((part) => {
+          if (part.type === "text-delta") {
+            text += part.delta
+            return Effect.flatMap(DateTime.now, (at) =>
+              store.publish(tree.treeId, [
+                new MessageDelta({ ...ids, seq: step.seq, at, delta: part.delta }, true)
+              ]))
+          }
+          if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
+          if (part.type === "reasoning-start") reasoning.set(part.id, { text: "", metadata: { ...part.metadata } })
+          if (part.type === "reasoning-delta") {
+            const block = reasoning.get(part.id) ?? { text: "", metadata: { ...part.metadata } }
+            block.text += part.delta
+            reasoning.set(part.id, block)
+          }
+          return Effect.void
+        })
+      )
+      yield* tree.report(key, {
+        _tag: "ModelStepDone",
+        turnId: turn.turnId,
+        messageId: step.messageId,
+        text,
+        reasoning: [...reasoning.values()].filter((block) => block.text.length > 0).map((block) =>
+          new Reasoning(block, true)
+        ),
+        toolCalls
+      })
+    }).pipe(
+      Effect.catchAll((error) => {
+        // A tool the model invented fails `@effect/ai`'s decoding of the stream (it checks names against the
+        // toolkit). The call becomes a tool error the model can recover from, not the end of the turn.
+        const invented = error._tag === "MalformedOutput" ? inventedToolCall(error.cause, toolsOf(agent)) : undefined
+        if (invented === undefined) return modelFailure(error.message, error)
+        return tree.report(key, {
+          _tag: "ModelStepDone",
+          turnId: turn.turnId,
+          messageId: step.messageId,
+          text: "",
+          reasoning: [],
+          toolCalls: [invented]
+        })
+      }),
+      Effect.catchAllDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))
+    )
+  }
+
+  const runTool = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call): Effect.Effect<void> => {
+    const agent = TreeState.session(tree.state, turn.sessionId)?.agent
+    const tool = agent === undefined ? undefined : toolsOf(agent).get(call.name)
+    const key = `tool:${call.toolCallId}`
+    if (tool?._tag !== "connector") {
+      return tree.report(key, {
+        _tag: "ToolFinished",
+        turnId: turn.turnId,
+        toolCallId: call.toolCallId,
+        isFailure: true,
+        result: `There is no tool named ${call.name}.`
+      })
+    }
+    return Effect.suspend(() => tool.run(call.arguments)).pipe(
+      Effect.match({
+        onFailure: (result) => ({ isFailure: true, result }),
+        onSuccess: (result): { isFailure: boolean; result: unknown } => ({ isFailure: false, result })
+      }),
+      Effect.flatMap((result) =>
+        tree.report(key, { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, ...result })
+      ),
+      Effect.catchAllDefect((defect) =>
+        tree.report(key, {
+          _tag: "WorkFailed",
+          turnId: turn.turnId,
+          error: new ToolFailure({
+            module: "Engine",
+            method: "runTool",
+            toolId: call.toolId,
+            description: defectMessage(Cause.die(defect)),
+            cause: defect
+          })
+        })
+      )
+    )
+  }
+
+  return { modelStep, runTool }
+}
