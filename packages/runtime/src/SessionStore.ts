@@ -10,6 +10,13 @@
  * - `read` returns the stored events from a cursor; `tail` continues with the live ones, gap-free, and delivers the
  *   live-only events `publish` hands it (streamed `MessageDelta`s) to readers in this process.
  * - `changes` tells which trees were appended to, so an engine notices appends made by others.
+ * - Leases: one engine (an `owner`, alive while it renews `heartbeat`) runs a tree's work. `claim` makes the caller
+ *   the tree's owner when the tree has none, is its own, or its owner's heartbeat lapsed; each change of owner raises
+ *   the tree's `epoch`. An append made with a `Lease` checks it in the same transaction (a fencing token): a deposed
+ *   owner's late append fails with `LeaseLost`. Appends without a lease (answers from any process) are checked by
+ *   `expectedSeq` and the one-resolution rule only.
+ * - `unfinished` lists the trees with turns not ended that an owner may take up (recovery); `listOpen` lists the
+ *   callbacks open across trees (answers from another process).
  *
  * Every failure of the storage itself is a typed `StoreError`.
  *
@@ -28,10 +35,12 @@
  * @since 0.1.0
  */
 import type { AgentSpec } from "@parley/core/AgentSpec"
-import type { SessionId } from "@parley/core/Ids"
+import type * as Callback from "@parley/core/Callback"
+import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
@@ -84,6 +93,22 @@ export class ResolutionConflict
 }
 
 /**
+ * An append made under a lease that is no longer the tree's: another owner claimed the tree (this one's heartbeat
+ * lapsed). The append wrote nothing; the deposed owner must stop running the tree's work.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class LeaseLost extends Schema.TaggedError<LeaseLost>("@parley/runtime/SessionStore/LeaseLost")(
+  "LeaseLost",
+  { treeId: Schema.String, owner: Schema.String, epoch: Schema.Number }
+) {
+  override get message(): string {
+    return `${this.owner} no longer holds tree ${this.treeId} (its lease at epoch ${this.epoch} was taken over)`
+  }
+}
+
+/**
  * The storage failed (I/O, a broken connection, a row that does not decode).
  *
  * @since 0.1.0
@@ -96,6 +121,44 @@ export class StoreError extends Schema.TaggedError<StoreError>("@parley/runtime/
   override get message(): string {
     return `SessionStore.${this.method}: ${this.description}`
   }
+}
+
+/**
+ * The right to run a tree's work, as `claim` gave it: the fencing token of the owner's appends.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Lease {
+  readonly owner: string
+  readonly epoch: number
+}
+
+/**
+ * A callback opened and not resolved, as the store indexes it (`listOpen`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface OpenCallbackRow {
+  readonly treeId: SessionId
+  readonly sessionId: SessionId
+  readonly turnId: TurnId
+  readonly callbackId: CallbackId
+  readonly kind: Callback.Kind
+  /** The `seq` of its `CallbackOpened`. */
+  readonly seq: number
+}
+
+/**
+ * A tree with turns not ended, and its owner when it has one.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface UnfinishedTree {
+  readonly treeId: SessionId
+  readonly owner: string | undefined
 }
 
 /**
@@ -115,8 +178,9 @@ export interface Service {
   readonly append: (
     treeId: SessionId,
     expectedSeq: number,
-    events: ReadonlyArray<TurnEvent>
-  ) => Effect.Effect<void, SeqConflict | ResolutionConflict | StoreError>
+    events: ReadonlyArray<TurnEvent>,
+    lease?: Lease | undefined
+  ) => Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
   /** The stored events with `seq >= from`. */
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   /**
@@ -128,6 +192,22 @@ export interface Service {
   readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => Effect.Effect<void>
   /** The trees appended to from now on (with the `seq` the log reached), by anyone. */
   readonly changes: Stream.Stream<{ readonly treeId: SessionId; readonly nextSeq: number }, StoreError>
+  /** Keeps `owner` alive until `ttl` from now: its leases hold while it renews this. */
+  readonly heartbeat: (owner: string, ttl: Duration.Duration) => Effect.Effect<void, StoreError>
+  /** Ends `owner`'s life at once (a clean shutdown): its trees can be claimed by others without waiting. */
+  readonly retire: (owner: string) => Effect.Effect<void, StoreError>
+  /**
+   * Makes `owner` the tree's owner if the tree has none, is `owner`'s, or its owner's heartbeat lapsed. The lease is
+   * `None` while another owner is alive (or when there is no such tree).
+   */
+  readonly claim: (treeId: SessionId, owner: string) => Effect.Effect<Option.Option<Lease>, StoreError>
+  /** The trees with turns not ended that `owner` may claim: unowned, its own, or whose owner's heartbeat lapsed. */
+  readonly unfinished: (owner: string) => Effect.Effect<ReadonlyArray<UnfinishedTree>, StoreError>
+  /** The callbacks open across trees, oldest first, optionally of one session (not its subagents) or one kind. */
+  readonly listOpen: (filter?: {
+    readonly sessionId?: SessionId | undefined
+    readonly kind?: Callback.Kind | undefined
+  }) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
 }
 
 /**

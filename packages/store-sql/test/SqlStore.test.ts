@@ -65,7 +65,7 @@ describe("SqlStore on SQLite", () => {
       )
       assert.strictEqual(second._tag, "SqlError")
       const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM parley_migrations`
-      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1])
+      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2])
     }))
 
   it.scoped("stores opened at once on a new file migrate it once, and both work", () =>

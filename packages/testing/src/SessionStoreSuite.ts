@@ -17,8 +17,9 @@
  * (`ResolutionConflict`, also across trees and within one append), racing appends (one winner per seq), concurrent
  * appends to many trees (each conflict fails only its own append), every kind of event read back as written, `tail`
  * (stored then live, gap-free under racing writers, from any cursor, of a missing tree), live-only deltas (delivered
- * to the tails that passed their step, never stored), `changes`, and two stores over one database (`read`, `tail`,
- * `changes`, races and resolutions across them).
+ * to the tails that passed their step, never stored), `changes`, leases (`claim`, `heartbeat`, `retire`, appends
+ * fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, and two stores over one database (`read`, `tail`,
+ * `changes`, races, resolutions, leases and open callbacks across them).
  *
  * The port is restated structurally here (`Store`), because `@parley/runtime`'s own tests depend on this package; a
  * `SessionStore.Service` is a `Store`.
@@ -41,6 +42,7 @@ import { describe } from "@effect/vitest"
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Fixtures from "./internal/sessionStoreSuite/fixtures.js"
+import { leases } from "./internal/sessionStoreSuite/leases.js"
 import { live } from "./internal/sessionStoreSuite/live.js"
 import { log } from "./internal/sessionStoreSuite/log.js"
 import { processes } from "./internal/sessionStoreSuite/processes.js"
@@ -78,5 +80,6 @@ export const suite = (
   describe(`${name} (SessionStore contract)`, () => {
     log(makeDatabase, { canCorrupt: options?.canCorrupt ?? false })
     live(makeDatabase)
+    leases(makeDatabase)
     processes(makeDatabase)
   })

@@ -1,15 +1,21 @@
-import type { SessionId } from "@parley/core/Ids"
+import type { CallbackId, SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import type { Service, StoredTree } from "../SessionStore.js"
-import { ResolutionConflict, SeqConflict } from "../SessionStore.js"
+import type { OpenCallbackRow, Service, StoredTree } from "../SessionStore.js"
+import { LeaseLost, ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
 interface Log {
   readonly tree: StoredTree
   readonly events: Array<TurnEvent>
+  /** Turns queued and not ended. */
+  openTurns: number
+  owner: string | undefined
+  epoch: number
   /** Subscribers of live events, created with the first tail. */
   pubsub: PubSub.PubSub<TurnEvent> | undefined
 }
@@ -24,6 +30,11 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
   /** Callback ids resolved, per tree. */
   const resolved = new Set<string>()
   const changes = yield* PubSub.unbounded<{ readonly treeId: SessionId; readonly nextSeq: number }>()
+  /** Callbacks opened and not resolved, in the order they opened. */
+  const open = new Map<CallbackId, OpenCallbackRow>()
+  /** Owners and when their heartbeat lapses (epoch millis). */
+  const owners = new Map<string, number>()
+  const isAlive = (owner: string | undefined, now: number) => owner !== undefined && (owners.get(owner) ?? 0) > now
 
   const pubsubOf = (log: Log) =>
     Effect.suspend(() => {
@@ -38,16 +49,19 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
     createTree: (tree) =>
       Effect.sync(() => {
         if (logs.has(tree.treeId)) return
-        logs.set(tree.treeId, { tree, events: [], pubsub: undefined })
+        logs.set(tree.treeId, { tree, events: [], openTurns: 0, owner: undefined, epoch: 0, pubsub: undefined })
         trees.set(tree.treeId, tree.treeId)
       }),
     getTree: (treeId) => Effect.sync(() => Option.map(Option.fromNullable(logs.get(treeId)), (log) => log.tree)),
     treeOf: (sessionId) => Effect.sync(() => Option.fromNullable(trees.get(sessionId))),
-    append: (treeId, expectedSeq, events) =>
-      Effect.suspend((): Effect.Effect<void, SeqConflict | ResolutionConflict> => {
+    append: (treeId, expectedSeq, events, lease) =>
+      Effect.suspend((): Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost> => {
         const log = logs.get(treeId)
         const actual = log?.events.length ?? 0
         if (log === undefined || events.length === 0) return Effect.void
+        if (lease !== undefined && (log.owner !== lease.owner || log.epoch !== lease.epoch)) {
+          return Effect.fail(new LeaseLost({ treeId, owner: lease.owner, epoch: lease.epoch }))
+        }
         if (expectedSeq !== actual || events.some((event, i) => event.seq !== actual + i)) {
           return Effect.fail(new SeqConflict({ treeId, expected: expectedSeq, actual }))
         }
@@ -63,6 +77,12 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
         for (const event of events) {
           log.events.push(event)
           if (!trees.has(event.sessionId)) trees.set(event.sessionId, treeId)
+          if (event._tag === "TurnQueued") log.openTurns++
+          else if (event._tag === "TurnEnded") log.openTurns--
+          else if (event._tag === "CallbackOpened") {
+            const { callback, seq, sessionId, turnId } = event
+            open.set(callback.id, { treeId, sessionId, turnId, callbackId: callback.id, kind: callback.kind, seq })
+          } else if (event._tag === "CallbackResolved") open.delete(event.callbackId)
         }
         const publish = log.pubsub === undefined ? Effect.void : PubSub.publishAll(log.pubsub, events)
         return Effect.zipRight(publish, PubSub.publish(changes, { treeId, nextSeq: log.events.length }))
@@ -91,7 +111,36 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
         const pubsub = logs.get(treeId)?.pubsub
         return pubsub === undefined ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, events))
       }),
-    changes: Stream.fromPubSub(changes)
+    changes: Stream.fromPubSub(changes),
+    heartbeat: (owner, ttl) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        owners.set(owner, now + Duration.toMillis(ttl))
+      }),
+    retire: (owner) => Effect.sync(() => owners.delete(owner)),
+    claim: (treeId, owner) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const log = logs.get(treeId)
+        if (log === undefined || (log.owner !== owner && isAlive(log.owner, now))) return Option.none()
+        if (log.owner !== owner) {
+          log.owner = owner
+          log.epoch++
+        }
+        return Option.some({ owner, epoch: log.epoch })
+      }),
+    unfinished: (owner) =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        Array.from(logs.values()).flatMap((log) =>
+          log.openTurns > 0 && (log.owner === owner || !isAlive(log.owner, now))
+            ? [{ treeId: log.tree.treeId, owner: log.owner }]
+            : []
+        )),
+    listOpen: (filter) =>
+      Effect.sync(() =>
+        Array.from(open.values()).filter((row) =>
+          (filter?.sessionId === undefined || row.sessionId === filter.sessionId) &&
+          (filter?.kind === undefined || row.kind === filter.kind)
+        )
+      )
   }
   return service
 })

@@ -70,6 +70,28 @@ const createTables = Effect.gen(function*() {
   )`
 })
 
+const addLeases = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const bigint = sql.onDialectOrElse({ pg: () => sql.literal("BIGINT"), orElse: () => sql.literal("INTEGER") })
+
+  // Turns queued and not ended (kept by every append): a tree with some is unfinished, and recovery takes it up.
+  yield* sql`ALTER TABLE parley_trees ADD COLUMN open_turns INTEGER NOT NULL DEFAULT 0`
+  yield* sql`UPDATE parley_trees SET open_turns =
+    (SELECT COUNT(*) FROM parley_events e WHERE e.tree_id = parley_trees.tree_id AND e.tag = 'TurnQueued') -
+    (SELECT COUNT(*) FROM parley_events e WHERE e.tree_id = parley_trees.tree_id AND e.tag = 'TurnEnded')`
+  yield* sql`CREATE INDEX parley_trees_unfinished ON parley_trees (open_turns) WHERE open_turns > 0`
+
+  // The lease of a tree: the engine that runs its work, and the epoch that fences its appends (raised by every change
+  // of owner). An owner is alive while its heartbeat (`expires_at`, epoch millis) is in the future.
+  yield* sql`ALTER TABLE parley_trees ADD COLUMN owner TEXT`
+  yield* sql`ALTER TABLE parley_trees ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`
+  yield* sql`CREATE TABLE parley_owners (
+    owner_id TEXT PRIMARY KEY,
+    expires_at ${bigint} NOT NULL
+  )`
+})
+
 export const loader: Migrator.Loader = Migrator.fromRecord({
-  "0001_create_tables": createTables
+  "0001_create_tables": createTables,
+  "0002_leases": addLeases
 })

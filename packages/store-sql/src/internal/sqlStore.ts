@@ -20,10 +20,13 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import type { Service, StoredTree } from "@parley/runtime/SessionStore"
-import { ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
+import type * as Callback from "@parley/core/Callback"
+import type { CallbackId, TurnId } from "@parley/core/Ids"
+import type { Lease, Service, StoredTree } from "@parley/runtime/SessionStore"
+import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -63,7 +66,7 @@ interface Hub {
   subscribers: number
 }
 
-type AppendError = SeqConflict | ResolutionConflict | StoreError
+type AppendError = SeqConflict | ResolutionConflict | LeaseLost | StoreError
 
 type Write =
   | {
@@ -72,6 +75,7 @@ type Write =
     readonly expectedSeq: number
     readonly events: ReadonlyArray<TurnEvent>
     readonly rows: ReadonlyArray<EventRow>
+    readonly lease: Lease | undefined
     readonly done: Deferred.Deferred<void, AppendError>
   }
   | {
@@ -168,23 +172,39 @@ export const make = (
     // Connection settings and migrations
     // -------------------------------------------------------------------------
 
-    if (dialect === "sqlite") {
-      const busyTimeout = Math.round(Duration.toMillis(options.busyTimeout ?? "5 seconds"))
-      const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
-      yield* Effect.mapError(
-        Effect.zipRight(
-          sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`),
-          sql.unsafe(`PRAGMA synchronous = ${synchronous}`)
-        ),
+    const configure = (busyTimeout: number) =>
+      Effect.mapError(
+        sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`),
         storeError("make", "could not configure the SQLite connection")
       )
-    }
     const migrate = Migrator.make({})({ loader: Migrations.loader, table: Migrations.table })
-    yield* (dialect === "sqlite" ? transaction(() => migrate) : migrate).pipe(
-      // Two processes creating the migrations table at once: the loser tries again and finds it.
-      Effect.retry({ times: 3 }),
-      Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
-    )
+    if (dialect === "sqlite") {
+      yield* Effect.mapError(
+        sql.unsafe(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`),
+        storeError("make", "could not configure the SQLite connection")
+      )
+      // SQLite's busy wait blocks the whole thread (the driver is synchronous): a store waiting for the write lock
+      // would stall another store of this process holding it mid-migration. The migrations take the lock without
+      // waiting and try again after an asynchronous pause.
+      yield* configure(0)
+      const locked = (error: unknown) => /locked|busy/i.test(messageOf(error))
+      const attempt = (pause: number, waited: number): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
+        Effect.catchIf(
+          Effect.asVoid(transaction(() => migrate)),
+          (error) => locked(error) && waited < 15_000,
+          () => Effect.zipRight(sleepLive(pause), attempt(Math.min(pause * 2, 250), waited + pause))
+        )
+      yield* attempt(2, 0).pipe(
+        Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
+      )
+      yield* configure(Math.round(Duration.toMillis(options.busyTimeout ?? "5 seconds")))
+    } else {
+      yield* migrate.pipe(
+        // Two processes creating the migrations table at once: the loser tries again and finds it.
+        Effect.retry({ times: 3 }),
+        Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
+      )
+    }
 
     // -------------------------------------------------------------------------
     // In-process fan-out: per-tree hubs for tails, one PubSub for `changes`
@@ -310,23 +330,35 @@ export const make = (
 
     const runAppend = (connection: Connection, write: Extract<Write, { _tag: "Append" }>) =>
       Effect.gen(function*() {
-        const { events, expectedSeq, rows, treeId } = write
+        const { events, expectedSeq, lease, rows, treeId } = write
         const nextSeq = expectedSeq + events.length
+        let openTurns = 0
+        for (const event of events) {
+          if (event._tag === "TurnQueued") openTurns++
+          else if (event._tag === "TurnEnded") openTurns--
+        }
+        const fence = lease === undefined ? [] : [lease.owner, lease.epoch]
         const moved = yield* run(
           connection,
-          statements.casNextSeq,
+          lease === undefined ? statements.casNextSeq : statements.casNextSeqFenced,
           dialect === "sqlite"
-            ? [nextSeq, instance, treeId, expectedSeq]
-            : [nextSeq, treeId, expectedSeq, channel, `${instance} ${treeId} ${nextSeq}`]
+            ? [nextSeq, openTurns, instance, treeId, expectedSeq, ...fence]
+            : [nextSeq, openTurns, treeId, expectedSeq, ...fence, channel, `${instance} ${treeId} ${nextSeq}`]
         )
         if (moved.length === 0) {
-          const actual = yield* run(connection, "SELECT next_seq FROM parley_trees WHERE tree_id = " + placeholder, [
-            treeId
-          ])
+          const actual = yield* run(
+            connection,
+            "SELECT next_seq, owner, epoch FROM parley_trees WHERE tree_id = " + placeholder,
+            [treeId]
+          )
           if (actual.length === 0) {
             return yield* new StoreError({ method: "append", description: `there is no tree ${treeId}` })
           }
-          return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: Number(actual[0].next_seq) })
+          const row = actual[0]
+          if (lease !== undefined && (row.owner !== lease.owner || Number(row.epoch) !== lease.epoch)) {
+            return yield* new LeaseLost({ treeId, owner: lease.owner, epoch: lease.epoch })
+          }
+          return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: Number(row.next_seq) })
         }
         const resolutions: Array<ReadonlyArray<unknown>> = []
         const callbacks: Array<ReadonlyArray<unknown>> = []
@@ -602,7 +634,7 @@ export const make = (
         ),
       getTree,
       treeOf,
-      append: (treeId, expectedSeq, events) =>
+      append: (treeId, expectedSeq, events, lease) =>
         Effect.gen(function*() {
           if (events.length === 0) return
           if (events.some((event, i) => event.seq !== expectedSeq + i)) {
@@ -613,7 +645,15 @@ export const make = (
             return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: actual.value })
           }
           const rows = yield* Effect.forEach(events, (event) => encodeEvent("append", treeId, event))
-          return yield* write<AppendError>((done) => ({ _tag: "Append", treeId, expectedSeq, events, rows, done }))
+          return yield* write<AppendError>((done) => ({
+            _tag: "Append",
+            treeId,
+            expectedSeq,
+            events,
+            rows,
+            lease,
+            done
+          }))
         }),
       read: (treeId, from) => readEvents("read", treeId, from),
       tail: (treeId, from) =>
@@ -650,7 +690,70 @@ export const make = (
           return Stream.concat(Stream.fromIterable(stored), live)
         })),
       publish: (treeId, events) => signal(treeId, events),
-      changes: Stream.fromPubSub(changes)
+      changes: Stream.fromPubSub(changes),
+      heartbeat: (owner, ttl) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          sql`INSERT INTO parley_owners (owner_id, expires_at) VALUES (${owner}, ${now + Duration.toMillis(ttl)})
+            ON CONFLICT (owner_id) DO UPDATE SET expires_at = excluded.expires_at`.pipe(
+            Effect.asVoid,
+            Effect.mapError(storeError("heartbeat", `could not renew ${owner}`))
+          )),
+      retire: (owner) =>
+        sql`DELETE FROM parley_owners WHERE owner_id = ${owner}`.pipe(
+          Effect.asVoid,
+          Effect.mapError(storeError("retire", `could not retire ${owner}`))
+        ),
+      claim: (treeId, owner) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          sql<{ readonly epoch: number | string }>`UPDATE parley_trees
+            SET epoch = CASE WHEN owner = ${owner} THEN epoch ELSE epoch + 1 END, owner = ${owner}
+            WHERE tree_id = ${treeId} AND (owner IS NULL OR owner = ${owner} OR NOT EXISTS (
+              SELECT 1 FROM parley_owners o WHERE o.owner_id = parley_trees.owner AND o.expires_at > ${now}))
+            RETURNING epoch`.pipe(
+            Effect.map((rows) =>
+              rows.length === 0 ? Option.none() : Option.some<Lease>({ owner, epoch: Number(rows[0].epoch) })
+            ),
+            Effect.mapError(storeError("claim", `could not claim tree ${treeId}`))
+          )),
+      unfinished: (owner) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          sql<{ readonly tree_id: string; readonly owner: string | null }>`SELECT tree_id, owner FROM parley_trees t
+            WHERE open_turns > 0 AND (owner IS NULL OR owner = ${owner} OR NOT EXISTS (
+              SELECT 1 FROM parley_owners o WHERE o.owner_id = t.owner AND o.expires_at > ${now}))
+            ORDER BY created_at, tree_id`.pipe(
+            Effect.map((rows) =>
+              rows.map((row) => ({ treeId: row.tree_id as SessionId, owner: row.owner ?? undefined }))
+            ),
+            Effect.mapError(storeError("unfinished", "could not list the unfinished trees"))
+          )),
+      listOpen: (filter) => {
+        const bySession = filter?.sessionId === undefined
+          ? sql.literal("")
+          : sql`AND c.session_id = ${filter.sessionId}`
+        const byKind = filter?.kind === undefined ? sql.literal("") : sql`AND c.kind = ${filter.kind}`
+        return sql<{
+          readonly callback_id: string
+          readonly tree_id: string
+          readonly session_id: string
+          readonly turn_id: string
+          readonly kind: string
+          readonly seq: number | string
+        }>`SELECT c.callback_id, c.tree_id, c.session_id, c.turn_id, c.kind, c.seq FROM parley_callbacks c
+          WHERE NOT EXISTS (SELECT 1 FROM parley_callback_resolutions r WHERE r.callback_id = c.callback_id)
+          ${bySession} ${byKind} ORDER BY c.tree_id, c.seq`.pipe(
+          Effect.map((rows) =>
+            rows.map((row) => ({
+              treeId: row.tree_id as SessionId,
+              sessionId: row.session_id as SessionId,
+              turnId: row.turn_id as TurnId,
+              callbackId: row.callback_id as CallbackId,
+              kind: row.kind as Callback.Kind,
+              seq: Number(row.seq)
+            }))
+          ),
+          Effect.mapError(storeError("listOpen", "could not list the open callbacks"))
+        )
+      }
     }
     return service
   })

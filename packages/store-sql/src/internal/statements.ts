@@ -9,10 +9,12 @@ export type Dialect = "sqlite" | "pg"
 
 export interface Statements {
   /**
-   * Compare-and-set of a tree's length. Params on SQLite: next_seq, instance, tree, expected; on PostgreSQL:
-   * next_seq, tree, expected, channel, payload.
+   * Compare-and-set of a tree's length, adding to its count of open turns. Params on SQLite: next_seq, open turns,
+   * instance, tree, expected; on PostgreSQL: next_seq, open turns, tree, expected, channel, payload. The fenced form
+   * (an append under a lease) takes the owner and epoch after them.
    */
   readonly casNextSeq: string
+  readonly casNextSeqFenced: string
   readonly insertEvents: (rows: number) => string
   readonly insertResolutions: (rows: number) => string
   readonly insertSessions: (rows: number) => string
@@ -54,17 +56,23 @@ export const make = (dialect: Dialect): Statements => {
       return sql
     }
   }
-  return {
-    casNextSeq: dialect === "sqlite"
+  const cas = (fenced: boolean) => {
+    const fence = fenced ? " AND owner = ? AND epoch = ?" : ""
+    return dialect === "sqlite"
       ? text(
-        "UPDATE parley_trees SET next_seq = ?, change_id = (SELECT COALESCE(MAX(change_id), 0) + 1 FROM parley_trees), " +
-          "changed_by = ? WHERE tree_id = ? AND next_seq = ? RETURNING next_seq"
+        "UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ?, " +
+          "change_id = (SELECT COALESCE(MAX(change_id), 0) + 1 FROM parley_trees), " +
+          `changed_by = ? WHERE tree_id = ? AND next_seq = ?${fence} RETURNING next_seq`
       )
       // The notification is sent at commit, and dropped with a savepoint that rolls back.
       : text(
-        "UPDATE parley_trees SET next_seq = ? WHERE tree_id = ? AND next_seq = ? " +
+        `UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ? WHERE tree_id = ? AND next_seq = ?${fence} ` +
           "RETURNING next_seq, pg_notify(?, ?) AS notified"
-      ),
+      )
+  }
+  return {
+    casNextSeq: cas(false),
+    casNextSeqFenced: cas(true),
     insertEvents: rowsOf("parley_events", eventColumns, ""),
     insertResolutions: rowsOf(
       "parley_callback_resolutions",

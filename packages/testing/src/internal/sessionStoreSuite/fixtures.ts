@@ -14,6 +14,7 @@ import * as TurnEvent from "@parley/core/TurnEvent"
 import * as TurnState from "@parley/core/TurnState"
 import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -43,6 +44,27 @@ export interface ResolutionConflict {
   readonly callbackId: string
 }
 
+export interface LeaseLost {
+  readonly _tag: "LeaseLost"
+  readonly treeId: string
+  readonly owner: string
+  readonly epoch: number
+}
+
+export interface Lease {
+  readonly owner: string
+  readonly epoch: number
+}
+
+export interface OpenCallbackRow {
+  readonly treeId: SessionId
+  readonly sessionId: SessionId
+  readonly turnId: Ids.TurnId
+  readonly callbackId: CallbackId
+  readonly kind: Callback.Kind
+  readonly seq: number
+}
+
 export interface StoreError {
   readonly _tag: "StoreError"
   readonly method: string
@@ -56,12 +78,23 @@ export interface Store {
   readonly append: (
     treeId: SessionId,
     expectedSeq: number,
-    events: ReadonlyArray<TurnEvent.TurnEvent>
-  ) => Effect.Effect<void, SeqConflict | ResolutionConflict | StoreError>
+    events: ReadonlyArray<TurnEvent.TurnEvent>,
+    lease?: Lease | undefined
+  ) => Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent.TurnEvent>, StoreError>
   readonly tail: (treeId: SessionId, from: number) => Stream.Stream<TurnEvent.TurnEvent, StoreError>
   readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent.TurnEvent>) => Effect.Effect<void>
   readonly changes: Stream.Stream<{ readonly treeId: SessionId; readonly nextSeq: number }, StoreError>
+  readonly heartbeat: (owner: string, ttl: Duration.Duration) => Effect.Effect<void, StoreError>
+  readonly retire: (owner: string) => Effect.Effect<void, StoreError>
+  readonly claim: (treeId: SessionId, owner: string) => Effect.Effect<Option.Option<Lease>, StoreError>
+  readonly unfinished: (
+    owner: string
+  ) => Effect.Effect<ReadonlyArray<{ readonly treeId: SessionId; readonly owner: string | undefined }>, StoreError>
+  readonly listOpen: (filter?: {
+    readonly sessionId?: SessionId | undefined
+    readonly kind?: Callback.Kind | undefined
+  }) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
 }
 
 export interface Database {
@@ -115,6 +148,15 @@ export const queued = (seq: number, sessionId: SessionId = treeId, id = turnId) 
 
 export const resolved = (seq: number, callback: CallbackId, sessionId: SessionId = treeId) =>
   new TurnEvent.CallbackResolved({ sessionId, turnId, seq, at, callbackId: callback, resolution: "expired" })
+
+export const ended = (seq: number, sessionId: SessionId = treeId, id = turnId) =>
+  new TurnEvent.TurnEnded({
+    sessionId,
+    turnId: id,
+    seq,
+    at,
+    state: new TurnState.Completed({ sessionId, turnId: id, text: "done" })
+  })
 
 export const opened = (seq: number, callback: CallbackId, sessionId: SessionId = treeId) =>
   new TurnEvent.CallbackOpened({

@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Ids from "@parley/core/Ids"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -149,6 +150,29 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           const stale = yield* Effect.flip(a.append(treeId, 2, [queued(2)]))
           assert.strictEqual(stale._tag, "SeqConflict")
           assert.deepStrictEqual(seqs(yield* a.read(treeId, 0)), [0, 1, 2])
+        })))
+
+    it.scopedLive("shares leases and open callbacks with the first one", () =>
+      twoStores(makeDatabase, (a, b) =>
+        Effect.gen(function*() {
+          yield* a.heartbeat("engine-a", Duration.seconds(30))
+          yield* b.heartbeat("engine-b", Duration.seconds(30))
+          const lease = yield* a.claim(treeId, "engine-a")
+          assert.isTrue(Option.isSome(lease))
+          assert.isTrue(Option.isNone(yield* b.claim(treeId, "engine-b")), "a live owner in another process keeps it")
+          yield* a.append(treeId, 0, [queued(0), opened(1, callbackId("far"))], Option.getOrUndefined(lease))
+          const open = yield* b.listOpen()
+          assert.deepStrictEqual(open.map((row) => [row.treeId, row.callbackId]), [[treeId, callbackId("far")]])
+          assert.deepStrictEqual((yield* b.unfinished("engine-b")).map((tree) => tree.treeId), [])
+          // The owner retires (a clean shutdown): the other process takes the tree at once; the old lease is fenced.
+          yield* a.retire("engine-a")
+          assert.deepStrictEqual(yield* b.unfinished("engine-b"), [{ treeId, owner: "engine-a" }])
+          const taken = yield* b.claim(treeId, "engine-b")
+          assert.deepStrictEqual(Option.map(taken, (held) => held.epoch), Option.some(2))
+          const late = yield* Effect.flip(a.append(treeId, 2, [queued(2)], Option.getOrUndefined(lease)))
+          assert.strictEqual(late._tag, "LeaseLost")
+          yield* b.append(treeId, 2, [resolved(2, callbackId("far"))], Option.getOrUndefined(taken))
+          assert.deepStrictEqual(yield* a.listOpen(), [])
         })))
   })
 }

@@ -1,0 +1,160 @@
+/**
+ * Leases and what recovery and other processes read: `claim` (one live owner per tree, the epoch raised by every
+ * change of owner), appends fenced by a lease (`LeaseLost`, nothing written), `heartbeat` / `retire`, `unfinished`
+ * (trees with turns not ended that an owner may take up) and `listOpen` (callbacks open across trees).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import {
+  callbackId,
+  childId,
+  ended,
+  type MakeDatabase,
+  opened,
+  otherTreeId,
+  queued,
+  resolved,
+  seqs,
+  type Store,
+  tree,
+  treeId,
+  withStore
+} from "./fixtures.js"
+
+const ttl = Duration.seconds(10)
+
+const epochOf = (lease: Option.Option<{ readonly owner: string; readonly epoch: number }>) =>
+  Option.getOrUndefined(Option.map(lease, (held) => `${held.owner}@${held.epoch}`))
+
+const unfinishedOf = (store: Store, owner: string) =>
+  Effect.map(store.unfinished(owner), (trees) => trees.map((tree) => `${tree.treeId}:${tree.owner ?? "-"}`).sort())
+
+export const leases = (makeDatabase: MakeDatabase): void => {
+  describe("leases", () => {
+    it.scoped("the first claim takes a tree (epoch 1); its owner claims it again; a live owner keeps it", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.heartbeat("engine-a", ttl)
+          yield* store.heartbeat("engine-b", ttl)
+          const first = yield* store.claim(treeId, "engine-a")
+          assert.strictEqual(epochOf(first), "engine-a@1")
+          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a")), "engine-a@1")
+          assert.isTrue(Option.isNone(yield* store.claim(treeId, "engine-b")))
+          assert.isTrue(Option.isNone(yield* store.claim(otherTreeId, "engine-a")), "no such tree")
+        })))
+
+    it.scoped("a lapsed owner's tree is taken over, with a higher epoch; a retired owner's at once", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.heartbeat("engine-a", ttl)
+          yield* store.claim(treeId, "engine-a")
+          yield* store.heartbeat("engine-b", Duration.minutes(5))
+          yield* TestClock.adjust("11 seconds")
+          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-b")), "engine-b@2")
+          // b is alive: a cannot take it back, even though a beats again.
+          yield* store.heartbeat("engine-a", ttl)
+          assert.isTrue(Option.isNone(yield* store.claim(treeId, "engine-a")))
+          yield* store.retire("engine-b")
+          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a")), "engine-a@3")
+        })))
+
+    it.scoped("an owner that never beat holds nothing against another claim", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a")), "engine-a@1")
+          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-b")), "engine-b@2")
+        })))
+
+    it.scoped("an append under a lease taken over fails with LeaseLost and writes nothing; the new owner appends", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.heartbeat("engine-a", ttl)
+          const a = Option.getOrThrow(yield* store.claim(treeId, "engine-a"))
+          yield* store.append(treeId, 0, [queued(0)], a)
+          yield* TestClock.adjust("11 seconds")
+          yield* store.heartbeat("engine-b", ttl)
+          const b = Option.getOrThrow(yield* store.claim(treeId, "engine-b"))
+          const late = yield* Effect.either(store.append(treeId, 1, [queued(1)], a))
+          assert.isTrue(Either.isLeft(late))
+          if (Either.isLeft(late)) {
+            assert.strictEqual(late.left._tag, "LeaseLost")
+            if (late.left._tag === "LeaseLost") assert.deepStrictEqual([late.left.owner, late.left.epoch], ["engine-a", 1])
+          }
+          assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0])
+          // A lease's check comes with the seq's: the new owner at a stale seq gets SeqConflict, at the right one wins.
+          const stale = yield* Effect.either(store.append(treeId, 0, [queued(0)], b))
+          assert.strictEqual(Either.isLeft(stale) ? stale.left._tag : "appended", "SeqConflict")
+          yield* store.append(treeId, 1, [queued(1)], b)
+          // Appends without a lease (answers from any process) are checked by seq only.
+          yield* store.append(treeId, 2, [opened(2, callbackId("open"))])
+          assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0, 1, 2])
+        })))
+  })
+
+  describe("unfinished trees", () => {
+    it.scoped("lists trees with turns not ended that the owner may claim", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.createTree(tree(otherTreeId, "other"))
+          assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [], "trees without turns are not unfinished")
+          yield* store.append(treeId, 0, [queued(0), queued(1, childId, "turn_child" as never)])
+          yield* store.append(otherTreeId, 0, [queued(0, otherTreeId)])
+          assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:-`, `${treeId}:-`].sort())
+          // The root's turn ends; its subagent's does not: still unfinished. Then the subagent's ends too.
+          yield* store.append(treeId, 2, [ended(2)])
+          assert.include(yield* unfinishedOf(store, "engine-a"), `${treeId}:-`)
+          yield* store.append(treeId, 3, [ended(3, childId, "turn_child" as never)])
+          assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:-`])
+          // A live owner's tree is listed for it, not for others; once it lapses, for others with its owner.
+          yield* store.heartbeat("engine-b", ttl)
+          yield* store.claim(otherTreeId, "engine-b")
+          assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [])
+          assert.deepStrictEqual(yield* unfinishedOf(store, "engine-b"), [`${otherTreeId}:engine-b`])
+          yield* TestClock.adjust("11 seconds")
+          assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:engine-b`])
+        })))
+  })
+
+  describe("open callbacks across trees", () => {
+    it.scoped("lists callbacks opened and not resolved, by session and by kind", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.createTree(tree(otherTreeId, "other"))
+          yield* store.append(treeId, 0, [
+            queued(0),
+            opened(1, callbackId("x")),
+            opened(2, callbackId("y")),
+            opened(3, callbackId("z"), childId)
+          ])
+          yield* store.append(otherTreeId, 0, [opened(0, callbackId("w"), otherTreeId)])
+          yield* store.append(treeId, 4, [resolved(4, callbackId("x"))])
+          const all = yield* store.listOpen()
+          assert.deepStrictEqual(all.map((row) => row.callbackId).sort(), ["cb_w", "cb_y", "cb_z"])
+          const y = all.find((row) => row.callbackId === callbackId("y"))
+          assert.deepStrictEqual(y, {
+            treeId,
+            sessionId: treeId,
+            turnId: y?.turnId as never,
+            callbackId: callbackId("y"),
+            kind: "approval",
+            seq: 2
+          })
+          // In the order they opened within a tree.
+          assert.deepStrictEqual(
+            all.filter((row) => row.treeId === treeId).map((row) => row.seq),
+            [2, 3]
+          )
+          const ofChild = yield* store.listOpen({ sessionId: childId })
+          assert.deepStrictEqual(ofChild.map((row) => [row.callbackId, row.treeId]), [["cb_z", treeId]])
+          assert.strictEqual((yield* store.listOpen({ kind: "approval" })).length, 3)
+          assert.deepStrictEqual(yield* store.listOpen({ kind: "client_tool" }), [])
+          assert.deepStrictEqual(yield* store.listOpen({ sessionId: otherTreeId, kind: "approval" }).pipe(
+            Effect.map((rows) => rows.map((row) => row.callbackId))
+          ), ["cb_w"])
+        })))
+  })
+}
