@@ -23,6 +23,7 @@ import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { AgentSpec } from "./AgentSpec.js"
 import type { Answer } from "./Answer.js"
+import type * as Callback from "./Callback.js"
 import { Callback as CallbackSchema } from "./Callback.js"
 import type { CallbackId } from "./Ids.js"
 import { SessionId, TurnId } from "./Ids.js"
@@ -36,6 +37,7 @@ import type {
   TransportFailure,
   TurnNotFound
 } from "./ParleyError.js"
+import { JsonSchema } from "./ToolSpec.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import { TurnState } from "./TurnState.js"
 
@@ -79,6 +81,29 @@ export class TurnSnapshot extends Schema.Class<TurnSnapshot>("@parley/core/Trans
   started: Schema.optional(Schema.NonNegativeInt),
   state: Schema.optional(TurnState)
 }) {}
+
+/**
+ * A callback open in some tree, as `listOpen` gives it: the callback (its `sessionId` and `turnId` are what an answer
+ * names) and the JSON Schema of the answer it expects.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class OpenCallback extends Schema.Class<OpenCallback>("@parley/core/Transport/OpenCallback")({
+  callback: CallbackSchema,
+  answerSchema: JsonSchema
+}) {}
+
+/**
+ * Which open callbacks `listOpen` gives: of one session (its own, not its subagents'), of one kind, or all.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ListOpenFilter {
+  readonly sessionId?: SessionId | undefined
+  readonly kind?: Callback.Kind | undefined
+}
 
 /**
  * @since 0.1.0
@@ -131,6 +156,11 @@ export interface Service {
   >
   /** Cancels the session: its running turn ends `Cancelled`, open callbacks are resolved `cancelled`. */
   readonly cancel: (sessionId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure>
+  /**
+   * The callbacks open across every tree the transport reaches (all the sessions of a store, whichever process runs
+   * them), oldest first within a tree: what a program answering callbacks by id needs.
+   */
+  readonly listOpen: (filter?: ListOpenFilter) => Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure>
 }
 
 /**

@@ -41,6 +41,13 @@ export * as CallbackHandler from "./CallbackHandler.js"
 export * as Ids from "./Ids.js"
 
 /**
+ * The callbacks open across sessions, listed and answered by id from any process.
+ *
+ * @since 0.1.0
+ */
+export * as Inbox from "./Inbox.js"
+
+/**
  * The typed errors of Parley.
  *
  * @since 0.1.0

@@ -37,6 +37,18 @@ import { SessionStore } from "./SessionStore.js"
 export interface Options {
   /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
   readonly idleTimeToLive?: Duration.DurationInput | undefined
+  /**
+   * This engine's name as the owner of the trees it runs (default: a random one per start). An engine restarted under
+   * the same name takes its unfinished trees back at once; under a new name, once their leases lapse.
+   */
+  readonly owner?: string | undefined
+  /** How long the engine's leases hold without its heartbeat (default: 10 seconds; renewed every third of it). */
+  readonly leaseTtl?: Duration.DurationInput | undefined
+  /**
+   * Whether the engine takes trees to run their work (default: true). `false` makes a process that only creates
+   * sessions, sends messages, answers, cancels and reads: the engines that own the trees (elsewhere) run them.
+   */
+  readonly runsWork?: boolean | undefined
 }
 
 /**

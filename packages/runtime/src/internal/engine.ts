@@ -10,10 +10,17 @@
  *   log when an answer, a deadline or a reader's query arrives.
  * - Deadlines: one ordered structure and one timer fiber for the process (`deadlines.ts`).
  * - The store's `changes` wake the tree an append by someone else (another process) touched.
+ * - Leases: the engine is an owner (alive while it renews its heartbeat). A tree it loads is claimed: as the tree's
+ *   owner the actor runs its work and appends under the lease (fenced: a deposed owner's append fails `LeaseLost`,
+ *   and the actor turns follower). A tree another live engine owns is loaded as a follower: it decides and appends
+ *   answers, cancels and new turns (the owner notices and does the work), and runs nothing.
+ * - Recovery: at start the engine takes up every unfinished tree it may claim (`store.unfinished`), and then, every
+ *   lease period, the trees whose owner's heartbeat lapsed.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import { Answer as AnswerSchema } from "@parley/core/Answer"
+import { Kind as CallbackKind } from "@parley/core/Callback"
 import type { CallbackId, TurnId } from "@parley/core/Ids"
 import { CallbackId as CallbackIdSchema, newSessionId, SessionId, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import {
@@ -24,7 +31,7 @@ import {
   TurnNotFound
 } from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
-import { SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
+import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Cause from "effect/Cause"
@@ -32,7 +39,7 @@ import * as Chunk from "effect/Chunk"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -45,6 +52,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Connectors from "../Connectors.js"
+import type { Options } from "../Engine.js"
 import type * as Models from "../Models.js"
 import type * as SessionStore from "../SessionStore.js"
 import type { ResolvedTool } from "./agentTools.js"
@@ -54,11 +62,6 @@ import type { Command, Rejection, Reply } from "./decide.js"
 import { decide } from "./decide.js"
 import * as Validation from "./validation.js"
 import * as Work from "./work.js"
-
-export interface Options {
-  /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
-  readonly idleTimeToLive?: Duration.DurationInput | undefined
-}
 
 interface Envelope {
   readonly command: Command
@@ -74,7 +77,18 @@ interface Actor {
   keepAlive: Scope.CloseableScope | undefined
   /** Work that reported its result, which the state has not taken in yet: it must not start again meanwhile. */
   readonly reported: Set<string>
+  /** The tree's lease when this engine owns it: only then does the actor run work and resume. */
+  lease: SessionStore.Lease | undefined
 }
+
+/** Commands that only the owner's work gives: a follower (or a deposed owner) drops them. */
+const ownersOnly = new Set<Command["_tag"]>([
+  "ModelStepDone",
+  "ModelStepFailed",
+  "ToolFinished",
+  "WorkFailed",
+  "Resume"
+])
 
 class TreeMissing extends Data.TaggedError("TreeMissing")<{}> {}
 
@@ -116,6 +130,28 @@ export const make = (
         return Effect.tap(models.resolve(agent), (model) => Effect.sync(() => modelCache.set(agent, model)))
       })
 
+    // -------------------------------------------------------------------------
+    // The engine as an owner of trees: its heartbeat, and its retirement when it stops
+    // -------------------------------------------------------------------------
+
+    const owner = options?.owner ?? `engine-${crypto.randomUUID()}`
+    const runsWork = options?.runsWork ?? true
+    const leaseTtl = Duration.decode(options?.leaseTtl ?? "10 seconds")
+    const beat = store.heartbeat(owner, leaseTtl).pipe(
+      Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
+    )
+    if (runsWork) {
+      yield* beat
+      yield* Effect.addFinalizer(() =>
+        store.retire(owner).pipe(
+          Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not give up its leases`, error))
+        )
+      )
+      yield* Effect.forkScoped(
+        Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(Duration.toMillis(leaseTtl) / 3)), beat))
+      )
+    }
+
     const validate = Validation.make(models, connectors)
     const { modelStep, runTool } = Work.make({ store, toolsOf, modelOf })
 
@@ -143,6 +179,7 @@ export const make = (
     /** The work the state calls for, by key: model steps and tools of the runtime. */
     const next = (actor: Actor) => {
       const work = new Map<string, () => Effect.Effect<void>>()
+      if (actor.lease === undefined) return work
       for (const turn of TreeState.runningTurns(actor.state)) {
         if (turn.modelPending && turn.step !== undefined) {
           const step = turn.step
@@ -202,8 +239,21 @@ export const make = (
         }
       )
 
-    const process = (actor: Actor, batch: ReadonlyArray<Envelope>) =>
+    /** The lease was taken over: stop the work, and go on as a follower. */
+    const depose = (actor: Actor) =>
       Effect.gen(function*() {
+        yield* Effect.logWarning(`the engine ${owner} lost tree ${actor.treeId} to another owner`)
+        actor.lease = undefined
+        actor.reported.clear()
+        yield* FiberMap.clear(actor.work)
+        yield* reconcile(actor)
+      })
+
+    const process = (actor: Actor, received: ReadonlyArray<Envelope>) =>
+      Effect.gen(function*() {
+        let batch = actor.lease === undefined
+          ? received.filter((envelope) => !ownersOnly.has(envelope.command._tag))
+          : received
         let conflicted = batch.some((envelope) => envelope.command._tag === "Settle")
         for (let attempt = 0; attempt < 5; attempt++) {
           // Events appended by others first: read them, then settle what they call for before the batch.
@@ -226,7 +276,7 @@ export const make = (
           }
           const appended = events.length === 0
             ? Either.right(undefined)
-            : yield* Effect.either(store.append(actor.treeId, actor.state.nextSeq, events))
+            : yield* Effect.either(store.append(actor.treeId, actor.state.nextSeq, events, actor.lease))
           if (Either.isRight(appended)) {
             actor.state = state
             yield* afterCommit(actor, events)
@@ -248,7 +298,11 @@ export const make = (
               { discard: true }
             )
           }
-          // Someone else appended first: read what they wrote and decide again.
+          if (appended.left._tag === "LeaseLost") {
+            yield* depose(actor)
+            batch = batch.filter((envelope) => !ownersOnly.has(envelope.command._tag))
+          }
+          // Someone else appended first (or took the tree over): read what they wrote and decide again.
           conflicted = true
         }
         yield* Effect.forEach(
@@ -262,7 +316,7 @@ export const make = (
       }).pipe(
         Effect.catchAllCause((cause) =>
           Effect.forEach(
-            batch,
+            received,
             (envelope) =>
               envelope.reply === undefined
                 ? Effect.void
@@ -283,7 +337,8 @@ export const make = (
           mailbox: yield* Queue.unbounded<Envelope>(),
           work: yield* FiberMap.make<string>(),
           keepAlive: undefined,
-          reported: new Set()
+          reported: new Set(),
+          lease: runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined
         }
         loaded.set(treeId, actor)
         yield* Effect.addFinalizer(() =>
@@ -301,8 +356,8 @@ export const make = (
             yield* process(actor, Chunk.toReadonlyArray(batch))
           }
         }).pipe(Effect.forkScoped)
-        // Whatever was in flight when the tree was last in memory is taken up again.
-        yield* offer(actor, { _tag: "Resume" })
+        // Whatever was in flight when the tree was last in memory is taken up again (by its owner only).
+        yield* offer(actor, { _tag: actor.lease === undefined ? "Settle" : "Resume" })
         return actor
       })
 
@@ -320,6 +375,7 @@ export const make = (
     const decodeTurnId = Schema.decodeUnknownEither(TurnIdSchema)
     const decodeCallbackId = Schema.decodeUnknownEither(CallbackIdSchema)
     const decodeAnswer = Schema.decodeUnknownEither(AnswerSchema)
+    const decodeKind = Schema.decodeUnknownEither(CallbackKind)
 
     /** Runs `f` with the actor of the tree `sessionId` belongs to (loading it if needed). */
     const withTree = <A, E>(
@@ -382,6 +438,33 @@ export const make = (
       Effect.catchAllCause((cause) => Effect.logError("the engine stopped following the store's changes", cause)),
       Effect.forkScoped
     )
+
+    // Recovery: the unfinished trees this engine may claim are loaded, which resumes them; later, every lease period,
+    // the trees whose owner stopped beating. A tree loaded as a follower is claimed when its owner's lease lapses.
+    const takeUp = (own: boolean) =>
+      store.unfinished(owner).pipe(
+        Effect.flatMap((trees) =>
+          Effect.forEach(trees, (tree) => {
+            if (!own && tree.owner === owner) return Effect.void
+            const actor = loaded.get(tree.treeId)
+            if (actor === undefined) {
+              return Effect.scoped(RcMap.get(actors, tree.treeId)).pipe(Effect.asVoid)
+            }
+            if (actor.lease !== undefined) return Effect.void
+            return Effect.flatMap(store.claim(tree.treeId, owner), (lease) => {
+              if (Option.isNone(lease) || loaded.get(tree.treeId) !== actor) return Effect.void
+              actor.lease = lease.value
+              return offer(actor, { _tag: "Resume" })
+            })
+          }, { concurrency: 16, discard: true })
+        ),
+        Effect.catchAllCause((cause) => Effect.logWarning("the engine could not take up unfinished trees", cause))
+      )
+    if (runsWork) {
+      yield* Effect.forkScoped(
+        Effect.zipRight(takeUp(true), Effect.forever(Effect.zipRight(Effect.sleep(leaseTtl), takeUp(false))))
+      )
+    }
 
     const createSession = (agent: AgentSpec) =>
       Effect.gen(function*() {
@@ -494,6 +577,41 @@ export const make = (
                 answer: answer.right
               })
             }))
+        }),
+      listOpen: (filter) =>
+        Effect.gen(function*() {
+          // The filter crosses the port too: decoded first, a malformed one is a typed error.
+          const fields = (typeof filter === "object" && filter !== null ? filter : {}) as Transport.ListOpenFilter
+          const sessionId = fields.sessionId === undefined ? undefined : decodeSessionId(fields.sessionId)
+          const kind = fields.kind === undefined ? undefined : decodeKind(fields.kind)
+          if (sessionId !== undefined && Either.isLeft(sessionId)) {
+            return yield* failure("listOpen", `not a session id: ${String(fields.sessionId)}`)
+          }
+          if (kind !== undefined && Either.isLeft(kind)) {
+            return yield* failure("listOpen", `not a kind of callback: ${String(fields.kind)}`)
+          }
+          const rows = yield* Effect.mapError(
+            store.listOpen({ sessionId: sessionId?.right, kind: kind?.right }),
+            (error) => failure("listOpen", error)
+          )
+          const byTree = new Map<SessionId, Array<CallbackId>>()
+          for (const row of rows) {
+            const ids = byTree.get(row.treeId) ?? []
+            ids.push(row.callbackId)
+            byTree.set(row.treeId, ids)
+          }
+          const found = yield* Effect.forEach(byTree, ([treeId, ids]) =>
+            withTree("listOpen", treeId, (actor) =>
+              Effect.sync(() =>
+                ids.flatMap((id) => {
+                  // The tree's state is the truth: a callback resolved since the store's listing is left out.
+                  const record = TreeState.callback(actor.state, id)
+                  if (record === undefined || record.resolution !== undefined) return []
+                  const callback = record.callback
+                  return [new OpenCallback({ callback, answerSchema: TreeState.answerSchema(actor.state, callback) })]
+                })
+              )).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), { concurrency: 16 })
+          return found.flat()
         }),
       cancel: (sessionId) =>
         withTree("cancel", sessionId, (actor, id) =>

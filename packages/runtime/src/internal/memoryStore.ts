@@ -128,12 +128,15 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
         return Option.some({ owner, epoch: log.epoch })
       }),
     unfinished: (owner) =>
-      Effect.map(Clock.currentTimeMillis, (now) =>
-        Array.from(logs.values()).flatMap((log) =>
-          log.openTurns > 0 && (log.owner === owner || !isAlive(log.owner, now))
-            ? [{ treeId: log.tree.treeId, owner: log.owner }]
-            : []
-        )),
+      Effect.map(
+        Clock.currentTimeMillis,
+        (now) =>
+          Array.from(logs.values()).flatMap((log) =>
+            log.openTurns > 0 && (log.owner === owner || !isAlive(log.owner, now))
+              ? [{ treeId: log.tree.treeId, owner: log.owner }]
+              : []
+          )
+      ),
     listOpen: (filter) =>
       Effect.sync(() =>
         Array.from(open.values()).filter((row) =>

@@ -82,7 +82,9 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           assert.isTrue(Either.isLeft(late))
           if (Either.isLeft(late)) {
             assert.strictEqual(late.left._tag, "LeaseLost")
-            if (late.left._tag === "LeaseLost") assert.deepStrictEqual([late.left.owner, late.left.epoch], ["engine-a", 1])
+            if (late.left._tag === "LeaseLost") {
+              assert.deepStrictEqual([late.left.owner, late.left.epoch], ["engine-a", 1])
+            }
           }
           assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0])
           // A lease's check comes with the seq's: the new owner at a stale seq gets SeqConflict, at the right one wins.
@@ -152,9 +154,12 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(ofChild.map((row) => [row.callbackId, row.treeId]), [["cb_z", treeId]])
           assert.strictEqual((yield* store.listOpen({ kind: "approval" })).length, 3)
           assert.deepStrictEqual(yield* store.listOpen({ kind: "client_tool" }), [])
-          assert.deepStrictEqual(yield* store.listOpen({ sessionId: otherTreeId, kind: "approval" }).pipe(
-            Effect.map((rows) => rows.map((row) => row.callbackId))
-          ), ["cb_w"])
+          assert.deepStrictEqual(
+            yield* store.listOpen({ sessionId: otherTreeId, kind: "approval" }).pipe(
+              Effect.map((rows) => rows.map((row) => row.callbackId))
+            ),
+            ["cb_w"]
+          )
         })))
   })
 }

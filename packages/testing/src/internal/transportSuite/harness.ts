@@ -78,6 +78,19 @@ const checkTree = (transport: Transport.Service, created: Created) =>
       }
     }
     for (const session of HashMap.values(state.sessions)) {
+      // `listOpen` (across trees, from the store's index) agrees with the fold, callback by callback.
+      const listed = yield* transport.listOpen({ sessionId: session.sessionId })
+      const after = yield* transport.snapshot(treeId, firstEvent.value.turnId)
+      if (after.cursor === probe.cursor) {
+        const open = state.open.flatMap((id) => {
+          const record = TreeState.callback(state, id)
+          return record?.callback.sessionId === session.sessionId ? [record.callback] : []
+        })
+        assert.deepStrictEqual(ids(listed.map((entry) => entry.callback)), ids(open), `session ${session.sessionId}`)
+        for (const entry of listed) {
+          assert.deepStrictEqual(entry.answerSchema, TreeState.answerSchema(state, entry.callback))
+        }
+      }
       const info = yield* transport.getSession(session.sessionId)
       assert.strictEqual(info.parentSessionId, session.parent?.sessionId, `session ${session.sessionId}: parent`)
       assert.strictEqual(info.agent, session.agent.name, `session ${session.sessionId}: agent`)

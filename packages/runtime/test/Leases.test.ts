@@ -1,0 +1,231 @@
+import { assert, describe, it } from "@effect/vitest"
+import type { TurnEvent } from "@parley/core"
+import { Agent, Answer, Inbox, Session, Turn } from "@parley/core"
+import type { Engine } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { ScriptedModel } from "@parley/testing"
+import { Tool } from "@parley/tools"
+import { Deferred, Duration, Effect, Layer, Schema, Scope, TestClock, TestServices } from "effect"
+
+// One owner per tree (issue 9, point 5): the engine that claims a tree runs its work under a lease; an engine that
+// finds a tree owned by another live engine follows it (answers, lists, reads) and runs nothing; once the owner's
+// heartbeat lapses, it takes the tree over and resumes it; a deposed owner's late result is fenced off. At start, an
+// engine takes up the unfinished trees it may claim, with nobody asking (recovery, point 3).
+
+const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
+  Effect.raceFirst(
+    effect,
+    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    )
+  )
+
+const engine = (store: SessionStore.Service, model: ScriptedModel.Service, options: Engine.Options) =>
+  LocalTransport.layerWith(options).pipe(
+    Layer.provide([
+      Layer.succeed(SessionStore.SessionStore, store),
+      Connectors.layerEmpty,
+      Models.layer(Models.single(model.languageModel))
+    ])
+  )
+
+/** Builds an engine in a scope of its own, closed by the returned effect (a process that stops). */
+const start = (store: SessionStore.Service, model: ScriptedModel.Service, options: Engine.Options) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(engine(store, model, options), scope)
+    return {
+      provide: Effect.provide(context),
+      stop: Scope.close(scope, { _tag: "Success", value: undefined } as never)
+    }
+  })
+
+const greeter = Agent.make({ name: "greeter", model: "scripted", instructions: "Greet." })
+
+const PRICES: Record<string, string> = { atlas: "1,200 EUR" }
+const pricer = Agent.make({
+  name: "pricer",
+  model: "scripted",
+  instructions: "Look up the price, then answer in one sentence.",
+  permissionMode: "ask",
+  tools: [
+    Tool.make("lookup_price", {
+      description: "Price of one product.",
+      parameters: { product: Schema.String },
+      success: Schema.Struct({ price: Schema.String })
+    }, ({ product }) => ({ price: PRICES[product.toLowerCase()] ?? "unknown" }))
+  ]
+})
+const pricerBrain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
+  const price = ScriptedModel.toolResults(call).find((result) => result.name === "lookup_price")
+  if (price === undefined) return ScriptedModel.toolCall("lookup_price", { product: "Atlas" })
+  return ScriptedModel.text(`The Atlas costs ${(price.result as { readonly price: string }).price}.`)
+}
+
+/** A model whose every call waits forever (a step in flight when its engine stops). */
+const stuck = ScriptedModel.fromFunction(() => Effect.never)
+
+const tagsOf = (events: ReadonlyArray<TurnEvent.TurnEvent>) => events.map((event) => event._tag)
+
+/** Waits (in real time) until the tree's log has an event of `tag`. */
+const waitFor = (store: SessionStore.Service, treeId: TurnEvent.TurnEvent["sessionId"], tag: string) =>
+  within(
+    `a ${tag} in the log`,
+    Effect.gen(function*() {
+      while (true) {
+        const events = yield* store.read(treeId, 0)
+        if (events.some((event) => event._tag === tag)) return events
+        yield* TestServices.provideLive(Effect.sleep("2 millis"))
+      }
+    })
+  )
+
+describe("Leases: one owner per tree", () => {
+  it.effect("at start, an engine takes up the unfinished trees of its name: a step in flight is issued again", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const a = yield* start(store, yield* stuck, { owner: "engine-1" })
+      const turn = yield* a.provide(Effect.gen(function*() {
+        const session = yield* Agent.startSession(greeter)
+        return yield* Session.sendMessage(session, "Hello.")
+      }))
+      yield* waitFor(store, turn.sessionId, "ModelStepStarted")
+      yield* a.stop
+      const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello there!"))
+      // Nobody calls the new engine: starting it is enough.
+      const b = yield* start(store, model, { owner: "engine-1" })
+      const events = yield* waitFor(store, turn.sessionId, "TurnEnded")
+      yield* b.stop
+      assert.deepStrictEqual(tagsOf(events), [
+        "TurnQueued",
+        "TurnStarted",
+        "ModelStepStarted",
+        "MessageAborted",
+        "ModelStepStarted",
+        "MessageCompleted",
+        "TurnEnded"
+      ])
+      const ended = events[events.length - 1]
+      assert.strictEqual(ended._tag === "TurnEnded" ? ended.state._tag : "", "Completed")
+    }))
+
+  it.effect("a tree owned by a live engine is followed, not run; once the owner's lease lapses it is taken over", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const a = yield* start(store, yield* stuck, { owner: "engine-a" })
+      const turn = yield* a.provide(Effect.gen(function*() {
+        const session = yield* Agent.startSession(greeter)
+        return yield* Session.sendMessage(session, "Hello.")
+      }))
+      yield* waitFor(store, turn.sessionId, "ModelStepStarted")
+      // Engine A dies without a word: its scope closes (so it runs nothing more), but its last heartbeat still holds.
+      yield* a.stop
+      yield* store.heartbeat("engine-a", Duration.seconds(10))
+      yield* store.claim(turn.sessionId, "engine-a")
+
+      const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello there!"))
+      const b = yield* start(store, model, { owner: "engine-b", leaseTtl: "1 second" })
+      const snapshot = yield* b.provide(
+        Effect.flatMap(
+          Agent.session(greeter, turn.sessionId),
+          (session) =>
+            Effect.flatMap(
+              Session.turn(session, turn.turnId),
+              (found) => Effect.flatMap(Turn.openCallbacks(found), () => Effect.succeed(found))
+            )
+        )
+      )
+      assert.strictEqual(snapshot.turnId, turn.turnId, "B reads the tree as a follower")
+      yield* TestServices.provideLive(Effect.sleep("50 millis"))
+      assert.strictEqual((yield* model.calls).length, 0, "B runs nothing while A's lease holds")
+      assert.notInclude(tagsOf(yield* store.read(turn.sessionId, 0)), "MessageAborted")
+
+      // A's lease lapses: B's next sweep claims the tree (epoch 2) and resumes it.
+      yield* TestClock.adjust("11 seconds")
+      const events = yield* waitFor(store, turn.sessionId, "TurnEnded")
+      yield* b.stop
+      assert.deepStrictEqual(tagsOf(events).slice(2), [
+        "ModelStepStarted",
+        "MessageAborted",
+        "ModelStepStarted",
+        "MessageCompleted",
+        "TurnEnded"
+      ])
+      assert.strictEqual((yield* model.calls).length, 1)
+    }))
+
+  it.effect("a follower's answer is taken up by the owner, which runs the tool and completes the turn", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const ownerModel = yield* ScriptedModel.fromFunction(pricerBrain)
+      const a = yield* start(store, ownerModel, { owner: "engine-a" })
+      const followerModel = yield* ScriptedModel.fromFunction(pricerBrain)
+      const b = yield* start(store, followerModel, { owner: "engine-b", runsWork: false })
+      const state = yield* a.provide(Agent.run(pricer, "What does the Atlas cost?"))
+      assert.strictEqual(state._tag, "Blocked")
+      // B lists what is open across the store, and answers by id.
+      const open = yield* b.provide(Inbox.listOpen({ kind: "approval" }))
+      assert.deepStrictEqual(open.map((entry) => entry.callback.sessionId), [state.sessionId])
+      // With the JSON Schema of the answer it expects (allow or deny).
+      assert.include(JSON.stringify(open[0].answerSchema), `"enum":["AllowApproval"]`)
+      assert.include(JSON.stringify(open[0].answerSchema), `"enum":["DenyApproval"]`)
+      yield* b.provide(Inbox.answer(open[0], new Answer.AllowApproval()))
+      // A runs the rest (the tool's handler comes with the agent; A's client waits with it).
+      const final = yield* a.provide(Effect.gen(function*() {
+        const session = yield* Agent.session(pricer, state.sessionId)
+        const turn = yield* Session.turn(session, state.turnId)
+        return yield* within("A's Turn.result", Turn.result(turn))
+      }))
+      yield* b.stop
+      yield* a.stop
+      assert.strictEqual(final._tag === "Completed" ? final.text : final._tag, "The Atlas costs 1,200 EUR.")
+      assert.strictEqual((yield* followerModel.calls).length, 0, "the follower never called a model")
+      assert.strictEqual((yield* ownerModel.calls).length, 2)
+      assert.deepStrictEqual(yield* b.provide(Inbox.listOpen()), [])
+    }))
+
+  it.effect("a deposed owner's late result is fenced off: it writes nothing and stops", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const release = yield* Deferred.make<void>()
+      const model = yield* ScriptedModel.fromFunction(() =>
+        Effect.as(Deferred.await(release), ScriptedModel.text("Too late."))
+      )
+      const a = yield* start(store, model, { owner: "engine-a" })
+      const turn = yield* a.provide(Effect.gen(function*() {
+        const session = yield* Agent.startSession(greeter)
+        return yield* Session.sendMessage(session, "Hello.")
+      }))
+      const before = yield* waitFor(store, turn.sessionId, "ModelStepStarted")
+      // Another engine takes the tree over (A's lease is gone: it retired, as after a partition).
+      yield* store.retire("engine-a")
+      const taken = yield* store.claim(turn.sessionId, "engine-z")
+      assert.deepStrictEqual(taken._tag === "Some" ? taken.value.epoch : 0, 2)
+      yield* Deferred.succeed(release, undefined)
+      yield* TestServices.provideLive(Effect.sleep("50 millis"))
+      assert.deepStrictEqual(tagsOf(yield* store.read(turn.sessionId, 0)), tagsOf(before), "A's result was not stored")
+      // A still reads the tree (as a follower).
+      const ref = yield* a.provide(
+        Effect.flatMap(Agent.session(greeter, turn.sessionId), (session) => Session.turn(session, turn.turnId))
+      )
+      assert.strictEqual(ref.turnId, turn.turnId)
+      yield* a.stop
+    }))
+
+  it.effect("listOpen decodes its filter: a malformed one is a typed TransportFailure", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const a = yield* start(store, yield* ScriptedModel.fromFunction(pricerBrain), { owner: "engine-a" })
+      const malformed = [{ kind: "telepathy" }, { sessionId: 42 }, { kind: null }] as unknown as ReadonlyArray<
+        Parameters<typeof Inbox.listOpen>[0]
+      >
+      const failures = yield* a.provide(Effect.forEach(malformed, (filter) => Effect.flip(Inbox.listOpen(filter))))
+      yield* a.stop
+      assert.deepStrictEqual(failures.map((error) => error._tag), [
+        "TransportFailure",
+        "TransportFailure",
+        "TransportFailure"
+      ])
+      assert.include(failures[0].message, "not a kind of callback: telepathy")
+    }))
+})
