@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, CallbackHandler } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
@@ -11,6 +11,7 @@ const runtime = (transport: typeof LocalTransport.layer) => (model: Parameters<t
     Layer.provide([
       SessionStore.layerMemory,
       Connectors.layer([Connectors.demoMailbox()]),
+      RuntimeTools.layerEmpty,
       Models.layer(Models.single(model))
     ])
   )

@@ -1,5 +1,5 @@
 import type { SessionStore } from "@parley/runtime"
-import { Connectors, LocalTransport, Models } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { Effect, Layer } from "effect"
@@ -11,6 +11,7 @@ const runtime =
       Layer.provide([
         Layer.orDie(store),
         Connectors.layer([Connectors.demoMailbox()]),
+        RuntimeTools.layerEmpty,
         Models.layer(Models.single(model))
       ])
     )

@@ -35,7 +35,7 @@
  *
  * @example
  * ```ts
- * import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+ * import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
  * import * as TransportSuite from "@parley/testing/TransportSuite"
  * import { Layer } from "effect"
  *
@@ -44,6 +44,7 @@
  *     Layer.provide([
  *       SessionStore.layerMemory,
  *       Connectors.layer([Connectors.demoMailbox()]),
+ *       RuntimeTools.layerEmpty,
  *       Models.layer(Models.single(model))
  *     ])
  *   ))
