@@ -6,12 +6,16 @@ import * as TransportSuite from "@parley/testing/TransportSuite"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
 import { Effect, Layer, Schema } from "effect"
 
-const runtime = (transport: typeof LocalTransport.layer) => (model: Parameters<typeof Models.single>[0]) =>
+const runtime = (transport: typeof LocalTransport.layer) =>
+(
+  model: Parameters<typeof Models.single>[0],
+  { runtimeTools }: TransportSuite.RuntimeOptions
+) =>
   transport.pipe(
     Layer.provide([
       SessionStore.layerMemory,
       Connectors.layer([Connectors.demoMailbox()]),
-      RuntimeTools.layerEmpty,
+      RuntimeTools.layer(...runtimeTools),
       Models.layer(Models.single(model))
     ])
   )

@@ -6,12 +6,13 @@ import { Effect, Layer } from "effect"
 import { pgSchema, sqliteFile } from "./databases.js"
 
 const runtime =
-  (store: Layer.Layer<SessionStore.SessionStore, unknown>) => (model: Parameters<typeof Models.single>[0]) =>
+  (store: Layer.Layer<SessionStore.SessionStore, unknown>) =>
+  (model: Parameters<typeof Models.single>[0], { runtimeTools }: TransportSuite.RuntimeOptions) =>
     LocalTransport.layer.pipe(
       Layer.provide([
         Layer.orDie(store),
         Connectors.layer([Connectors.demoMailbox()]),
-        RuntimeTools.layerEmpty,
+        RuntimeTools.layer(...runtimeTools),
         Models.layer(Models.single(model))
       ])
     )
