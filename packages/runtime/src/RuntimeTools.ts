@@ -24,7 +24,7 @@
  * import { Agent } from "@parley/core"
  * import { LocalTransport, RuntimeTools } from "@parley/runtime"
  * import { Tool } from "@parley/tools"
- * import { Effect, Layer, Schema } from "effect"
+ * import { Effect, Schema } from "effect"
  *
  * const lookupPrice = Tool.make("lookup_price", {
  *   description: "Price of one product.",
