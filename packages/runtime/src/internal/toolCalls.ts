@@ -1,7 +1,7 @@
 /**
  * A tool call's way through the policy and its callbacks: `authorize` (allow, deny or ask), `proceed` (run it the way
- * its kind runs: a client tool's callback, a runtime tool's execution, a connector's sign-in or execution, a builtin), and `advance` once the
- * callback it waited on closed.
+ * its kind runs: a client tool's callback, a runtime tool's execution, a connector's sign-in or execution, a
+ * builtin), and `advance` once the callback it waited on closed.
  */
 import type { Callback } from "@parley/core/Callback"
 import {

@@ -217,20 +217,33 @@ export const make = (deps: {
     )
   }
 
+  /** How the runtime runs a tool of its own: a connector's `run`, or the handler of a program's tool. */
+  const execution = (
+    tree: Tree,
+    turn: TreeState.Turn,
+    call: TreeState.Call,
+    tool: ResolvedTool | undefined
+  ): Effect.Effect<Outcome> | undefined => {
+    switch (tool?._tag) {
+      case "connector":
+        return Effect.suspend(() => tool.run(call.arguments)).pipe(
+          Effect.match({
+            onFailure: (result): Outcome => ({ isFailure: true, result }),
+            onSuccess: (result): Outcome => ({ isFailure: false, result })
+          })
+        )
+      case "runtime":
+        return Effect.suspend(() => runHandler(tree, turn, call, tool))
+      default:
+        return undefined
+    }
+  }
+
   const runTool = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call): Effect.Effect<void> => {
     const agent = TreeState.session(tree.state, turn.sessionId)?.agent
     const tool = agent === undefined ? undefined : toolsOf(agent).get(call.name)
     const key = `tool:${call.toolCallId}`
-    const run: Effect.Effect<Outcome> | undefined = tool?._tag === "connector"
-      ? Effect.suspend(() => tool.run(call.arguments)).pipe(
-        Effect.match({
-          onFailure: (result): Outcome => ({ isFailure: true, result }),
-          onSuccess: (result): Outcome => ({ isFailure: false, result })
-        })
-      )
-      : tool?._tag === "runtime"
-      ? Effect.suspend(() => runHandler(tree, turn, call, tool))
-      : undefined
+    const run = execution(tree, turn, call, tool)
     if (run === undefined) {
       return tree.report(key, {
         _tag: "ToolFinished",
