@@ -9,12 +9,12 @@
  * - `pauseMany`: the pausing part alone (also run by `pausedProcess.ts` in a child process for the RSS row).
  *
  * The runtime is the one the issue names: `LocalTransport` (idle trees evicted after `idleTimeToLive`) over
- * `SessionStore.layerMemory`,
- * `Connectors.layerEmpty` and `Models.layer(Models.single(model))`. Only the public client API drives it.
+ * `SessionStore.layerMemory`, `Connectors.layerEmpty`, `RuntimeTools.layerEmpty` and
+ * `Models.layer(Models.single(model))`. Only the public client API drives it.
  */
 import type { LanguageModel } from "@effect/ai"
 import { Agent, Answer, Session, Turn } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { Console, Effect, Layer, Option } from "effect"
 import type { BenchModel } from "./models.js"
 import {
@@ -41,7 +41,12 @@ export const idleTimeToLive = "20 millis"
 
 export const runtime = (model: LanguageModel.Service) =>
   LocalTransport.layerWith({ idleTimeToLive }).pipe(
-    Layer.provide([SessionStore.layerMemory, Connectors.layerEmpty, Models.layer(Models.single(model))])
+    Layer.provide([
+      SessionStore.layerMemory,
+      Connectors.layerEmpty,
+      RuntimeTools.layerEmpty,
+      Models.layer(Models.single(model))
+    ])
   )
 
 const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc

@@ -49,7 +49,31 @@ export const JsonSchema = Schema.Record({ key: Schema.String, value: Schema.Unkn
 export type JsonSchema = typeof JsonSchema.Type
 
 /**
- * A tool as the model and the runtime see it.
+ * Where the calls of a tool of the program (`client.<name>`) are answered:
+ *
+ * - `client` (the default): by the program, through an `OpenClientToolCall` callback (a handler while a run waits,
+ *   or an answer by id);
+ * - `runtime`: by the runtime itself, which runs the tool's handler (`RuntimeTools` of `@parley/runtime`), records
+ *   `ToolExecutionStarted` and needs no waiting client.
+ *
+ * The engine sets `runtime` when a session starts, for each tool whose handler the runtime was given, and stores it
+ * with the agent definition: every process deciding over the tree reads it from there, whatever handlers it has.
+ * Only an agent's own tools (`AgentSpec.tools`) read it; connector and builtin tools run in the runtime anyway.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const RunsIn = Schema.Literal("client", "runtime")
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type RunsIn = typeof RunsIn.Type
+
+/**
+ * A tool as the model and the runtime see it. `runsIn` is absent from definitions stored before it existed, which
+ * decode as `client`.
  *
  * @since 0.1.0
  * @category Schemas
@@ -61,5 +85,6 @@ export class ToolSpec extends Schema.Class<ToolSpec>("@parley/core/ToolSpec")({
   parameters: JsonSchema,
   success: Schema.optional(JsonSchema),
   failure: Schema.optional(JsonSchema),
-  annotations: Schema.optionalWith(ToolAnnotations, { default: () => new ToolAnnotations({}) })
+  annotations: Schema.optionalWith(ToolAnnotations, { default: () => new ToolAnnotations({}) }),
+  runsIn: Schema.optionalWith(RunsIn, { default: () => "client" as const })
 }) {}

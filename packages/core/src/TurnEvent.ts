@@ -169,9 +169,9 @@ export class ToolCallStarted
 {}
 
 /**
- * A tool that runs in the runtime (a connector's) is about to run: its side effect may happen from now on. A call
- * with this event and no result was interrupted: it is reported to the model as interrupted, never run again
- * (unless the tool is idempotent).
+ * A tool that runs in the runtime (a connector's, or a program's tool marked `runsIn: "runtime"`) is about to run: its
+ * side effect may happen from now on. A call with this event and no result was interrupted: it is reported to the
+ * model as interrupted, never run again (unless the tool is idempotent).
  *
  * @since 0.1.0
  * @category Schemas

@@ -528,6 +528,49 @@ describe("AgentSpec", () => {
     }))
 })
 
+describe("ToolSpec", () => {
+  it.effect("runsIn defaults to client and round-trips both values through JSON", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(lookup.runsIn, "client")
+      const runtime = new ToolSpec.ToolSpec({ ...lookup, runsIn: "runtime" })
+      const decoded = yield* roundTrip(ToolSpec.ToolSpec, runtime)
+      assert.instanceOf(decoded, ToolSpec.ToolSpec)
+      assert.strictEqual(decoded.runsIn, "runtime")
+      assert.deepStrictEqual(decoded, runtime)
+      assert.strictEqual((yield* roundTrip(ToolSpec.ToolSpec, lookup)).runsIn, "client")
+      const encoded = yield* Schema.encode(ToolSpec.ToolSpec)(runtime)
+      assert.strictEqual(encoded.runsIn, "runtime")
+    }))
+
+  it.effect("decodes a spec stored before runsIn existed as a client tool, in an agent's tree too", () =>
+    Effect.gen(function*() {
+      // the encoded form of a ToolSpec as logs and tree headers held it before the field was added
+      const old = {
+        id: "client.lookup_price",
+        name: "lookup_price",
+        description: "Price of one product.",
+        parameters: { type: "object", properties: { product: { type: "string" } }, required: ["product"] },
+        annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
+      }
+      const decoded = yield* Schema.decodeUnknown(ToolSpec.ToolSpec)(old)
+      assert.strictEqual(decoded.runsIn, "client")
+      assert.isTrue(decoded.annotations.idempotentHint)
+      const agent = yield* Schema.decodeUnknown(AgentSpec.AgentSpec)({
+        name: "shop",
+        tools: [old],
+        subagents: [{ name: "researcher", tools: [old] }]
+      })
+      assert.strictEqual(agent.tools[0]!.runsIn, "client")
+      assert.strictEqual(agent.subagents[0]!.tools[0]!.runsIn, "client")
+    }))
+
+  it.effect("rejects an unknown runsIn", () =>
+    Effect.gen(function*() {
+      const json = yield* Schema.encode(ToolSpec.ToolSpec)(lookup)
+      yield* Schema.decodeUnknown(ToolSpec.ToolSpec)({ ...json, runsIn: "server" }).pipe(Effect.flip)
+    }))
+})
+
 describe("Transport schemas", () => {
   it.effect("SessionInfo and TurnRef round-trip through JSON", () =>
     Effect.gen(function*() {

@@ -14,7 +14,7 @@
  * ```ts
  * import { NodeHttpClient } from "@effect/platform-node"
  * import { MistralModels } from "@parley/mistral"
- * import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+ * import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
  * import { Effect, Layer } from "effect"
  *
  * // MISTRAL_API_KEY, OPENAI_COMPAT_BASE_URL, OPENAI_COMPAT_API_KEY from the environment
@@ -23,7 +23,12 @@
  * )
  *
  * const Runtime = LocalTransport.layer.pipe(
- *   Layer.provide([SessionStore.layerMemory, Connectors.layer([Connectors.demoMailbox()]), ModelsLive])
+ *   Layer.provide([
+ *     SessionStore.layerMemory,
+ *     Connectors.layer([Connectors.demoMailbox()]),
+ *     RuntimeTools.layerEmpty,
+ *     ModelsLive
+ *   ])
  * )
  * ```
  *

@@ -17,7 +17,7 @@ import {
   Turn,
   type TurnEvent
 } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { Chunk, Effect, Layer, Redacted, Stream } from "effect"
 import * as MistralModels from "../src/MistralModels.js"
 import type { WireMessage } from "./fixtures/FakeServer.js"
@@ -81,6 +81,7 @@ const runtime = (models: Models.Service) =>
     Layer.provide([
       SessionStore.layerMemory,
       Connectors.layer([Connectors.demoMailbox()]),
+      RuntimeTools.layerEmpty,
       Models.layer(models)
     ])
   )

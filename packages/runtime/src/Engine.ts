@@ -10,7 +10,7 @@
  * @example
  * ```ts
  * import type { AgentSpec } from "@parley/core"
- * import { Connectors, Engine, Models, SessionStore } from "@parley/runtime"
+ * import { Engine } from "@parley/runtime"
  * import { Effect } from "effect"
  *
  * const program = (spec: AgentSpec.AgentSpec) => Effect.gen(function*() {
@@ -28,6 +28,7 @@ import type * as Scope from "effect/Scope"
 import { Connectors } from "./Connectors.js"
 import * as internal from "./internal/engine.js"
 import { Models } from "./Models.js"
+import { RuntimeTools } from "./RuntimeTools.js"
 import { SessionStore } from "./SessionStore.js"
 
 /**
@@ -52,19 +53,21 @@ export interface Options {
 }
 
 /**
- * Builds an engine over the store, the models and the connectors in context. Its turns run in the scope.
+ * Builds an engine over the store, the models, the connectors and the runtime tools in context. Its turns run in the
+ * scope.
  *
  * @since 0.1.0
  * @category Constructors
  */
 export const makeWith = (
   options: Options
-): Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | Scope.Scope> =>
+): Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | RuntimeTools | Scope.Scope> =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     const models = yield* Models
     const connectors = yield* Connectors
-    return yield* internal.make(store, models, connectors, options)
+    const runtimeTools = yield* RuntimeTools
+    return yield* internal.make({ store, models, connectors, runtimeTools }, options)
   })
 
 /**
@@ -73,6 +76,8 @@ export const makeWith = (
  * @since 0.1.0
  * @category Constructors
  */
-export const make: Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | Scope.Scope> = makeWith(
-  {}
-)
+export const make: Effect.Effect<
+  Transport.Service,
+  never,
+  SessionStore | Models | Connectors | RuntimeTools | Scope.Scope
+> = makeWith({})

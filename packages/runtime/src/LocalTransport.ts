@@ -3,10 +3,10 @@
  * the same process. The HTTP transport provides the same Tag, so a program moves across a process boundary by
  * changing one layer.
  *
- * `layerMemory` is the whole runtime in one line: the engine over an in-memory session store, the connectors you
- * give (none by default) and the models. Without `models`, every agent runs on the `LanguageModel` in context: the
- * `@effect/ai` provider layer of your choice, or `ScriptedModel.layer(...)` from `@parley/testing` offline.
- * `layer` is the engine alone, for a program that picks its own store, connectors and models.
+ * `layerMemory` is the whole runtime in one line: the engine over an in-memory session store, the connectors and the
+ * tools the runtime runs that you give (none by default) and the models. Without `models`, every agent runs on the
+ * `LanguageModel` in context: the `@effect/ai` provider layer of your choice, or `ScriptedModel.layer(...)` from
+ * `@parley/testing` offline. `layer` is the engine alone, for a program that picks its own store, connectors, runtime tools and models.
  *
  * @example
  * ```ts
@@ -28,14 +28,16 @@ import * as Layer from "effect/Layer"
 import * as Connectors from "./Connectors.js"
 import * as Engine from "./Engine.js"
 import * as Models from "./Models.js"
+import * as RuntimeTools from "./RuntimeTools.js"
 import * as SessionStore from "./SessionStore.js"
 
 /**
- * The engine alone: provide a `SessionStore`, the `Connectors` and the `Models` (or use `layerMemory`).
+ * The engine alone: provide a `SessionStore`, the `Connectors`, the `RuntimeTools` and the `Models` (or use
+ * `layerMemory`).
  *
  * @example
  * ```ts
- * import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+ * import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
  * import { ScriptedModel } from "@parley/testing"
  * import { Effect, Layer } from "effect"
  *
@@ -44,15 +46,23 @@ import * as SessionStore from "./SessionStore.js"
  *   Effect.map(ScriptedModel.fromFunction(() => ScriptedModel.text("Hello!")), (m) => Models.single(m.languageModel))
  * )
  * const TransportLive = LocalTransport.layer.pipe(
- *   Layer.provide([SessionStore.layerMemory, Connectors.layer([Connectors.demoMailbox()]), ModelsLive])
+ *   Layer.provide([
+ *     SessionStore.layerMemory,
+ *     Connectors.layer([Connectors.demoMailbox()]),
+ *     RuntimeTools.layerEmpty,
+ *     ModelsLive
+ *   ])
  * )
  * ```
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layer: Layer.Layer<Transport, never, SessionStore.SessionStore | Models.Models | Connectors.Connectors> =
-  Layer.scoped(Transport, Engine.make)
+export const layer: Layer.Layer<
+  Transport,
+  never,
+  SessionStore.SessionStore | Models.Models | Connectors.Connectors | RuntimeTools.RuntimeTools
+> = Layer.scoped(Transport, Engine.make)
 
 /**
  * The options of `layerMemory`.
@@ -69,14 +79,19 @@ export interface MemoryOptions {
   readonly models?: Models.Service | undefined
   /** The connectors agents can sign in to (`connectors: ["gmail"]` in `Agent.make`). Default: none. */
   readonly connectors?: ReadonlyArray<Connectors.Connector> | undefined
+  /**
+   * Tools the runtime runs (`Tool.make` tools, or `clientTool.answer(fn)`): their calls are answered by the engine,
+   * with no client waiting (see `RuntimeTools`). Default: none; every tool of the program is answered by the program.
+   */
+  readonly tools?: ReadonlyArray<RuntimeTools.Entry> | undefined
   /** The engine's options (see `Engine.Options`). */
   readonly engine?: Engine.Options | undefined
 }
 
 /**
  * The whole in-process runtime in one layer: the engine (`layer`) over an in-memory `SessionStore`
- * (`SessionStore.layerMemory`: sessions live as long as the layer), the `connectors` given (none by default) and
- * the models. With `models`, the layer needs nothing; without, every agent runs on the `LanguageModel` in context.
+ * (`SessionStore.layerMemory`: sessions live as long as the layer), the `connectors` and the runtime `tools` given
+ * (none by default) and the models. With `models`, the layer needs nothing; without, every agent runs on the `LanguageModel` in context.
  *
  * @example
  * ```ts
@@ -112,6 +127,7 @@ export function layerMemory(options?: MemoryOptions): Layer.Layer<Transport, nev
     Layer.provide([
       SessionStore.layerMemory,
       Connectors.layer(options?.connectors ?? []),
+      RuntimeTools.layer(...(options?.tools ?? [])),
       options?.models === undefined ? Models.layerFromContext : Models.layer(options.models)
     ])
   )
@@ -125,5 +141,8 @@ export function layerMemory(options?: MemoryOptions): Layer.Layer<Transport, nev
  */
 export const layerWith = (
   options: Engine.Options
-): Layer.Layer<Transport, never, SessionStore.SessionStore | Models.Models | Connectors.Connectors> =>
-  Layer.scoped(Transport, Engine.makeWith(options))
+): Layer.Layer<
+  Transport,
+  never,
+  SessionStore.SessionStore | Models.Models | Connectors.Connectors | RuntimeTools.RuntimeTools
+> => Layer.scoped(Transport, Engine.makeWith(options))

@@ -27,6 +27,13 @@ export * as LocalTransport from "./LocalTransport.js"
 export * as Models from "./Models.js"
 
 /**
+ * Tools the runtime runs: handlers of the program's tools, answered by the engine with no client waiting.
+ *
+ * @since 0.1.0
+ */
+export * as RuntimeTools from "./RuntimeTools.js"
+
+/**
  * The session store: append-only event logs.
  *
  * @since 0.1.0

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Session, Turn } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Chunk, Duration, Effect, Layer, Stream, TestServices } from "effect"
 
@@ -51,6 +51,7 @@ describe("Connectors: a defect in a connector tool", () => {
           Layer.provide([
             SessionStore.layerMemory,
             Connectors.layer([Connectors.make("crm", [{ name: "find_contact", description: "Find a contact.", run }])]),
+            RuntimeTools.layerEmpty,
             Models.layer(Models.single(model.languageModel))
           ])
         )

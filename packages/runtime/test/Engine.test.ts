@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Permissions, Session, ToolSpec, Turn } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Chunk, Effect, Layer, Stream } from "effect"
 
@@ -47,6 +47,7 @@ const TestLayer = LocalTransport.layer.pipe(
   Layer.provide([
     SessionStore.layerMemory,
     Connectors.layer([Connectors.demoMailbox()]),
+    RuntimeTools.layerEmpty,
     Layer.effect(Models.Models, Effect.map(ScriptedModel.fromFunction(brain), (m) => Models.single(m.languageModel)))
   ])
 )

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnState } from "@parley/core"
 import { Agent, Answer, Ids, Session, Turn, TurnEvent } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { DateTime, Effect, Fiber, Layer, Option, Schema } from "effect"
@@ -76,6 +76,7 @@ const runtime = (store: SessionStore.Service, model: ScriptedModel.Service, idle
     Layer.provide([
       Layer.succeed(SessionStore.SessionStore, store),
       Connectors.layerEmpty,
+      RuntimeTools.layerEmpty,
       Models.layer(Models.single(model.languageModel))
     ])
   )

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { TurnEvent } from "@parley/core"
 import { Agent, Answer, Inbox, Session, Turn } from "@parley/core"
 import type { Engine } from "@parley/runtime"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { Deferred, Duration, Effect, Layer, Schema, Scope, TestClock, TestServices } from "effect"
@@ -25,6 +25,7 @@ const engine = (store: SessionStore.Service, model: ScriptedModel.Service, optio
     Layer.provide([
       Layer.succeed(SessionStore.SessionStore, store),
       Connectors.layerEmpty,
+      RuntimeTools.layerEmpty,
       Models.layer(Models.single(model.languageModel))
     ])
   )

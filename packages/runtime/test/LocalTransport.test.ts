@@ -1,16 +1,21 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, CallbackHandler } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
 import { Effect, Layer, Schema } from "effect"
 
-const runtime = (transport: typeof LocalTransport.layer) => (model: Parameters<typeof Models.single>[0]) =>
+const runtime = (transport: typeof LocalTransport.layer) =>
+(
+  model: Parameters<typeof Models.single>[0],
+  { runtimeTools }: TransportSuite.RuntimeOptions
+) =>
   transport.pipe(
     Layer.provide([
       SessionStore.layerMemory,
       Connectors.layer([Connectors.demoMailbox()]),
+      RuntimeTools.layer(...runtimeTools),
       Models.layer(Models.single(model))
     ])
   )

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Permissions, Session, Turn } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { Chunk, Effect, Exit, Layer, Schema, Stream } from "effect"
@@ -22,7 +22,12 @@ const loopingBrain = (call: ScriptedModel.Call): ScriptedModel.Reply =>
 const runtime = (brain: (call: ScriptedModel.Call) => ScriptedModel.Reply) =>
   Layer.unwrapEffect(Effect.map(ScriptedModel.fromFunction(brain), (model) =>
     LocalTransport.layer.pipe(
-      Layer.provide([SessionStore.layerMemory, Connectors.layerEmpty, Models.layer(Models.single(model.languageModel))])
+      Layer.provide([
+        SessionStore.layerMemory,
+        Connectors.layerEmpty,
+        RuntimeTools.layerEmpty,
+        Models.layer(Models.single(model.languageModel))
+      ])
     )))
 
 describe("the agent loop", () => {

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Callback, TurnEvent, TurnState } from "@parley/core"
 import { Agent, Answer, Permissions, Session, ToolSpec, Turn } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { Chunk, Duration, Effect, Layer, Schema, Stream, TestClock, TestServices } from "effect"
@@ -26,6 +26,7 @@ const engine = (store: SessionStore.Service, model: ScriptedModel.Service) =>
     Layer.provide([
       Layer.succeed(SessionStore.SessionStore, store),
       Connectors.layer([Connectors.demoMailbox()]),
+      RuntimeTools.layerEmpty,
       Models.layer(Models.single(model.languageModel))
     ])
   )

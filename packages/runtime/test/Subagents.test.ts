@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, AgentSpec, CallbackHandler, Ids, Permissions, ToolSpec } from "@parley/core"
-import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, Layer, Logger } from "effect"
 
@@ -18,7 +18,12 @@ const researcher = Agent.make({
 const TestLayer = Layer.unwrapEffect(Effect.gen(function*() {
   const model = yield* ScriptedModel.make([])
   return LocalTransport.layer.pipe(
-    Layer.provide([SessionStore.layerMemory, Connectors.layerEmpty, Models.layer(Models.single(model.languageModel))])
+    Layer.provide([
+      SessionStore.layerMemory,
+      Connectors.layerEmpty,
+      RuntimeTools.layerEmpty,
+      Models.layer(Models.single(model.languageModel))
+    ])
   )
 }))
 
@@ -102,7 +107,12 @@ describe("Subagents: blocked accounting", () => {
         const state = yield* Agent.run(parent, "Go").pipe(
           Effect.provide(CallbackHandler.layer(CallbackHandler.allowTools(["agents.spawn"]))),
           Effect.provide(LocalTransport.layer.pipe(
-            Layer.provide([SessionStore.layerMemory, Connectors.layerEmpty, Models.layer(Models.byAgent(models))])
+            Layer.provide([
+              SessionStore.layerMemory,
+              Connectors.layerEmpty,
+              RuntimeTools.layerEmpty,
+              Models.layer(Models.byAgent(models))
+            ])
           ))
         )
         assert.strictEqual(state._tag, "Completed")

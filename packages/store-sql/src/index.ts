@@ -14,7 +14,7 @@
  *
  * @example
  * ```ts
- * import { Connectors, LocalTransport, Models } from "@parley/runtime"
+ * import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
  * import { SqlStore } from "@parley/store-sql"
  * import { Layer } from "effect"
  *
@@ -24,6 +24,7 @@
  *     Layer.provide([
  *       SqlStore.layerSqlite({ filename: ".parley/sessions.db" }),
  *       Connectors.layer([]),
+ *       RuntimeTools.layerEmpty,
  *       Models.layer(models)
  *     ])
  *   )

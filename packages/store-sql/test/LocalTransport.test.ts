@@ -1,16 +1,18 @@
 import type { SessionStore } from "@parley/runtime"
-import { Connectors, LocalTransport, Models } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { Effect, Layer } from "effect"
 import { pgSchema, sqliteFile } from "./databases.js"
 
 const runtime =
-  (store: Layer.Layer<SessionStore.SessionStore, unknown>) => (model: Parameters<typeof Models.single>[0]) =>
+  (store: Layer.Layer<SessionStore.SessionStore, unknown>) =>
+  (model: Parameters<typeof Models.single>[0], { runtimeTools }: TransportSuite.RuntimeOptions) =>
     LocalTransport.layer.pipe(
       Layer.provide([
         Layer.orDie(store),
         Connectors.layer([Connectors.demoMailbox()]),
+        RuntimeTools.layer(...runtimeTools),
         Models.layer(Models.single(model))
       ])
     )

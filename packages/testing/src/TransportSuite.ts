@@ -5,10 +5,12 @@
  * Import it as `@parley/testing/TransportSuite`: it registers `@effect/vitest` tests, so it loads vitest, and the
  * `@parley/testing` index (which programs import for `ScriptedModel`) leaves it out.
  *
- * `suite(name, makeTransport)` registers one `describe` block. `makeTransport(model)` must return a fresh runtime
- * behind the `Transport` Tag (no sessions shared between tests) in which:
+ * `suite(name, makeTransport)` registers one `describe` block. `makeTransport(model, { runtimeTools })` must return a
+ * fresh runtime behind the `Transport` Tag (no sessions shared between tests) in which:
  *
  * - every agent runs on `model`, whatever model name it gives (subagents included);
+ * - the runtime itself runs `runtimeTools` (`RuntimeTools.layer(...runtimeTools)` of `@parley/runtime`; none in most
+ *   scenarios), so sessions started there have those tools answered by the engine;
  * - an agent's instructions reach the model as the system message (the tree scenarios run several agents on the one
  *   `model`, whose brain tells them apart by their instructions);
  * - a `gmail` connector is available whose read-only `latest_email` tool returns the latest email of the demo
@@ -31,19 +33,24 @@
  * depth 2. The hardening scenarios (issue 8) add: defects in models end turns `Failed`, a turn is found as soon as
  * `sendMessage` returns, `Turn.result` runs handlers once, concurrently and only for open callbacks, malformed answers
  * sent through the `Transport` are typed errors that change nothing, `fromWaitingTurn` follows who started a
- * subagent, and a tree's log files children's ends and idle-time answers where readers see them.
+ * subagent, and a tree's log files children's ends and idle-time answers where readers see them. The runtime tools
+ * scenarios (issue 9) check that a tool the runtime runs is answered with no client waiting (`ToolExecutionStarted`,
+ * then `ToolCallCompleted`, no callback), after the approval an `ask` policy opens, with its typed failures as results
+ * and its defects as `Failed` turns, never by a client's own handler, with a failure result when the runtime lacks the
+ * handler of a tool marked to run there, and in subagents too.
  *
  * @example
  * ```ts
- * import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
+ * import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
  * import * as TransportSuite from "@parley/testing/TransportSuite"
  * import { Layer } from "effect"
  *
- * TransportSuite.suite("LocalTransport", (model) =>
+ * TransportSuite.suite("LocalTransport", (model, { runtimeTools }) =>
  *   LocalTransport.layer.pipe(
  *     Layer.provide([
  *       SessionStore.layerMemory,
  *       Connectors.layer([Connectors.demoMailbox()]),
+ *       RuntimeTools.layer(...runtimeTools),
  *       Models.layer(Models.single(model))
  *     ])
  *   ))
@@ -54,6 +61,7 @@
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { describe } from "@effect/vitest"
 import type * as Transport from "@parley/core/Transport"
+import type * as Tool from "@parley/tools/Tool"
 import type * as Layer from "effect/Layer"
 import { answerValidation } from "./internal/transportSuite/answerValidation.js"
 import { blocked } from "./internal/transportSuite/blocked.js"
@@ -64,18 +72,31 @@ import { hardening } from "./internal/transportSuite/hardening.js"
 import * as Harness from "./internal/transportSuite/harness.js"
 import { modelFailures } from "./internal/transportSuite/modelFailures.js"
 import { policyAndSignIn } from "./internal/transportSuite/policyAndSignIn.js"
+import { runtimeTools } from "./internal/transportSuite/runtimeTools.js"
 import { subagents } from "./internal/transportSuite/subagents.js"
 
 /**
- * Registers the transport contract suite for one `Transport` implementation. `makeTransport(model)` returns a fresh
- * runtime whose agents all run on `model` and which offers the `gmail` demo mailbox connector (see the module docs).
+ * What a scenario asks of the runtime `makeTransport` builds, beyond its model.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RuntimeOptions {
+  /** The tools the runtime runs itself: give them to `RuntimeTools.layer(...runtimeTools)` (often none). */
+  readonly runtimeTools: ReadonlyArray<Tool.Any>
+}
+
+/**
+ * Registers the transport contract suite for one `Transport` implementation. `makeTransport(model, options)` returns
+ * a fresh runtime whose agents all run on `model`, which runs `options.runtimeTools` itself and offers the `gmail`
+ * demo mailbox connector (see the module docs).
  *
  * @since 0.1.0
  * @category Utils
  */
 export const suite = (
   name: string,
-  makeTransport: (model: LanguageModel.Service) => Layer.Layer<Transport.Transport>
+  makeTransport: (model: LanguageModel.Service, options: RuntimeOptions) => Layer.Layer<Transport.Transport>
 ) =>
   describe(`${name} (Transport contract)`, () => {
     const withModel = Harness.withModel(makeTransport)
@@ -88,4 +109,5 @@ export const suite = (
     policyAndSignIn(withModel)
     subagents(withModel)
     hardening(withModel)
+    runtimeTools(withModel)
   })

@@ -1,5 +1,6 @@
 /**
- * Client tools: tools the program answers, not the runtime. When the model calls one, the turn opens an
+ * Client tools: tools the program answers, not the runtime (unless it gives the runtime their code: `RuntimeTools` of
+ * `@parley/runtime` takes `tool.answer(fn)` entries and `Tool.make` tools). When the model calls one, the turn opens an
  * `OpenClientToolCall` callback and waits; the program decodes the arguments with the tool's `parameters` schema,
  * runs its own code and answers with a `ClientToolResult` holding the value encoded with the tool's `success` schema
  * (or a tool error).

@@ -4,8 +4,14 @@
  * their handlers, so a program that waits (`Agent.run`, `Session.run`, `Turn.result`) answers them automatically;
  * calls left open (`KeepCallbackOpen`) come back in `Blocked` and can be answered by id like any client tool call.
  *
+ * The same tool can run in the runtime instead: given to `RuntimeTools.layer(tool)` (or
+ * `LocalTransport.layerMemory({ tools })`) of `@parley/runtime`, its handler runs inside the engine for every session
+ * started afterwards — no callback opens and no client has to wait, as a deployed agent needs; a client's own handler
+ * for it is then never asked. Arguments are decoded and results encoded the same way in both places.
+ *
  * A handler needs no services (`R = never`). For a handler that uses services, define a `ClientTool` and build the
- * handler record with `CallbackHandler.layerEffect`.
+ * handler record with `CallbackHandler.layerEffect` (or, for the runtime, `RuntimeTools.layer(tool.answer(fn))` with
+ * `fn` built where the services are at hand).
  *
  * @example
  * ```ts
@@ -52,7 +58,10 @@ export interface Tool<
   Failure extends ClientTool.ResultSchema
 > extends ClientTool.ClientTool<Name, Parameters, Success, Failure> {
   /**
-   * The tool's code: the decoded parameters in; the success value, `KeepCallbackOpen` or an Effect out.
+   * The tool's code: the decoded parameters in; the success value, `KeepCallbackOpen` or an Effect out. The second
+   * argument is the call's `OpenClientToolCall`; when the runtime runs the tool, it describes the call in the same
+   * shape, but no callback was opened (its id answers nothing, and it has no deadline), and `KeepCallbackOpen` is a
+   * failure result, since no one else answers.
    */
   handler(
     params: Schema.Schema.Type<Parameters>,

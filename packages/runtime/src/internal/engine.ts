@@ -54,9 +54,10 @@ import * as Stream from "effect/Stream"
 import type * as Connectors from "../Connectors.js"
 import type { Options } from "../Engine.js"
 import type * as Models from "../Models.js"
+import type * as RuntimeTools from "../RuntimeTools.js"
 import type * as SessionStore from "../SessionStore.js"
 import type { ResolvedTool } from "./agentTools.js"
-import { resolveTools } from "./agentTools.js"
+import { markRuntimeTools, resolveTools } from "./agentTools.js"
 import * as Deadlines from "./deadlines.js"
 import type { Command, Rejection, Reply } from "./decide.js"
 import { decide } from "./decide.js"
@@ -100,13 +101,21 @@ const failure = (method: string, error: unknown) =>
     cause: error
   })
 
+/** The services the engine runs on. */
+export interface Services {
+  readonly store: SessionStore.Service
+  readonly models: Models.Service
+  readonly connectors: Connectors.Service
+  readonly runtimeTools: RuntimeTools.Service
+}
+
 export const make = (
-  store: SessionStore.Service,
-  models: Models.Service,
-  connectors: Connectors.Service,
+  services: Services,
   options?: Options
 ): Effect.Effect<Transport.Service, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const { connectors, models, runtimeTools, store } = services
+
     // -------------------------------------------------------------------------
     // Definitions: tools and models, resolved once per agent definition
     // -------------------------------------------------------------------------
@@ -152,8 +161,21 @@ export const make = (
       )
     }
 
+    // The definition a session stores marks the tools this runtime runs: the same marked value for the same agent,
+    // so the caches above keep working for many sessions of one agent.
+    const markedCache = new WeakMap<AgentSpec, AgentSpec>()
+    const hasHandler = (toolId: string) => Option.isSome(runtimeTools.get(toolId))
+    const marked = (agent: AgentSpec) => {
+      let stored = markedCache.get(agent)
+      if (stored === undefined) {
+        stored = markRuntimeTools(agent, hasHandler)
+        markedCache.set(agent, stored)
+      }
+      return stored
+    }
+
     const validate = Validation.make(models, connectors)
-    const { modelStep, runTool } = Work.make({ store, toolsOf, modelOf })
+    const { modelStep, runTool } = Work.make({ store, runtimeTools, toolsOf, modelOf })
 
     // -------------------------------------------------------------------------
     // Actors
@@ -466,9 +488,10 @@ export const make = (
       )
     }
 
-    const createSession = (agent: AgentSpec) =>
+    const createSession = (given: AgentSpec) =>
       Effect.gen(function*() {
-        yield* validate(agent)
+        yield* validate(given)
+        const agent = marked(given)
         const treeId = yield* newSessionId
         const createdAt = yield* DateTime.now
         yield* Effect.mapError(

@@ -1,7 +1,7 @@
 /**
  * A tool call's way through the policy and its callbacks: `authorize` (allow, deny or ask), `proceed` (run it the way
- * its kind runs: a client tool's callback, a connector's sign-in or execution, a builtin), and `advance` once the
- * callback it waited on closed.
+ * its kind runs: a client tool's callback, a runtime tool's execution, a connector's sign-in or execution, a
+ * builtin), and `advance` once the callback it waited on closed.
  */
 import type { Callback } from "@parley/core/Callback"
 import {
@@ -191,6 +191,18 @@ export const runBuiltin = (
   }
 }
 
+/** The runtime runs the call: `ToolExecutionStarted`, after which the engine's work runs it and reports its result. */
+const execute = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) =>
+  tx.emit((meta) =>
+    new ToolExecutionStarted({
+      sessionId: turn.sessionId,
+      turnId: turn.turnId,
+      ...meta,
+      toolCallId: call.toolCallId,
+      toolId: call.toolId
+    }, noValidation)
+  )
+
 /** The call is allowed: run it the way its kind runs. */
 export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool: ResolvedTool) => {
   switch (tool._tag) {
@@ -203,18 +215,10 @@ export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool
             noValidation
           )
         }, noValidation))
+    case "runtime":
+      return execute(tx, turn, call)
     case "connector": {
-      if (tx.session(turn.sessionId)?.connected.includes(tool.source)) {
-        return tx.emit((meta) =>
-          new ToolExecutionStarted({
-            sessionId: turn.sessionId,
-            turnId: turn.turnId,
-            ...meta,
-            toolCallId: call.toolCallId,
-            toolId: call.toolId
-          }, noValidation)
-        )
-      }
+      if (tx.session(turn.sessionId)?.connected.includes(tool.source)) return execute(tx, turn, call)
       // Sign-ins wait as long as approvals.
       return openCallback(tx, turn, "approval", (fields) =>
         new OpenSignIn({

@@ -1,10 +1,13 @@
 /**
- * Helpers of the engine's work items (model steps, runtime tools): the macrotask yield before a step, a defect's
- * message, and the tool call a model invented, found in `@effect/ai`'s decoding error.
+ * The engine's work items — a model step, a tool the runtime runs (a connector's, or a program's tool whose handler
+ * the runtime was given) — and their helpers: the macrotask yield before a step, a defect's message, and the tool
+ * call a model invented, found in `@effect/ai`'s decoding error.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
-import type { SessionId } from "@parley/core/Ids"
+import * as Answer from "@parley/core/Answer"
+import { ClientToolRequest, OpenClientToolCall } from "@parley/core/Callback"
+import type { CallbackId, SessionId } from "@parley/core/Ids"
 import { ModelFailure, ToolFailure } from "@parley/core/ParleyError"
 import type { AgentInvalid } from "@parley/core/ParleyError"
 import * as TreeState from "@parley/core/TreeState"
@@ -12,11 +15,14 @@ import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
 import * as Cause from "effect/Cause"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import type * as RuntimeTools from "../RuntimeTools.js"
 import type * as SessionStore from "../SessionStore.js"
 import type { ResolvedTool } from "./agentTools.js"
 import type { Command } from "./decide.js"
 import { promptOf, toolkitOf } from "./prompt.js"
+import { refOf } from "./toolCalls.js"
 
 /**
  * The raw tool call in a stream decoding error whose name is none of the agent's tools, if that is what failed.
@@ -67,13 +73,40 @@ export interface Tree {
   readonly report: (key: string, command: Command) => Effect.Effect<void>
 }
 
-/** The work items: a model step (streamed, deltas published live) and a connector tool's run. */
+/** What a runtime tool's run reports: the result the model gets. */
+interface Outcome {
+  readonly isFailure: boolean
+  readonly result: unknown
+}
+
+/**
+ * The call as a handler of the program's tool sees it: the `OpenClientToolCall` a client would have been given, but
+ * opened nowhere (its id, derived from the tool call's, answers nothing; it has no deadline).
+ */
+const callOf = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call, tool: ResolvedTool, at: DateTime.Utc) => {
+  const session = TreeState.session(tree.state, turn.sessionId)
+  return new OpenClientToolCall({
+    id: `cb_${tree.treeId.slice(4)}_run_${call.toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}` as CallbackId,
+    sessionId: turn.sessionId,
+    turnId: turn.turnId,
+    rootTurnId: session?.parent === undefined ? turn.turnId : session.rootTurnId,
+    openedAt: at,
+    expiresAt: undefined,
+    request: new ClientToolRequest(
+      { tool: refOf(tool), toolCallId: call.toolCallId, arguments: call.arguments },
+      true
+    )
+  }, true)
+}
+
+/** The work items: a model step (streamed, deltas published live) and a runtime tool's run. */
 export const make = (deps: {
   readonly store: SessionStore.Service
+  readonly runtimeTools: RuntimeTools.Service
   readonly toolsOf: (agent: AgentSpec) => ReadonlyMap<string, ResolvedTool>
   readonly modelOf: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
 }) => {
-  const { modelOf, store, toolsOf } = deps
+  const { modelOf, runtimeTools, store, toolsOf } = deps
 
   const modelStep = (
     tree: Tree,
@@ -155,11 +188,63 @@ export const make = (deps: {
     )
   }
 
+  /** A program's tool the runtime runs: its handler, given to this process, answers the call. */
+  const runHandler = (
+    tree: Tree,
+    turn: TreeState.Turn,
+    call: TreeState.Call,
+    tool: ResolvedTool
+  ): Effect.Effect<Outcome> => {
+    const handler = runtimeTools.get(tool.spec.id)
+    if (Option.isNone(handler)) {
+      return Effect.succeed({
+        isFailure: true,
+        result: `The tool ${tool.spec.name} could not run: it runs in the runtime, and no handler for ` +
+          `${tool.spec.id} is provided to this runtime (RuntimeTools).`
+      })
+    }
+    return DateTime.now.pipe(
+      Effect.flatMap((at) => handler.value(callOf(tree, turn, call, tool, at))),
+      Effect.map((answer): Outcome =>
+        Answer.isKeepCallbackOpen(answer)
+          ? {
+            isFailure: true,
+            result: `The tool ${tool.spec.name} could not run: its handler left the call open, and no one else ` +
+              `answers a tool the runtime runs.`
+          }
+          : { isFailure: answer.isFailure, result: answer.result }
+      )
+    )
+  }
+
+  /** How the runtime runs a tool of its own: a connector's `run`, or the handler of a program's tool. */
+  const execution = (
+    tree: Tree,
+    turn: TreeState.Turn,
+    call: TreeState.Call,
+    tool: ResolvedTool | undefined
+  ): Effect.Effect<Outcome> | undefined => {
+    switch (tool?._tag) {
+      case "connector":
+        return Effect.suspend(() => tool.run(call.arguments)).pipe(
+          Effect.match({
+            onFailure: (result): Outcome => ({ isFailure: true, result }),
+            onSuccess: (result): Outcome => ({ isFailure: false, result })
+          })
+        )
+      case "runtime":
+        return Effect.suspend(() => runHandler(tree, turn, call, tool))
+      default:
+        return undefined
+    }
+  }
+
   const runTool = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call): Effect.Effect<void> => {
     const agent = TreeState.session(tree.state, turn.sessionId)?.agent
     const tool = agent === undefined ? undefined : toolsOf(agent).get(call.name)
     const key = `tool:${call.toolCallId}`
-    if (tool?._tag !== "connector") {
+    const run = execution(tree, turn, call, tool)
+    if (run === undefined) {
       return tree.report(key, {
         _tag: "ToolFinished",
         turnId: turn.turnId,
@@ -168,14 +253,11 @@ export const make = (deps: {
         result: `There is no tool named ${call.name}.`
       })
     }
-    return Effect.suspend(() => tool.run(call.arguments)).pipe(
-      Effect.match({
-        onFailure: (result) => ({ isFailure: true, result }),
-        onSuccess: (result): { isFailure: boolean; result: unknown } => ({ isFailure: false, result })
-      }),
+    return run.pipe(
       Effect.flatMap((result) =>
         tree.report(key, { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, ...result })
       ),
+      // A defect of the tool's code (a connector's, a handler's) ends the turn Failed.
       Effect.catchAllDefect((defect) =>
         tree.report(key, {
           _tag: "WorkFailed",

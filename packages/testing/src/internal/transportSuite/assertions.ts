@@ -1,5 +1,6 @@
 /**
- * Assertions and lookups shared by the scenarios: the state of a given tag, events of a tag, a turn's whole log.
+ * Assertions and lookups shared by the scenarios: bounded waits, the state of a given tag, events of a tag, a turn's
+ * whole log.
  */
 import { assert } from "@effect/vitest"
 import * as Agent from "@parley/core/Agent"
@@ -9,8 +10,22 @@ import * as Turn from "@parley/core/Turn"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import type { TurnState } from "@parley/core/TurnState"
 import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import * as TestServices from "effect/TestServices"
+
+/**
+ * `effect`, failed (as a defect naming `what`) when it has not finished after `seconds` of real time: the engine
+ * under test may hang, and a `TestClock` never moves by itself.
+ */
+export const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
+  Effect.raceFirst(
+    effect,
+    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    )
+  )
 
 export const stateAs = <Tag extends TurnState["_tag"]>(
   state: TurnState,

@@ -23,7 +23,6 @@ import * as Tool from "@parley/tools/Tool"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -31,9 +30,8 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import * as TestServices from "effect/TestServices"
 import * as ScriptedModel from "../../ScriptedModel.js"
-import { assertOneResolution, kinds, logOf, ofTag, stateAs, turnOf } from "./assertions.js"
+import { assertOneResolution, kinds, logOf, ofTag, stateAs, turnOf, within } from "./assertions.js"
 import {
   allow,
   answerFor,
@@ -69,18 +67,6 @@ import type { Brain } from "./treeAgents.js"
 // =============================================================================
 // Bounded waits and typed outcomes
 // =============================================================================
-
-/**
- * `effect`, failed (as a defect naming `what`) when it has not finished after `seconds` of real time: the engine
- * under test may hang, and a `TestClock` never moves by itself.
- */
-const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
-  Effect.raceFirst(
-    effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
-    )
-  )
 
 /** How an effect ended, in one word: `succeeded`, the tag of a typed Parley error, or what else happened. */
 const outcomeOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<string, never, R> =>

@@ -1,6 +1,6 @@
 /**
- * How a scenario gets its runtime: `withModel(model, body)` builds the scripted model, asks the transport under test
- * for a fresh runtime on it and runs `body` there.
+ * How a scenario gets its runtime: `withModel(model, body, options?)` builds the scripted model, asks the transport
+ * under test for a fresh runtime on it (running the scenario's runtime tools, if any) and runs `body` there.
  *
  * After every scenario that succeeds, the oracle checks the projection: for each tree the scenario created, the
  * transport's log folded with `TreeState.fold` must agree with what the transport reports of every turn in it (open
@@ -13,6 +13,7 @@ import type { SessionId } from "@parley/core/Ids"
 import * as Transport from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as Tool from "@parley/tools/Tool"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
@@ -21,13 +22,23 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as ScriptedModel from "../../ScriptedModel.js"
 
-/** What `TransportSuite.suite` gets: a fresh runtime whose agents all run on `model`. */
-export type MakeTransport = (model: LanguageModel.Service) => Layer.Layer<Transport.Transport>
+/** What a scenario asks of its runtime beyond the model (see `TransportSuite.RuntimeOptions`). */
+export interface RuntimeOptions {
+  /** The tools the runtime runs itself (`RuntimeTools.layer(...runtimeTools)` of `@parley/runtime`). */
+  readonly runtimeTools: ReadonlyArray<Tool.Any>
+}
 
-/** Runs a scenario on a fresh runtime whose agents run on `model` (the handle is passed on for its `calls`). */
+/** What `TransportSuite.suite` gets: a fresh runtime whose agents all run on `model`. */
+export type MakeTransport = (model: LanguageModel.Service, options: RuntimeOptions) => Layer.Layer<Transport.Transport>
+
+/**
+ * Runs a scenario on a fresh runtime whose agents run on `model` (the handle is passed on for its `calls`), and which
+ * runs `options.runtimeTools` itself (none unless given).
+ */
 export type WithModel = <A, E>(
   model: Effect.Effect<ScriptedModel.Service>,
-  body: (model: ScriptedModel.Service) => Effect.Effect<A, E, Transport.Transport>
+  body: (model: ScriptedModel.Service) => Effect.Effect<A, E, Transport.Transport>,
+  options?: Partial<RuntimeOptions>
 ) => Effect.Effect<A, E>
 
 interface Created {
@@ -97,7 +108,7 @@ const checkTree = (transport: Transport.Service, created: Created) =>
     }
   })
 
-export const withModel = (makeTransport: MakeTransport): WithModel => (model, body) =>
+export const withModel = (makeTransport: MakeTransport): WithModel => (model, body, options) =>
   Effect.flatMap(model, (scripted) =>
     Effect.provide(
       Effect.gen(function*() {
@@ -112,5 +123,5 @@ export const withModel = (makeTransport: MakeTransport): WithModel => (model, bo
         yield* Effect.forEach(created, (tree) => checkTree(transport, tree), { discard: true }).pipe(Effect.orDie)
         return result
       }),
-      makeTransport(scripted.languageModel)
+      makeTransport(scripted.languageModel, { runtimeTools: options?.runtimeTools ?? [] })
     ))
