@@ -399,11 +399,15 @@ export const make = (
     const decodeAnswer = Schema.decodeUnknownEither(AnswerSchema)
     const decodeKind = Schema.decodeUnknownEither(CallbackKind)
 
-    /** Runs `f` with the actor of the tree `sessionId` belongs to (loading it if needed). */
+    /**
+     * Runs `f` with the actor of the tree `sessionId` belongs to (loading it if needed), holding it in memory meanwhile;
+     * a `read` (that only looks at the state) takes a tree already in memory as it is.
+     */
     const withTree = <A, E>(
       method: string,
       sessionId: unknown,
-      f: (actor: Actor, sessionId: SessionId) => Effect.Effect<A, E>
+      f: (actor: Actor, sessionId: SessionId) => Effect.Effect<A, E>,
+      options: { readonly read: boolean } = { read: false }
     ): Effect.Effect<A, E | SessionNotFound | TransportFailure> => {
       const id = decodeSessionId(sessionId)
       if (Either.isLeft(id)) return Effect.fail(sessionNotFound(method, sessionId))
@@ -412,8 +416,12 @@ export const make = (
           ? Effect.fail(sessionNotFound(method, sessionId))
           : f(actor, id.right)
       return Effect.mapError(store.treeOf(id.right), (error) => failure(method, error)).pipe(
-        Effect.flatMap((treeId) =>
-          Option.isNone(treeId) ? Effect.fail(sessionNotFound(method, sessionId)) : Effect.scoped(
+        Effect.flatMap((treeId) => {
+          if (Option.isNone(treeId)) return Effect.fail(sessionNotFound(method, sessionId))
+          // A read of a tree in memory needs no reference to it: its state is a value, valid even if it is evicted.
+          const held = options.read ? loaded.get(treeId.value) : undefined
+          if (held !== undefined) return inTree(held)
+          return Effect.scoped(
             Effect.flatMap(
               Effect.mapError(
                 RcMap.get(actors, treeId.value),
@@ -422,7 +430,7 @@ export const make = (
               inTree
             )
           )
-        )
+        })
       )
     }
 
@@ -516,13 +524,13 @@ export const make = (
                 createdAt: session.createdAt
               })
             )
-        }),
+        }, { read: true }),
       getTurn: (sessionId, turnId) =>
         withTree("getTurn", sessionId, (actor, id) =>
           Effect.map(
             turnOf(actor, id, turnId, "getTurn"),
             (turn) => new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor })
-          )),
+          ), { read: true }),
       sendMessage: (sessionId, input) =>
         withTree("sendMessage", sessionId, (actor, id) =>
           Effect.flatMap(
@@ -543,7 +551,7 @@ export const make = (
             const cursor = Number.isSafeInteger(from) && from > 0 ? from : 0
             const tail = Stream.mapError(store.tail(actor.treeId, cursor), (error) => failure("events", error))
             return Effect.succeed(id === actor.treeId ? tail : Stream.filter(tail, (event) => event.sessionId === id))
-          })
+          }, { read: true })
         ),
       snapshot: (sessionId, turnId) =>
         withTree("snapshot", sessionId, (actor, id) =>
@@ -556,7 +564,7 @@ export const make = (
               started: turn.startedSeq,
               state: TreeState.turnState(state, turn.turnId)
             }, true)
-          })),
+          }), { read: true }),
       answer: (request) =>
         Effect.gen(function*() {
           // Everything that crosses the port is decoded first: a malformed request is a typed error, never a defect.
@@ -633,7 +641,9 @@ export const make = (
                   const callback = record.callback
                   return [new OpenCallback({ callback, answerSchema: TreeState.answerSchema(actor.state, callback) })]
                 })
-              )).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), { concurrency: 16 })
+              ), { read: true }).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), {
+            concurrency: 16
+          })
           return found.flat()
         }),
       cancel: (sessionId) =>
