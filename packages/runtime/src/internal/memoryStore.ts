@@ -16,8 +16,9 @@ interface Log {
   openTurns: number
   owner: string | undefined
   epoch: number
-  /** Subscribers of live events, created with the first tail. */
+  /** Subscribers of live events, created with the first tail and dropped with the last. */
   pubsub: PubSub.PubSub<TurnEvent> | undefined
+  subscribers: number
 }
 
 /** Live-only events (streamed deltas) are never stored: they ride along the tails of this process. */
@@ -36,20 +37,38 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
   const owners = new Map<string, number>()
   const isAlive = (owner: string | undefined, now: number) => owner !== undefined && (owners.get(owner) ?? 0) > now
 
-  const pubsubOf = (log: Log) =>
-    Effect.suspend(() => {
-      if (log.pubsub !== undefined) return Effect.succeed(log.pubsub)
-      return Effect.map(PubSub.unbounded<TurnEvent>(), (pubsub) => {
-        log.pubsub ??= pubsub
-        return log.pubsub
-      })
-    })
+  /** Subscribes to a log's live events; the log's PubSub lives while it has subscribers. */
+  const subscribe = (log: Log) =>
+    Effect.acquireRelease(
+      Effect.suspend(() => {
+        if (log.pubsub !== undefined) return Effect.succeed(log.pubsub)
+        return Effect.map(PubSub.unbounded<TurnEvent>(), (pubsub) => {
+          log.pubsub ??= pubsub
+          return log.pubsub
+        })
+      }).pipe(Effect.tap(() => Effect.sync(() => log.subscribers++))),
+      (pubsub) =>
+        Effect.suspend(() => {
+          log.subscribers--
+          if (log.subscribers > 0 || log.pubsub !== pubsub) return Effect.void
+          log.pubsub = undefined
+          return PubSub.shutdown(pubsub)
+        })
+    ).pipe(Effect.flatMap(PubSub.subscribe))
 
   const service: Service = {
     createTree: (tree) =>
       Effect.sync(() => {
         if (logs.has(tree.treeId)) return
-        logs.set(tree.treeId, { tree, events: [], openTurns: 0, owner: undefined, epoch: 0, pubsub: undefined })
+        logs.set(tree.treeId, {
+          tree,
+          events: [],
+          openTurns: 0,
+          owner: undefined,
+          epoch: 0,
+          pubsub: undefined,
+          subscribers: 0
+        })
         trees.set(tree.treeId, tree.treeId)
       }),
     getTree: (treeId) => Effect.sync(() => Option.map(Option.fromNullable(logs.get(treeId)), (log) => log.tree)),
@@ -93,7 +112,7 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
         const log = logs.get(treeId)
         if (log === undefined) return Stream.empty
         // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
-        const subscription = yield* PubSub.subscribe(yield* pubsubOf(log))
+        const subscription = yield* subscribe(log)
         const stored = log.events.slice(from)
         let next = Math.max(from, log.events.length)
         const live = Stream.fromQueue(subscription).pipe(
