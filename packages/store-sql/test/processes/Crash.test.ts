@@ -17,7 +17,9 @@ import { check, isDone, readTree } from "./invariants.js"
 //   A. new trees, each with a kill point: every append of every scenario, before and after (leases of 1 s);
 //   B. the same owner restarts: it takes its trees back at once and each stops again at its first or second append
 //      (a crash during recovery); new trees run with no kill point and are killed wherever they are;
-//   C. an engine under another name follows the trees while B's leases hold, takes them over once they lapse and
+//   C. the same owner again, with 30 new trees and no kill point: killed at an arbitrary moment, in the thick of their
+//      appends (mid-transaction, mid-tool, mid-step: wherever they are);
+//   D. an engine under another name follows the trees while C's leases hold, takes them over once they lapse and
 //      runs them to the end, while the test process answers the approvals over the same file (Inbox.listOpen /
 //      Inbox.answer, runsWork: false).
 // Then: every turn ended, no callback was lost, no tool that is not idempotent ran twice (the ledger), and every
@@ -186,11 +188,10 @@ describe.sequential("Crash: kill -9 at every append, in tools and model calls, a
           })),
           ...fresh
         ]
-        // Its leases hold 3 s: the next engine finds them alive, follows the trees it is asked about, then takes them over.
         const { child: b, stops: stopsB } = yield* startRound({
           name: "B",
           owner: "crash-engine",
-          leaseTtlMillis: 3_000,
+          leaseTtlMillis: 1_000,
           answers: true,
           trees: planB
         })
@@ -201,10 +202,37 @@ describe.sequential("Crash: kill -9 at every append, in tools and model calls, a
         yield* record(stopsB, fresh.map((tree) => tree.label))
         timings.push(`B ${stopsB.length} kill points in recovery, ${Date.now() - started} ms`)
 
-        // ----- C: another owner takes the trees over once B's leases lapse; this process answers the approvals -----
-        const left = yield* unfinished
+        // ----- C: new trees killed at an arbitrary moment, once they have written some of their events -----
+        const busy: Array<PlannedTree> = scenarios.flatMap((scenario) =>
+          [1, 2, 3, 4, 5].map((i) => ({ label: `c-${scenario}-${i}`, scenario }))
+        )
+        // Its leases hold 3 s: the next engine finds them alive, follows the trees it is asked about, then takes them over.
         const { child: c } = yield* startRound({
           name: "C",
+          owner: "crash-engine",
+          leaseTtlMillis: 3_000,
+          answers: true,
+          trees: [...(yield* unfinished), ...busy]
+        })
+        const written = Effect.map(
+          Effect.forEach(busy, (tree) => readTree(store, treesOf.get(tree.label)?.treeId ?? "")),
+          (trees) => trees.reduce((sum, tree) => sum + tree.events.length, 0)
+        )
+        const enough = Date.now() + 30_000
+        while ((yield* written) < 220) {
+          if (Date.now() > enough) assert.fail(`round C: the new trees did not write 220 events in 30 s\n${c.output()}`)
+          yield* Effect.sleep("10 millis")
+        }
+        yield* c.kill
+        assert.strictEqual((yield* c.exit).signal, "SIGKILL")
+        const before = total
+        yield* record([], busy.map((tree) => tree.label))
+        timings.push(`C ${total - before} kill points at an arbitrary moment, ${Date.now() - started} ms`)
+
+        // ----- D: another owner takes the trees over once C's leases lapse; this process answers the approvals -----
+        const left = yield* unfinished
+        const { child: d } = yield* startRound({
+          name: "D",
           owner: "crash-engine-2",
           leaseTtlMillis: 1_000,
           answers: false,
@@ -233,19 +261,19 @@ describe.sequential("Crash: kill -9 at every append, in tools and model calls, a
           }
           if ((yield* unfinished).length === 0) break
           let failed = false
-          for (const message of yield* Queue.takeAll(c.messages)) {
-            if (message._tag === "Warning") console.log(`${c.name}: ${message.message}`)
+          for (const message of yield* Queue.takeAll(d.messages)) {
+            if (message._tag === "Warning") console.log(`${d.name}: ${message.message}`)
             if (message._tag === "Failed") failed = true
           }
           if (failed || Date.now() > deadline) {
             const stuck = yield* unfinished
-            assert.fail(`trees left unfinished: ${stuck.map((tree) => tree.label).join(", ")}\n${c.output()}`)
+            assert.fail(`trees left unfinished: ${stuck.map((tree) => tree.label).join(", ")}\n${d.output()}`)
           }
           yield* Effect.sleep("100 millis")
         }
-        yield* c.send({ _tag: "Stop" })
-        assert.strictEqual((yield* c.exit).code, 0, c.output())
-        timings.push(`C answered ${answered} approvals from the test process, ${Date.now() - started} ms`)
+        yield* d.send({ _tag: "Stop" })
+        assert.strictEqual((yield* d.exit).code, 0, d.output())
+        timings.push(`D answered ${answered} approvals from the test process, ${Date.now() - started} ms`)
 
         // ----- What must hold -----
         const trees = yield* Effect.forEach([...treesOf.values()], ({ treeId }) => readTree(store, treeId))
