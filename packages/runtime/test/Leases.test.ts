@@ -5,7 +5,7 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Deferred, Duration, Effect, Layer, Schema, Scope, TestClock, TestServices } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Schema, Scope, TestClock, TestServices } from "effect"
 
 // One owner per tree (issue 9, point 5): the engine that claims a tree runs its work under a lease; an engine that
 // finds a tree owned by another live engine follows it (answers, lists, reads) and runs nothing; once the owner's
@@ -20,21 +20,31 @@ const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds =
     )
   )
 
-const engine = (store: SessionStore.Service, model: ScriptedModel.Service, options: Engine.Options) =>
+const engine = (
+  store: SessionStore.Service,
+  model: ScriptedModel.Service,
+  options: Engine.Options,
+  tools: Layer.Layer<RuntimeTools.RuntimeTools> = RuntimeTools.layerEmpty
+) =>
   LocalTransport.layerWith(options).pipe(
     Layer.provide([
       Layer.succeed(SessionStore.SessionStore, store),
       Connectors.layerEmpty,
-      RuntimeTools.layerEmpty,
+      tools,
       Models.layer(Models.single(model.languageModel))
     ])
   )
 
 /** Builds an engine in a scope of its own, closed by the returned effect (a process that stops). */
-const start = (store: SessionStore.Service, model: ScriptedModel.Service, options: Engine.Options) =>
+const start = (
+  store: SessionStore.Service,
+  model: ScriptedModel.Service,
+  options: Engine.Options,
+  tools?: Layer.Layer<RuntimeTools.RuntimeTools>
+) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(engine(store, model, options), scope)
+    const context = yield* Layer.buildWithScope(engine(store, model, options, tools), scope)
     return {
       provide: Effect.provide(context),
       stop: Scope.close(scope, { _tag: "Success", value: undefined } as never)
@@ -228,5 +238,85 @@ describe("Leases: one owner per tree", () => {
         "TransportFailure"
       ])
       assert.include(failures[0].message, "not a kind of callback: telepathy")
+    }))
+
+  it.effect("a tree taken over while its follower appends runs nothing before it resumes: a started tool never runs twice", () =>
+    Effect.gen(function*() {
+      // Engine A dies while `charge` (not idempotent) runs. Engine B follows the tree, and takes it over once A's lease
+      // lapses, while one of B's appends as a follower is in flight. The work B starts after that append waits for
+      // B's Resume, which reports the charge as interrupted: it never runs again.
+      const memory = yield* SessionStore.makeMemory
+      let runs = 0
+      const charge = (rest: Effect.Effect<void>) =>
+        Tool.make("charge", {
+          description: "Charges the customer.",
+          success: Schema.Struct({ charged: Schema.Boolean })
+        }, () => Effect.sync(() => runs++).pipe(Effect.zipRight(rest), Effect.as({ charged: true })))
+      const charger = Agent.make({
+        name: "charger",
+        model: "scripted",
+        instructions: "Charge.",
+        tools: [charge(Effect.void)]
+      })
+      const brain = (call: ScriptedModel.Call) =>
+        ScriptedModel.lastUserText(call) === "Charge." && ScriptedModel.toolResults(call).length === 0
+          ? ScriptedModel.toolCall("charge", {})
+          : ScriptedModel.text("Done.")
+      const a = yield* start(
+        memory,
+        yield* ScriptedModel.fromFunction(brain),
+        { owner: "engine-a" },
+        RuntimeTools.layer(charge(Effect.never))
+      )
+      const session = yield* a.provide(Agent.startSession(charger))
+      const turn = yield* a.provide(Session.sendMessage(session, "Charge."))
+      yield* waitFor(memory, turn.sessionId, "ToolExecutionStarted")
+      // A dies with the charge running; its lease still holds for 10 seconds.
+      yield* a.stop
+      yield* memory.heartbeat("engine-a", Duration.seconds(10))
+      yield* memory.claim(turn.sessionId, "engine-a")
+      assert.strictEqual(runs, 1)
+
+      // B's appends wait at a gate while it is closed; B's claims are reported.
+      const gate = yield* Deferred.make<void>()
+      const waiting = yield* Deferred.make<void>()
+      const claimed = yield* Deferred.make<void>()
+      let gated = false
+      const store: SessionStore.Service = {
+        ...memory,
+        append: (treeId, expectedSeq, events, lease) =>
+          Effect.suspend(() =>
+            gated
+              ? Effect.zipRight(Deferred.succeed(waiting, undefined), Deferred.await(gate))
+              : Effect.void
+          ).pipe(Effect.zipRight(memory.append(treeId, expectedSeq, events, lease))),
+        claim: (treeId, owner) =>
+          Effect.tap(
+            memory.claim(treeId, owner),
+            (lease) =>
+              lease._tag === "Some" && owner === "engine-b" ? Deferred.succeed(claimed, undefined) : Effect.void
+          )
+      }
+      const b = yield* start(store, yield* ScriptedModel.fromFunction(brain), {
+        owner: "engine-b",
+        leaseTtl: "1 second"
+      }, RuntimeTools.layer(charge(Effect.void)))
+      // B follows the tree, and sends it a message whose append waits at the gate.
+      const follower = yield* b.provide(Agent.session(charger, turn.sessionId))
+      gated = true
+      const again = yield* b.provide(Effect.fork(Session.sendMessage(follower, "Again.")))
+      yield* within("B's append at the gate", Deferred.await(waiting))
+      // A's lease lapses: B claims the tree while its append is in flight.
+      yield* TestClock.adjust("11 seconds")
+      yield* within("B's claim", Deferred.await(claimed))
+      gated = false
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(again)
+      const events = yield* waitFor(memory, turn.sessionId, "TurnEnded")
+      yield* TestServices.provideLive(Effect.sleep("50 millis"))
+      yield* b.stop
+      assert.strictEqual(runs, 1, "the charge that started in A never runs again")
+      const completed = events.find((event) => event._tag === "ToolCallCompleted")
+      assert.include(completed?._tag === "ToolCallCompleted" ? String(completed.result) : "", "interrupted")
     }))
 })

@@ -15,7 +15,8 @@
  *   and the actor turns follower). A tree another live engine owns is loaded as a follower: it decides and appends
  *   answers, cancels and new turns (the owner notices and does the work), and runs nothing.
  * - Recovery: at start the engine takes up every unfinished tree it may claim (`store.unfinished`), and then, every
- *   lease period, the trees whose owner's heartbeat lapsed.
+ *   lease period, the trees whose owner's heartbeat lapsed. A tree's new owner starts no work until its `Resume` is
+ *   stored: what was in flight under the last owner (a tool that may have run) is the Resume's to settle.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
@@ -80,6 +81,12 @@ interface Actor {
   readonly reported: Set<string>
   /** The tree's lease when this engine owns it: only then does the actor run work and resume. */
   lease: SessionStore.Lease | undefined
+  /**
+   * Whether the `Resume` since the lease was taken is stored. Until then the actor starts no work: what was in flight
+   * when the tree last had an owner (a tool that started and may have run) is the Resume's to settle, never run again
+   * by a batch that happened to be decided before it.
+   */
+  resumed: boolean
 }
 
 /** Commands that only the owner's work gives: a follower (or a deposed owner) drops them. */
@@ -201,7 +208,7 @@ export const make = (
     /** The work the state calls for, by key: model steps and tools of the runtime. */
     const next = (actor: Actor) => {
       const work = new Map<string, () => Effect.Effect<void>>()
-      if (actor.lease === undefined) return work
+      if (actor.lease === undefined || !actor.resumed) return work
       for (const turn of TreeState.runningTurns(actor.state)) {
         if (turn.modelPending && turn.step !== undefined) {
           const step = turn.step
@@ -301,6 +308,9 @@ export const make = (
             : yield* Effect.either(store.append(actor.treeId, actor.state.nextSeq, events, actor.lease))
           if (Either.isRight(appended)) {
             actor.state = state
+            if (actor.lease !== undefined && batch.some((envelope) => envelope.command._tag === "Resume")) {
+              actor.resumed = true
+            }
             yield* afterCommit(actor, events)
             yield* Effect.forEach(
               batch,
@@ -360,7 +370,8 @@ export const make = (
           work: yield* FiberMap.make<string>(),
           keepAlive: undefined,
           reported: new Set(),
-          lease: runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined
+          lease: runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined,
+          resumed: false
         }
         loaded.set(treeId, actor)
         yield* Effect.addFinalizer(() =>
@@ -484,6 +495,7 @@ export const make = (
             return Effect.flatMap(store.claim(tree.treeId, owner), (lease) => {
               if (Option.isNone(lease) || loaded.get(tree.treeId) !== actor) return Effect.void
               actor.lease = lease.value
+              actor.resumed = false
               return offer(actor, { _tag: "Resume" })
             })
           }, { concurrency: 16, discard: true })
