@@ -38,6 +38,8 @@ interface Instrumented {
   beforeResolve: ((service: SessionStore.Service, treeId: Ids.SessionId) => Effect.Effect<void>) | undefined
   /** Fails the next append with a StoreError. */
   failNext: boolean
+  /** Fails the next append whose events match, with a StoreError. */
+  failWhen: ((events: ReadonlyArray<TurnEvent.TurnEvent>) => boolean) | undefined
 }
 
 const instrumented = Effect.gen(function*() {
@@ -47,6 +49,7 @@ const instrumented = Effect.gen(function*() {
     loads: () => loads,
     beforeResolve: undefined,
     failNext: false,
+    failWhen: undefined,
     service: {
       ...store,
       read: (treeId, from) => {
@@ -55,8 +58,9 @@ const instrumented = Effect.gen(function*() {
       },
       append: (treeId, expectedSeq, events) =>
         Effect.gen(function*() {
-          if (self.failNext) {
+          if (self.failNext || self.failWhen?.(events) === true) {
             self.failNext = false
+            self.failWhen = undefined
             return yield* new SessionStore.StoreError({ method: "append", description: "disk full" })
           }
           const hook = self.beforeResolve
@@ -170,6 +174,24 @@ describe("Engine and store", () => {
         yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
         const state = yield* Turn.result(turn, { after: blocked })
         assert.strictEqual(state._tag, "Completed")
+      }).pipe(Effect.provide(runtime(store.service, model)))
+    }))
+
+  it.effect("a work item's result the store refused is stored later: the turn completes, nobody asked again", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        // The model's first step (its tool call) is refused once by the store.
+        store.failWhen = (events) => events.some((event) => event._tag === "ToolCallStarted")
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        assert.isUndefined(store.failWhen, "the store refused the step's result once")
+        const turn = yield* Session.turn(session, blocked.turnId)
+        yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
+        const state = yield* Turn.result(turn, { after: blocked })
+        assert.strictEqual(state._tag === "Completed" ? state.text : state._tag, "The Atlas costs 1,200 EUR.")
+        assert.strictEqual((yield* model.calls).length, 2, "the step was not issued again")
       }).pipe(Effect.provide(runtime(store.service, model)))
     }))
 

@@ -5,7 +5,7 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Deferred, Duration, Effect, Fiber, Layer, Schema, Scope, TestClock, TestServices } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Schema, Scope, Stream, TestClock, TestServices } from "effect"
 
 // One owner per tree (issue 9, point 5): the engine that claims a tree runs its work under a lease; an engine that
 // finds a tree owned by another live engine follows it (answers, lists, reads) and runs nothing; once the owner's
@@ -318,5 +318,26 @@ describe("Leases: one owner per tree", () => {
       assert.strictEqual(runs, 1, "the charge that started in A never runs again")
       const completed = events.find((event) => event._tag === "ToolCallCompleted")
       assert.include(completed?._tag === "ToolCallCompleted" ? String(completed.result) : "", "interrupted")
+    }))
+
+  it.effect("listOpen reads in a callback the store lists before this process's view of the tree has it", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const a = yield* start(store, yield* ScriptedModel.fromFunction(pricerBrain), { owner: "engine-a" })
+      // B hears of no append (as between two polls of another process's store).
+      const deaf: SessionStore.Service = { ...store, changes: Stream.never }
+      const b = yield* start(deaf, yield* ScriptedModel.fromFunction(pricerBrain), { runsWork: false })
+      const session = yield* a.provide(Agent.startSession(pricer))
+      // B loads the tree while it has no callback yet.
+      yield* b.provide(Effect.flatMap(Agent.session(pricer, session.id), () => Inbox.listOpen()))
+      const state = yield* a.provide(Session.run(session, "What does the Atlas cost?"))
+      assert.strictEqual(state._tag, "Blocked")
+      const open = yield* b.provide(Inbox.listOpen({ sessionId: session.id }))
+      assert.deepStrictEqual(
+        open.map((entry) => entry.callback.id),
+        state._tag === "Blocked" ? state.callbacks.map((callback) => callback.id) : []
+      )
+      yield* b.stop
+      yield* a.stop
     }))
 })

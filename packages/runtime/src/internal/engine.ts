@@ -100,6 +100,16 @@ const ownersOnly = new Set<Command["_tag"]>([
 
 class TreeMissing extends Data.TaggedError("TreeMissing")<{}> {}
 
+/** How long a tree waits before it tries again to store what a failing store refused. */
+const retryMillis = 250
+
+/** Sleeps on the wall clock, whatever `Clock` the engine runs under (a store's outage is real time). */
+const sleepLive = (millis: number) =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), millis)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
 const failure = (method: string, error: unknown) =>
   new TransportFailure({
     module: "Engine",
@@ -321,6 +331,15 @@ export const make = (
             return
           }
           if (appended.left._tag === "StoreError") {
+            // Who waits gets the error. What nobody waits for (a work item's result, a resume, a settle) is tried
+            // again after a pause: dropped, it would leave its turn waiting until the tree is loaded again.
+            const unanswered = batch.filter((envelope) => envelope.reply === undefined)
+            if (unanswered.length > 0) {
+              yield* Effect.logWarning(`the store failed; tree ${actor.treeId} tries again in ${retryMillis} ms`)
+              yield* Effect.forkDaemon(
+                Effect.zipRight(sleepLive(retryMillis), Queue.offerAll(actor.mailbox, unanswered))
+              )
+            }
             return yield* Effect.forEach(
               batch,
               (envelope) =>
@@ -643,19 +662,31 @@ export const make = (
             ids.push(row.callbackId)
             byTree.set(row.treeId, ids)
           }
+          // The tree's state is the truth: a callback resolved since the store's listing is left out. One the state
+          // does not know yet (the store is ahead of a tree this process follows) is read in first.
+          const openOf = (actor: Actor, ids: ReadonlyArray<CallbackId>) =>
+            ids.flatMap((id) => {
+              const record = TreeState.callback(actor.state, id)
+              if (record === undefined || record.resolution !== undefined) return []
+              const callback = record.callback
+              return [new OpenCallback({ callback, answerSchema: TreeState.answerSchema(actor.state, callback) })]
+            })
+          const behind = (actor: Actor, ids: ReadonlyArray<CallbackId>) =>
+            ids.some((id) => TreeState.callback(actor.state, id) === undefined)
           const found = yield* Effect.forEach(byTree, ([treeId, ids]) =>
-            withTree("listOpen", treeId, (actor) =>
-              Effect.sync(() =>
-                ids.flatMap((id) => {
-                  // The tree's state is the truth: a callback resolved since the store's listing is left out.
-                  const record = TreeState.callback(actor.state, id)
-                  if (record === undefined || record.resolution !== undefined) return []
-                  const callback = record.callback
-                  return [new OpenCallback({ callback, answerSchema: TreeState.answerSchema(actor.state, callback) })]
-                })
-              ), { read: true }).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), {
-            concurrency: 16
-          })
+            withTree(
+              "listOpen",
+              treeId,
+              (actor) =>
+                behind(actor, ids)
+                  ? withTree("listOpen", treeId, (held) =>
+                    Effect.map(
+                      Effect.catchAll(submit(held, { _tag: "Settle" }), () => Effect.void),
+                      () => openOf(held, ids)
+                    ))
+                  : Effect.succeed(openOf(actor, ids)),
+              { read: true }
+            ).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), { concurrency: 16 })
           return found.flat()
         }),
       cancel: (sessionId) =>
