@@ -52,9 +52,10 @@ export interface Options {
    */
   readonly runsWork?: boolean | undefined
   /**
-   * How many events a tree's log grows by between two snapshots of its projection (default: 500; 0: no snapshots). A
-   * tree is loaded from its latest snapshot and the events after it instead of its whole log; the engine saves one in
-   * the background after a commit (or a load) that took the log this many events past the last snapshot.
+   * How many events a tree's log grows by between two snapshots of its projection (default: 500; 0: this engine saves
+   * none, and still loads from those another engine saved). A tree is loaded from its latest snapshot and the events
+   * after it instead of its whole log; the engine saves one in the background after a commit (or a load) that took the
+   * log this many events past the last snapshot.
    */
   readonly snapshotEvery?: number | undefined
 }
