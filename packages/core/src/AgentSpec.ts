@@ -153,15 +153,18 @@ export const make = (fields: {
 export const hasSubagentTools = (spec: AgentSpec): boolean => spec.builtins.subagents ?? spec.subagents.length > 0
 
 /**
- * The definition a subagent runs with: a subagent without a model or a policy of its own uses its parent's.
+ * The definition a subagent runs with: a subagent without a model or a policy of its own uses its parent's. A field
+ * neither has is left out (as `make` and the schema leave it), so the definition is the same after a JSON round trip.
  *
  * @since 0.1.0
  * @category Utils
  */
-export const childSpec = (parent: AgentSpec, child: AgentSpec): AgentSpec => ({
-  ...child,
-  model: child.model ?? parent.model,
-  ...(child.permissions ?? parent.permissions) === undefined
-    ? {}
-    : { permissions: child.permissions ?? parent.permissions }
-})
+export const childSpec = (parent: AgentSpec, child: AgentSpec): AgentSpec => {
+  const model = child.model ?? parent.model
+  const permissions = child.permissions ?? parent.permissions
+  return {
+    ...child,
+    ...(model === undefined ? {} : { model }),
+    ...(permissions === undefined ? {} : { permissions })
+  }
+}

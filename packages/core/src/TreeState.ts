@@ -8,6 +8,10 @@
  * The state is an immutable value: `evolve` returns a new state and shares the rest (persistent `HashMap`s), so a
  * reader may keep an old state while the log moves on.
  *
+ * A state is also a value of the schema `TreeState` (its `HashMap`s encoded as arrays of entries): `encodeSnapshot`
+ * writes it as JSON text and `decodeSnapshot` reads it back, so a long tree is loaded from a stored snapshot and the
+ * events after it (`foldFrom`) instead of from `seq` 0. `snapshotVersion` names the layout.
+ *
  * @example
  * ```ts
  * import { AgentSpec, Ids, TreeState } from "@parley/core"
@@ -25,20 +29,29 @@
  * @since 0.1.0
  */
 import type * as DateTime from "effect/DateTime"
+import type * as Either from "effect/Either"
 import * as HashMap from "effect/HashMap"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
+import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { AgentSpec as AgentSpecSchema, childSpec } from "./AgentSpec.js"
 import type { AgentSpec } from "./AgentSpec.js"
-import { childSpec } from "./AgentSpec.js"
+import { AllowApproval, Answer as AnswerSchema, ClientToolResult, DenyApproval, SignInAnswer } from "./Answer.js"
 import type { Answer } from "./Answer.js"
-import { AllowApproval, ClientToolResult, DenyApproval, SignInAnswer } from "./Answer.js"
+import { Callback as CallbackSchema } from "./Callback.js"
 import type { Callback } from "./Callback.js"
+import {
+  CallbackId as CallbackIdSchema,
+  SessionId as SessionIdSchema,
+  ToolId as ToolIdSchema,
+  TurnId as TurnIdSchema
+} from "./Ids.js"
 import type { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
 import type { JsonSchema } from "./ToolSpec.js"
-import type { Reasoning, Resolution, TurnCause, TurnEvent } from "./TurnEvent.js"
-import type { Final } from "./TurnState.js"
-import { Blocked } from "./TurnState.js"
+import { Reasoning, Resolution, TurnCause } from "./TurnEvent.js"
+import type { TurnEvent } from "./TurnEvent.js"
+import { Blocked, Final } from "./TurnState.js"
 
 // =============================================================================
 // Models
@@ -185,6 +198,139 @@ export interface TreeState {
   /** The `seq` of a `TurnBlocked` that nothing happened after. */
   readonly blockedAt: number | undefined
 }
+
+// =============================================================================
+// Schemas
+// =============================================================================
+
+const MessageSchema = Schema.Union(
+  Schema.Struct({ role: Schema.Literal("user"), text: Schema.String }),
+  Schema.Struct({
+    role: Schema.Literal("assistant"),
+    step: Schema.String,
+    text: Schema.String,
+    reasoning: Schema.Array(Reasoning),
+    toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))
+  }),
+  Schema.Struct({
+    role: Schema.Literal("tool"),
+    results: Schema.Array(
+      Schema.Struct({ id: Schema.String, name: Schema.String, isFailure: Schema.Boolean, result: Schema.Unknown })
+    )
+  })
+)
+
+const CallStageSchema = Schema.Union(
+  Schema.TaggedStruct("Started", {}),
+  Schema.TaggedStruct("Callback", { callbackId: CallbackIdSchema }),
+  Schema.TaggedStruct("Executing", {}),
+  Schema.TaggedStruct("Completed", { isFailure: Schema.Boolean, result: Schema.Unknown })
+)
+
+const CallSchema = Schema.Struct({
+  toolCallId: Schema.String,
+  toolId: ToolIdSchema,
+  name: Schema.String,
+  arguments: Schema.Unknown,
+  stage: CallStageSchema
+})
+
+const TurnSchema = Schema.Struct({
+  turnId: TurnIdSchema,
+  sessionId: SessionIdSchema,
+  input: Schema.String,
+  cursor: Schema.Number,
+  startedSeq: Schema.UndefinedOr(Schema.Number),
+  endedSeq: Schema.UndefinedOr(Schema.Number),
+  cause: Schema.UndefinedOr(TurnCause),
+  status: Schema.Literal("queued", "running", "ended"),
+  final: Schema.UndefinedOr(Final),
+  step: Schema.UndefinedOr(Schema.Struct({ messageId: Schema.String, seq: Schema.Number })),
+  modelPending: Schema.Boolean,
+  steps: Schema.Number,
+  calls: Schema.Array(CallSchema)
+})
+
+const SessionSchema = Schema.Struct({
+  sessionId: SessionIdSchema,
+  agent: AgentSpecSchema,
+  createdAt: Schema.DateTimeUtc,
+  parent: Schema.UndefinedOr(
+    Schema.Struct({ sessionId: SessionIdSchema, turnId: TurnIdSchema, toolCallId: Schema.String })
+  ),
+  rootTurnId: Schema.UndefinedOr(TurnIdSchema),
+  connected: Schema.Array(Schema.String),
+  queue: Schema.Array(TurnIdSchema),
+  running: Schema.UndefinedOr(TurnIdSchema),
+  last: Schema.UndefinedOr(Final),
+  children: Schema.Array(SessionIdSchema),
+  conversation: Schema.Array(MessageSchema)
+})
+
+const CallbackRecordSchema = Schema.Struct({
+  callback: CallbackSchema,
+  seq: Schema.Number,
+  resolution: Schema.UndefinedOr(Resolution),
+  answer: Schema.UndefinedOr(AnswerSchema)
+})
+
+const TreeStateSchema = Schema.Struct({
+  treeId: SessionIdSchema,
+  nextSeq: Schema.Number,
+  sessions: Schema.HashMap({ key: SessionIdSchema, value: SessionSchema }),
+  turns: Schema.HashMap({ key: TurnIdSchema, value: TurnSchema }),
+  callbacks: Schema.HashMap({ key: CallbackIdSchema, value: CallbackRecordSchema }),
+  open: Schema.Array(CallbackIdSchema),
+  blockedAt: Schema.UndefinedOr(Schema.Number)
+}).annotations({ identifier: "TreeState" })
+
+/**
+ * The encoded form of a `TreeState`: plain JSON values, its `HashMap`s as arrays of `[key, value]` entries.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type TreeStateEncoded = typeof TreeStateSchema.Encoded
+
+/**
+ * The schema of a whole state: every session (with its definition and conversation), turn, call and callback. Fields
+ * that may be `undefined` are left out of the encoded form; decoding rebuilds the `HashMap`s.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const TreeState: Schema.Schema<TreeState, TreeStateEncoded> = TreeStateSchema
+
+/**
+ * The layout of snapshots that `encodeSnapshot` writes. It is raised whenever the layout of `TreeState` or the meaning
+ * of `evolve` changes: a snapshot of another version is ignored and the log replayed from its start.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const snapshotVersion = 1
+
+const TreeStateJson = Schema.parseJson(TreeStateSchema)
+const encodeJson = Schema.encodeEither(TreeStateJson)
+const decodeJson = Schema.decodeUnknownEither(TreeStateJson)
+
+/**
+ * A state as JSON text, to store beside its log (a snapshot of version `snapshotVersion`), so a tree is later loaded
+ * from it and the events after `state.nextSeq` instead of from its whole log.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const encodeSnapshot = (state: TreeState): Either.Either<string, ParseResult.ParseError> => encodeJson(state)
+
+/**
+ * A state back from the JSON text `encodeSnapshot` wrote (of the same `snapshotVersion`): `foldFrom` it with the
+ * events from its `nextSeq` on.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const decodeSnapshot = (json: string): Either.Either<TreeState, ParseResult.ParseError> => decodeJson(json)
 
 // =============================================================================
 // Constructors

@@ -3,7 +3,8 @@
  * subagents) has one actor that decides commands (messages, answers, cancels, results of work) with a pure `decide`,
  * appends the events, and starts the work the new state calls for (model steps, tools of the runtime). Its state is
  * `TreeState.fold` of the log, so a tree with nothing to do is evicted after an idle time-to-live and rebuilt from
- * its log when an answer, a deadline or a query arrives — in this process or after a restart.
+ * its log (its latest snapshot and the events after it) when an answer, a deadline or a query arrives — in this
+ * process or after a restart.
  *
  * The engine implements the `Transport` protocol port; `LocalTransport.layer` provides it in-process.
  *
@@ -50,6 +51,13 @@ export interface Options {
    * sessions, sends messages, answers, cancels and reads: the engines that own the trees (elsewhere) run them.
    */
   readonly runsWork?: boolean | undefined
+  /**
+   * How many events a tree's log grows by between two snapshots of its projection (default: 500; 0: this engine saves
+   * none, and still loads from those another engine saved). A tree is loaded from its latest snapshot and the events
+   * after it instead of its whole log; the engine saves one in the background after a commit (or a load) that took the
+   * log this many events past the last snapshot.
+   */
+  readonly snapshotEvery?: number | undefined
 }
 
 /**

@@ -17,6 +17,9 @@
  *   `expectedSeq` and the one-resolution rule only.
  * - `unfinished` lists the trees with turns not ended that an owner may take up (recovery); `listOpen` lists the
  *   callbacks open across trees (answers from another process).
+ * - Snapshots: `saveSnapshot` keeps the latest snapshot of a tree's projection (`TreeState.encodeSnapshot`, taken at
+ *   a `seq`), never an older one; `loadSnapshot` returns it, so a long tree is loaded from it and the events after it.
+ *   A snapshot is a cache of the log's fold, never the truth: a store may drop it.
  *
  * Every failure of the storage itself is a typed `StoreError`.
  *
@@ -162,6 +165,20 @@ export interface UnfinishedTree {
 }
 
 /**
+ * A snapshot of a tree's projection, as the store keeps it: the state after the events before `seq`, as JSON text
+ * (`TreeState.encodeSnapshot`), and the layout it was written with (`TreeState.snapshotVersion`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Snapshot {
+  /** The length of the log the state covers (its `nextSeq`): the events from `seq` on come after it. */
+  readonly seq: number
+  readonly version: number
+  readonly state: string
+}
+
+/**
  * @since 0.1.0
  * @category Models
  */
@@ -208,6 +225,13 @@ export interface Service {
     readonly sessionId?: SessionId | undefined
     readonly kind?: Callback.Kind | undefined
   }) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
+  /**
+   * Keeps `snapshot` as the tree's latest, unless the stored one has a higher `seq` (a snapshot never moves backwards;
+   * one at the same `seq` replaces it). A snapshot of a tree the store does not have is not kept.
+   */
+  readonly saveSnapshot: (treeId: SessionId, snapshot: Snapshot) => Effect.Effect<void, StoreError>
+  /** The tree's latest snapshot, if one was saved. */
+  readonly loadSnapshot: (treeId: SessionId) => Effect.Effect<Option.Option<Snapshot>, StoreError>
 }
 
 /**

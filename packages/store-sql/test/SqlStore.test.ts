@@ -65,7 +65,19 @@ describe("SqlStore on SQLite", () => {
       )
       assert.strictEqual(second._tag, "SqlError")
       const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM parley_migrations`
-      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2])
+      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2, 3])
+    }))
+
+  it.scoped("snapshots: one row per tree in parley_snapshots, the latest", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
+      yield* create(store)
+      yield* store.saveSnapshot(treeId, { seq: 2, version: 1, state: "{\"a\":1}" })
+      yield* store.saveSnapshot(treeId, { seq: 5, version: 1, state: "{\"a\":2}" })
+      yield* store.saveSnapshot(treeId, { seq: 4, version: 1, state: "{\"a\":3}" })
+      assert.deepStrictEqual(yield* sql`SELECT tree_id, seq, version, state FROM parley_snapshots`, [
+        { tree_id: treeId, seq: 5, version: 1, state: "{\"a\":2}" }
+      ])
     }))
 
   it.scoped("stores opened at once on a new file migrate it once, and both work", () =>

@@ -18,8 +18,9 @@
  * appends to many trees (each conflict fails only its own append), every kind of event read back as written, `tail`
  * (stored then live, gap-free under racing writers, from any cursor, of a missing tree), live-only deltas (delivered
  * to the tails that passed their step, never stored), `changes`, leases (`claim`, `heartbeat`, `retire`, appends
- * fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, and two stores over one database (`read`, `tail`,
- * `changes`, races, resolutions, leases and open callbacks across them).
+ * fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, snapshots (`saveSnapshot` / `loadSnapshot`: the latest
+ * per tree, never moving backwards), and two stores over one database (`read`, `tail`, `changes`, races, resolutions,
+ * leases, open callbacks and snapshots across them).
  *
  * The port is restated structurally here (`Store`), because `@parley/runtime`'s own tests depend on this package; a
  * `SessionStore.Service` is a `Store`.
@@ -46,6 +47,7 @@ import { leases } from "./internal/sessionStoreSuite/leases.js"
 import { live } from "./internal/sessionStoreSuite/live.js"
 import { log } from "./internal/sessionStoreSuite/log.js"
 import { processes } from "./internal/sessionStoreSuite/processes.js"
+import { snapshots } from "./internal/sessionStoreSuite/snapshots.js"
 
 /**
  * The port under test: the shape of `SessionStore.Service` of `@parley/runtime`.
@@ -82,4 +84,5 @@ export const suite = (
     live(makeDatabase)
     leases(makeDatabase)
     processes(makeDatabase)
+    snapshots(makeDatabase)
   })

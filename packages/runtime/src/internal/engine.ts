@@ -17,6 +17,8 @@
  * - Recovery: at start the engine takes up every unfinished tree it may claim (`store.unfinished`), and then, every
  *   lease period, the trees whose owner's heartbeat lapsed. A tree's new owner starts no work until its `Resume` is
  *   stored: what was in flight under the last owner (a tool that may have run) is the Resume's to settle.
+ * - Snapshots: a tree is loaded from its latest snapshot and the events after it (`snapshots.ts`); after a commit
+ *   that took the log `snapshotEvery` events past the last snapshot, the actor saves one in the background.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
@@ -62,6 +64,7 @@ import { markRuntimeTools, resolveTools } from "./agentTools.js"
 import * as Deadlines from "./deadlines.js"
 import type { Command, Rejection, Reply } from "./decide.js"
 import { decide } from "./decide.js"
+import * as Snapshots from "./snapshots.js"
 import * as Validation from "./validation.js"
 import * as Work from "./work.js"
 
@@ -87,6 +90,12 @@ interface Actor {
    * by a batch that happened to be decided before it.
    */
   resumed: boolean
+  /** The `seq` of the latest snapshot of the tree, loaded or saved (or being saved); 0 for none. */
+  snapshotSeq: number
+  /** Whether a snapshot is being saved (one at a time per tree). */
+  snapshotting: boolean
+  /** The actor's scope: its background saves run in it. */
+  readonly scope: Scope.Scope
 }
 
 /** Commands that only the owner's work gives: a follower (or a deposed owner) drops them. */
@@ -191,6 +200,25 @@ export const make = (
       return stored
     }
 
+    // -------------------------------------------------------------------------
+    // Snapshots: saved in the background, never in an append's transaction nor in the actor's loop
+    // -------------------------------------------------------------------------
+
+    const snapshotEvery = Math.max(0, options?.snapshotEvery ?? Snapshots.defaultEvery)
+    const snapshotIfDue = (actor: Actor): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const state = actor.state
+        if (snapshotEvery === 0 || actor.snapshotting || state.nextSeq - actor.snapshotSeq < snapshotEvery) {
+          return Effect.void
+        }
+        // One save at a time; a failed one is tried again once the log grew by `snapshotEvery` more events.
+        actor.snapshotting = true
+        actor.snapshotSeq = state.nextSeq
+        const saved = Effect.ensuring(Snapshots.save(store, state), Effect.sync(() => actor.snapshotting = false))
+        // The log may have grown past the next one meanwhile.
+        return Effect.asVoid(Effect.forkIn(Effect.zipRight(saved, snapshotIfDue(actor)), actor.scope))
+      })
+
     const validate = Validation.make(models, connectors)
     const { modelStep, runTool } = Work.make({ store, runtimeTools, toolsOf, modelOf })
 
@@ -266,6 +294,7 @@ export const make = (
           }
         }
         yield* reconcile(actor)
+        yield* snapshotIfDue(actor)
       })
 
     /** Reads what others appended since the actor's state. */
@@ -381,16 +410,20 @@ export const make = (
       Effect.gen(function*() {
         const header = yield* store.getTree(treeId)
         if (Option.isNone(header)) return yield* new TreeMissing()
-        const events = yield* store.read(treeId, 0)
+        // The latest snapshot and the events after it, or the whole log.
+        const restored = yield* Snapshots.restore(store, header.value)
         const actor: Actor = {
           treeId,
-          state: TreeState.fold(header.value, events),
+          state: restored.state,
           mailbox: yield* Queue.unbounded<Envelope>(),
           work: yield* FiberMap.make<string>(),
           keepAlive: undefined,
           reported: new Set(),
           lease: runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined,
-          resumed: false
+          resumed: false,
+          snapshotSeq: restored.seq,
+          snapshotting: false,
+          scope: yield* Effect.scope
         }
         loaded.set(treeId, actor)
         yield* Effect.addFinalizer(() =>
@@ -410,6 +443,8 @@ export const make = (
         }).pipe(Effect.forkScoped)
         // Whatever was in flight when the tree was last in memory is taken up again (by its owner only).
         yield* offer(actor, { _tag: actor.lease === undefined ? "Settle" : "Resume" })
+        // A long log replayed (no snapshot yet, or an unusable one): the next load starts from a snapshot.
+        yield* snapshotIfDue(actor)
         return actor
       })
 

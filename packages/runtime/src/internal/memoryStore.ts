@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import type { OpenCallbackRow, Service, StoredTree } from "../SessionStore.js"
+import type { OpenCallbackRow, Service, Snapshot, StoredTree } from "../SessionStore.js"
 import { LeaseLost, ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
 interface Log {
@@ -19,6 +19,8 @@ interface Log {
   /** Subscribers of live events, created with the first tail and dropped with the last. */
   pubsub: PubSub.PubSub<TurnEvent> | undefined
   subscribers: number
+  /** The latest snapshot of the tree's projection. */
+  snapshot: Snapshot | undefined
 }
 
 /** Live-only events (streamed deltas) are never stored: they ride along the tails of this process. */
@@ -67,7 +69,8 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
           owner: undefined,
           epoch: 0,
           pubsub: undefined,
-          subscribers: 0
+          subscribers: 0,
+          snapshot: undefined
         })
         trees.set(tree.treeId, tree.treeId)
       }),
@@ -162,7 +165,14 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
           (filter?.sessionId === undefined || row.sessionId === filter.sessionId) &&
           (filter?.kind === undefined || row.kind === filter.kind)
         )
-      )
+      ),
+    saveSnapshot: (treeId, snapshot) =>
+      Effect.sync(() => {
+        const log = logs.get(treeId)
+        if (log === undefined || (log.snapshot !== undefined && log.snapshot.seq > snapshot.seq)) return
+        log.snapshot = { seq: snapshot.seq, version: snapshot.version, state: snapshot.state }
+      }),
+    loadSnapshot: (treeId) => Effect.sync(() => Option.fromNullable(logs.get(treeId)?.snapshot))
   }
   return service
 })

@@ -91,7 +91,21 @@ const addLeases = Effect.gen(function*() {
   )`
 })
 
+const addSnapshots = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  // The latest snapshot of each tree's projection: the state (JSON, `TreeState.encodeSnapshot`) after the events
+  // before `seq`, and the layout `version` it was written with. A cache of the log's fold, never the truth.
+  yield* sql`CREATE TABLE parley_snapshots (
+    tree_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    state TEXT NOT NULL
+  )`
+})
+
 export const loader: Migrator.Loader = Migrator.fromRecord({
   "0001_create_tables": createTables,
-  "0002_leases": addLeases
+  "0002_leases": addLeases,
+  "0003_snapshots": addSnapshots
 })

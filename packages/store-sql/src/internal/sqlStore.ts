@@ -22,7 +22,7 @@ import type * as Callback from "@parley/core/Callback"
 import type { SessionId } from "@parley/core/Ids"
 import type { CallbackId, TurnId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import type { Lease, Service, StoredTree } from "@parley/runtime/SessionStore"
+import type { Lease, Service, Snapshot, StoredTree } from "@parley/runtime/SessionStore"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -311,6 +311,32 @@ export const make = (
             })
           )
       })
+
+    // -------------------------------------------------------------------------
+    // Snapshots of the projection: the latest per tree, written outside the appends' transactions
+    // -------------------------------------------------------------------------
+
+    // One statement: kept only for a tree the store has, and only over a snapshot that is not further on.
+    const saveSnapshot = (treeId: SessionId, snapshot: Snapshot) =>
+      sql`INSERT INTO parley_snapshots (tree_id, seq, version, state)
+        SELECT ${treeId}, CAST(${snapshot.seq} AS INTEGER), CAST(${snapshot.version} AS INTEGER), ${snapshot.state}
+        WHERE EXISTS (SELECT 1 FROM parley_trees WHERE tree_id = ${treeId})
+        ON CONFLICT (tree_id) DO UPDATE SET seq = excluded.seq, version = excluded.version, state = excluded.state
+        WHERE parley_snapshots.seq <= excluded.seq`.pipe(
+        Effect.asVoid,
+        Effect.mapError(storeError("saveSnapshot", `could not save a snapshot of tree ${treeId}`))
+      )
+
+    const loadSnapshot = (treeId: SessionId) =>
+      sql<{ readonly seq: number | string; readonly version: number | string; readonly state: string }>`
+        SELECT seq, version, state FROM parley_snapshots WHERE tree_id = ${treeId}`.pipe(
+        Effect.map((rows) =>
+          rows.length === 0
+            ? Option.none<Snapshot>()
+            : Option.some({ seq: Number(rows[0].seq), version: Number(rows[0].version), state: rows[0].state })
+        ),
+        Effect.mapError(storeError("loadSnapshot", `could not read the snapshot of tree ${treeId}`))
+      )
 
     // -------------------------------------------------------------------------
     // Writes: one write inside the batch's transaction
@@ -753,7 +779,9 @@ export const make = (
           ),
           Effect.mapError(storeError("listOpen", "could not list the open callbacks"))
         )
-      }
+      },
+      saveSnapshot,
+      loadSnapshot
     }
     return service
   })

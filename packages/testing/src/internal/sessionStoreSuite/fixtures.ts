@@ -71,6 +71,12 @@ export interface StoreError {
   readonly description: string
 }
 
+export interface Snapshot {
+  readonly seq: number
+  readonly version: number
+  readonly state: string
+}
+
 export interface Store {
   readonly createTree: (tree: StoredTree) => Effect.Effect<void, StoreError>
   readonly getTree: (treeId: SessionId) => Effect.Effect<Option.Option<StoredTree>, StoreError>
@@ -95,6 +101,8 @@ export interface Store {
     readonly sessionId?: SessionId | undefined
     readonly kind?: Callback.Kind | undefined
   }) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
+  readonly saveSnapshot: (treeId: SessionId, snapshot: Snapshot) => Effect.Effect<void, StoreError>
+  readonly loadSnapshot: (treeId: SessionId) => Effect.Effect<Option.Option<Snapshot>, StoreError>
 }
 
 export interface Database {

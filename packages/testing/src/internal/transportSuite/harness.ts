@@ -4,7 +4,9 @@
  *
  * After every scenario that succeeds, the oracle checks the projection: for each tree the scenario created, the
  * transport's log folded with `TreeState.fold` must agree with what the transport reports of every turn in it (open
- * callbacks, state, cursors) and of every session (its parent).
+ * callbacks, state, cursors) and of every session (its parent). It also checks snapshots of the projection: the fold
+ * encoded and decoded (`TreeState.encodeSnapshot` / `decodeSnapshot`) is the same state, and so is the fold of the
+ * log's rest from the snapshot of a prefix, at a few points of the log.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { assert } from "@effect/vitest"
@@ -16,6 +18,7 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import type * as Tool from "@parley/tools/Tool"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as HashMap from "effect/HashMap"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -57,6 +60,42 @@ const logUntil = (transport: Transport.Service, treeId: SessionId, end: number) 
 
 const ids = (callbacks: ReadonlyArray<{ readonly id: string }>) => callbacks.map((callback) => callback.id)
 
+/** A state with its `HashMap`s as entry arrays sorted by key, to compare with `deepStrictEqual`. */
+const plain = (state: TreeState.TreeState) => {
+  const entries = <K extends string, V>(map: HashMap.HashMap<K, V>) =>
+    Array.from(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return {
+    ...state,
+    sessions: entries(state.sessions),
+    turns: entries(state.turns),
+    callbacks: entries(state.callbacks)
+  }
+}
+
+const roundTrip = (state: TreeState.TreeState, where: string): TreeState.TreeState => {
+  const json = TreeState.encodeSnapshot(state)
+  if (Either.isLeft(json)) return assert.fail(`${where}: the state does not encode: ${json.left.message}`)
+  const decoded = TreeState.decodeSnapshot(json.right)
+  if (Either.isLeft(decoded)) return assert.fail(`${where}: the snapshot does not decode: ${decoded.left.message}`)
+  return decoded.right
+}
+
+/**
+ * Snapshots of the projection: `decode(encode(fold(log)))` is `fold(log)`, and `foldFrom(decode(encode(fold(prefix))),
+ * rest)` is `fold(prefix ++ rest)`, for a few prefixes.
+ */
+const checkSnapshots = (header: TreeState.Header, events: ReadonlyArray<TurnEvent>, state: TreeState.TreeState) => {
+  const expected = plain(state)
+  assert.deepStrictEqual(plain(roundTrip(state, "snapshot of the whole log")), expected, "snapshot of the whole log")
+  const splits = new Set([0, 1, Math.floor(events.length / 3), Math.floor((2 * events.length) / 3), events.length - 1])
+  for (const split of splits) {
+    if (split < 0 || split > events.length) continue
+    const where = `snapshot at seq ${split} of ${events.length}`
+    const prefix = roundTrip(TreeState.fold(header, events.slice(0, split)), where)
+    assert.deepStrictEqual(plain(TreeState.foldFrom(prefix, events.slice(split))), expected, where)
+  }
+}
+
 /** Checks one tree: the fold of its log against the transport's answers, taken at the same log position. */
 const checkTree = (transport: Transport.Service, created: Created) =>
   Effect.gen(function*() {
@@ -69,8 +108,10 @@ const checkTree = (transport: Transport.Service, created: Created) =>
     if (Option.isNone(firstEvent)) return
     const probe = yield* transport.snapshot(treeId, firstEvent.value.turnId)
     const events = yield* logUntil(transport, treeId, probe.cursor)
-    const state = TreeState.fold({ treeId, agent: created.agent, createdAt: created.info.createdAt }, events)
+    const header: TreeState.Header = { treeId, agent: created.agent, createdAt: created.info.createdAt }
+    const state = TreeState.fold(header, events)
     assert.strictEqual(state.nextSeq, probe.cursor, "the fold reaches the transport's cursor")
+    checkSnapshots(header, events, state)
     for (const turn of HashMap.values(state.turns)) {
       const snapshot = yield* transport.snapshot(turn.sessionId, turn.turnId)
       // The log moved on meanwhile (a subagent still working): this turn cannot be compared at one position.
