@@ -697,29 +697,33 @@ export const make = (
             ids.push(row.callbackId)
             byTree.set(row.treeId, ids)
           }
-          // The tree's state is the truth: a callback resolved since the store's listing is left out. One the state
-          // does not know yet (the store is ahead of a tree this process follows) is read in first.
-          const openOf = (actor: Actor, ids: ReadonlyArray<CallbackId>) =>
+          // The tree's state is the truth: a callback resolved since the store's listing is left out. When the store
+          // lists one the state does not know yet (the store is ahead of a tree this process follows), the events
+          // after the state are read and folded here, without going through the tree's actor.
+          const openOf = (state: TreeState.TreeState, ids: ReadonlyArray<CallbackId>) =>
             ids.flatMap((id) => {
-              const record = TreeState.callback(actor.state, id)
+              const record = TreeState.callback(state, id)
               if (record === undefined || record.resolution !== undefined) return []
               const callback = record.callback
-              return [new OpenCallback({ callback, answerSchema: TreeState.answerSchema(actor.state, callback) })]
+              return [new OpenCallback({ callback, answerSchema: TreeState.answerSchema(state, callback) })]
             })
-          const behind = (actor: Actor, ids: ReadonlyArray<CallbackId>) =>
-            ids.some((id) => TreeState.callback(actor.state, id) === undefined)
+          const current = (actor: Actor, ids: ReadonlyArray<CallbackId>) => {
+            const state = actor.state
+            if (ids.every((id) => TreeState.callback(state, id) !== undefined)) return Effect.succeed(state)
+            return Effect.map(
+              store.read(actor.treeId, state.nextSeq),
+              (events) => events.length === 0 ? state : TreeState.foldFrom(state, events)
+            )
+          }
           const found = yield* Effect.forEach(byTree, ([treeId, ids]) =>
             withTree(
               "listOpen",
               treeId,
               (actor) =>
-                behind(actor, ids)
-                  ? withTree("listOpen", treeId, (held) =>
-                    Effect.map(
-                      Effect.catchAll(submit(held, { _tag: "Settle" }), () => Effect.void),
-                      () => openOf(held, ids)
-                    ))
-                  : Effect.succeed(openOf(actor, ids)),
+                Effect.map(
+                  Effect.mapError(current(actor, ids), (error) => failure("listOpen", error)),
+                  (state) => openOf(state, ids)
+                ),
               { read: true }
             ).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), { concurrency: 16 })
           return found.flat()
