@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnState } from "@parley/core"
 import { Agent, Answer, Ids, Session, Turn, TurnEvent } from "@parley/core"
+import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
@@ -75,8 +76,8 @@ const instrumented = Effect.gen(function*() {
   return self
 })
 
-const runtime = (store: SessionStore.Service, model: ScriptedModel.Service, idleTimeToLive?: number) =>
-  (idleTimeToLive === undefined ? LocalTransport.layer : LocalTransport.layerWith({ idleTimeToLive })).pipe(
+const runtime = (store: SessionStore.Service, model: ScriptedModel.Service, options?: Engine.Options) =>
+  (options === undefined ? LocalTransport.layer : LocalTransport.layerWith(options)).pipe(
     Layer.provide([
       Layer.succeed(SessionStore.SessionStore, store),
       Connectors.layerEmpty,
@@ -208,7 +209,7 @@ describe("Engine and store", () => {
         const state = yield* Turn.result(turn, { after: blocked })
         assert.strictEqual(state._tag, "Completed")
       })
-      yield* answerTwice.pipe(Effect.provide(runtime(evicting.service, model, 0)))
+      yield* answerTwice.pipe(Effect.provide(runtime(evicting.service, model, { idleTimeToLive: 0 })))
       yield* answerTwice.pipe(Effect.provide(runtime(keeping.service, model)))
       // With a time-to-live of 0 the paused tree is dropped between the run and the answer, and loaded again.
       assert.isAbove(evicting.loads(), 1)
@@ -303,7 +304,8 @@ describe("Engine and store", () => {
       yield* Effect.gen(function*() {
         // Each engine built once: B keeps the copy it loaded.
         const a = yield* Layer.build(runtime(store.service, modelA))
-        const b = yield* Layer.build(runtime(deaf, modelB))
+        // B only answers: the tree's owner is A, whichever engine loads it first.
+        const b = yield* Layer.build(runtime(deaf, modelB, { runsWork: false }))
         const session = yield* Agent.startSession(agent).pipe(Effect.provide(a))
         // B loads the tree while it holds no turn yet.
         yield* Agent.session(agent, session.id).pipe(Effect.provide(b))

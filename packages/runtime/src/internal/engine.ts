@@ -511,7 +511,13 @@ export const make = (
      * runs once more. An answer by id from another process must not be refused for a copy that lags behind.
      */
     const afterCatchingUp = <A, E>(actor: Actor, f: Effect.Effect<A, E>, unknown: (error: E) => boolean) =>
-      Effect.catchIf(f, unknown, () => Effect.zipRight(Effect.ignore(submit(actor, { _tag: "Settle" })), f))
+      Effect.catchIf(f, unknown, () => Effect.zipRight(catchUp(actor), f))
+
+    /** The actor reads what others appended, held in memory meanwhile (a read may have found it unheld). */
+    const catchUp = (actor: Actor) =>
+      Effect.scoped(
+        Effect.flatMap(RcMap.get(actors, actor.treeId), (held) => submit(held, { _tag: "Settle" }))
+      ).pipe(Effect.ignore)
 
     const submit = (actor: Actor, command: Command) =>
       Effect.gen(function*() {
