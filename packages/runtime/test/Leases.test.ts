@@ -340,4 +340,20 @@ describe("Leases: one owner per tree", () => {
       yield* b.stop
       yield* a.stop
     }))
+
+  it.effect("the engine that creates a session owns its tree, even when another engine reads it first", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      const modelA = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello from A."))
+      const modelB = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello from B."))
+      const a = yield* start(store, modelA, { owner: "engine-a" })
+      const b = yield* start(store, modelB, { owner: "engine-b" })
+      const session = yield* a.provide(Agent.startSession(greeter))
+      yield* b.provide(Agent.session(greeter, session.id))
+      const state = yield* a.provide(within("A's run", Session.run(session, "Hello.")))
+      yield* b.stop
+      yield* a.stop
+      assert.strictEqual(state._tag === "Completed" ? state.text : state._tag, "Hello from A.")
+      assert.deepStrictEqual([(yield* modelA.calls).length, (yield* modelB.calls).length], [1, 0])
+    }))
 })

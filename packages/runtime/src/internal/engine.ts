@@ -596,6 +596,9 @@ export const make = (
           store.createTree({ treeId, agent, createdAt }),
           (error) => failure("createSession", error)
         )
+        // The engine that creates a session owns its tree (unless it runs no work): another process that reads it
+        // first only follows it.
+        if (runsWork) yield* Effect.mapError(store.claim(treeId, owner), (error) => failure("createSession", error))
         return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt })
       })
 
