@@ -57,7 +57,9 @@ import * as internal from "./internal/sqlStore.js"
  *   survives a crash of the process (`kill -9`) but the last ones may be lost when the machine stops. Group commit
  *   shares one fsync between the appends of all trees that are waiting.
  * - `busyTimeout` (SQLite): how long a write waits for another process's write lock (default 5 seconds).
- * - `pollInterval` (SQLite): how often the store looks for appends of other processes (default 25 ms).
+ * - `pollInterval`: on SQLite, how often the store looks for appends of other processes (default 25 ms); on
+ *   PostgreSQL, how often it checks that its LISTEN connection still answers and reads the changes a lost one missed
+ *   (default 2 seconds; LISTEN itself tells of appends at once).
  * - `writers` (PostgreSQL): how many transactions the store runs at once (default 4); SQLite has one writer.
  * - `maxBatch`: the most appends one transaction takes (default 256).
  *

@@ -6,7 +6,7 @@ import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
-import { Context, DateTime, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Context, DateTime, Effect, Exit, Layer, Redacted, Scope, Stream } from "effect"
 import { pgDatabase, pgSchema, sqliteDatabase, sqliteFile, storeOf } from "./databases.js"
 
 SessionStoreSuite.suite("SqlStore.layerSqlite", sqliteDatabase(), { canCorrupt: true })
@@ -65,7 +65,7 @@ describe("SqlStore on SQLite", () => {
       )
       assert.strictEqual(second._tag, "SqlError")
       const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM parley_migrations`
-      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2, 3])
+      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2, 3, 4])
     }))
 
   it.scoped("snapshots: one row per tree in parley_snapshots, the latest", () =>
@@ -165,6 +165,36 @@ describe("SqlStore on PostgreSQL", () => {
         }`
       )
       assert.strictEqual(second._tag, "SqlError")
+    }))
+
+  it.scopedLive("a lost LISTEN connection is noticed: the store listens again and reads the appends it missed", () =>
+    Effect.gen(function*() {
+      const url = yield* pgSchema
+      const a = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 2, pollInterval: "50 millis" }))
+      const b = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 2 }))
+      const admin = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
+      yield* create(a)
+      const seen: Array<number> = []
+      yield* a.changes.pipe(
+        Stream.runForEach((change) => Effect.sync(() => void seen.push(change.nextSeq))),
+        Effect.forkScoped
+      )
+      // Every backend listening on this schema's channel dies (a's, and b's: both listen).
+      const schema = new URL(url).searchParams.get("options")?.match(/search_path=([^\s&]+)/)?.[1] ?? ""
+      const killed = yield* admin.sql<{ readonly killed: boolean }>`
+        SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+        WHERE query = ${`LISTEN "parley_changes_${schema}"`}`
+      assert.isAtLeast(killed.length, 1, "a LISTEN backend was found and killed")
+      // b appends while a's listener is gone; a reads it once it listens again.
+      yield* b.append(treeId, 0, [queued(0)])
+      yield* Effect.gen(function*() {
+        while (!seen.includes(1)) yield* Effect.sleep("20 millis")
+      }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a never heard of b's append") }))
+      // And it keeps hearing of new ones at once.
+      yield* b.append(treeId, 1, [queued(1)])
+      yield* Effect.gen(function*() {
+        while (!seen.includes(2)) yield* Effect.sleep("20 millis")
+      }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a stopped hearing") }))
     }))
 
   it.scoped("stores opened at once on a new schema migrate it once, and both work", () =>

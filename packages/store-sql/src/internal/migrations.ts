@@ -104,8 +104,19 @@ const addSnapshots = Effect.gen(function*() {
   )`
 })
 
+// PostgreSQL numbers its appends too (SQLite's CAS takes MAX + 1 under its single writer): the notification carries
+// the number, and after a lost LISTEN connection the store reads the changes past the last number it saw.
+const changeNumbers = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.onDialectOrElse({
+    pg: () => sql`CREATE SEQUENCE parley_change_seq`,
+    orElse: () => Effect.void
+  })
+})
+
 export const loader: Migrator.Loader = Migrator.fromRecord({
   "0001_create_tables": createTables,
   "0002_leases": addLeases,
-  "0003_snapshots": addSnapshots
+  "0003_snapshots": addSnapshots,
+  "0004_change_numbers": changeNumbers
 })

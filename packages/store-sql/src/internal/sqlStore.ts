@@ -369,7 +369,7 @@ export const make = (
           lease === undefined ? statements.casNextSeq : statements.casNextSeqFenced,
           dialect === "sqlite"
             ? [nextSeq, openTurns, instance, treeId, expectedSeq, ...fence]
-            : [nextSeq, openTurns, treeId, expectedSeq, ...fence, channel, `${instance} ${treeId} ${nextSeq}`]
+            : [nextSeq, openTurns, instance, treeId, expectedSeq, ...fence, channel, `${instance} ${treeId} ${nextSeq}`]
         )
         if (moved.length === 0) {
           const actual = yield* run(
@@ -622,27 +622,92 @@ export const make = (
         }
       }).pipe(Effect.forkScoped)
     } else if (Option.isSome(pg)) {
-      const ready = yield* Deferred.make<void>()
-      const readyPayload = `${instance} ready`
-      yield* pg.value.listen(channel).pipe(
-        Stream.runForEach((payload) => {
-          if (payload === readyPayload) return Deferred.succeed(ready, undefined)
-          const [from, treeId, nextSeq] = payload.split(" ")
-          if (from === instance || treeId === "ready" || nextSeq === undefined) return Effect.void
-          return foreignAppend(treeId as SessionId, Number(nextSeq))
-        }),
-        Effect.catchAllCause((cause) => Effect.logError("SqlStore: LISTEN for other processes' appends failed", cause)),
-        Effect.forkScoped
-      )
-      // LISTEN is in place once our own notification comes back.
-      const listening = yield* Effect.gen(function*() {
-        for (let attempt = 0; attempt < 250; attempt++) {
-          yield* sql`SELECT pg_notify(${channel}, ${readyPayload})`
-          const done = yield* Effect.raceFirst(Effect.as(Deferred.await(ready), true), Effect.as(sleepLive(20), false))
-          if (done) return true
+      // LISTEN tells of appends at once; each notification carries its change's number. The listening connection is
+      // checked every `pollInterval` (our own ping must come back within a second, else LISTEN starts again on a new
+      // connection), and then the changes numbered past the last one seen are read: none normally, the ones a lost
+      // connection missed otherwise.
+      const client = pg.value
+      const interval = Math.max(10, Math.round(Duration.toMillis(options.pollInterval ?? "2 seconds")))
+      let cursor = yield* sql<{ readonly id: number | string | null }>`SELECT MAX(change_id) AS id FROM parley_trees`
+        .pipe(
+          Effect.mapError(storeError("make", "could not read the change counter")),
+          Effect.map((rows) => Number(rows[0]?.id ?? 0))
+        )
+      const catchUp: Effect.Effect<void, SqlError> = Effect.gen(function*() {
+        while (true) {
+          const rows = yield* sql<{
+            readonly tree_id: string
+            readonly next_seq: number | string
+            readonly change_id: number | string
+            readonly changed_by: string | null
+          }>`SELECT tree_id, next_seq, change_id, changed_by FROM parley_trees
+              WHERE change_id > ${cursor} ORDER BY change_id LIMIT 1000`
+          for (const row of rows) {
+            cursor = Math.max(cursor, Number(row.change_id))
+            if (row.changed_by !== instance) yield* foreignAppend(row.tree_id as SessionId, Number(row.next_seq))
+          }
+          if (rows.length < 1000) return
         }
-        return false
-      }).pipe(Effect.mapError(storeError("make", "could not notify")))
+      })
+      let pings = 0
+      const pinged = new Map<string, Deferred.Deferred<void>>()
+      /** Listens until the connection stops answering our pings. */
+      const listenOnce = (started: Deferred.Deferred<void>) =>
+        Effect.scoped(Effect.gen(function*() {
+          yield* client.listen(channel).pipe(
+            Stream.runForEach((payload) => {
+              const [from, treeId, nextSeq, changeId] = payload.split(" ")
+              if (treeId === "ping") {
+                const heard = from === instance ? pinged.get(payload) : undefined
+                return heard === undefined ? Effect.void : Effect.ignore(Deferred.succeed(heard, undefined))
+              }
+              if (changeId !== undefined) cursor = Math.max(cursor, Number(changeId))
+              if (from === instance || nextSeq === undefined) return Effect.void
+              return foreignAppend(treeId as SessionId, Number(nextSeq))
+            }),
+            Effect.forkScoped
+          )
+          /** Sends a ping until it comes back (true), every `every` ms, `times` times at most. */
+          const ping = (every: number, times: number) =>
+            Effect.gen(function*() {
+              const payload = `${instance} ping ${++pings}`
+              const heard = yield* Deferred.make<void>()
+              pinged.set(payload, heard)
+              for (let i = 0; i < times; i++) {
+                yield* sql`SELECT pg_notify(${channel}, ${payload})`
+                const back = yield* Effect.raceFirst(
+                  Effect.as(Deferred.await(heard), true),
+                  Effect.as(sleepLive(every), false)
+                )
+                if (back) return true
+              }
+              return false
+            }).pipe(Effect.ensuring(Effect.sync(() => pinged.clear())))
+          // LISTEN is in place once a first ping comes back (it may take a few tries: the stream starts it).
+          if (!(yield* ping(20, 250))) return
+          while (true) {
+            const answered = yield* ping(1000, 1)
+            if (!answered) return
+            yield* Effect.ignore(Deferred.succeed(started, undefined))
+            yield* catchUp
+            yield* sleepLive(interval)
+          }
+        }))
+      const started = yield* Deferred.make<void>()
+      yield* Effect.gen(function*() {
+        while (true) {
+          yield* listenOnce(started).pipe(
+            Effect.catchAllCause((cause) => Effect.logWarning("SqlStore: LISTEN failed", cause))
+          )
+          yield* Effect.logWarning(`SqlStore: LISTEN ${channel} stopped answering; listening again`)
+          yield* sleepLive(100)
+        }
+      }).pipe(Effect.forkScoped)
+      // LISTEN is in place once our first ping comes back.
+      const listening = yield* Effect.raceFirst(
+        Effect.as(Deferred.await(started), true),
+        Effect.as(sleepLive(5000), false)
+      )
       if (!listening) {
         return yield* new StoreError({ method: "make", description: `LISTEN ${channel} did not start within 5 s` })
       }

@@ -9,9 +9,9 @@ export type Dialect = "sqlite" | "pg"
 
 export interface Statements {
   /**
-   * Compare-and-set of a tree's length, adding to its count of open turns. Params on SQLite: next_seq, open turns,
-   * instance, tree, expected; on PostgreSQL: next_seq, open turns, tree, expected, channel, payload. The fenced form
-   * (an append under a lease) takes the owner and epoch after them.
+   * Compare-and-set of a tree's length, adding to its count of open turns and numbering the change. Params on SQLite:
+   * next_seq, open turns, instance, tree, expected; on PostgreSQL: next_seq, open turns, instance, tree, expected,
+   * channel, payload. The fenced form (an append under a lease) takes the owner and epoch after `expected`.
    */
   readonly casNextSeq: string
   readonly casNextSeqFenced: string
@@ -64,10 +64,13 @@ export const make = (dialect: Dialect): Statements => {
           "change_id = (SELECT COALESCE(MAX(change_id), 0) + 1 FROM parley_trees), " +
           `changed_by = ? WHERE tree_id = ? AND next_seq = ?${fence} RETURNING next_seq`
       )
-      // The notification is sent at commit, and dropped with a savepoint that rolls back.
+      // The notification (its payload ends with the change's number) is sent at commit, and dropped with a savepoint
+      // that rolls back.
       : text(
-        `UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ? WHERE tree_id = ? AND next_seq = ?${fence} ` +
-          "RETURNING next_seq, pg_notify(?, ?) AS notified"
+        "UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ?, " +
+          "change_id = nextval('parley_change_seq'), changed_by = ? " +
+          `WHERE tree_id = ? AND next_seq = ?${fence} ` +
+          "RETURNING next_seq, pg_notify(?, ? || ' ' || change_id) AS notified"
       )
   }
   return {
