@@ -10,8 +10,8 @@
  * nothing and is a `ResolutionConflict`.
  *
  * After a commit, this process's tails get the appended events at once and `changes` the new length. Appends by
- * other processes are noticed by a poll of `parley_trees.change_id` on SQLite and by LISTEN/NOTIFY on PostgreSQL;
- * tails then read what they miss from the table.
+ * other processes are noticed by a poll of `parley_trees.change_id` on SQLite, run at once when a watch of the file
+ * fires (`sqliteChanges.ts`), and by LISTEN/NOTIFY on PostgreSQL; tails then read what they miss from the table.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Migrator from "@effect/sql/Migrator"
@@ -38,12 +38,14 @@ import * as Stream from "effect/Stream"
 import type { EventRow, StoredEventRow, TreeRow } from "./codec.js"
 import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
 import * as Migrations from "./migrations.js"
+import * as SqliteChanges from "./sqliteChanges.js"
 import * as Statements from "./statements.js"
 
 export interface Options {
   readonly synchronous?: "full" | "normal" | undefined
   readonly busyTimeout?: Duration.DurationInput | undefined
   readonly pollInterval?: Duration.DurationInput | undefined
+  readonly watch?: boolean | undefined
   readonly writers?: number | undefined
   readonly maxBatch?: number | undefined
 }
@@ -86,13 +88,6 @@ class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; re
 
 /** Live-only events (streamed deltas) are never read from the table: they ride along the tails of this process. */
 const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
-
-/** Sleeps on the wall clock, whatever `Clock` the store was built under (polls must run under `TestClock` too). */
-const sleepLive = (millis: number) =>
-  Effect.async<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), millis)
-    return Effect.sync(() => clearTimeout(timer))
-  })
 
 const storeError = (method: string, description: string) => (cause: unknown) =>
   new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })
@@ -145,11 +140,14 @@ export const make = (
     // -------------------------------------------------------------------------
 
     const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
+    /** Write transactions begun: SQLite's watch skips the file events of this store's own commits. */
+    let ownWrites = 0
     const transaction = <A, E, R>(
       body: (connection: Connection) => Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | SqlError, R> =>
       Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
+        ownWrites++
         yield* connection.executeUnprepared(begin, [], undefined)
         const exit = yield* Effect.exit(
           Effect.provideService(body(connection), SqlClient.TransactionConnection, [connection, 0] as const)
@@ -531,38 +529,15 @@ export const make = (
     // -------------------------------------------------------------------------
 
     if (dialect === "sqlite") {
-      const interval = Math.max(1, Math.round(Duration.toMillis(options.pollInterval ?? "25 millis")))
-      let cursor = yield* sql<{ readonly id: number | null }>`SELECT MAX(change_id) AS id FROM parley_trees`.pipe(
-        Effect.mapError(storeError("make", "could not read the change counter")),
-        Effect.map((rows) => Number(rows[0]?.id ?? 0))
-      )
-      const poll: Effect.Effect<boolean, SqlError> = Effect.gen(function*() {
-        const rows = yield* sql<{
-          readonly tree_id: string
-          readonly next_seq: number
-          readonly change_id: number
-          readonly changed_by: string | null
-        }>`SELECT tree_id, next_seq, change_id, changed_by FROM parley_trees
-            WHERE change_id > ${cursor} ORDER BY change_id LIMIT 1000`
-        for (const row of rows) {
-          cursor = Math.max(cursor, Number(row.change_id))
-          if (row.changed_by !== instance) yield* foreignAppend(row.tree_id as SessionId, Number(row.next_seq))
-        }
-        return rows.length === 1000
-      })
-      yield* Effect.gen(function*() {
-        while (true) {
-          yield* sleepLive(interval)
-          let more = true
-          while (more) {
-            more = yield* poll.pipe(
-              Effect.catchAllCause((cause) =>
-                Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), false)
-              )
-            )
-          }
-        }
-      }).pipe(Effect.forkScoped)
+      yield* SqliteChanges.follow(sql, {
+        instance,
+        pollInterval: options.pollInterval === undefined
+          ? undefined
+          : Math.max(1, Math.round(Duration.toMillis(options.pollInterval))),
+        watch: options.watch ?? true,
+        ownWrites: () => ownWrites,
+        onAppend: foreignAppend
+      }).pipe(Effect.mapError(storeError("make", "could not read the change counter")))
     } else if (Option.isSome(pg)) {
       const ready = yield* Deferred.make<void>()
       const readyPayload = `${instance} ready`
@@ -580,7 +555,10 @@ export const make = (
       const listening = yield* Effect.gen(function*() {
         for (let attempt = 0; attempt < 250; attempt++) {
           yield* sql`SELECT pg_notify(${channel}, ${readyPayload})`
-          const done = yield* Effect.raceFirst(Effect.as(Deferred.await(ready), true), Effect.as(sleepLive(20), false))
+          const done = yield* Effect.raceFirst(
+            Effect.as(Deferred.await(ready), true),
+            Effect.as(SqliteChanges.sleepLive(20), false)
+          )
           if (done) return true
         }
         return false
