@@ -89,12 +89,6 @@ class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; re
 /** Live-only events (streamed deltas) are never read from the table: they ride along the tails of this process. */
 const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
 
-/** Waits for the event loop's next turn (`setImmediate`): every fiber that is ready runs first. */
-const macrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
 const storeError = (method: string, description: string) => (cause: unknown) =>
   new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })
 
@@ -502,10 +496,8 @@ export const make = (
     const writer = Effect.gen(function*() {
       while (true) {
         const first = yield* Queue.take(queue)
-        // Let the appends made concurrently with this one join its transaction: every fiber that can run gets to
-        // (a macrotask; a `yieldNow` lets each run one step only). The commit blocks the thread on SQLite (the
-        // driver is synchronous), so what is not queued by then waits for the next transaction and its fsync.
-        yield* macrotask
+        // Let the appends made concurrently with this one join its transaction.
+        yield* Effect.yieldNow()
         const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
         const batch = [first, ...Chunk.toReadonlyArray(rest)]
         // A defect in a batch fails its writes (typed) and leaves the writer running.
