@@ -470,11 +470,14 @@ export const make = (
             yield* Deferred.succeed(write.done, undefined)
             continue
           }
-          // As in the memory store, this process's tails have the events when `append` returns. `changes` comes
-          // after: the writer has then taken its append into account when `changes` tells of it.
+          // As in the memory store, this process's tails have the events when `append` returns, and the appender
+          // goes on before the readers of those tails do: it is woken first (both are woken now and run once the
+          // writer yields, in that order), so an engine has taken its own events in before a reader of its tails
+          // asks it about them. `changes` comes after: the writer has then taken its append into account when
+          // `changes` tells of it.
           remember(write.treeId, write.expectedSeq, write.events)
-          yield* signal(write.treeId, write.events)
           yield* Deferred.succeed(write.done, undefined)
+          yield* signal(write.treeId, write.events)
           yield* PubSub.publish(changes, { treeId: write.treeId, nextSeq: write.expectedSeq + write.events.length })
         }
       })
