@@ -10,9 +10,10 @@
  *   nothing to re-arm.
  * - The log is written *before* the commit is visible (the writer then fsyncs and publishes it in the shared-memory
  *   index, which no watch sees): when the poll after an event finds nothing new and no commit of this store explains
- *   the event, it looks again a few times over the next ~250 ms (1 ms apart at first), until the commit shows. (An
- *   event that both this store and another writer caused, read while the other's commit is not yet visible, counts as
- *   explained: that commit then waits for the next event or the periodic poll.)
+ *   the event, it looks again a few times over the next ~250 ms (1 ms apart at first), until the commit shows; a new
+ *   such event starts those looks again from the first. (An event that both this store and another writer caused,
+ *   read while the other's commit is not yet visible, counts as explained: that commit then waits for the next event
+ *   or the periodic poll.)
  * - The periodic poll stays, as the fallback: every `pollInterval` (default 250 ms with a watch, 25 ms without one —
  *   no file, `watch: false`, or a watch that fails to start or errors later).
  *
@@ -107,24 +108,25 @@ export const follow = (
       return true
     })
 
-    /** After a watch event: look now, and again shortly if a commit of someone else may still be on its way. */
-    const afterEvent = Effect.gen(function*() {
+    /**
+     * After a watch event, a look: it found appends of others, or nothing because a transaction of this store
+     * explains the event, or nothing yet (a commit of someone else may still be on its way: look again shortly).
+     */
+    const afterEvent: Effect.Effect<"found" | "explained" | "unexplained", SqlError> = Effect.gen(function*() {
       const found = yield* poll
       // Read after the poll, which waited for the connection: a transaction of ours that wrote the log has begun.
       const own = options.ownWrites()
       const explained = own !== seenOwnWrites
       seenOwnWrites = own
-      if (found || explained) return
-      for (const delay of retryDelays) {
-        yield* sleepLive(delay)
-        if (yield* poll) return
-      }
+      return found ? "found" : explained ? "explained" : "unexplained"
     })
 
-    const logged = <A>(effect: Effect.Effect<A, SqlError>) =>
+    /** A failed poll is logged, and counts as a look that found nothing. */
+    const logged = <A>(effect: Effect.Effect<A, SqlError>, otherwise: A) =>
       Effect.catchAllCause(
-        Effect.asVoid(effect),
-        (cause) => Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause)
+        effect,
+        (cause) =>
+          Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), otherwise)
       )
 
     const wakeups = yield* Queue.sliding<void>(1)
@@ -163,12 +165,21 @@ export const follow = (
 
     const interval = () => options.pollInterval ?? (watching ? watchedInterval : unwatchedInterval)
     yield* Effect.gen(function*() {
+      // The looks still due after an event nothing explained yet; a new event starts again from the first.
+      let retries: ReadonlyArray<number> = []
       while (true) {
         const woken = yield* Effect.raceFirst(
           Effect.as(Queue.take(wakeups), true),
-          Effect.as(sleepLive(interval()), false)
+          Effect.as(sleepLive(retries[0] ?? interval()), false)
         )
-        yield* logged(woken ? afterEvent : poll)
+        if (woken) {
+          const outcome = yield* logged(afterEvent, "unexplained" as const)
+          // Our own commit explains this event, not one that an earlier event announced: its looks stay due.
+          if (outcome !== "explained") retries = outcome === "found" ? [] : retryDelays
+        } else {
+          retries = retries.slice(1)
+          if (yield* logged(poll, false)) retries = []
+        }
       }
     }).pipe(Effect.forkScoped)
   })
