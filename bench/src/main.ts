@@ -278,35 +278,37 @@ const rssSqliteSection = Effect.gen(function*() {
 })
 
 /** The PostgreSQL sections, or (quick mode only) one skipped row each when PostgreSQL does not answer. */
-const pgSections = Effect.gen(function*() {
-  const reachable = yield* Effect.either(Stores.probePg(options.pgUrl))
-  const where = Stores.redactUrl(options.pgUrl)
-  if (Either.isLeft(reachable)) {
-    if (!options.quick) return yield* reachable.left
-    const skipped = `skipped: no PostgreSQL at ${where}`
+const pgSections = (reachable: Either.Either<void, Stores.StoreUnavailable>) =>
+  Effect.gen(function*() {
+    const where = Stores.redactUrl(options.pgUrl)
+    if (Either.isLeft(reachable)) {
+      const skipped = `skipped: no PostgreSQL at ${where}`
+      return [
+        {
+          title: `PostgreSQL (local) · approval loop`,
+          rows: [Report.unmeasured("p50 per turn", skipped, `≤ ${Report.ms(PG_P50_MS)}`)]
+        },
+        {
+          title: `PostgreSQL (local) · open → answer from another process → resumed`,
+          rows: [
+            Report.unmeasured("p50 from B's answer to A's turn resumed", skipped, `≤ ${Report.ms(PG_ANSWER_P50_MS)}`)
+          ]
+        }
+      ] satisfies Array<Report.Section>
+    }
+    const pg = Stores.pg(options.pgUrl)
     return [
-      {
-        title: `PostgreSQL (local) · approval loop`,
-        rows: [Report.unmeasured("p50 per turn", skipped, `≤ ${Report.ms(PG_P50_MS)}`)]
-      },
-      {
-        title: `PostgreSQL (local) · open → answer from another process → resumed`,
-        rows: [
-          Report.unmeasured("p50 from B's answer to A's turn resumed", skipped, `≤ ${Report.ms(PG_ANSWER_P50_MS)}`)
-        ]
-      }
-    ] satisfies Array<Report.Section>
-  }
-  const pg = Stores.pg(options.pgUrl)
-  return [
-    yield* sqlLatencySection(pg, "A", PG_P50_MS),
-    yield* sqlLatencySection(pg, "B", PG_P50_MS),
-    yield* atOnceSection(pg, Option.none()),
-    yield* answerSection(pg, PG_ANSWER_P50_MS)
-  ]
-})
+      yield* sqlLatencySection(pg, "A", PG_P50_MS),
+      yield* sqlLatencySection(pg, "B", PG_P50_MS),
+      yield* atOnceSection(pg, Option.none()),
+      yield* answerSection(pg, PG_ANSWER_P50_MS)
+    ]
+  })
 
 const sqlSections = Effect.gen(function*() {
+  // PostgreSQL first: a full run without it stops before the long SQLite phases.
+  const reachable = yield* Effect.either(Stores.probePg(options.pgUrl))
+  if (Either.isLeft(reachable) && !options.quick) return yield* reachable.left
   const sqlite = Stores.sqlite()
   const sections: Array<Report.Section> = [
     yield* sqlLatencySection(sqlite, "A", SQLITE_P50_MS),
@@ -314,7 +316,7 @@ const sqlSections = Effect.gen(function*() {
     yield* atOnceSection(sqlite, Option.some(SQLITE_TURNS_PER_SECOND)),
     yield* answerSection(sqlite, SQLITE_ANSWER_P50_MS)
   ]
-  sections.push(...yield* pgSections)
+  sections.push(...yield* pgSections(reachable))
   sections.push(yield* rssSqliteSection)
   return sections
 })
