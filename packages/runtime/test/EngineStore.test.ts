@@ -4,7 +4,7 @@ import { Agent, Answer, Ids, Session, Turn, TurnEvent } from "@parley/core"
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { DateTime, Effect, Fiber, Layer, Option, Schema } from "effect"
+import { DateTime, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 
 // The engine and its store: appends made by someone else (another process) are noticed, a lost append race is
 // decided again on the new log, a failing store is a typed error that leaves the engine working, and idle trees leave
@@ -268,6 +268,34 @@ describe("Engine and store", () => {
       }).pipe(Effect.provide(runtime(slow, model)))
       // One model step so far — the call that asked for lookup_price — issued once.
       assert.strictEqual((yield* model.calls).length, 1)
+    }))
+
+  it.effect("an engine whose copy of a tree lags behind reads the log before refusing a turn or a callback", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      // Engine B hears of no appends (as when another process's commit has not reached its poll yet).
+      const deaf: SessionStore.Service = { ...store.service, changes: Stream.never }
+      const modelA = yield* ScriptedModel.fromFunction(brain)
+      const modelB = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        // Each engine built once: B keeps the copy it loaded.
+        const a = yield* Layer.build(runtime(store.service, modelA))
+        const b = yield* Layer.build(runtime(deaf, modelB))
+        const session = yield* Agent.startSession(agent).pipe(Effect.provide(a))
+        // B loads the tree while it holds no turn yet.
+        yield* Agent.session(agent, session.id).pipe(Effect.provide(b))
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?").pipe(Effect.provide(a)))
+        // B finds the turn and the approval it did not know of, and its answer goes through.
+        yield* Effect.gen(function*() {
+          const turn = yield* Session.turn(session, blocked.turnId)
+          yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
+        }).pipe(Effect.provide(b))
+        const state = yield* Effect.flatMap(
+          Session.turn(session, blocked.turnId),
+          (turn) => Turn.result(turn, { after: blocked })
+        ).pipe(Effect.provide(a))
+        assert.strictEqual(state._tag, "Completed")
+      }).pipe(Effect.scoped)
     }))
 
   it.effect("malformed ids from another process are typed errors", () =>

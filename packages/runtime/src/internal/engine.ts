@@ -330,9 +330,15 @@ export const make = (
       const id = decodeSessionId(sessionId)
       if (Either.isLeft(id)) return Effect.fail(sessionNotFound(method, sessionId))
       const inTree = (actor: Actor): Effect.Effect<A, E | SessionNotFound> =>
-        TreeState.session(actor.state, id.right) === undefined
-          ? Effect.fail(sessionNotFound(method, sessionId))
-          : f(actor, id.right)
+        afterCatchingUp(
+          actor,
+          Effect.suspend(() =>
+            TreeState.session(actor.state, id.right) === undefined
+              ? Effect.fail(sessionNotFound(method, sessionId))
+              : Effect.void
+          ),
+          () => true
+        ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
       return Effect.mapError(store.treeOf(id.right), (error) => failure(method, error)).pipe(
         Effect.flatMap((treeId) =>
           Option.isNone(treeId) ? Effect.fail(sessionNotFound(method, sessionId)) : Effect.scoped(
@@ -347,6 +353,14 @@ export const make = (
         )
       )
     }
+
+    /**
+     * Runs `f`; when it fails because the actor does not know a session, turn or callback (`unknown`), which another
+     * process may have appended since the actor last read the log, the actor reads the log first (`Settle`) and `f`
+     * runs once more. An answer by id from another process must not be refused for a copy that lags behind.
+     */
+    const afterCatchingUp = <A, E>(actor: Actor, f: Effect.Effect<A, E>, unknown: (error: E) => boolean) =>
+      Effect.catchIf(f, unknown, () => Effect.zipRight(Effect.ignore(submit(actor, { _tag: "Settle" })), f))
 
     const submit = (actor: Actor, command: Command) =>
       Effect.gen(function*() {
@@ -363,6 +377,10 @@ export const make = (
         ? Effect.fail(new TurnNotFound({ module: "Engine", method, sessionId, turnId: String(turnId) }))
         : Effect.succeed(turn)
     }
+
+    /** `turnOf`, after catching up with the log when the actor does not know the turn. */
+    const knownTurn = (actor: Actor, sessionId: SessionId, turnId: unknown, method: string) =>
+      afterCatchingUp(actor, Effect.suspend(() => turnOf(actor, sessionId, turnId, method)), () => true)
 
     const deadlines = yield* Deadlines.make((treeId, callbackId) =>
       withTree("expire", treeId, (actor) => submit(actor, { _tag: "Expire", callbackId })).pipe(
@@ -414,7 +432,7 @@ export const make = (
       getTurn: (sessionId, turnId) =>
         withTree("getTurn", sessionId, (actor, id) =>
           Effect.map(
-            turnOf(actor, id, turnId, "getTurn"),
+            knownTurn(actor, id, turnId, "getTurn"),
             (turn) => new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor })
           )),
       sendMessage: (sessionId, input) =>
@@ -441,7 +459,7 @@ export const make = (
         ),
       snapshot: (sessionId, turnId) =>
         withTree("snapshot", sessionId, (actor, id) =>
-          Effect.map(turnOf(actor, id, turnId, "snapshot"), (turn) => {
+          Effect.map(knownTurn(actor, id, turnId, "snapshot"), (turn) => {
             const state = actor.state
             return new TurnSnapshot({
               turn: new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor }, true),
@@ -486,13 +504,20 @@ export const make = (
                   reason: `the answer does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answer.left)}`
                 })
               }
-              yield* submit(actor, {
-                _tag: "Answer",
-                sessionId,
-                turnId: turnId.right as TurnId,
-                callbackId: callbackId.right as CallbackId,
-                answer: answer.right
-              })
+              const id = callbackId.right as CallbackId
+              yield* afterCatchingUp(
+                actor,
+                submit(actor, {
+                  _tag: "Answer",
+                  sessionId,
+                  turnId: turnId.right as TurnId,
+                  callbackId: id,
+                  answer: answer.right
+                }),
+                (error) =>
+                  error._tag === "TurnNotFound" ||
+                  (error._tag === "CallbackNotOpen" && TreeState.callback(actor.state, id) === undefined)
+              )
             }))
         }),
       cancel: (sessionId) =>
