@@ -140,14 +140,14 @@ export const make = (
     // -------------------------------------------------------------------------
 
     const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
-    /** Write transactions begun: SQLite's watch skips the file events of this store's own commits. */
-    let ownWrites = 0
+    /** Called after each write transaction: SQLite's watch then knows the files as this store left them. */
+    let afterOwnWrite = (): void => {}
     const transaction = <A, E, R>(
       body: (connection: Connection) => Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | SqlError, R> =>
       Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
-        ownWrites++
+        yield* Effect.addFinalizer(() => Effect.sync(() => afterOwnWrite()))
         yield* connection.executeUnprepared(begin, [], undefined)
         const exit = yield* Effect.exit(
           Effect.provideService(body(connection), SqlClient.TransactionConnection, [connection, 0] as const)
@@ -532,15 +532,15 @@ export const make = (
     // -------------------------------------------------------------------------
 
     if (dialect === "sqlite") {
-      yield* SqliteChanges.follow(sql, {
+      const following = yield* SqliteChanges.follow(sql, {
         instance,
         pollInterval: options.pollInterval === undefined
           ? undefined
           : Math.max(1, Math.round(Duration.toMillis(options.pollInterval))),
         watch: options.watch ?? true,
-        ownWrites: () => ownWrites,
         onAppend: foreignAppend
       }).pipe(Effect.mapError(storeError("make", "could not read the change counter")))
+      afterOwnWrite = following.afterOwnWrite
     } else if (Option.isSome(pg)) {
       const ready = yield* Deferred.make<void>()
       const readyPayload = `${instance} ready`

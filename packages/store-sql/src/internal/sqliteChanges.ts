@@ -9,11 +9,12 @@
  *   folder rather than the files survives the log being created later, truncated or deleted by a checkpoint, with
  *   nothing to re-arm.
  * - The log is written *before* the commit is visible (the writer then fsyncs and publishes it in the shared-memory
- *   index, which no watch sees): when the poll after an event finds nothing new and no commit of this store explains
- *   the event, it looks again a few times over the next ~250 ms (1 ms apart at first), until the commit shows; a new
- *   such event starts those looks again from the first. (An event that both this store and another writer caused,
- *   read while the other's commit is not yet visible, counts as explained: that commit then waits for the next event
- *   or the periodic poll.)
+ *   index, which no watch sees): when the poll after an event finds nothing new, it looks again a few times over the
+ *   next ~250 ms (1 ms apart at first), until the commit shows; a new such event starts those looks again from the
+ *   first. Unless the event is this store's own: the store notes the size and modification time of the file and its
+ *   log after each of its write transactions (`afterOwnWrite`), and an event that finds them as noted is its own.
+ *   (File times are coarse — a few milliseconds — but another writer's commit also grows the log, except right after
+ *   the log restarted; a commit missed that way waits for the next event or the periodic poll.)
  * - The periodic poll stays, as the fallback: every `pollInterval` (default 250 ms with a watch, 25 ms without one —
  *   no file, `watch: false`, or a watch that fails to start or errors later).
  *
@@ -36,8 +37,6 @@ export interface Options {
   readonly pollInterval: number | undefined
   /** Whether to watch the file (default: yes). */
   readonly watch: boolean
-  /** How many write transactions this store has begun: an event after one of them is explained by it. */
-  readonly ownWrites: () => number
   /** A foreign append was noticed. */
   readonly onAppend: (treeId: SessionId, nextSeq: number) => Effect.Effect<void>
 }
@@ -70,7 +69,7 @@ interface ChangeRow {
 export const follow = (
   sql: SqlClient.SqlClient,
   options: Options
-): Effect.Effect<void, SqlError, Scope.Scope> =>
+): Effect.Effect<{ readonly afterOwnWrite: () => void }, SqlError, Scope.Scope> =>
   Effect.gen(function*() {
     const dataVersion = Effect.map(
       sql<{ readonly data_version: number }>`PRAGMA data_version`,
@@ -82,7 +81,6 @@ export const follow = (
       sql<{ readonly id: number | null }>`SELECT MAX(change_id) AS id FROM parley_trees`,
       (rows) => Number(rows[0]?.id ?? 0)
     )
-    let seenOwnWrites = options.ownWrites()
 
     /** Reports every append after `cursor`, by others. */
     const drain = Effect.gen(function*() {
@@ -108,17 +106,48 @@ export const follow = (
       return true
     })
 
+    const wakeups = yield* Queue.sliding<void>(1)
+    const file = yield* Effect.map(
+      sql<{ readonly name: string; readonly file: string | null }>`PRAGMA database_list`,
+      (rows) => rows.find((row) => row.name === "main")?.file ?? ""
+    )
+    const watched = options.watch && file !== ""
+
+    /** The size and modification time of the file and its log (empty when not watched). */
+    const stamp = (): string => {
+      if (!watched) return ""
+      const parts: Array<string> = []
+      for (const name of [file, `${file}-wal`]) {
+        try {
+          const stats = fs.statSync(name, { bigint: true, throwIfNoEntry: false })
+          parts.push(stats === undefined ? "-" : `${stats.size}@${stats.mtimeNs}`)
+        } catch {
+          parts.push("?")
+        }
+      }
+      return parts.join(" ")
+    }
+    /** The files as this store last left them, or last found others' appends in them. */
+    let seen = stamp()
+
     /**
-     * After a watch event, a look: it found appends of others, or nothing because a transaction of this store
-     * explains the event, or nothing yet (a commit of someone else may still be on its way: look again shortly).
+     * After a watch event, a look: it found appends of others, or nothing because the event is this store's own
+     * (the files are as it left them), or nothing yet (a commit of someone else may still be on its way: look again
+     * shortly).
      */
-    const afterEvent: Effect.Effect<"found" | "explained" | "unexplained", SqlError> = Effect.gen(function*() {
+    const afterEvent: Effect.Effect<"found" | "own" | "pending", SqlError> = Effect.gen(function*() {
+      const before = stamp()
       const found = yield* poll
-      // Read after the poll, which waited for the connection: a transaction of ours that wrote the log has begun.
-      const own = options.ownWrites()
-      const explained = own !== seenOwnWrites
-      seenOwnWrites = own
-      return found ? "found" : explained ? "explained" : "unexplained"
+      if (found) seen = before
+      return found ? "found" : before === seen ? "own" : "pending"
+    })
+
+    /** A look after the first: as `poll`, noting the files when it finds appends. */
+    const pollAgain = Effect.gen(function*() {
+      const before = stamp()
+      const found = yield* poll
+      if (found) seen = before
+      return found
     })
 
     /** A failed poll is logged, and counts as a look that found nothing. */
@@ -129,13 +158,8 @@ export const follow = (
           Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), otherwise)
       )
 
-    const wakeups = yield* Queue.sliding<void>(1)
-    const file = yield* Effect.map(
-      sql<{ readonly name: string; readonly file: string | null }>`PRAGMA database_list`,
-      (rows) => rows.find((row) => row.name === "main")?.file ?? ""
-    )
     let watching = false
-    if (options.watch && file !== "") {
+    if (watched) {
       const directory = path.dirname(file)
       const names = new Set([path.basename(file), `${path.basename(file)}-wal`])
       const watcher = yield* Effect.acquireRelease(
@@ -173,13 +197,18 @@ export const follow = (
           Effect.as(sleepLive(retries[0] ?? interval()), false)
         )
         if (woken) {
-          const outcome = yield* logged(afterEvent, "unexplained" as const)
+          const outcome = yield* logged(afterEvent, "pending" as const)
           // Our own commit explains this event, not one that an earlier event announced: its looks stay due.
-          if (outcome !== "explained") retries = outcome === "found" ? [] : retryDelays
+          if (outcome !== "own") retries = outcome === "found" ? [] : retryDelays
         } else {
           retries = retries.slice(1)
-          if (yield* logged(poll, false)) retries = []
+          if (yield* logged(pollAgain, false)) retries = []
         }
       }
     }).pipe(Effect.forkScoped)
+    return {
+      afterOwnWrite: () => {
+        seen = stamp()
+      }
+    }
   })
