@@ -253,21 +253,28 @@ export const make = (
     // Reads
     // -------------------------------------------------------------------------
 
+    // Every read runs to its end, even when its caller is interrupted (a wait that stopped, a handler whose callback
+    // closed): on PostgreSQL, @effect/sql-pg cancels an interrupted query with `pg_cancel_backend(pid)`, which can
+    // land after the query ended and its pooled connection went to another query — cancelling that one instead.
     const readEvents = (method: string, treeId: SessionId, from: number) =>
-      sql<StoredEventRow>`SELECT seq, version, event FROM parley_events
-        WHERE tree_id = ${treeId} AND seq >= ${Math.max(0, from)} ORDER BY seq`.pipe(
+      Effect.uninterruptible(sql<StoredEventRow>`SELECT seq, version, event FROM parley_events
+        WHERE tree_id = ${treeId} AND seq >= ${Math.max(0, from)} ORDER BY seq`).pipe(
         Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
         Effect.flatMap((rows) => Effect.forEach(rows, (row) => decodeEvent(method, treeId, row)))
       )
 
     const nextSeqOf = (method: string, treeId: SessionId) =>
-      sql<{ readonly next_seq: number | string }>`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+      Effect.uninterruptible(
+        sql<{ readonly next_seq: number | string }>`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`
+      ).pipe(
         Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
         Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(Number(rows[0].next_seq)))
       )
 
     const getTree = (treeId: SessionId) =>
-      sql<TreeRow>`SELECT tree_id, version, agent, created_at FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+      Effect.uninterruptible(
+        sql<TreeRow>`SELECT tree_id, version, agent, created_at FROM parley_trees WHERE tree_id = ${treeId}`
+      ).pipe(
         Effect.mapError(storeError("getTree", `could not read tree ${treeId}`)),
         Effect.flatMap((rows) =>
           rows.length === 0 ? Effect.succeedNone : Effect.map(decodeTree(treeId, rows[0]), Option.some)
@@ -278,16 +285,17 @@ export const make = (
       Effect.suspend(() => {
         const known = sessionTrees.get(sessionId)
         if (known !== undefined) return Effect.succeedSome(known)
-        return sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`
-          .pipe(
-            Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
-            Effect.map((rows) => {
-              if (rows.length === 0) return Option.none()
-              const treeId = rows[0].tree_id as SessionId
-              fileSession(sessionId, treeId)
-              return Option.some(treeId)
-            })
-          )
+        return Effect.uninterruptible(
+          sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`
+        ).pipe(
+          Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
+          Effect.map((rows) => {
+            if (rows.length === 0) return Option.none()
+            const treeId = rows[0].tree_id as SessionId
+            fileSession(sessionId, treeId)
+            return Option.some(treeId)
+          })
+        )
       })
 
     // -------------------------------------------------------------------------
