@@ -11,8 +11,16 @@
  * | `--paused-rss` | `BENCH_PAUSED_RSS` | 100000   | 0        | paused turns in the RSS child process (0: skip)|
  * | `--budget`     | `BENCH_BUDGET`     | 180      | 20       | seconds a pause phase may take before it stops |
  * | `--calls`      | `BENCH_CALLS`      | 2000     | 200      | calls per bare `streamText` microbench         |
+ * | `--sql-turns`  | `BENCH_SQL_TURNS`  | =turns   | =turns   | measured turns per SQL latency phase           |
+ * | `--at-once`    | `BENCH_AT_ONCE`    | 5000     | 100      | turns of a SQL throughput phase (all at once…) |
+ * | `--concurrency`| `BENCH_CONCURRENCY`| 256      | 50       | … this many running together                   |
+ * | `--answers`    | `BENCH_ANSWERS`    | 200      | 10       | answers from another process, per database     |
+ * | `--paused-sql` | `BENCH_PAUSED_SQL` | 100000   | 200      | paused (then resumed) turns in the SQLite child|
+ * | `--sql-budget` | `BENCH_SQL_BUDGET` | 900      | 60       | seconds the SQLite child may pause, and resume |
  *
- * `--quick` (or `BENCH_QUICK=1`) picks the quick column.
+ * `--quick` (or `BENCH_QUICK=1`) picks the quick column. `--only=memory,sql,micro` runs some groups of rows only
+ * (default: all). PostgreSQL: `--pg-url=` or `PARLEY_BENCH_PG_URL`, else `PARLEY_TEST_PG_URL`, else
+ * `postgres://parley:parley@127.0.0.1:5432/parley_test` (what `scripts/postgres.sh` starts).
  */
 import { Option } from "effect"
 
@@ -26,7 +34,20 @@ export interface Options {
   /** Seconds a pause phase may run before it stops (the row then says how many turns it reached). */
   readonly budget: number
   readonly calls: number
+  readonly sqlTurns: number
+  readonly atOnce: number
+  readonly concurrency: number
+  readonly answers: number
+  readonly pausedSql: number
+  readonly sqlBudget: number
+  /** The groups of rows to run. */
+  readonly only: ReadonlySet<Group>
+  readonly pgUrl: string
 }
+
+export type Group = "memory" | "sql" | "micro"
+
+const groups: ReadonlyArray<Group> = ["memory", "sql", "micro"]
 
 const flag = (argv: ReadonlyArray<string>, name: string): Option.Option<string> =>
   Option.fromNullable(argv.find((arg) => arg.startsWith(`--${name}=`))).pipe(
@@ -46,14 +67,32 @@ const size = (argv: ReadonlyArray<string>, name: string, variable: string, fallb
 export const fromArgs = (argv: ReadonlyArray<string>): Options => {
   const quick = argv.includes("--quick") || process.env.BENCH_QUICK === "1"
   const paused = size(argv, "paused", "BENCH_PAUSED", quick ? 200 : 5000)
+  const turns = Math.max(1, size(argv, "turns", "BENCH_TURNS", quick ? 30 : 1000))
   return {
     quick,
-    turns: Math.max(1, size(argv, "turns", "BENCH_TURNS", quick ? 30 : 1000)),
+    turns,
     warmup: size(argv, "warmup", "BENCH_WARMUP", quick ? 20 : 50),
     paused,
     rawPaused: size(argv, "raw-paused", "BENCH_RAW_PAUSED", paused),
     pausedRss: size(argv, "paused-rss", "BENCH_PAUSED_RSS", quick ? 0 : 100_000),
     budget: size(argv, "budget", "BENCH_BUDGET", quick ? 20 : 180),
-    calls: Math.max(1, size(argv, "calls", "BENCH_CALLS", quick ? 200 : 2000))
+    calls: Math.max(1, size(argv, "calls", "BENCH_CALLS", quick ? 200 : 2000)),
+    sqlTurns: Math.max(1, size(argv, "sql-turns", "BENCH_SQL_TURNS", turns)),
+    atOnce: Math.max(1, size(argv, "at-once", "BENCH_AT_ONCE", quick ? 100 : 5000)),
+    concurrency: Math.max(1, size(argv, "concurrency", "BENCH_CONCURRENCY", quick ? 50 : 256)),
+    answers: Math.max(1, size(argv, "answers", "BENCH_ANSWERS", quick ? 10 : 200)),
+    pausedSql: size(argv, "paused-sql", "BENCH_PAUSED_SQL", quick ? 200 : 100_000),
+    sqlBudget: size(argv, "sql-budget", "BENCH_SQL_BUDGET", quick ? 60 : 900),
+    only: Option.match(flag(argv, "only"), {
+      onNone: () => new Set(groups),
+      onSome: (list) => new Set(groups.filter((group) => list.split(",").includes(group)))
+    }),
+    pgUrl: Option.getOrElse(
+      Option.orElse(
+        flag(argv, "pg-url"),
+        () => Option.fromNullable(process.env.PARLEY_BENCH_PG_URL ?? process.env.PARLEY_TEST_PG_URL)
+      ),
+      () => "postgres://parley:parley@127.0.0.1:5432/parley_test"
+    )
   }
 }

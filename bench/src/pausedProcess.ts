@@ -1,18 +1,26 @@
 /**
- * The RSS row: many turns paused in one process. `main.ts` runs this file in a child process (so the parent's own
- * heap does not count) with `--count=N --budget=S`; it pauses up to N turns (ScriptedModel, no approval handler:
- * each turn stays `Blocked` on its approval), stops early after S seconds, and prints one JSON line on stdout:
- * `{ "asked", "paused", "seconds", "rssBefore", "rss", "heapUsed" }` (bytes; `rss` after a forced GC).
+ * The RSS rows: many turns paused in one process. `main.ts` runs this file in a child process (so the parent's own
+ * heap does not count) with `--count=N --budget=S [--store=memory|sqlite] [--concurrency=C] [--resume]`; it pauses up
+ * to N turns (ScriptedModel, no approval handler: each turn stays `Blocked` on its approval), C at a time (default 1),
+ * stops starting new ones after S seconds, and prints one JSON line on stdout:
+ * `{ "asked", "paused", "seconds", "rssBefore", "rss", "heapUsed", … }` (bytes; `rss` after a forced GC).
+ *
+ * - `--store=memory` (default): `SessionStore.layerMemory`.
+ * - `--store=sqlite`: `@parley/store-sql` on a new SQLite file (removed at the end), `synchronous=FULL`.
+ * - `--resume`: then answers every paused turn by id and waits for it to complete (C at a time, each checked as in
+ *   `workload.ts`), within S seconds more; adds `resumed`, `resumeSeconds` and `maxRss` (the process's peak RSS).
  *
  * `runChild` is the parent's side.
  */
+import { Agent, Answer, Session, Turn } from "@parley/core"
 import { Cause, Console, Data, Effect, Exit, Option, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { scripted } from "./models.js"
 import { heapAfterGc, pauseMany, runtime } from "./phases.js"
-import { Ledger, makeAgent } from "./workload.js"
+import * as Stores from "./stores.js"
+import { checkCompleted, checkLedgerEmpty, Ledger, makeAgent } from "./workload.js"
 
 export const ChildResult = Schema.parseJson(Schema.Struct({
   asked: Schema.Number,
@@ -20,10 +28,15 @@ export const ChildResult = Schema.parseJson(Schema.Struct({
   seconds: Schema.Number,
   rssBefore: Schema.Number,
   rss: Schema.Number,
-  heapUsed: Schema.Number
+  heapUsed: Schema.Number,
+  resumed: Schema.optional(Schema.Number),
+  resumeSeconds: Schema.optional(Schema.Number),
+  maxRss: Schema.optional(Schema.Number)
 }))
 
 export type ChildResult = typeof ChildResult.Type
+
+export type ChildStore = "memory" | "sqlite"
 
 /** The child process failed or printed no result. */
 export class ChildFailed extends Data.TaggedError("ChildFailed")<{ readonly detail: string }> {
@@ -38,33 +51,76 @@ const flag = (name: string, fallback: number) =>
 const child = Effect.gen(function*() {
   const count = flag("count", 100_000)
   const budget = flag("budget", 180)
+  const concurrency = Math.max(1, flag("concurrency", 1))
+  const store = process.argv.includes("--store=sqlite") ? Stores.sqlite() : Stores.memory
+  const resume = process.argv.includes("--resume")
+  const phase = `paused (RSS, ${store.name})`
   const ledger = new Ledger()
   const agent = makeAgent(ledger)
   const model = yield* scripted.make(ledger)
+  const database = yield* store.open
   return yield* Effect.gen(function*() {
     yield* heapAfterGc
     const rssBefore = process.memoryUsage().rss
-    const { paused, ...pause } = yield* pauseMany({ agent, ledger, phase: "paused (RSS)", count, budget })
+    const { paused, ...pause } = yield* pauseMany({ agent, ledger, phase, count, budget, concurrency })
     const heapUsed = yield* heapAfterGc
+    const rss = process.memoryUsage().rss
     const result: ChildResult = {
       ...pause,
       paused: paused.length,
       rssBefore,
-      rss: process.memoryUsage().rss,
+      rss,
       heapUsed: Option.getOrElse(heapUsed, () => process.memoryUsage().heapUsed)
     }
-    yield* Console.log(JSON.stringify(result))
-  }).pipe(Effect.provide(runtime(model)))
-})
+    if (!resume) return yield* Console.log(JSON.stringify(result))
+    let resumed = 0
+    const started = performance.now()
+    yield* Effect.forEach(paused, ({ approval, blocked }) =>
+      Effect.gen(function*() {
+        if (performance.now() - started > budget * 1000) return
+        const session = yield* Agent.session(agent, blocked.sessionId)
+        const turn = yield* Session.turn(session, blocked.turnId)
+        ledger.approval(session.id)
+        yield* Turn.answer(turn, approval.id, new Answer.AllowApproval())
+        yield* checkCompleted(ledger, phase, session, yield* Turn.result(turn, { after: blocked }))
+        resumed++
+        if (resumed % 10_000 === 0) {
+          yield* Console.error(`  ${phase}: resumed ${resumed}/${paused.length}`)
+        }
+      }), { concurrency, discard: true })
+    const resumeSeconds = (performance.now() - started) / 1000
+    if (resumed === paused.length) yield* checkLedgerEmpty(ledger, phase)
+    yield* Console.log(JSON.stringify(
+      {
+        ...result,
+        resumed,
+        resumeSeconds,
+        maxRss: process.resourceUsage().maxRSS * 1024
+      } satisfies ChildResult
+    ))
+  }).pipe(Effect.provide(runtime(model, database.layer)))
+}).pipe(Effect.scoped)
 
 const entry = fileURLToPath(import.meta.url)
 
 /** Runs this file in a child process (same Node flags as this one), its progress on our stderr. */
-export const runChild = (count: number, budget: number): Effect.Effect<ChildResult, ChildFailed> =>
+export const runChild = (
+  count: number,
+  budget: number,
+  options: { readonly store?: ChildStore; readonly concurrency?: number; readonly resume?: boolean } = {}
+): Effect.Effect<ChildResult, ChildFailed> =>
   Effect.async<string, ChildFailed>((resume) => {
     const process_ = spawn(
       process.execPath,
-      [...process.execArgv, entry, `--count=${count}`, `--budget=${budget}`],
+      [
+        ...process.execArgv,
+        entry,
+        `--count=${count}`,
+        `--budget=${budget}`,
+        `--store=${options.store ?? "memory"}`,
+        `--concurrency=${options.concurrency ?? 1}`,
+        ...(options.resume === true ? ["--resume"] : [])
+      ],
       { stdio: ["ignore", "pipe", "inherit"] }
     )
     let output = ""

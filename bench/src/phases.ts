@@ -6,17 +6,22 @@
  *   `Session.run` waits (variant A) or by id after `Blocked` (variant B); the time of a turn runs from
  *   `Session.run` to its final state (starting the session is outside it, but inside the phase's turns/s).
  * - `pauseResume`: many turns paused at once, each blocked on its approval; then all answered by id and waited for.
- * - `pauseMany`: the pausing part alone (also run by `pausedProcess.ts` in a child process for the RSS row).
+ * - `atOnce`: many turns of variant A running together (`concurrency` at a time): the throughput of a store whose
+ *   group commit shares one transaction between the turns waiting for it.
+ * - `pauseMany`: the pausing part alone (also run by `pausedProcess.ts` in a child process for the RSS rows).
  *
- * The runtime is the one the issue names: `LocalTransport` (idle trees evicted after `idleTimeToLive`) over
- * `SessionStore.layerMemory`, `Connectors.layerEmpty`, `RuntimeTools.layerEmpty` and
- * `Models.layer(Models.single(model))`. Only the public client API drives it.
+ * The runtime is the one the issue names: `LocalTransport` (idle trees evicted after `idleTimeToLive`) over a
+ * session store (`stores.ts`: in memory, a SQLite file or PostgreSQL, a fresh database per phase),
+ * `Connectors.layerEmpty`, `RuntimeTools.layerEmpty` and `Models.layer(Models.single(model))`. Only the public client API drives it. On the SQL
+ * stores a phase also reads the database's meters before and after its measured turns: write transactions, bytes
+ * and events stored per turn.
  */
 import type { LanguageModel } from "@effect/ai"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { Console, Effect, Layer, Option } from "effect"
 import type { BenchModel } from "./models.js"
+import type * as Stores from "./stores.js"
 import {
   approveAll,
   checkBlocked,
@@ -39,15 +44,43 @@ import {
  */
 export const idleTimeToLive = "20 millis"
 
-export const runtime = (model: LanguageModel.Service) =>
+export const runtime = (
+  model: LanguageModel.Service,
+  store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>
+) =>
   LocalTransport.layerWith({ idleTimeToLive }).pipe(
-    Layer.provide([
-      SessionStore.layerMemory,
-      Connectors.layerEmpty,
-      RuntimeTools.layerEmpty,
-      Models.layer(Models.single(model))
-    ])
+    Layer.provide([store, Connectors.layerEmpty, RuntimeTools.layerEmpty, Models.layer(Models.single(model))])
   )
+
+/** What a phase's measured turns left in a SQL database, per turn. */
+export interface Stored {
+  readonly transactionsPerTurn: number
+  readonly bytesPerTurn: number
+  readonly eventsPerTurn: number
+}
+
+/** Reads the meters now; `per(turns)` reads them again and gives what the turns in between stored. */
+const meter = (database: Stores.Database) =>
+  Effect.gen(function*() {
+    if (Option.isNone(database.meters)) {
+      return { per: (_turns: number) => Effect.succeedNone }
+    }
+    const meters = database.meters.value
+    const read = Effect.map(
+      Effect.all([meters.bytes, meters.events]),
+      ([bytes, events]) => ({ transactions: meters.transactions(), bytes, events })
+    )
+    const before = yield* read
+    return {
+      per: (turns: number) =>
+        Effect.map(read, (after) =>
+          Option.some<Stored>({
+            transactionsPerTurn: (after.transactions - before.transactions) / turns,
+            bytesPerTurn: (after.bytes - before.bytes) / turns,
+            eventsPerTurn: (after.events - before.events) / turns
+          }))
+    }
+  }).pipe(Effect.orDie)
 
 const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc
 
@@ -92,6 +125,8 @@ export interface LatencyResult {
   readonly turnsPerSecond: number
   /** Heap kept per completed turn, in bytes. */
   readonly keptPerTurn: Option.Option<number>
+  /** On a SQL store: what each turn stored. */
+  readonly stored: Option.Option<Stored>
 }
 
 /** One turn of variant A: a handler approves while `Session.run` waits. */
@@ -130,20 +165,23 @@ export const latency = (options: {
   readonly variant: Variant
   readonly turns: number
   readonly warmup: number
+  readonly store: Stores.BenchStore
 }) =>
-  Effect.gen(function*() {
-    const phase = `latency ${options.variant} (${options.model.name})`
+  Effect.scoped(Effect.gen(function*() {
+    const phase = `latency ${options.variant} (${options.model.name}, ${options.store.name})`
     const ledger = new Ledger()
     const agent = makeAgent(ledger)
     const model = yield* options.model.make(ledger)
+    const database = yield* options.store.open
     const turn = options.variant === "A" ? turnA(agent, ledger, phase) : turnB(agent, ledger, phase)
     const layer = options.variant === "A"
-      ? Layer.merge(runtime(model), approveAll(ledger))
-      : runtime(model)
+      ? Layer.merge(runtime(model, database.layer), approveAll(ledger))
+      : runtime(model, database.layer)
     return yield* Effect.gen(function*() {
       for (let i = 0; i < options.warmup; i++) yield* turn
       const show = progress(phase, options.turns)
       const before = yield* heapAfterGc
+      const stored = yield* meter(database)
       const samples = new Array<number>(options.turns)
       const started = performance.now()
       for (let i = 0; i < options.turns; i++) {
@@ -151,17 +189,72 @@ export const latency = (options: {
         yield* show(i + 1)
       }
       const seconds = (performance.now() - started) / 1000
+      const perTurn = yield* stored.per(options.turns)
       const after = yield* heapAfterGc
       yield* checkLedgerEmpty(ledger, phase)
       samples.sort((a, b) => a - b)
       const result: LatencyResult = {
         samples,
         turnsPerSecond: options.turns / seconds,
-        keptPerTurn: perItem(before, after, options.turns)
+        keptPerTurn: perItem(before, after, options.turns),
+        stored: perTurn
       }
       return result
     }).pipe(Effect.provide(layer))
-  })
+  }))
+
+// ----------------------------------------------------------------------------
+// Throughput: many turns at once
+// ----------------------------------------------------------------------------
+
+export interface AtOnceResult {
+  /** Milliseconds per turn (from `Session.run` to its final state, with the others running), sorted. */
+  readonly samples: ReadonlyArray<number>
+  /** Completed turns per second over the phase (session starts and checks included). */
+  readonly turnsPerSecond: number
+  readonly stored: Option.Option<Stored>
+}
+
+/** `turns` turns of variant A (each in a new session), `concurrency` of them running at any time. */
+export const atOnce = (options: {
+  readonly model: BenchModel
+  readonly turns: number
+  readonly concurrency: number
+  readonly warmup: number
+  readonly store: Stores.BenchStore
+}) =>
+  Effect.scoped(Effect.gen(function*() {
+    const phase = `${options.concurrency} at once (${options.model.name}, ${options.store.name})`
+    const ledger = new Ledger()
+    const agent = makeAgent(ledger)
+    const model = yield* options.model.make(ledger)
+    const database = yield* options.store.open
+    const turn = turnA(agent, ledger, phase)
+    return yield* Effect.gen(function*() {
+      yield* Effect.forEach(Array.from({ length: options.warmup }), () => turn, {
+        concurrency: options.concurrency,
+        discard: true
+      })
+      const stored = yield* meter(database)
+      const show = progress(phase, options.turns)
+      let done = 0
+      const started = performance.now()
+      const samples = yield* Effect.forEach(
+        Array.from({ length: options.turns }),
+        () => Effect.tap(turn, () => show(++done)),
+        { concurrency: options.concurrency }
+      )
+      const seconds = (performance.now() - started) / 1000
+      const perTurn = yield* stored.per(options.turns)
+      yield* checkLedgerEmpty(ledger, phase)
+      const result: AtOnceResult = {
+        samples: [...samples].sort((a, b) => a - b),
+        turnsPerSecond: options.turns / seconds,
+        stored: perTurn
+      }
+      return result
+    }).pipe(Effect.provide(Layer.merge(runtime(model, database.layer), approveAll(ledger))))
+  }))
 
 // ----------------------------------------------------------------------------
 // Paused turns
@@ -175,8 +268,9 @@ export interface PauseResult {
 }
 
 /**
- * Starts `count` sessions one after another and runs a turn in each, with no approval handler: each returns
- * `Blocked` on its approval and stays paused. Stops early once `budget` seconds have passed.
+ * Starts `count` sessions and runs a turn in each, with no approval handler: each returns `Blocked` on its approval
+ * and stays paused. One after another, or `concurrency` at a time (a SQL store then commits them in shared
+ * transactions). Stops starting new ones once `budget` seconds have passed.
  */
 export const pauseMany = (options: {
   readonly agent: Agent.Agent
@@ -184,19 +278,25 @@ export const pauseMany = (options: {
   readonly phase: string
   readonly count: number
   readonly budget: number
+  readonly concurrency?: number | undefined
 }) =>
   Effect.gen(function*() {
     const paused: Array<Paused> = []
     const show = progress(`${options.phase}: paused`, options.count)
     const started = performance.now()
-    for (let i = 0; i < options.count; i++) {
-      if (performance.now() - started > options.budget * 1000) break
-      const session = yield* Agent.startSession(options.agent)
-      options.ledger.open(session.id)
-      const state = yield* Session.run(session, message(session.id))
-      paused.push(yield* checkBlocked(options.ledger, options.phase, session, state))
-      yield* show(i + 1)
-    }
+    yield* Effect.forEach(
+      Array.from({ length: options.count }),
+      () =>
+        Effect.gen(function*() {
+          if (performance.now() - started > options.budget * 1000) return
+          const session = yield* Agent.startSession(options.agent)
+          options.ledger.open(session.id)
+          const state = yield* Session.run(session, message(session.id))
+          paused.push(yield* checkBlocked(options.ledger, options.phase, session, state))
+          yield* show(paused.length)
+        }),
+      { concurrency: options.concurrency ?? 1, discard: true }
+    )
     const result: PauseResult = {
       paused,
       asked: options.count,
@@ -270,5 +370,5 @@ export const pauseResume = (options: {
         resumeSeconds
       }
       return result
-    }).pipe(Effect.provide(runtime(model)))
+    }).pipe(Effect.provide(runtime(model, SessionStore.layerMemory)))
   })

@@ -159,13 +159,20 @@ const narrated = (transport: Transport.Service, colour: boolean): Transport.Serv
           Effect.map((snapshot) => snapshot.callbacks),
           Effect.orElseSucceed((): ReadonlyArray<Callback.Callback> => [])
         )
-        yield* transport.answer(request)
         const callback = open.find((candidate) => candidate.id === request.callbackId)
-        if (callback === undefined) return
-        const subagent = callback.sessionId === request.sessionId ? undefined : yield* agentOf(callback.sessionId)
-        const who = answeredBy.get(callback.id)
-        answeredBy.delete(callback.id)
-        yield* Console.log(callbackLine(callback, request.answer, who, subagent, colour))
+        const subagent = callback === undefined || callback.sessionId === request.sessionId
+          ? undefined
+          : yield* agentOf(callback.sessionId)
+        // The answer and its line go together, the line as soon as the answer is in: `Turn.result` interrupts a
+        // handler as soon as its callback closes, and the answer's own event may reach the wait before the answer
+        // returns (a SQL store tells its tails at commit, before the engine replies).
+        yield* Effect.uninterruptible(Effect.gen(function*() {
+          yield* transport.answer(request)
+          if (callback === undefined) return
+          const who = answeredBy.get(callback.id)
+          answeredBy.delete(callback.id)
+          yield* Console.log(callbackLine(callback, request.answer, who, subagent, colour))
+        }))
       }),
     events: (sessionId, from) =>
       transport.events(sessionId, from).pipe(

@@ -7,12 +7,16 @@
  * `expected-output.txt`, and the guide's lines alone, in order, against the "Output:" blocks of the guide in
  * `docs/guides/`.
  */
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import * as Narrate from "../shared/narrate.js"
+import * as Runtime from "../shared/runtime.js"
 
 const examplesDir = path.resolve(import.meta.dirname, "..")
 const repoDir = path.resolve(examplesDir, "..")
@@ -24,8 +28,19 @@ const tsx = path.resolve(repoDir, "node_modules", ".bin", "tsx")
  */
 const { FORCE_COLOR: _force, MISTRAL_API_KEY: _apiKey, NO_COLOR: _noColor, ...offlineEnv } = process.env
 
-/** Runs `tsx <file>` from the examples folder and returns its stdout; fails with stderr when it exits non-zero. */
+/**
+ * Runs `tsx <file>` from the examples folder and returns its stdout; fails with stderr when it exits non-zero. Each
+ * run keeps its sessions in a SQLite file of its own, in a temporary folder removed afterwards (`npm start` uses
+ * `.parley/sessions.db`; runs at once must not share a file).
+ */
 const runExample = (file: string, env: { readonly [name: string]: string } = {}) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "parley-examples-"))),
+    (folder) => runIn(file, { PARLEY_SESSIONS_DB: path.join(folder, "sessions.db"), ...env }),
+    (folder) => Effect.sync(() => fs.rmSync(folder, { recursive: true, force: true }))
+  )
+
+const runIn = (file: string, env: { readonly [name: string]: string }) =>
   Effect.async<string, Error>((resume) => {
     const child = execFile(
       tsx,
@@ -164,6 +179,30 @@ describe.concurrent("examples", () => {
         const lines = (shown?.[1] ?? "").split("\n").filter((line) => line !== "…")
         assert.isAtLeast(lines.length, 8)
         assert.deepStrictEqual(lines, stdout.split("\n").slice(0, lines.length))
+      }),
+    { timeout: 90_000 }
+  )
+
+  it.scopedLive(
+    "npm start keeps its sessions in a SQLite file: .parley/sessions.db at the repository root (a temporary one here)",
+    () =>
+      Effect.gen(function*() {
+        const unset = { ...process.env }
+        delete unset.PARLEY_SESSIONS_DB
+        assert.strictEqual(Runtime.sessionsFile(unset), path.join(repoDir, ".parley", "sessions.db"))
+        const folder = fs.mkdtempSync(path.join(os.tmpdir(), "parley-examples-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(folder, { recursive: true, force: true })))
+        const filename = path.join(folder, "sessions.db")
+        const stdout = yield* runIn(path.join("callbacks", "main.ts"), { PARLEY_SESSIONS_DB: filename })
+        assert.strictEqual(stdout, readExpected("callbacks"))
+        const stored = yield* Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql<{ readonly trees: number; readonly events: number }>`SELECT
+            (SELECT COUNT(*) FROM parley_trees) AS trees, (SELECT COUNT(*) FROM parley_events) AS events`
+        }).pipe(Effect.provide(SqliteClient.layer({ filename })))
+        // one session per program of the walkthrough, at least, each with its log
+        assert.isAtLeast(stored[0].trees, 4)
+        assert.isAbove(stored[0].events, stored[0].trees)
       }),
     { timeout: 90_000 }
   )

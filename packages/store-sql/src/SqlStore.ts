@@ -8,8 +8,9 @@
  * - Group commit: concurrent appends (to any trees) share one transaction; a conflicting append fails alone (the
  *   others are then run again, each in its own SAVEPOINT). An append is one compare-and-set of its tree's length: a lost race is a
  *   `SeqConflict`, in this process or in another.
- * - `changes` and `tail` see appends by other processes on the same database: SQLite polls a change counter
- *   (every 25 ms by default), PostgreSQL uses LISTEN/NOTIFY. Appends of this process reach them at once.
+ * - `changes` and `tail` see appends by other processes on the same database: SQLite polls a change counter at once
+ *   when a watch of the file (inotify) sees a write, and every 250 ms anyway; PostgreSQL uses LISTEN/NOTIFY. Appends
+ *   of this process reach them at once.
  * - Every failure (I/O, a lost connection, a row that does not decode, a failed migration) is a typed `StoreError`.
  *
  * @example
@@ -57,7 +58,11 @@ import * as internal from "./internal/sqlStore.js"
  *   survives a crash of the process (`kill -9`) but the last ones may be lost when the machine stops. Group commit
  *   shares one fsync between the appends of all trees that are waiting.
  * - `busyTimeout` (SQLite): how long a write waits for another process's write lock (default 5 seconds).
- * - `pollInterval`: on SQLite, how often the store looks for appends of other processes (default 25 ms); on
+ * - `watch` (SQLite, default `true`): watch the database file and its write-ahead log (`fs.watch`: inotify on
+ *   Linux), so an append by another process is noticed within a millisecond or two of its commit. Turn it off where
+ *   file events do not come (some network or container file systems); the store then polls only.
+ * - `pollInterval`: on SQLite, how often the store looks for appends of other processes anyway: the fallback when a
+ *   file event is missed (default 250 ms with a watch, 25 ms without one or when the watch cannot start); on
  *   PostgreSQL, how often it checks that its LISTEN connection still answers and reads the changes a lost one missed
  *   (default 2 seconds; LISTEN itself tells of appends at once).
  * - `writers` (PostgreSQL): how many transactions the store runs at once (default 4); SQLite has one writer.
@@ -70,6 +75,7 @@ export interface Options {
   readonly synchronous?: "full" | "normal" | undefined
   readonly busyTimeout?: Duration.DurationInput | undefined
   readonly pollInterval?: Duration.DurationInput | undefined
+  readonly watch?: boolean | undefined
   readonly writers?: number | undefined
   readonly maxBatch?: number | undefined
 }
@@ -152,7 +158,16 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore, S
  * @category Layers
  */
 export const layerPg = (options: PgOptions): Layer.Layer<SessionStore, StoreError> => {
-  const { busyTimeout: _b, maxBatch: _m, pollInterval: _p, synchronous: _s, url, writers: _w, ...config } = options
+  const {
+    busyTimeout: _b,
+    maxBatch: _m,
+    pollInterval: _p,
+    synchronous: _s,
+    url,
+    watch: _watch,
+    writers: _w,
+    ...config
+  } = options
   return layer(options).pipe(
     Layer.provide(
       Layer.scopedContext(

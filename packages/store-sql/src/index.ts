@@ -8,8 +8,9 @@
  * - Group commit: concurrent appends (to any trees) share one transaction; a conflicting append fails alone (the
  *   others are then run again, each in its own SAVEPOINT). An append is one compare-and-set of its tree's length: a lost race is a
  *   `SeqConflict`, in this process or in another.
- * - `changes` and `tail` see appends by other processes on the same database: SQLite polls a change counter
- *   (every 25 ms by default), PostgreSQL uses LISTEN/NOTIFY. Appends of this process reach them at once.
+ * - `changes` and `tail` see appends by other processes on the same database: SQLite polls a change counter at once
+ *   when a watch of the file (inotify) sees a write, and every 250 ms anyway; PostgreSQL uses LISTEN/NOTIFY. Appends
+ *   of this process reach them at once.
  * - Every failure (I/O, a lost connection, a row that does not decode, a failed migration) is a typed `StoreError`.
  *
  * @example

@@ -6,7 +6,10 @@ import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
-import { Context, DateTime, Effect, Exit, Layer, Redacted, Scope, Stream } from "effect"
+import type { Duration } from "effect"
+import { Context, DateTime, Effect, Exit, Layer, Queue, Redacted, Scope, Stream } from "effect"
+import { spawn } from "node:child_process"
+import * as path from "node:path"
 import { pgDatabase, pgSchema, sqliteDatabase, sqliteFile, storeOf } from "./databases.js"
 
 SessionStoreSuite.suite("SqlStore.layerSqlite", sqliteDatabase(), { canCorrupt: true })
@@ -141,6 +144,127 @@ describe("SqlStore on SQLite", () => {
       const error = yield* Effect.flip(store.append(treeId, 0, [queued(0)]))
       assert.strictEqual(error._tag, "StoreError")
     }))
+})
+
+/** The changes `store` tells, each with the wall-clock time it came (ms, `performance.now()`). */
+const changesOf = (store: SessionStore.Service) =>
+  Effect.gen(function*() {
+    const seen = yield* Queue.unbounded<{ readonly nextSeq: number; readonly at: number }>()
+    yield* store.changes.pipe(
+      Stream.runForEach((change) => Queue.offer(seen, { nextSeq: change.nextSeq, at: performance.now() })),
+      Effect.forkScoped
+    )
+    yield* Effect.sleep("10 millis")
+    return seen
+  })
+
+/** Waits for the change that brings the tree to `nextSeq`; fails after `limit`. */
+const changeTo = (
+  seen: Queue.Queue<{ readonly nextSeq: number; readonly at: number }>,
+  nextSeq: number,
+  limit: Duration.DurationInput
+) =>
+  Effect.gen(function*() {
+    while (true) {
+      const change = yield* Queue.take(seen)
+      if (change.nextSeq >= nextSeq) return change.at
+    }
+  }).pipe(
+    Effect.timeoutFail({ duration: limit, onTimeout: () => new Error(`no change to ${nextSeq} within the limit`) })
+  )
+
+const repoDir = path.resolve(import.meta.dirname, "..", "..", "..")
+
+/** Runs `fixtures/appendOnce.ts` in a child process; succeeds with the time it printed `appended`. */
+const appendFromChild = (filename: string, seq: number) =>
+  Effect.async<number, Error>((resume) => {
+    const child = spawn(
+      process.execPath,
+      [
+        "--conditions=@parley/source",
+        "--import",
+        "tsx",
+        path.join(import.meta.dirname, "fixtures", "appendOnce.ts"),
+        filename,
+        treeId,
+        String(seq)
+      ],
+      { cwd: repoDir, stdio: ["ignore", "pipe", "pipe"] }
+    )
+    let appendedAt: number | undefined
+    let stderr = ""
+    child.stdout.on("data", (data: Buffer) => {
+      if (appendedAt === undefined && data.toString().includes("appended")) appendedAt = performance.now()
+    })
+    child.stderr.on("data", (data: Buffer) => {
+      stderr += data.toString()
+    })
+    child.on("close", (code) =>
+      resume(
+        code === 0 && appendedAt !== undefined
+          ? Effect.succeed(appendedAt)
+          : Effect.fail(new Error(`the child failed (exit code ${code}): ${stderr}`))
+      ))
+    return Effect.sync(() => child.kill())
+  })
+
+describe("SqlStore on SQLite: appends of other processes, noticed by the file watch", () => {
+  // The poll runs every 10 s: a change within 2 s came from the watch.
+  const slowPoll = { pollInterval: "10 seconds" } as const
+
+  it.scopedLive("another store's appends reach changes at once, also after the log was truncated", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const a = yield* storeOf(SqlStore.layerSqlite({ filename, ...slowPoll }))
+      const { sql, store: b } = yield* withClient(SqliteClient.layer({ filename }), slowPoll)
+      yield* create(a)
+      const seen = yield* changesOf(a)
+      for (let seq = 0; seq < 5; seq++) {
+        const started = performance.now()
+        yield* b.append(treeId, seq, [queued(seq)])
+        const at = yield* changeTo(seen, seq + 1, "2 seconds")
+        assert.isBelow(at - started, 2000)
+        // A checkpoint that empties the write-ahead log (it starts again from nothing): the watch still sees it.
+        if (seq === 2) yield* sql`PRAGMA wal_checkpoint(TRUNCATE)`
+      }
+    }))
+
+  it.scopedLive("its own appends are told once, whatever the watch sees", () =>
+    Effect.gen(function*() {
+      const a = yield* storeOf(SqlStore.layerSqlite({ filename: yield* sqliteFile, ...slowPoll }))
+      yield* create(a)
+      const seen = yield* changesOf(a)
+      yield* a.append(treeId, 0, [queued(0)])
+      yield* a.append(treeId, 1, [queued(1)])
+      yield* Effect.sleep("300 millis")
+      assert.deepStrictEqual((yield* Queue.takeAll(seen)).pipe((chunk) => Array.from(chunk, (c) => c.nextSeq)), [1, 2])
+    }))
+
+  it.scopedLive("without the watch, the poll finds them (every 25 ms by default)", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const a = yield* storeOf(SqlStore.layerSqlite({ filename, watch: false }))
+      const b = yield* storeOf(SqlStore.layerSqlite({ filename, watch: false }))
+      yield* create(a)
+      const seen = yield* changesOf(a)
+      yield* b.append(treeId, 0, [queued(0)])
+      yield* changeTo(seen, 1, "2 seconds")
+    }))
+
+  it.scopedLive(
+    "an append by a child process reaches changes within 2 s of its commit (the poll: every 10 s)",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* sqliteFile
+        const a = yield* storeOf(SqlStore.layerSqlite({ filename, ...slowPoll }))
+        yield* create(a)
+        const seen = yield* changesOf(a)
+        const appendedAt = yield* appendFromChild(filename, 0)
+        const at = yield* changeTo(seen, 1, "2 seconds")
+        assert.isBelow(at - appendedAt, 2000)
+      }),
+    { timeout: 60_000 }
+  )
 })
 
 describe("SqlStore on PostgreSQL", () => {

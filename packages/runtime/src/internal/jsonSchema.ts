@@ -6,14 +6,29 @@ import { Ajv } from "ajv"
 import * as Either from "effect/Either"
 
 const ajv = new Ajv({ allErrors: true, strict: false })
-const compiled = new WeakMap<object, ReturnType<typeof ajv.compile>>()
+
+type Validate = ReturnType<typeof ajv.compile>
+
+/**
+ * Compiled validators, by schema object and by the schema's JSON text: a tree loaded again from a durable store
+ * decodes its agent anew (new schema objects, the same schemas), and compiling costs far more than the text.
+ */
+const byObject = new WeakMap<object, Validate>()
+const byText = new Map<string, Validate>()
+/** Distinct schemas kept by text (the map is emptied when full). */
+const byTextLimit = 1_000
 
 const validatorOf = (schema: JsonSchema) => {
-  let validate = compiled.get(schema)
+  const known = byObject.get(schema)
+  if (known !== undefined) return known
+  const text = JSON.stringify(schema)
+  let validate = byText.get(text)
   if (validate === undefined) {
     validate = ajv.compile(schema)
-    compiled.set(schema, validate)
+    if (byText.size >= byTextLimit) byText.clear()
+    byText.set(text, validate)
   }
+  byObject.set(schema, validate)
   return validate
 }
 

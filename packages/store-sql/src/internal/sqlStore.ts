@@ -10,8 +10,8 @@
  * nothing and is a `ResolutionConflict`.
  *
  * After a commit, this process's tails get the appended events at once and `changes` the new length. Appends by
- * other processes are noticed by a poll of `parley_trees.change_id` on SQLite and by LISTEN/NOTIFY on PostgreSQL;
- * tails then read what they miss from the table.
+ * other processes are noticed by a poll of `parley_trees.change_id` on SQLite, run at once when a watch of the file
+ * fires (`sqliteChanges.ts`), and by LISTEN/NOTIFY on PostgreSQL; tails then read what they miss from the table.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Migrator from "@effect/sql/Migrator"
@@ -41,12 +41,14 @@ import * as Stream from "effect/Stream"
 import type { EventRow, StoredEventRow, TreeRow } from "./codec.js"
 import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
 import * as Migrations from "./migrations.js"
+import * as SqliteChanges from "./sqliteChanges.js"
 import * as Statements from "./statements.js"
 
 export interface Options {
   readonly synchronous?: "full" | "normal" | undefined
   readonly busyTimeout?: Duration.DurationInput | undefined
   readonly pollInterval?: Duration.DurationInput | undefined
+  readonly watch?: boolean | undefined
   readonly writers?: number | undefined
   readonly maxBatch?: number | undefined
 }
@@ -90,13 +92,6 @@ class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; re
 
 /** Live-only events (streamed deltas) are never read from the table: they ride along the tails of this process. */
 const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
-
-/** Sleeps on the wall clock, whatever `Clock` the store was built under (polls must run under `TestClock` too). */
-const sleepLive = (millis: number) =>
-  Effect.async<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), millis)
-    return Effect.sync(() => clearTimeout(timer))
-  })
 
 const storeError = (method: string, description: string) => (cause: unknown) =>
   new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })
@@ -149,11 +144,14 @@ export const make = (
     // -------------------------------------------------------------------------
 
     const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
+    /** Called after each write transaction: SQLite's watch then knows the files as this store left them. */
+    let afterOwnWrite = (): void => {}
     const transaction = <A, E, R>(
       body: (connection: Connection) => Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | SqlError, R> =>
       Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
+        yield* Effect.addFinalizer(() => Effect.sync(() => afterOwnWrite()))
         yield* connection.executeUnprepared(begin, [], undefined)
         const exit = yield* Effect.exit(
           Effect.provideService(body(connection), SqlClient.TransactionConnection, [connection, 0] as const)
@@ -192,7 +190,7 @@ export const make = (
         Effect.catchIf(
           Effect.asVoid(transaction(() => migrate)),
           (error) => locked(error) && waited < 15_000,
-          () => Effect.zipRight(sleepLive(pause), attempt(Math.min(pause * 2, 250), waited + pause))
+          () => Effect.zipRight(SqliteChanges.sleepLive(pause), attempt(Math.min(pause * 2, 250), waited + pause))
         )
       yield* attempt(2, 0).pipe(
         Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
@@ -275,21 +273,28 @@ export const make = (
     // Reads
     // -------------------------------------------------------------------------
 
+    // Every read runs to its end, even when its caller is interrupted (a wait that stopped, a handler whose callback
+    // closed): on PostgreSQL, @effect/sql-pg cancels an interrupted query with `pg_cancel_backend(pid)`, which can
+    // land after the query ended and its pooled connection went to another query — cancelling that one instead.
     const readEvents = (method: string, treeId: SessionId, from: number) =>
-      sql<StoredEventRow>`SELECT seq, version, event FROM parley_events
-        WHERE tree_id = ${treeId} AND seq >= ${Math.max(0, from)} ORDER BY seq`.pipe(
+      Effect.uninterruptible(sql<StoredEventRow>`SELECT seq, version, event FROM parley_events
+        WHERE tree_id = ${treeId} AND seq >= ${Math.max(0, from)} ORDER BY seq`).pipe(
         Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
         Effect.flatMap((rows) => Effect.forEach(rows, (row) => decodeEvent(method, treeId, row)))
       )
 
     const nextSeqOf = (method: string, treeId: SessionId) =>
-      sql<{ readonly next_seq: number | string }>`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+      Effect.uninterruptible(
+        sql<{ readonly next_seq: number | string }>`SELECT next_seq FROM parley_trees WHERE tree_id = ${treeId}`
+      ).pipe(
         Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
         Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(Number(rows[0].next_seq)))
       )
 
     const getTree = (treeId: SessionId) =>
-      sql<TreeRow>`SELECT tree_id, version, agent, created_at FROM parley_trees WHERE tree_id = ${treeId}`.pipe(
+      Effect.uninterruptible(
+        sql<TreeRow>`SELECT tree_id, version, agent, created_at FROM parley_trees WHERE tree_id = ${treeId}`
+      ).pipe(
         Effect.mapError(storeError("getTree", `could not read tree ${treeId}`)),
         Effect.flatMap((rows) =>
           rows.length === 0 ? Effect.succeedNone : Effect.map(decodeTree(treeId, rows[0]), Option.some)
@@ -300,16 +305,17 @@ export const make = (
       Effect.suspend(() => {
         const known = sessionTrees.get(sessionId)
         if (known !== undefined) return Effect.succeedSome(known)
-        return sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`
-          .pipe(
-            Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
-            Effect.map((rows) => {
-              if (rows.length === 0) return Option.none()
-              const treeId = rows[0].tree_id as SessionId
-              fileSession(sessionId, treeId)
-              return Option.some(treeId)
-            })
-          )
+        return Effect.uninterruptible(
+          sql<{ readonly tree_id: string }>`SELECT tree_id FROM parley_sessions WHERE session_id = ${sessionId}`
+        ).pipe(
+          Effect.mapError(storeError("treeOf", `could not look up session ${sessionId}`)),
+          Effect.map((rows) => {
+            if (rows.length === 0) return Option.none()
+            const treeId = rows[0].tree_id as SessionId
+            fileSession(sessionId, treeId)
+            return Option.some(treeId)
+          })
+        )
       })
 
     // -------------------------------------------------------------------------
@@ -530,11 +536,14 @@ export const make = (
             yield* Deferred.succeed(write.done, undefined)
             continue
           }
-          // As in the memory store, this process's tails have the events when `append` returns. `changes` comes
-          // after: the writer has then taken its append into account when `changes` tells of it.
+          // As in the memory store, this process's tails have the events when `append` returns, and the appender
+          // goes on before the readers of those tails do: it is woken first (both are woken now and run once the
+          // writer yields, in that order), so an engine has taken its own events in before a reader of its tails
+          // asks it about them. `changes` comes after: the writer has then taken its append into account when
+          // `changes` tells of it.
           remember(write.treeId, write.expectedSeq, write.events)
-          yield* signal(write.treeId, write.events)
           yield* Deferred.succeed(write.done, undefined)
+          yield* signal(write.treeId, write.events)
           yield* PubSub.publish(changes, { treeId: write.treeId, nextSeq: write.expectedSeq + write.events.length })
         }
       })
@@ -589,38 +598,15 @@ export const make = (
     // -------------------------------------------------------------------------
 
     if (dialect === "sqlite") {
-      const interval = Math.max(1, Math.round(Duration.toMillis(options.pollInterval ?? "25 millis")))
-      let cursor = yield* sql<{ readonly id: number | null }>`SELECT MAX(change_id) AS id FROM parley_trees`.pipe(
-        Effect.mapError(storeError("make", "could not read the change counter")),
-        Effect.map((rows) => Number(rows[0]?.id ?? 0))
-      )
-      const poll: Effect.Effect<boolean, SqlError> = Effect.gen(function*() {
-        const rows = yield* sql<{
-          readonly tree_id: string
-          readonly next_seq: number
-          readonly change_id: number
-          readonly changed_by: string | null
-        }>`SELECT tree_id, next_seq, change_id, changed_by FROM parley_trees
-            WHERE change_id > ${cursor} ORDER BY change_id LIMIT 1000`
-        for (const row of rows) {
-          cursor = Math.max(cursor, Number(row.change_id))
-          if (row.changed_by !== instance) yield* foreignAppend(row.tree_id as SessionId, Number(row.next_seq))
-        }
-        return rows.length === 1000
-      })
-      yield* Effect.gen(function*() {
-        while (true) {
-          yield* sleepLive(interval)
-          let more = true
-          while (more) {
-            more = yield* poll.pipe(
-              Effect.catchAllCause((cause) =>
-                Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), false)
-              )
-            )
-          }
-        }
-      }).pipe(Effect.forkScoped)
+      const following = yield* SqliteChanges.follow(sql, {
+        instance,
+        pollInterval: options.pollInterval === undefined
+          ? undefined
+          : Math.max(1, Math.round(Duration.toMillis(options.pollInterval))),
+        watch: options.watch ?? true,
+        onAppend: foreignAppend
+      }).pipe(Effect.mapError(storeError("make", "could not read the change counter")))
+      afterOwnWrite = following.afterOwnWrite
     } else if (Option.isSome(pg)) {
       // LISTEN tells of appends at once; each notification carries its change's number. The listening connection is
       // checked every `pollInterval` (our own ping must come back within a second, else LISTEN starts again on a new
@@ -677,7 +663,7 @@ export const make = (
                 yield* sql`SELECT pg_notify(${channel}, ${payload})`
                 const back = yield* Effect.raceFirst(
                   Effect.as(Deferred.await(heard), true),
-                  Effect.as(sleepLive(every), false)
+                  Effect.as(SqliteChanges.sleepLive(every), false)
                 )
                 if (back) return true
               }
@@ -690,7 +676,7 @@ export const make = (
             if (!answered) return
             yield* Effect.ignore(Deferred.succeed(started, undefined))
             yield* catchUp
-            yield* sleepLive(interval)
+            yield* SqliteChanges.sleepLive(interval)
           }
         }))
       const started = yield* Deferred.make<void>()
@@ -700,13 +686,13 @@ export const make = (
             Effect.catchAllCause((cause) => Effect.logWarning("SqlStore: LISTEN failed", cause))
           )
           yield* Effect.logWarning(`SqlStore: LISTEN ${channel} stopped answering; listening again`)
-          yield* sleepLive(100)
+          yield* SqliteChanges.sleepLive(100)
         }
       }).pipe(Effect.forkScoped)
       // LISTEN is in place once our first ping comes back.
       const listening = yield* Effect.raceFirst(
         Effect.as(Deferred.await(started), true),
-        Effect.as(sleepLive(5000), false)
+        Effect.as(SqliteChanges.sleepLive(5000), false)
       )
       if (!listening) {
         return yield* new StoreError({ method: "make", description: `LISTEN ${channel} did not start within 5 s` })
