@@ -19,7 +19,9 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type * as Mailbox from "effect/Mailbox"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { AgentSpec } from "./AgentSpec.js"
 import type { Answer } from "./Answer.js"
@@ -142,6 +144,18 @@ export interface Service {
    * Never ends by itself. For a root session: its whole tree's log; for a subagent: its own events.
    */
   readonly events: (sessionId: SessionId, from: number) => Stream.Stream<TurnEvent, SessionNotFound | TransportFailure>
+  /**
+   * The same events as `events`, in a `Mailbox` that lives as long as the scope: a reader takes what came with
+   * `takeAll`, with no `Stream` to run (what `Turn.result` reads). The mailbox fails with the error that stops it.
+   */
+  readonly subscribe: (
+    sessionId: SessionId,
+    from: number
+  ) => Effect.Effect<
+    Mailbox.ReadonlyMailbox<TurnEvent, SessionNotFound | TransportFailure>,
+    SessionNotFound | TransportFailure,
+    Scope.Scope
+  >
   /** A turn now: the callbacks it lists as open (a root turn: its tree's), the log position, its state. */
   readonly snapshot: (
     sessionId: SessionId,

@@ -239,14 +239,18 @@ export const result = <R = never>(
       })
 
     const inView = viewOf(turn, snapshot.started)
-    yield* transport.events(turn.sessionId, from).pipe(
-      Stream.runForEachChunk((chunk) =>
-        Queue.offerAll(signals, Chunk.map(chunk, (event): Signal => ({ _tag: "Event", event })))
-      ),
-      Effect.matchEffect({
-        onFailure: (error) => Queue.offer(signals, { _tag: "StreamEnded", error }),
-        onSuccess: () => Queue.offer(signals, { _tag: "StreamEnded", error: undefined })
-      }),
+    // The events come in a mailbox (no stream to run): each batch joins the signals.
+    const events = yield* transport.subscribe(turn.sessionId, from)
+    const move: Effect.Effect<void, SessionNotFound | TransportFailure> = Effect.flatMap(
+      events.takeAll,
+      ([batch, done]) => {
+        const moved = Queue.offerAll(signals, Chunk.map(batch, (event): Signal => ({ _tag: "Event", event })))
+        return done ? Effect.zipRight(moved, Queue.offer(signals, { _tag: "StreamEnded", error: undefined })) :
+          Effect.zipRight(moved, move)
+      }
+    )
+    yield* move.pipe(
+      Effect.catchAll((error) => Queue.offer(signals, { _tag: "StreamEnded", error })),
       Effect.forkScoped
     )
     yield* Effect.forEach(snapshot.callbacks, start, { discard: true })

@@ -7,8 +7,9 @@
  * - `append(treeId, expectedSeq, events)` adds events all or none: `expectedSeq` must be the log's length (optimistic
  *   concurrency: a writer that lost a race fails with `SeqConflict`, re-reads and decides again), and a callback is
  *   resolved at most once (`ResolutionConflict`).
- * - `read` returns the stored events from a cursor; `tail` continues with the live ones, gap-free, and delivers the
- *   live-only events `publish` hands it (streamed `MessageDelta`s) to readers in this process.
+ * - `read` returns the stored events from a cursor; `subscribe` continues with the live ones, gap-free, in a `Mailbox`
+ *   (no `Stream` to run: a reader takes what came with `takeAll`), and delivers the live-only events `publish` hands
+ *   it (streamed `MessageDelta`s) to readers in this process. `tail` is the same as a `Stream`.
  * - `changes` tells which trees were appended to, so an engine notices appends made by others.
  * - Leases: one engine (an `owner`, alive while it renews `heartbeat`) runs a tree's work. `claim` makes the caller
  *   the tree's owner when the tree has none, is its own, or its owner's heartbeat lapsed; each change of owner raises
@@ -44,11 +45,13 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type * as Stream from "effect/Stream"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as internal from "./internal/memoryStore.js"
 
 /**
@@ -201,10 +204,16 @@ export interface Service {
   /** The stored events with `seq >= from`. */
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   /**
-   * The stored events with `seq >= from`, then every event appended later, in order, gap-free; with them the live-only
-   * events `publish` gives in this process (after the event their `seq` names).
+   * A mailbox of the stored events with `seq >= from`, then every event appended later, in order, gap-free; with them
+   * the live-only events `publish` gives in this process (after the event their `seq` names). With `sessionId`, only
+   * that session's events. The subscription ends with the scope. The mailbox is done at once when there is no such
+   * tree, and fails with the `StoreError` that stops it.
    */
-  readonly tail: (treeId: SessionId, from: number) => Stream.Stream<TurnEvent, StoreError>
+  readonly subscribe: (
+    treeId: SessionId,
+    from: number,
+    sessionId?: SessionId | undefined
+  ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, StoreError>, StoreError, Scope.Scope>
   /** Hands live-only events (streamed deltas) to the tails of this process. Nothing is stored. */
   readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => Effect.Effect<void>
   /** The trees appended to from now on (with the `seq` the log reached), by anyone. */
@@ -239,6 +248,20 @@ export interface Service {
  * @category Context
  */
 export class SessionStore extends Context.Tag("@parley/runtime/SessionStore")<SessionStore, Service>() {}
+
+/**
+ * A store's `subscribe` as a `Stream`: the stored events with `seq >= from`, then the live ones.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const tail = (
+  store: Service,
+  treeId: SessionId,
+  from: number,
+  sessionId?: SessionId | undefined
+): Stream.Stream<TurnEvent, StoreError> =>
+  Stream.unwrapScoped(Effect.map(store.subscribe(treeId, from, sessionId), Mailbox.toStream))
 
 /**
  * An in-memory store (tests, examples, single-process programs that need no durability).

@@ -71,7 +71,7 @@ describe("SessionStore.layerMemory", () => {
     withTree((store) =>
       Effect.gen(function*() {
         yield* store.append(treeId, 0, [queued(0), queued(1)])
-        const reader = yield* store.tail(treeId, 1).pipe(Stream.take(4), Stream.runCollect, Effect.fork)
+        const reader = yield* SessionStore.tail(store, treeId, 1).pipe(Stream.take(4), Stream.runCollect, Effect.fork)
         yield* settled
         yield* store.append(treeId, 2, [queued(2)])
         // A delta of a step the reader has passed goes through; it is not stored.

@@ -47,6 +47,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Queue from "effect/Queue"
@@ -539,6 +540,35 @@ export const make = (
     const knownTurn = (actor: Actor, sessionId: SessionId, turnId: unknown, method: string) =>
       afterCatchingUp(actor, Effect.suspend(() => turnOf(actor, sessionId, turnId, method)), () => true)
 
+    /**
+     * The session's events from `from` on in a mailbox (its tree's, for a root session), the store's errors turned into
+     * the transport's: a fiber of the caller's scope moves each batch on.
+     */
+    const subscribe = (method: string, sessionId: unknown, from: number) =>
+      Effect.gen(function*() {
+        const { id, treeId } = yield* withTree(
+          method,
+          sessionId,
+          (actor, id) => Effect.succeed({ id, treeId: actor.treeId }),
+          { read: true }
+        )
+        const cursor = Number.isSafeInteger(from) && from > 0 ? from : 0
+        const source = yield* Effect.mapError(
+          store.subscribe(treeId, cursor, id === treeId ? undefined : id),
+          (error) => failure(method, error)
+        )
+        const events = yield* Mailbox.make<TurnEvent, SessionNotFound | TransportFailure>()
+        const move: Effect.Effect<void, SessionStore.StoreError> = Effect.flatMap(source.takeAll, ([batch, done]) => {
+          events.unsafeOfferAll(batch)
+          return done ? events.end : move
+        })
+        yield* move.pipe(
+          Effect.catchAll((error) => events.fail(failure(method, error))),
+          Effect.forkScoped
+        )
+        return events as Mailbox.ReadonlyMailbox<TurnEvent, SessionNotFound | TransportFailure>
+      })
+
     const deadlines = yield* Deadlines.make((treeId, callbackId) =>
       withTree("expire", treeId, (actor) => submit(actor, { _tag: "Expire", callbackId })).pipe(
         Effect.catchAllCause((cause) => Effect.logError(`the deadline of ${callbackId} could not be applied`, cause))
@@ -638,14 +668,9 @@ export const make = (
               TurnNotFound: (error) => Effect.fail(failure("sendMessage", error))
             })
           )),
+      subscribe: (sessionId, from) => subscribe("subscribe", sessionId, from),
       events: (sessionId, from) =>
-        Stream.unwrap(
-          withTree("events", sessionId, (actor, id) => {
-            const cursor = Number.isSafeInteger(from) && from > 0 ? from : 0
-            const tail = Stream.mapError(store.tail(actor.treeId, cursor), (error) => failure("events", error))
-            return Effect.succeed(id === actor.treeId ? tail : Stream.filter(tail, (event) => event.sessionId === id))
-          }, { read: true })
-        ),
+        Stream.unwrapScoped(Effect.map(subscribe("events", sessionId, from), Mailbox.toStream)),
       snapshot: (sessionId, turnId) =>
         withTree("snapshot", sessionId, (actor, id) =>
           Effect.map(knownTurn(actor, id, turnId, "snapshot"), (turn) => {

@@ -3,10 +3,11 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import type { OpenCallbackRow, Service, Snapshot, StoredTree } from "../SessionStore.js"
+import type { OpenCallbackRow, Service, Snapshot, StoreError, StoredTree } from "../SessionStore.js"
 import { LeaseLost, ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
 interface Log {
@@ -16,9 +17,8 @@ interface Log {
   openTurns: number
   owner: string | undefined
   epoch: number
-  /** Subscribers of live events, created with the first tail and dropped with the last. */
-  pubsub: PubSub.PubSub<TurnEvent> | undefined
-  subscribers: number
+  /** The subscribers of live events: each is handed the events of every append (and publish), in order. */
+  readonly subscribers: Set<(events: ReadonlyArray<TurnEvent>) => void>
   /** The latest snapshot of the tree's projection. */
   snapshot: Snapshot | undefined
 }
@@ -39,24 +39,9 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
   const owners = new Map<string, number>()
   const isAlive = (owner: string | undefined, now: number) => owner !== undefined && (owners.get(owner) ?? 0) > now
 
-  /** Subscribes to a log's live events; the log's PubSub lives while it has subscribers. */
-  const subscribe = (log: Log) =>
-    Effect.acquireRelease(
-      Effect.suspend(() => {
-        if (log.pubsub !== undefined) return Effect.succeed(log.pubsub)
-        return Effect.map(PubSub.unbounded<TurnEvent>(), (pubsub) => {
-          log.pubsub ??= pubsub
-          return log.pubsub
-        })
-      }).pipe(Effect.tap(() => Effect.sync(() => log.subscribers++))),
-      (pubsub) =>
-        Effect.suspend(() => {
-          log.subscribers--
-          if (log.subscribers > 0 || log.pubsub !== pubsub) return Effect.void
-          log.pubsub = undefined
-          return PubSub.shutdown(pubsub)
-        })
-    ).pipe(Effect.flatMap(PubSub.subscribe))
+  const handTo = (log: Log, events: ReadonlyArray<TurnEvent>) => {
+    for (const subscriber of log.subscribers) subscriber(events)
+  }
 
   const service: Service = {
     createTree: (tree) =>
@@ -68,8 +53,7 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
           openTurns: 0,
           owner: undefined,
           epoch: 0,
-          pubsub: undefined,
-          subscribers: 0,
+          subscribers: new Set(),
           snapshot: undefined
         })
         trees.set(tree.treeId, tree.treeId)
@@ -106,32 +90,42 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
             open.set(callback.id, { treeId, sessionId, turnId, callbackId: callback.id, kind: callback.kind, seq })
           } else if (event._tag === "CallbackResolved") open.delete(event.callbackId)
         }
-        const publish = log.pubsub === undefined ? Effect.void : PubSub.publishAll(log.pubsub, events)
-        return Effect.zipRight(publish, PubSub.publish(changes, { treeId, nextSeq: log.events.length }))
+        handTo(log, events)
+        return PubSub.publish(changes, { treeId, nextSeq: log.events.length })
       }),
     read: (treeId, from) => Effect.sync(() => logs.get(treeId)?.events.slice(from) ?? []),
-    tail: (treeId, from) =>
-      Stream.unwrapScoped(Effect.gen(function*() {
+    subscribe: (treeId, from, sessionId) =>
+      Effect.gen(function*() {
+        const mailbox = yield* Mailbox.make<TurnEvent, StoreError>()
         const log = logs.get(treeId)
-        if (log === undefined) return Stream.empty
-        // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
-        const subscription = yield* subscribe(log)
-        const stored = log.events.slice(from)
+        if (log === undefined) {
+          yield* mailbox.end
+          return mailbox
+        }
+        const mine = (event: TurnEvent) => sessionId === undefined || event.sessionId === sessionId
+        // The stored events, then each append as it is made: nothing runs between the read and the subscription.
+        mailbox.unsafeOfferAll(log.events.slice(from).filter(mine))
         let next = Math.max(from, log.events.length)
-        const live = Stream.fromQueue(subscription).pipe(
-          Stream.filter((event) => {
-            if (isLiveOnly(event)) return event.seq >= from && event.seq < next
-            if (event.seq !== next) return false
-            next = event.seq + 1
-            return true
-          })
-        )
-        return Stream.concat(Stream.fromIterable(stored), live)
-      })),
+        const subscriber = (events: ReadonlyArray<TurnEvent>) => {
+          const taken: Array<TurnEvent> = []
+          for (const event of events) {
+            if (isLiveOnly(event)) {
+              if (event.seq >= from && event.seq < next && mine(event)) taken.push(event)
+            } else if (event.seq === next) {
+              next = event.seq + 1
+              if (mine(event)) taken.push(event)
+            }
+          }
+          if (taken.length > 0) mailbox.unsafeOfferAll(taken)
+        }
+        log.subscribers.add(subscriber)
+        yield* Effect.addFinalizer(() => Effect.sync(() => log.subscribers.delete(subscriber)))
+        return mailbox
+      }),
     publish: (treeId, events) =>
-      Effect.suspend(() => {
-        const pubsub = logs.get(treeId)?.pubsub
-        return pubsub === undefined ? Effect.void : Effect.asVoid(PubSub.publishAll(pubsub, events))
+      Effect.sync(() => {
+        const log = logs.get(treeId)
+        if (log !== undefined) handTo(log, events)
       }),
     changes: Stream.fromPubSub(changes),
     heartbeat: (owner, ttl) =>

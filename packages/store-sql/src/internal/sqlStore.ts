@@ -33,6 +33,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
@@ -733,8 +734,8 @@ export const make = (
           }))
         }),
       read: (treeId, from) => readEvents("read", treeId, from),
-      tail: (treeId, from) =>
-        Stream.unwrapScoped(Effect.gen(function*() {
+      subscribe: (treeId, from, sessionId) =>
+        Mailbox.fromStream(Stream.unwrapScoped(Effect.gen(function*() {
           // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
           const subscription = yield* subscribe(treeId)
           const cached = recent.get(treeId)
@@ -764,8 +765,9 @@ export const make = (
             }),
             Stream.flattenIterables
           )
-          return Stream.concat(Stream.fromIterable(stored), live)
-        })),
+          const all = Stream.concat(Stream.fromIterable(stored), live)
+          return sessionId === undefined ? all : Stream.filter(all, (event) => event.sessionId === sessionId)
+        }))),
       publish: (treeId, events) => signal(treeId, events),
       changes: Stream.fromPubSub(changes),
       heartbeat: (owner, ttl) =>

@@ -16,6 +16,7 @@ import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Mailbox from "effect/Mailbox"
 import type * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
@@ -88,7 +89,11 @@ export interface Store {
     lease?: Lease | undefined
   ) => Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent.TurnEvent>, StoreError>
-  readonly tail: (treeId: SessionId, from: number) => Stream.Stream<TurnEvent.TurnEvent, StoreError>
+  readonly subscribe: (
+    treeId: SessionId,
+    from: number,
+    sessionId?: SessionId | undefined
+  ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent.TurnEvent, StoreError>, StoreError, Scope.Scope>
   readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent.TurnEvent>) => Effect.Effect<void>
   readonly changes: Stream.Stream<{ readonly treeId: SessionId; readonly nextSeq: number }, StoreError>
   readonly heartbeat: (owner: string, ttl: Duration.Duration) => Effect.Effect<void, StoreError>
@@ -104,6 +109,15 @@ export interface Store {
   readonly saveSnapshot: (treeId: SessionId, snapshot: Snapshot) => Effect.Effect<void, StoreError>
   readonly loadSnapshot: (treeId: SessionId) => Effect.Effect<Option.Option<Snapshot>, StoreError>
 }
+
+/** A store's `subscribe` as a `Stream` (what the suite reads with `take`). */
+export const tail = (
+  store: Store,
+  treeId: SessionId,
+  from: number,
+  sessionId?: SessionId
+): Stream.Stream<TurnEvent.TurnEvent, StoreError> =>
+  Stream.unwrapScoped(Effect.map(store.subscribe(treeId, from, sessionId), Mailbox.toStream))
 
 export interface Database {
   readonly open: Effect.Effect<Store, unknown, Scope.Scope>

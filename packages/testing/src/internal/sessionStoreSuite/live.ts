@@ -24,7 +24,8 @@ import {
   tags,
   tree,
   treeId,
-  withStore
+  withStore,
+  tail
 } from "./fixtures.js"
 
 export const live = (makeDatabase: MakeDatabase): void => {
@@ -33,14 +34,14 @@ export const live = (makeDatabase: MakeDatabase): void => {
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.append(treeId, 0, [queued(0), queued(1)])
-          const tail = yield* reader(store.tail(treeId, 1))
+          const tailed = yield* reader(tail(store, treeId, 1))
           // The stored event arrives first: from then on the reader follows the live ones.
-          assert.deepStrictEqual(tags(yield* tail.take(1)), ["TurnQueued 1"])
+          assert.deepStrictEqual(tags(yield* tailed.take(1)), ["TurnQueued 1"])
           yield* store.append(treeId, 2, [queued(2)])
           // A delta of a step the reader has passed goes through; it is not stored.
           yield* store.publish(treeId, [delta(2)])
           yield* store.append(treeId, 3, [queued(3), queued(4)])
-          assert.deepStrictEqual(tags(yield* tail.take(4)), [
+          assert.deepStrictEqual(tags(yield* tailed.take(4)), [
             "TurnQueued 2",
             "MessageDelta 2",
             "TurnQueued 3",
@@ -60,8 +61,8 @@ export const live = (makeDatabase: MakeDatabase): void => {
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.append(treeId, 0, [queued(0), queued(1), queued(2)])
-          const fromStart = yield* reader(store.tail(treeId, 0))
-          const fromTwo = yield* reader(store.tail(treeId, 2))
+          const fromStart = yield* reader(tail(store, treeId, 0))
+          const fromTwo = yield* reader(tail(store, treeId, 2))
           assert.deepStrictEqual(seqs(yield* fromStart.take(3)), [0, 1, 2])
           assert.deepStrictEqual(seqs(yield* fromTwo.take(1)), [2])
           // Step 1 (both passed it; only `fromStart` started at or before it), step 2, and step 3 (nobody passed it).
@@ -70,7 +71,7 @@ export const live = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(tags(yield* fromStart.take(3)), ["MessageDelta 1", "MessageDelta 2", "TurnQueued 3"])
           assert.deepStrictEqual(tags(yield* fromTwo.take(2)), ["MessageDelta 2", "TurnQueued 3"])
           // A tail that starts now gets the stored events only: deltas are never stored.
-          const after = yield* store.tail(treeId, 0).pipe(Stream.take(4), Stream.runCollect)
+          const after = yield* tail(store, treeId, 0).pipe(Stream.take(4), Stream.runCollect)
           assert.deepStrictEqual(tags(Chunk.toReadonlyArray(after)), [
             "TurnQueued 0",
             "TurnQueued 1",
@@ -85,7 +86,7 @@ export const live = (makeDatabase: MakeDatabase): void => {
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.append(treeId, 0, [queued(0)])
-          const early = yield* reader(store.tail(treeId, 0))
+          const early = yield* reader(tail(store, treeId, 0))
           assert.deepStrictEqual(seqs(yield* early.take(1)), [0])
           const total = 120
           const writers = yield* Effect.forEach(
@@ -102,7 +103,7 @@ export const live = (makeDatabase: MakeDatabase): void => {
             { concurrency: "unbounded" }
           )
           // A reader that joins halfway is gap-free too.
-          const halfway = yield* reader(store.tail(treeId, 30))
+          const halfway = yield* reader(tail(store, treeId, 30))
           yield* Fiber.joinAll(writers)
           const seen = [0, ...seqs(yield* early.take(total - 1))]
           assert.deepStrictEqual(seen, Array.from({ length: total }, (_, i) => i))
@@ -118,7 +119,7 @@ export const live = (makeDatabase: MakeDatabase): void => {
     it.scoped("of a tree that does not exist ends at once", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          const events = yield* Stream.runCollect(store.tail(otherTreeId, 0))
+          const events = yield* Stream.runCollect(tail(store, otherTreeId, 0))
           assert.strictEqual(events.length, 0)
         })))
 
@@ -126,7 +127,7 @@ export const live = (makeDatabase: MakeDatabase): void => {
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.append(treeId, 0, [queued(0)])
-          const ahead = yield* reader(store.tail(treeId, 3))
+          const ahead = yield* reader(tail(store, treeId, 3))
           yield* settled
           yield* appendUntil(store, treeId, 6, (seq) => queued(seq))
           assert.deepStrictEqual(seqs(yield* ahead.take(3)), [3, 4, 5])

@@ -27,7 +27,8 @@ import {
   type Store,
   tree,
   treeId,
-  withStore
+  withStore,
+  tail
 } from "./fixtures.js"
 
 const expectSeqConflict = (error: { readonly _tag: string }, expected: number, actual: number) => {
@@ -135,7 +136,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           const read = yield* store.read(treeId, 0)
           assert.strictEqual(read.length, events.length)
           events.forEach((event, i) => assert.deepStrictEqual(read[i], event, event._tag))
-          const tailed = yield* store.tail(treeId, 0).pipe(Stream.take(events.length), Stream.runCollect)
+          const tailed = yield* tail(store, treeId, 0).pipe(Stream.take(events.length), Stream.runCollect)
           assert.deepStrictEqual([...tailed], [...events])
         })))
 
@@ -231,7 +232,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
             assert.strictEqual(fromRead._tag, "StoreError")
             // A store that reads the rows (this one may serve its own recent appends from memory): another process.
             const other = yield* database.open
-            const fromTail = yield* Effect.flip(Stream.runCollect(other.tail(treeId, 0)))
+            const fromTail = yield* Effect.flip(Stream.runCollect(tail(other, treeId, 0)))
             assert.strictEqual(fromTail._tag, "StoreError")
             assert.strictEqual((yield* Effect.flip(other.read(treeId, 1)))._tag, "StoreError")
             // The rows around it still read.

@@ -24,7 +24,8 @@ import {
   type Store,
   tree,
   treeId,
-  within
+  within,
+  tail
 } from "./fixtures.js"
 
 const twoStores = <A, E>(
@@ -66,12 +67,12 @@ export const processes = (makeDatabase: MakeDatabase): void => {
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.append(treeId, 0, [queued(0)])
-          const tail = yield* reader(b.tail(treeId, 0))
-          assert.deepStrictEqual(seqs(yield* within(tail.take(1))), [0])
+          const tailed = yield* reader(tail(b, treeId, 0))
+          assert.deepStrictEqual(seqs(yield* within(tailed.take(1))), [0])
           for (let seq = 1; seq < 30; seq += 3) {
             yield* a.append(treeId, seq, [queued(seq), queued(seq + 1), queued(seq + 2)])
           }
-          assert.deepStrictEqual(seqs(yield* within(tail.take(30))), Array.from({ length: 30 }, (_, i) => i + 1))
+          assert.deepStrictEqual(seqs(yield* within(tailed.take(30))), Array.from({ length: 30 }, (_, i) => i + 1))
         })))
 
     it.scopedLive("both write to one tree: each one's reads and new tails have the other's events", () =>
@@ -81,12 +82,12 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           yield* b.append(treeId, 2, [queued(2, childId)])
           // `a` wrote last before `b`: what it remembers of the tree must not hide `b`'s append.
           assert.deepStrictEqual(seqs(yield* a.read(treeId, 0)), [0, 1, 2])
-          const fromA = yield* reader(a.tail(treeId, 1))
+          const fromA = yield* reader(tail(a, treeId, 1))
           assert.deepStrictEqual(seqs(yield* within(fromA.take(2))), [1, 2])
           yield* a.append(treeId, 3, [queued(3)])
           yield* b.append(treeId, 4, [queued(4)])
           assert.deepStrictEqual(seqs(yield* within(fromA.take(2))), [3, 4])
-          const fromB = yield* reader(b.tail(treeId, 0))
+          const fromB = yield* reader(tail(b, treeId, 0))
           assert.deepStrictEqual(seqs(yield* within(fromB.take(5))), [0, 1, 2, 3, 4])
           assert.deepStrictEqual(yield* a.treeOf(childId), Option.some(treeId))
         })))
