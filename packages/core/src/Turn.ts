@@ -245,7 +245,8 @@ export const result = <R = never>(
       events.takeAll,
       ([batch, done]) => {
         const moved = Queue.offerAll(signals, Chunk.map(batch, (event): Signal => ({ _tag: "Event", event })))
-        return done ? Effect.zipRight(moved, Queue.offer(signals, { _tag: "StreamEnded", error: undefined })) :
+        return done ?
+          Effect.zipRight(moved, Queue.offer(signals, { _tag: "StreamEnded", error: undefined })) :
           Effect.zipRight(moved, move)
       }
     )

@@ -10,7 +10,7 @@
  * - `read` returns the stored events from a cursor; `subscribe` continues with the live ones, gap-free, in a `Mailbox`
  *   (no `Stream` to run: a reader takes what came with `takeAll`), and delivers the live-only events `publish` hands
  *   it (streamed `MessageDelta`s) to readers in this process. `tail` is the same as a `Stream`.
- * - `changes` tells which trees were appended to, so an engine notices appends made by others.
+ * - `changes` tells which trees were appended to (a mailbox too), so an engine notices appends made by others.
  * - Leases: one engine (an `owner`, alive while it renews `heartbeat`) runs a tree's work. `claim` makes the caller
  *   the tree's owner when the tree has none, is its own, or its owner's heartbeat lapsed; each change of owner raises
  *   the tree's `epoch`. An append made with a `Lease` checks it in the same transaction (a fencing token): a deposed
@@ -216,8 +216,11 @@ export interface Service {
   ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, StoreError>, StoreError, Scope.Scope>
   /** Hands live-only events (streamed deltas) to the tails of this process. Nothing is stored. */
   readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => Effect.Effect<void>
-  /** The trees appended to from now on (with the `seq` the log reached), by anyone. */
-  readonly changes: Stream.Stream<{ readonly treeId: SessionId; readonly nextSeq: number }, StoreError>
+  /**
+   * A mailbox of the trees appended to from now on (with the `seq` the log reached), by anyone, as long as the scope
+   * lives.
+   */
+  readonly changes: Effect.Effect<Mailbox.ReadonlyMailbox<Change, StoreError>, never, Scope.Scope>
   /** Keeps `owner` alive until `ttl` from now: its leases hold while it renews this. */
   readonly heartbeat: (owner: string, ttl: Duration.Duration) => Effect.Effect<void, StoreError>
   /** Ends `owner`'s life at once (a clean shutdown): its trees can be claimed by others without waiting. */
@@ -248,6 +251,26 @@ export interface Service {
  * @category Context
  */
 export class SessionStore extends Context.Tag("@parley/runtime/SessionStore")<SessionStore, Service>() {}
+
+/**
+ * An append to a tree: the `seq` its log reached.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Change {
+  readonly treeId: SessionId
+  readonly nextSeq: number
+}
+
+/**
+ * A store's `changes` as a `Stream`.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const changes = (store: Service): Stream.Stream<Change, StoreError> =>
+  Stream.unwrapScoped(Effect.map(store.changes, Mailbox.toStream))
 
 /**
  * A store's `subscribe` as a `Stream`: the stored events with `seq >= from`, then the live ones.

@@ -5,7 +5,7 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { DateTime, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { DateTime, Effect, Fiber, Layer, Mailbox, Option, Schema } from "effect"
 
 // The engine and its store: appends made by someone else (another process) are noticed, a lost append race is
 // decided again on the new log, a failing store is a typed error that leaves the engine working, and idle trees leave
@@ -298,7 +298,10 @@ describe("Engine and store", () => {
     Effect.gen(function*() {
       const store = yield* instrumented
       // Engine B hears of no appends (as when another process's commit has not reached its poll yet).
-      const deaf: SessionStore.Service = { ...store.service, changes: Stream.never }
+      const deaf: SessionStore.Service = {
+        ...store.service,
+        changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+      }
       const modelA = yield* ScriptedModel.fromFunction(brain)
       const modelB = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {

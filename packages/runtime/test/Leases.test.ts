@@ -5,7 +5,7 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Deferred, Duration, Effect, Fiber, Layer, Schema, Scope, Stream, TestClock, TestServices } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Mailbox, Schema, Scope, TestClock, TestServices } from "effect"
 
 // One owner per tree (issue 9, point 5): the engine that claims a tree runs its work under a lease; an engine that
 // finds a tree owned by another live engine follows it (answers, lists, reads) and runs nothing; once the owner's
@@ -325,7 +325,10 @@ describe("Leases: one owner per tree", () => {
       const store = yield* SessionStore.makeMemory
       const a = yield* start(store, yield* ScriptedModel.fromFunction(pricerBrain), { owner: "engine-a" })
       // B hears of no append (as between two polls of another process's store).
-      const deaf: SessionStore.Service = { ...store, changes: Stream.never }
+      const deaf: SessionStore.Service = {
+        ...store,
+        changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+      }
       const b = yield* start(deaf, yield* ScriptedModel.fromFunction(pricerBrain), { runsWork: false })
       const session = yield* a.provide(Agent.startSession(pricer))
       // B loads the tree while it has no callback yet.

@@ -91,7 +91,7 @@ describe("SessionStore.layerMemory", () => {
   it.effect("changes tells which tree moved, and how far", () =>
     withTree((store) =>
       Effect.gen(function*() {
-        const watcher = yield* store.changes.pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+        const watcher = yield* SessionStore.changes(store).pipe(Stream.take(2), Stream.runCollect, Effect.fork)
         yield* settled
         yield* store.append(treeId, 0, [queued(0)])
         yield* store.append(treeId, 1, [queued(1), queued(2)])

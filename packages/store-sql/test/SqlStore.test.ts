@@ -150,7 +150,7 @@ describe("SqlStore on SQLite", () => {
 const changesOf = (store: SessionStore.Service) =>
   Effect.gen(function*() {
     const seen = yield* Queue.unbounded<{ readonly nextSeq: number; readonly at: number }>()
-    yield* store.changes.pipe(
+    yield* SessionStore.changes(store).pipe(
       Stream.runForEach((change) => Queue.offer(seen, { nextSeq: change.nextSeq, at: performance.now() })),
       Effect.forkScoped
     )
@@ -299,7 +299,7 @@ describe("SqlStore on PostgreSQL", () => {
       const admin = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
       yield* create(a)
       const seen: Array<number> = []
-      yield* a.changes.pipe(
+      yield* SessionStore.changes(a).pipe(
         Stream.runForEach((change) => Effect.sync(() => void seen.push(change.nextSeq))),
         Effect.forkScoped
       )

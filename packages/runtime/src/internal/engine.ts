@@ -576,14 +576,21 @@ export const make = (
     )
 
     // Appends by anyone: a tree in memory reads them; a tree out of memory is loaded, which settles it.
-    yield* store.changes.pipe(
-      Stream.runForEach(({ nextSeq, treeId }) => {
-        const actor = loaded.get(treeId)
-        if (actor !== undefined) return actor.state.nextSeq >= nextSeq ? Effect.void : offer(actor, { _tag: "Settle" })
-        return Effect.forkDaemon(
-          withTree("changes", treeId, (tree) => submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
-        )
-      }),
+    const noticed = (change: SessionStore.Change): Effect.Effect<void> => {
+      const actor = loaded.get(change.treeId)
+      if (actor !== undefined) {
+        return actor.state.nextSeq >= change.nextSeq ? Effect.void : offer(actor, { _tag: "Settle" })
+      }
+      return Effect.forkDaemon(
+        withTree("changes", change.treeId, (tree) => submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
+      )
+    }
+    const changes = yield* store.changes
+    const follow: Effect.Effect<void, SessionStore.StoreError> = Effect.flatMap(
+      changes.takeAll,
+      ([batch, done]) => Effect.zipRight(Effect.forEach(batch, noticed, { discard: true }), done ? Effect.void : follow)
+    )
+    yield* follow.pipe(
       Effect.catchAllCause((cause) => Effect.logError("the engine stopped following the store's changes", cause)),
       Effect.forkScoped
     )

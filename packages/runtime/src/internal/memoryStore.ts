@@ -5,9 +5,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import * as PubSub from "effect/PubSub"
-import * as Stream from "effect/Stream"
-import type { OpenCallbackRow, Service, Snapshot, StoreError, StoredTree } from "../SessionStore.js"
+import type { Change, OpenCallbackRow, Service, Snapshot, StoredTree, StoreError } from "../SessionStore.js"
 import { LeaseLost, ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
 interface Log {
@@ -26,13 +24,14 @@ interface Log {
 /** Live-only events (streamed deltas) are never stored: they ride along the tails of this process. */
 const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
 
-export const make: Effect.Effect<Service> = Effect.gen(function*() {
+export const make: Effect.Effect<Service> = Effect.sync(() => {
   const logs = new Map<SessionId, Log>()
   /** Every session id seen in a log, to the tree it belongs to. */
   const trees = new Map<SessionId, SessionId>()
   /** Callback ids resolved, per tree. */
   const resolved = new Set<string>()
-  const changes = yield* PubSub.unbounded<{ readonly treeId: SessionId; readonly nextSeq: number }>()
+  /** The mailboxes of the readers of `changes`. */
+  const watchers = new Set<Mailbox.Mailbox<Change, StoreError>>()
   /** Callbacks opened and not resolved, in the order they opened. */
   const open = new Map<CallbackId, OpenCallbackRow>()
   /** Owners and when their heartbeat lapses (epoch millis). */
@@ -91,7 +90,9 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
           } else if (event._tag === "CallbackResolved") open.delete(event.callbackId)
         }
         handTo(log, events)
-        return PubSub.publish(changes, { treeId, nextSeq: log.events.length })
+        const change = { treeId, nextSeq: log.events.length }
+        for (const watcher of watchers) watcher.unsafeOffer(change)
+        return Effect.void
       }),
     read: (treeId, from) => Effect.sync(() => logs.get(treeId)?.events.slice(from) ?? []),
     subscribe: (treeId, from, sessionId) =>
@@ -127,7 +128,10 @@ export const make: Effect.Effect<Service> = Effect.gen(function*() {
         const log = logs.get(treeId)
         if (log !== undefined) handTo(log, events)
       }),
-    changes: Stream.fromPubSub(changes),
+    changes: Effect.acquireRelease(
+      Effect.tap(Mailbox.make<Change, StoreError>(), (watcher) => Effect.sync(() => watchers.add(watcher))),
+      (watcher) => Effect.sync(() => watchers.delete(watcher))
+    ),
     heartbeat: (owner, ttl) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         owners.set(owner, now + Duration.toMillis(ttl))

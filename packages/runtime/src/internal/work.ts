@@ -4,6 +4,7 @@
  * call a model invented, found in `@effect/ai`'s decoding error.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Response from "@effect/ai/Response"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import * as Answer from "@parley/core/Answer"
 import { ClientToolRequest, OpenClientToolCall } from "@parley/core/Callback"
@@ -140,25 +141,37 @@ export const make = (deps: {
       const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
       // Reasoning blocks by id, in the order they started, with the provider's metadata.
       const reasoning = new Map<string, { text: string; metadata: Record<string, unknown> }>()
-      yield* model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true }).pipe(
-        Stream.runForEach((part) => {
-          if (part.type === "text-delta") {
-            text += part.delta
-            return Effect.flatMap(DateTime.now, (at) =>
-              store.publish(tree.treeId, [
-                new MessageDelta({ ...ids, seq: step.seq, at, delta: part.delta }, true)
-              ]))
-          }
-          if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
-          if (part.type === "reasoning-start") reasoning.set(part.id, { text: "", metadata: { ...part.metadata } })
-          if (part.type === "reasoning-delta") {
-            const block = reasoning.get(part.id) ?? { text: "", metadata: { ...part.metadata } }
-            block.text += part.delta
-            reasoning.set(part.id, block)
-          }
-          return Effect.void
-        })
-      )
+      const onPart = (part: Response.AnyPart): Effect.Effect<void> => {
+        if (part.type === "text-delta") {
+          text += part.delta
+          return Effect.flatMap(DateTime.now, (at) =>
+            store.publish(tree.treeId, [
+              new MessageDelta({ ...ids, seq: step.seq, at, delta: part.delta }, true)
+            ]))
+        }
+        if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
+        if (part.type === "reasoning-start") reasoning.set(part.id, { text: "", metadata: { ...part.metadata } })
+        if (part.type === "reasoning-delta") {
+          const block = reasoning.get(part.id) ?? { text: "", metadata: { ...part.metadata } }
+          block.text += part.delta
+          reasoning.set(part.id, block)
+        }
+        return Effect.void
+      }
+      // Pulled chunk by chunk (cheaper than running the stream into a sink: ~half the work per step).
+      yield* Effect.scoped(Effect.gen(function*() {
+        const pull = yield* Stream.toPull(
+          model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true })
+        )
+        while (true) {
+          const chunk = yield* Effect.catchAll(
+            pull,
+            (error) => Option.isNone(error) ? Effect.succeed(undefined) : Effect.fail(error.value)
+          )
+          if (chunk === undefined) break
+          for (const part of chunk) yield* onPart(part)
+        }
+      }))
       yield* tree.report(key, {
         _tag: "ModelStepDone",
         turnId: turn.turnId,

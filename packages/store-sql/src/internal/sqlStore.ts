@@ -769,7 +769,9 @@ export const make = (
           return sessionId === undefined ? all : Stream.filter(all, (event) => event.sessionId === sessionId)
         }))),
       publish: (treeId, events) => signal(treeId, events),
-      changes: Stream.fromPubSub(changes),
+      // Subscribed at once (no change is missed between the call and the first read), then moved into a mailbox.
+      changes: Effect.flatMap(PubSub.subscribe(changes), (subscription) =>
+        Mailbox.fromStream(Stream.fromQueue(subscription))),
       heartbeat: (owner, ttl) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           sql`INSERT INTO parley_owners (owner_id, expires_at) VALUES (${owner}, ${now + Duration.toMillis(ttl)})

@@ -95,7 +95,11 @@ export interface Store {
     sessionId?: SessionId | undefined
   ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent.TurnEvent, StoreError>, StoreError, Scope.Scope>
   readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent.TurnEvent>) => Effect.Effect<void>
-  readonly changes: Stream.Stream<{ readonly treeId: SessionId; readonly nextSeq: number }, StoreError>
+  readonly changes: Effect.Effect<
+    Mailbox.ReadonlyMailbox<{ readonly treeId: SessionId; readonly nextSeq: number }, StoreError>,
+    never,
+    Scope.Scope
+  >
   readonly heartbeat: (owner: string, ttl: Duration.Duration) => Effect.Effect<void, StoreError>
   readonly retire: (owner: string) => Effect.Effect<void, StoreError>
   readonly claim: (treeId: SessionId, owner: string) => Effect.Effect<Option.Option<Lease>, StoreError>
@@ -109,6 +113,9 @@ export interface Store {
   readonly saveSnapshot: (treeId: SessionId, snapshot: Snapshot) => Effect.Effect<void, StoreError>
   readonly loadSnapshot: (treeId: SessionId) => Effect.Effect<Option.Option<Snapshot>, StoreError>
 }
+
+/** A store's `changes` as a `Stream`. */
+export const changesOf = (store: Store) => Stream.unwrapScoped(Effect.map(store.changes, Mailbox.toStream))
 
 /** A store's `subscribe` as a `Stream` (what the suite reads with `take`). */
 export const tail = (

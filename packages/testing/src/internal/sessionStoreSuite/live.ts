@@ -12,6 +12,7 @@ import * as Stream from "effect/Stream"
 import {
   appendUntil,
   callbackId,
+  changesOf,
   childId,
   delta,
   type MakeDatabase,
@@ -22,10 +23,10 @@ import {
   seqs,
   settled,
   tags,
+  tail,
   tree,
   treeId,
-  withStore,
-  tail
+  withStore
 } from "./fixtures.js"
 
 export const live = (makeDatabase: MakeDatabase): void => {
@@ -141,7 +142,7 @@ export const live = (makeDatabase: MakeDatabase): void => {
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.createTree(tree(otherTreeId, "other"))
-          const watcher = yield* reader(store.changes)
+          const watcher = yield* reader(changesOf(store))
           yield* settled
           yield* store.append(treeId, 0, [queued(0)])
           yield* store.append(treeId, 1, [queued(1), queued(2, childId), resolved(3, callbackId("c"))])

@@ -25,10 +25,10 @@ import {
   resolved,
   seqs,
   type Store,
+  tail,
   tree,
   treeId,
-  withStore,
-  tail
+  withStore
 } from "./fixtures.js"
 
 const expectSeqConflict = (error: { readonly _tag: string }, expected: number, actual: number) => {

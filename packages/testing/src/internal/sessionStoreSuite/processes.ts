@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import {
   callbackId,
+  changesOf,
   childId,
   type MakeDatabase,
   opened,
@@ -22,10 +23,10 @@ import {
   seqs,
   settled,
   type Store,
+  tail,
   tree,
   treeId,
-  within,
-  tail
+  within
 } from "./fixtures.js"
 
 const twoStores = <A, E>(
@@ -107,7 +108,7 @@ export const processes = (makeDatabase: MakeDatabase): void => {
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.createTree(tree(otherTreeId, "other"))
-          const watcher = yield* reader(b.changes)
+          const watcher = yield* reader(changesOf(b))
           yield* settled
           yield* a.append(treeId, 0, [queued(0)])
           yield* a.append(treeId, 1, [queued(1), queued(2)])
