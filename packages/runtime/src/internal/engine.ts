@@ -38,19 +38,18 @@ import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/T
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import * as Queue from "effect/Queue"
 import * as RcMap from "effect/RcMap"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
@@ -69,15 +68,21 @@ import * as Snapshots from "./snapshots.js"
 import * as Validation from "./validation.js"
 import * as Work from "./work.js"
 
+type Decided = Exit.Exit<Either.Either<Reply, Rejection>, TransportFailure>
+
 interface Envelope {
   readonly command: Command
-  readonly reply: Deferred.Deferred<Either.Either<Reply, Rejection>, TransportFailure> | undefined
+  /** Where the decision goes, when someone waits for it. */
+  readonly reply: ((decided: Decided) => void) | undefined
 }
 
 interface Actor {
   readonly treeId: SessionId
   state: TreeState.TreeState
-  readonly mailbox: Queue.Queue<Envelope>
+  /** Commands not processed yet, in order. */
+  readonly mailbox: Array<Envelope>
+  /** Whether a fiber is processing the mailbox: then a new command waits in it. */
+  busy: boolean
   readonly work: FiberMap.FiberMap<string>
   /** Held while the state calls for work, so the tree is not evicted under it. */
   keepAlive: Scope.CloseableScope | undefined
@@ -97,6 +102,8 @@ interface Actor {
   snapshotting: boolean
   /** The actor's scope: its background saves run in it. */
   readonly scope: Scope.Scope
+  /** Whether the actor was evicted (its scope closed): a batch still being processed starts and stops no work. */
+  closed: boolean
 }
 
 /** Commands that only the owner's work gives: a follower (or a deposed owner) drops them. */
@@ -229,7 +236,38 @@ export const make = (
 
     const loaded = new Map<SessionId, Actor>()
 
-    const offer = (actor: Actor, command: Command) => Queue.offer(actor.mailbox, { command, reply: undefined })
+    /**
+     * Processes the mailbox until it is empty, in the calling fiber, one batch at a time (uninterruptibly: a batch
+     * decided is appended and taken in, whoever asked for it is interrupted meanwhile).
+     */
+    const drain = (actor: Actor): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (actor.mailbox.length === 0) {
+          actor.busy = false
+          return Effect.void
+        }
+        return Effect.zipRight(process(actor, actor.mailbox.splice(0, 256)), drain(actor))
+      })
+
+    /**
+     * Puts commands in the mailbox. When no fiber is processing it, this one does (a command to an idle tree is decided
+     * at once, with no hand-over to another fiber); else the fiber that is processing takes them in its next batch.
+     */
+    const deliver = (actor: Actor, envelopes: ReadonlyArray<Envelope>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        actor.mailbox.push(...envelopes)
+        if (actor.busy) return Effect.void
+        actor.busy = true
+        return Effect.uninterruptible(Effect.onExit(drain(actor), (exit) =>
+          Effect.sync(() => {
+            if (Exit.isFailure(exit)) actor.busy = false
+          })))
+      })
+
+    const offer = (actor: Actor, command: Command) => deliver(actor, [{ command, reply: undefined }])
+
+    /** `offer`, processed by another fiber: the caller (a follower of changes, a timer) does not wait for it. */
+    const offerForked = (actor: Actor, command: Command) => Effect.asVoid(Effect.forkDaemon(offer(actor, command)))
 
     /** A work item's result: from now until the state takes it in, the work is done, not missing. */
     const report = (actor: Actor, key: string, command: Command) =>
@@ -262,12 +300,25 @@ export const make = (
       return work
     }
 
+    /**
+     * Stops the work items `keys` — all but the calling fiber: a work item that reported its result may be the one
+     * processing the mailbox, and ends by itself once it has.
+     */
+    const stop = (actor: Actor, keys: Iterable<string>) =>
+      Effect.flatMap(Effect.fiberId, (self) =>
+        Effect.forEach(keys, (key) => {
+          const fiber = FiberMap.unsafeGet(actor.work, key)
+          return Option.isSome(fiber) && !Equal.equals(fiber.value.id(), self)
+            ? FiberMap.remove(actor.work, key)
+            : Effect.void
+        }, { discard: true }))
+
     /** Starts the work the state calls for, stops what it no longer does, and keeps the tree alive meanwhile. */
     const reconcile = (actor: Actor) =>
       Effect.gen(function*() {
+        if (actor.closed) return
         const wanted = next(actor)
-        const stale = [...actor.work].flatMap(([key]) => (wanted.has(key) ? [] : [key]))
-        for (const key of stale) yield* FiberMap.remove(actor.work, key)
+        yield* stop(actor, [...actor.work].flatMap(([key]) => (wanted.has(key) ? [] : [key])))
         for (const key of actor.reported) if (!wanted.has(key)) actor.reported.delete(key)
         for (const [key, work] of wanted) {
           if (actor.reported.has(key)) continue
@@ -314,7 +365,7 @@ export const make = (
         yield* Effect.logWarning(`the engine ${owner} lost tree ${actor.treeId} to another owner`)
         actor.lease = undefined
         actor.reported.clear()
-        yield* FiberMap.clear(actor.work)
+        if (!actor.closed) yield* stop(actor, [...actor.work].map(([key]) => key))
         yield* reconcile(actor)
       })
 
@@ -354,8 +405,7 @@ export const make = (
             yield* afterCommit(actor, events)
             yield* Effect.forEach(
               batch,
-              (envelope, i) =>
-                envelope.reply === undefined ? Effect.void : Deferred.succeed(envelope.reply, replies[i]),
+              (envelope, i) => Effect.sync(() => envelope.reply?.(Exit.succeed(replies[i]))),
               { discard: true }
             )
             return
@@ -367,15 +417,12 @@ export const make = (
             if (unanswered.length > 0) {
               yield* Effect.logWarning(`the store failed; tree ${actor.treeId} tries again in ${retryMillis} ms`)
               yield* Effect.forkDaemon(
-                Effect.zipRight(sleepLive(retryMillis), Queue.offerAll(actor.mailbox, unanswered))
+                Effect.zipRight(sleepLive(retryMillis), deliver(actor, unanswered))
               )
             }
             return yield* Effect.forEach(
               batch,
-              (envelope) =>
-                envelope.reply === undefined
-                  ? Effect.void
-                  : Deferred.fail(envelope.reply, failure("append", appended.left)),
+              (envelope) => Effect.sync(() => envelope.reply?.(Exit.fail(failure("append", appended.left)))),
               { discard: true }
             )
           }
@@ -389,19 +436,14 @@ export const make = (
         yield* Effect.forEach(
           batch,
           (envelope) =>
-            envelope.reply === undefined
-              ? Effect.void
-              : Deferred.fail(envelope.reply, failure("append", "the log kept moving under the engine")),
+            Effect.sync(() => envelope.reply?.(Exit.fail(failure("append", "the log kept moving under the engine")))),
           { discard: true }
         )
       }).pipe(
         Effect.catchAllCause((cause) =>
           Effect.forEach(
             received,
-            (envelope) =>
-              envelope.reply === undefined
-                ? Effect.void
-                : Deferred.fail(envelope.reply, failure("decide", Cause.squash(cause))),
+            (envelope) => Effect.sync(() => envelope.reply?.(Exit.fail(failure("decide", Cause.squash(cause))))),
             { discard: true }
           ).pipe(Effect.zipRight(Effect.logError("the engine could not process commands", cause)))
         )
@@ -416,7 +458,8 @@ export const make = (
         const actor: Actor = {
           treeId,
           state: restored.state,
-          mailbox: yield* Queue.unbounded<Envelope>(),
+          mailbox: [],
+          busy: false,
           work: yield* FiberMap.make<string>(),
           keepAlive: undefined,
           reported: new Set(),
@@ -424,8 +467,11 @@ export const make = (
           resumed: false,
           snapshotSeq: restored.seq,
           snapshotting: false,
-          scope: yield* Effect.scope
+          scope: yield* Effect.scope,
+          closed: false
         }
+        // Runs before the work's `FiberMap` closes (finalizers run in reverse order).
+        yield* Effect.addFinalizer(() => Effect.sync(() => actor.closed = true))
         loaded.set(treeId, actor)
         yield* Effect.addFinalizer(() =>
           Effect.sync(() => {
@@ -436,14 +482,9 @@ export const make = (
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
           if (expiresAt !== undefined) yield* deadlines.schedule(treeId, id, expiresAt.epochMillis)
         }
-        yield* Effect.gen(function*() {
-          while (true) {
-            const batch = yield* Queue.takeBetween(actor.mailbox, 1, 256)
-            yield* process(actor, Chunk.toReadonlyArray(batch))
-          }
-        }).pipe(Effect.forkScoped)
-        // Whatever was in flight when the tree was last in memory is taken up again (by its owner only).
-        yield* offer(actor, { _tag: actor.lease === undefined ? "Settle" : "Resume" })
+        // Whatever was in flight when the tree was last in memory is taken up again (by its owner only), by another
+        // fiber: this one is the lookup of the tree in `actors`, which the processing asks for.
+        yield* offerForked(actor, { _tag: actor.lease === undefined ? "Settle" : "Resume" })
         // A long log replayed (no snapshot yet, or an unusable one): the next load starts from a snapshot.
         yield* snapshotIfDue(actor)
         return actor
@@ -522,10 +563,23 @@ export const make = (
 
     const submit = (actor: Actor, command: Command) =>
       Effect.gen(function*() {
-        const reply = yield* Deferred.make<Either.Either<Reply, Rejection>, TransportFailure>()
-        yield* Queue.offer(actor.mailbox, { command, reply })
-        const decided = yield* Deferred.await(reply)
-        return yield* decided
+        let decided: Decided | undefined
+        let waiting: Deferred.Deferred<Either.Either<Reply, Rejection>, TransportFailure> | undefined
+        yield* deliver(actor, [{
+          command,
+          reply: (exit) => {
+            decided = exit
+            if (waiting !== undefined) Deferred.unsafeDone(waiting, exit)
+          }
+        }])
+        // Decided already when this fiber processed the mailbox; else wait for the fiber that does.
+        if (decided === undefined) {
+          waiting = yield* Deferred.make<Either.Either<Reply, Rejection>, TransportFailure>()
+          if (decided !== undefined) Deferred.unsafeDone(waiting, decided)
+          decided = yield* Effect.exit(Deferred.await(waiting))
+        }
+        const either = yield* decided
+        return yield* either
       })
 
     const turnOf = (actor: Actor, sessionId: SessionId, turnId: unknown, method: string) => {
@@ -579,7 +633,7 @@ export const make = (
     const noticed = (change: SessionStore.Change): Effect.Effect<void> => {
       const actor = loaded.get(change.treeId)
       if (actor !== undefined) {
-        return actor.state.nextSeq >= change.nextSeq ? Effect.void : offer(actor, { _tag: "Settle" })
+        return actor.state.nextSeq >= change.nextSeq ? Effect.void : offerForked(actor, { _tag: "Settle" })
       }
       return Effect.forkDaemon(
         withTree("changes", change.treeId, (tree) => submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
