@@ -174,6 +174,13 @@ export const result = <R = never>(
     const signals = yield* Queue.unbounded<Signal>()
     const fibers = yield* FiberMap.make<CallbackId>()
     const shared = inProgress(transport)
+    /** The callbacks this wait answered, on record in `shared` until it ends. */
+    const answered = new Map<CallbackId, Deferred.Deferred<Decision>>()
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const [id, entry] of answered) if (shared.get(id) === entry) shared.delete(id)
+      })
+    )
     const closed = new Set<CallbackId>()
     let running = 0
 
@@ -214,8 +221,12 @@ export const result = <R = never>(
         shared.set(callback.id, mine)
         return yield* decide(callback).pipe(
           Effect.onExit((exit) => {
-            if (shared.get(callback.id) === mine) shared.delete(callback.id)
-            return Deferred.succeed(mine, Exit.isSuccess(exit) ? exit.value : "kept")
+            const decision = Exit.isSuccess(exit) ? exit.value : "kept"
+            // An answered callback stays on record until this wait ends: another wait that reads its opening only
+            // now (its events come in their own batches) must not run a handler for it again.
+            if (decision === "answered") answered.set(callback.id, mine)
+            else if (shared.get(callback.id) === mine) shared.delete(callback.id)
+            return Deferred.succeed(mine, decision)
           })
         )
       })

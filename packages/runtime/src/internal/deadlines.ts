@@ -1,6 +1,7 @@
 /**
  * The deadlines of every open callback of the process in one ordered structure, served by one timer fiber on `Clock`
- * (so tests move it with `TestClock`). A deadline costs an entry, not a fiber: a paused turn holds no timer.
+ * (so tests move it with `TestClock`). A deadline costs an entry, not a fiber: a paused turn holds no timer. The
+ * engine keeps a second one for the idle trees it evicts (keyed by tree).
  */
 import type { CallbackId, SessionId } from "@parley/core/Ids"
 import * as Clock from "effect/Clock"
@@ -9,24 +10,24 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 
-interface Entry {
+interface Entry<K extends string> {
   readonly at: number
   readonly treeId: SessionId
-  readonly callbackId: CallbackId
+  readonly callbackId: K
 }
 
-export interface Deadlines {
+export interface Deadlines<K extends string = CallbackId> {
   /** Arms (or re-arms) the deadline of a callback, in epoch milliseconds. */
-  readonly schedule: (treeId: SessionId, callbackId: CallbackId, at: number) => Effect.Effect<void>
-  readonly cancel: (callbackId: CallbackId) => void
+  readonly schedule: (treeId: SessionId, callbackId: K, at: number) => Effect.Effect<void>
+  readonly cancel: (callbackId: K) => void
   readonly size: () => number
 }
 
 /** A binary min-heap on `at`; cancelled entries are dropped lazily when they reach the top. */
-class Heap {
-  private items: Array<Entry> = []
+class Heap<K extends string> {
+  private items: Array<Entry<K>> = []
   /** Keeps only `keep` (after many cancels, so dropped entries do not pile up until their time). */
-  rebuild(keep: Iterable<Entry>) {
+  rebuild(keep: Iterable<Entry<K>>) {
     const entries = [...keep]
     this.items = []
     for (const entry of entries) this.push(entry)
@@ -34,10 +35,10 @@ class Heap {
   get size() {
     return this.items.length
   }
-  peek(): Entry | undefined {
+  peek(): Entry<K> | undefined {
     return this.items[0]
   }
-  push(entry: Entry) {
+  push(entry: Entry<K>) {
     const items = this.items
     items.push(entry)
     let i = items.length - 1
@@ -48,7 +49,7 @@ class Heap {
       i = parent
     }
   }
-  pop(): Entry | undefined {
+  pop(): Entry<K> | undefined {
     const items = this.items
     const top = items[0]
     const end = items.pop()
@@ -71,13 +72,13 @@ class Heap {
 }
 
 /** Starts the timer fiber in `scope`; `expire` is called (in a fiber of its own) for each deadline that passes. */
-export const make = (
-  expire: (treeId: SessionId, callbackId: CallbackId) => Effect.Effect<void>
-): Effect.Effect<Deadlines, never, Scope.Scope> =>
+export const make = <K extends string = CallbackId>(
+  expire: (treeId: SessionId, callbackId: K) => Effect.Effect<void>
+): Effect.Effect<Deadlines<K>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const heap = new Heap()
+    const heap = new Heap<K>()
     /** The live entry of each callback: an entry in the heap that is not here any more was cancelled. */
-    const live = new Map<CallbackId, Entry>()
+    const live = new Map<K, Entry<K>>()
     const wake = yield* Queue.sliding<void>(1)
     /** When the timer fiber wakes next (it is woken early only for an earlier deadline). */
     let armedAt = Number.POSITIVE_INFINITY

@@ -5,7 +5,8 @@
  *   state, its events appended in one `append`, then the state is the new one, the replies go out, and the work the
  *   state calls for (model steps, tools of the runtime) is started or stopped on a `FiberMap`. Work reports back as
  *   commands. A lost append race re-reads the log and decides again.
- * - Eviction: actors live in an `RcMap` with an idle time-to-live. An actor keeps itself alive while its state calls
+ * - Eviction: actors are reference-counted (each call that uses one holds it) with an idle time-to-live, kept in a
+ *   deadline structure like the callbacks' (one timer fiber, no fiber per tree). An actor holds itself while its state calls
  *   for work; a tree whose turns all wait on callbacks holds nothing after the time-to-live, and is rebuilt from its
  *   log when an answer, a deadline or a reader's query arrives.
  * - Deadlines: one ordered structure and one timer fiber for the process (`deadlines.ts`).
@@ -38,6 +39,7 @@ import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/T
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
@@ -45,12 +47,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Equal from "effect/Equal"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
+import { identity } from "effect/Function"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import * as RcMap from "effect/RcMap"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -84,8 +87,10 @@ interface Actor {
   /** Whether a fiber is processing the mailbox: then a new command waits in it. */
   busy: boolean
   readonly work: FiberMap.FiberMap<string>
-  /** Held while the state calls for work, so the tree is not evicted under it. */
-  keepAlive: Scope.CloseableScope | undefined
+  /** The holds on the actor (calls that use it, its own work): it is evicted once none is left for the idle time. */
+  holds: number
+  /** Whether the actor holds itself because its state calls for work, so it is not evicted under it. */
+  working: boolean
   /** Work that reported its result, which the state has not taken in yet: it must not start again meanwhile. */
   readonly reported: Set<string>
   /** The tree's lease when this engine owns it: only then does the actor run work and resume. */
@@ -100,8 +105,8 @@ interface Actor {
   snapshotSeq: number
   /** Whether a snapshot is being saved (one at a time per tree). */
   snapshotting: boolean
-  /** The actor's scope: its background saves run in it. */
-  readonly scope: Scope.Scope
+  /** The actor's scope: its background saves run in it; closed when the actor is evicted. */
+  readonly scope: Scope.CloseableScope
   /** Whether the actor was evicted (its scope closed): a batch still being processed starts and stops no work. */
   closed: boolean
 }
@@ -224,7 +229,9 @@ export const make = (
         actor.snapshotSeq = state.nextSeq
         const saved = Effect.ensuring(Snapshots.save(store, state), Effect.sync(() => actor.snapshotting = false))
         // The log may have grown past the next one meanwhile.
-        return Effect.asVoid(Effect.forkIn(Effect.zipRight(saved, snapshotIfDue(actor)), actor.scope))
+        return Effect.asVoid(
+          Effect.forkIn(Effect.interruptible(Effect.zipRight(saved, snapshotIfDue(actor))), actor.scope)
+        )
       })
 
     const validate = Validation.make(models, connectors)
@@ -322,17 +329,15 @@ export const make = (
         for (const key of actor.reported) if (!wanted.has(key)) actor.reported.delete(key)
         for (const [key, work] of wanted) {
           if (actor.reported.has(key)) continue
-          yield* FiberMap.run(actor.work, key, Effect.suspend(work), { onlyIfMissing: true })
+          // Interruptible: the mailbox is processed uninterruptibly, and a fiber forked there would inherit that.
+          yield* FiberMap.run(actor.work, key, Effect.interruptible(Effect.suspend(work)), { onlyIfMissing: true })
         }
-        if (wanted.size > 0 && actor.keepAlive === undefined) {
-          const scope = yield* Scope.make()
-          actor.keepAlive = scope
-          yield* Scope.extend(RcMap.get(actors, actor.treeId), scope).pipe(Effect.ignore)
-        } else if (wanted.size === 0 && actor.keepAlive !== undefined) {
-          const scope = actor.keepAlive
-          actor.keepAlive = undefined
-          // Closed from another fiber: releasing the last reference may close this actor's own scope.
-          yield* Effect.forkDaemon(Scope.close(scope, Exit.void))
+        if (wanted.size > 0 && !actor.working) {
+          actor.working = true
+          hold(actor)
+        } else if (wanted.size === 0 && actor.working) {
+          actor.working = false
+          yield* release(actor)
         }
       })
 
@@ -417,7 +422,7 @@ export const make = (
             if (unanswered.length > 0) {
               yield* Effect.logWarning(`the store failed; tree ${actor.treeId} tries again in ${retryMillis} ms`)
               yield* Effect.forkDaemon(
-                Effect.zipRight(sleepLive(retryMillis), deliver(actor, unanswered))
+                Effect.zipRight(Effect.interruptible(sleepLive(retryMillis)), deliver(actor, unanswered))
               )
             }
             return yield* Effect.forEach(
@@ -449,7 +454,10 @@ export const make = (
         )
       )
 
-    const load = (treeId: SessionId): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
+    const load = (
+      treeId: SessionId,
+      scope: Scope.CloseableScope
+    ): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
       Effect.gen(function*() {
         const header = yield* store.getTree(treeId)
         if (Option.isNone(header)) return yield* new TreeMissing()
@@ -461,13 +469,14 @@ export const make = (
           mailbox: [],
           busy: false,
           work: yield* FiberMap.make<string>(),
-          keepAlive: undefined,
+          holds: 0,
+          working: false,
           reported: new Set(),
           lease: runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined,
           resumed: false,
           snapshotSeq: restored.seq,
           snapshotting: false,
-          scope: yield* Effect.scope,
+          scope,
           closed: false
         }
         // Runs before the work's `FiberMap` closes (finalizers run in reverse order).
@@ -482,16 +491,95 @@ export const make = (
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
           if (expiresAt !== undefined) yield* deadlines.schedule(treeId, id, expiresAt.epochMillis)
         }
-        // Whatever was in flight when the tree was last in memory is taken up again (by its owner only), by another
-        // fiber: this one is the lookup of the tree in `actors`, which the processing asks for.
-        yield* offerForked(actor, { _tag: actor.lease === undefined ? "Settle" : "Resume" })
+        // Whatever was in flight when the tree was last in memory is taken up again (by its owner only), before any
+        // other command: first in the mailbox, processed by the next command's fiber or by one forked here (not this
+        // one: it is loading the tree, which the processing holds).
+        actor.mailbox.push({ command: { _tag: actor.lease === undefined ? "Settle" : "Resume" }, reply: undefined })
+        yield* Effect.forkDaemon(deliver(actor, []))
         // A long log replayed (no snapshot yet, or an unusable one): the next load starts from a snapshot.
         yield* snapshotIfDue(actor)
         return actor
       })
 
-    // The functions above use `actors` and `deadlines` only once both exist.
-    const actors = yield* RcMap.make({ lookup: load, idleTimeToLive: options?.idleTimeToLive ?? "1 minute" })
+    // -------------------------------------------------------------------------
+    // Holding actors: loaded once, evicted when nothing held them for the idle time
+    // -------------------------------------------------------------------------
+
+    const engineScope = yield* Effect.scope
+    const idleMillis = Duration.toMillis(Duration.decode(options?.idleTimeToLive ?? "1 minute"))
+    /** Trees being loaded: who asks for one meanwhile waits for that load. */
+    const loading = new Map<SessionId, Deferred.Deferred<Actor, TreeMissing | SessionStore.StoreError>>()
+
+    const evict = (treeId: SessionId): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const actor = loaded.get(treeId)
+        if (actor === undefined || actor.holds > 0) return Effect.void
+        loaded.delete(treeId)
+        return Scope.close(actor.scope, Exit.void)
+      })
+    const evictions = yield* Deadlines.make<SessionId>((treeId) => evict(treeId))
+
+    const hold = (actor: Actor) => {
+      actor.holds += 1
+      if (actor.holds === 1) evictions.cancel(actor.treeId)
+    }
+
+    /** Lets go of the actor; the last hold arms its eviction (closed by another fiber: never the one that let go). */
+    const release = (actor: Actor): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        actor.holds -= 1
+        if (actor.holds > 0 || actor.closed) return Effect.void
+        if (idleMillis <= 0) return Effect.asVoid(Effect.forkDaemon(evict(actor.treeId)))
+        return Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => evictions.schedule(actor.treeId, actor.treeId, now + idleMillis)
+        )
+      })
+
+    /** The tree's actor, held (loaded first if needed: one load at a time per tree). */
+    const acquire = (treeId: SessionId): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError> =>
+      Effect.suspend(() => {
+        const actor = loaded.get(treeId)
+        if (actor !== undefined && !actor.closed) {
+          hold(actor)
+          return Effect.succeed(actor)
+        }
+        const pending = loading.get(treeId)
+        if (pending !== undefined) return Effect.zipRight(Deferred.await(pending), acquire(treeId))
+        return Effect.flatMap(Deferred.make<Actor, TreeMissing | SessionStore.StoreError>(), (loaded) => {
+          loading.set(treeId, loaded)
+          return Effect.flatMap(Scope.fork(engineScope, ExecutionStrategy.sequential), (scope) =>
+            Scope.extend(load(treeId, scope), scope).pipe(
+              Effect.onExit((exit) =>
+                Effect.suspend(() => {
+                  loading.delete(treeId)
+                  return Effect.zipRight(
+                    Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void,
+                    Deferred.done(loaded, exit)
+                  )
+                })
+              ),
+              Effect.tap(hold)
+            ))
+        })
+      })
+
+    /** Runs `f` with the tree's actor held; a tree that cannot be loaded fails as `onLoad` says. */
+    const holdingWith = <A, E, E2>(
+      treeId: SessionId,
+      f: (actor: Actor) => Effect.Effect<A, E>,
+      onLoad: (error: TreeMissing | SessionStore.StoreError) => E2
+    ): Effect.Effect<A, E | E2> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(
+          Effect.mapError(acquire(treeId), onLoad),
+          (actor) =>
+            Effect.ensuring(restore(f(actor)), release(actor))
+        )
+      )
+
+    const holding = <A, E>(treeId: SessionId, f: (actor: Actor) => Effect.Effect<A, E>) =>
+      holdingWith(treeId, f, identity)
 
     // -------------------------------------------------------------------------
     // Entry points
@@ -517,7 +605,9 @@ export const make = (
       options: { readonly read: boolean } = { read: false }
     ): Effect.Effect<A, E | SessionNotFound | TransportFailure> => {
       const id = decodeSessionId(sessionId)
-      if (Either.isLeft(id)) return Effect.fail(sessionNotFound(method, sessionId))
+      if (Either.isLeft(id)) {
+        return Effect.fail(sessionNotFound(method, sessionId))
+      }
       const inTree = (actor: Actor): Effect.Effect<A, E | SessionNotFound> =>
         afterCatchingUp(
           actor,
@@ -526,7 +616,8 @@ export const make = (
               ? Effect.fail(sessionNotFound(method, sessionId))
               : Effect.void
           ),
-          () => true
+          () =>
+            true
         ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
       return Effect.mapError(store.treeOf(id.right), (error) => failure(method, error)).pipe(
         Effect.flatMap((treeId) => {
@@ -534,14 +625,10 @@ export const make = (
           // A read of a tree in memory needs no reference to it: its state is a value, valid even if it is evicted.
           const held = options.read ? loaded.get(treeId.value) : undefined
           if (held !== undefined) return inTree(held)
-          return Effect.scoped(
-            Effect.flatMap(
-              Effect.mapError(
-                RcMap.get(actors, treeId.value),
-                (error) => error._tag === "TreeMissing" ? sessionNotFound(method, sessionId) : failure(method, error)
-              ),
-              inTree
-            )
+          return holdingWith(
+            treeId.value,
+            inTree,
+            (error) => error._tag === "TreeMissing" ? sessionNotFound(method, sessionId) : failure(method, error)
           )
         })
       )
@@ -557,9 +644,7 @@ export const make = (
 
     /** The actor reads what others appended, held in memory meanwhile (a read may have found it unheld). */
     const catchUp = (actor: Actor) =>
-      Effect.scoped(
-        Effect.flatMap(RcMap.get(actors, actor.treeId), (held) => submit(held, { _tag: "Settle" }))
-      ).pipe(Effect.ignore)
+      holding(actor.treeId, (held) => submit(held, { _tag: "Settle" })).pipe(Effect.ignore)
 
     const submit = (actor: Actor, command: Command) =>
       Effect.gen(function*() {
@@ -658,7 +743,7 @@ export const make = (
             if (!own && tree.owner === owner) return Effect.void
             const actor = loaded.get(tree.treeId)
             if (actor === undefined) {
-              return Effect.scoped(RcMap.get(actors, tree.treeId)).pipe(Effect.asVoid)
+              return holding(tree.treeId, () => Effect.void)
             }
             if (actor.lease !== undefined) return Effect.void
             return Effect.flatMap(store.claim(tree.treeId, owner), (lease) => {
