@@ -68,6 +68,7 @@ import * as Deadlines from "./deadlines.js"
 import type { Command, Rejection, Reply } from "./decide.js"
 import { decide } from "./decide.js"
 import * as Snapshots from "./snapshots.js"
+import { noValidation } from "./tx.js"
 import * as Validation from "./validation.js"
 import * as Work from "./work.js"
 
@@ -604,22 +605,29 @@ export const make = (
       f: (actor: Actor, sessionId: SessionId) => Effect.Effect<A, E>,
       options: { readonly read: boolean } = { read: false }
     ): Effect.Effect<A, E | SessionNotFound | TransportFailure> => {
-      const id = decodeSessionId(sessionId)
+      // The id of a tree in memory is valid, and its own tree's: no decoding, no lookup.
+      const known = typeof sessionId === "string" ? loaded.get(sessionId as SessionId) : undefined
+      const id = known !== undefined ? Either.right(known.treeId) : decodeSessionId(sessionId)
       if (Either.isLeft(id)) {
         return Effect.fail(sessionNotFound(method, sessionId))
       }
       const inTree = (actor: Actor): Effect.Effect<A, E | SessionNotFound> =>
-        afterCatchingUp(
-          actor,
-          Effect.suspend(() =>
-            TreeState.session(actor.state, id.right) === undefined
-              ? Effect.fail(sessionNotFound(method, sessionId))
-              : Effect.void
-          ),
-          () =>
-            true
-        ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
-      return Effect.mapError(store.treeOf(id.right), (error) => failure(method, error)).pipe(
+        TreeState.session(actor.state, id.right) !== undefined
+          ? f(actor, id.right)
+          : afterCatchingUp(
+            actor,
+            Effect.suspend(() =>
+              TreeState.session(actor.state, id.right) === undefined
+                ? Effect.fail(sessionNotFound(method, sessionId))
+                : Effect.void
+            ),
+            () =>
+              true
+          ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
+      const treeOf = known !== undefined
+        ? Effect.succeed(Option.some(known.treeId))
+        : Effect.mapError(store.treeOf(id.right), (error) => failure(method, error))
+      return treeOf.pipe(
         Effect.flatMap((treeId) => {
           if (Option.isNone(treeId)) return Effect.fail(sessionNotFound(method, sessionId))
           // A read of a tree in memory needs no reference to it: its state is a value, valid even if it is evicted.
@@ -775,7 +783,7 @@ export const make = (
         // The engine that creates a session owns its tree (unless it runs no work): another process that reads it
         // first only follows it.
         if (runsWork) yield* Effect.mapError(store.claim(treeId, owner), (error) => failure("createSession", error))
-        return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt })
+        return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt }, noValidation)
       })
 
     const service: Transport.Service = {
@@ -791,14 +799,14 @@ export const make = (
                 agent: session.agent.name,
                 parentSessionId: session.parent?.sessionId,
                 createdAt: session.createdAt
-              })
+              }, noValidation)
             )
         }, { read: true }),
       getTurn: (sessionId, turnId) =>
         withTree("getTurn", sessionId, (actor, id) =>
           Effect.map(
             knownTurn(actor, id, turnId, "getTurn"),
-            (turn) => new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor })
+            (turn) => new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor }, noValidation)
           ), { read: true }),
       sendMessage: (sessionId, input) =>
         withTree("sendMessage", sessionId, (actor, id) =>
@@ -822,7 +830,7 @@ export const make = (
           Effect.map(knownTurn(actor, id, turnId, "snapshot"), (turn) => {
             const state = actor.state
             return new TurnSnapshot({
-              turn: new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor }, true),
+              turn: new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor }, noValidation),
               callbacks: TreeState.openCallbacks(state, turn.turnId),
               cursor: state.nextSeq,
               started: turn.startedSeq,
@@ -910,7 +918,9 @@ export const make = (
               const record = TreeState.callback(state, id)
               if (record === undefined || record.resolution !== undefined) return []
               const callback = record.callback
-              return [new OpenCallback({ callback, answerSchema: TreeState.answerSchema(state, callback) })]
+              return [
+                new OpenCallback({ callback, answerSchema: TreeState.answerSchema(state, callback) }, noValidation)
+              ]
             })
           const current = (actor: Actor, ids: ReadonlyArray<CallbackId>) => {
             const state = actor.state
