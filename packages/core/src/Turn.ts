@@ -182,6 +182,8 @@ export const result = <R = never>(
       })
     )
     const closed = new Set<CallbackId>()
+    /** The callbacks whose handler decided and is sending the answer: not interrupted when the callback closes. */
+    const answering = new Set<CallbackId>()
     let running = 0
 
     const decide = (callback: Callback): Effect.Effect<Decision, ResultError> =>
@@ -205,6 +207,7 @@ export const result = <R = never>(
         }
         const answer: Answer | KeepCallbackOpen = decision.value
         if (answer._tag === "KeepCallbackOpen") return "kept"
+        answering.add(callback.id)
         // Another client may have answered first: that answer stands.
         yield* transport.answer({ ...waiting, callbackId: callback.id, answer }).pipe(
           Effect.catchTags({ CallbackNotOpen: () => Effect.void, CallbackAlreadyAnswered: () => Effect.void })
@@ -271,9 +274,11 @@ export const result = <R = never>(
     let blockedAt: number | undefined = snapshot.state?._tag === "Blocked" ? snapshot.state.cursor - 1 : undefined
     let lastSeq = from - 1
 
+    /** Whether the wait may be Blocked now: a TurnBlocked read, nothing after it, no handler running. */
+    const mayBeBlocked = () => blockedAt !== undefined && running === 0 && lastSeq >= blockedAt
+
     const blockedNow = (): Effect.Effect<Option.Option<TurnState>, ResultError> =>
       Effect.gen(function*() {
-        if (blockedAt === undefined || running > 0 || lastSeq < blockedAt) return Option.none()
         // Confirm with the runtime: the answers that were sent may already have moved the turn on. The Blocked state
         // the caller waits `after` is not news: wait for what comes next.
         const now: TurnSnapshot = yield* transport.snapshot(turn.sessionId, turn.turnId)
@@ -284,9 +289,12 @@ export const result = <R = never>(
           : Option.none()
       })
 
-    // Signals are taken in batches (a stream chunk, handlers that finished together); Blocked is checked once a batch.
-    const handleSignal = (signal: Signal): Effect.Effect<Option.Option<TurnState>, ResultError, R> =>
-      Effect.gen(function*() {
+    // Signals are taken in batches (events that came together, handlers that finished together); Blocked is checked
+    // once a batch. Most events call for nothing but bookkeeping: only what needs an effect is yielded.
+    while (true) {
+      const taken = yield* Queue.takeAll(signals)
+      const batch = Chunk.isEmpty(taken) ? Chunk.of(yield* Queue.take(signals)) : taken
+      for (const signal of batch) {
         switch (signal._tag) {
           case "StreamEnded":
             return yield* signal.error ?? new TransportFailure({
@@ -296,51 +304,36 @@ export const result = <R = never>(
             })
           case "HandlerError":
             return yield* signal.error
-          case "Handled": {
+          case "Handled":
             running -= 1
-            return Option.none()
-          }
+            break
           case "Event": {
             const event = signal.event
-            if (!inView(event)) return Option.none()
+            if (!inView(event)) break
             if (event._tag !== "MessageDelta") lastSeq = Math.max(lastSeq, event.seq)
             if (options?.onEvent !== undefined) {
               const shown = options.onEvent(event)
               if (Effect.isEffect(shown)) yield* shown
             }
-            switch (event._tag) {
-              case "CallbackOpened":
-                if (event.seq >= snapshot.cursor) yield* start(event.callback)
-                break
-              case "CallbackResolved":
-                closed.add(event.callbackId)
-                yield* FiberMap.remove(fibers, event.callbackId)
-                break
-              case "TurnEnded":
-                if (event.sessionId === turn.sessionId) return Option.some<TurnState>(event.state)
-                break
-              default:
-                break
+            if (event._tag === "CallbackOpened") {
+              if (event.seq >= snapshot.cursor) yield* start(event.callback)
+            } else if (event._tag === "CallbackResolved") {
+              closed.add(event.callbackId)
+              // A handler that is sending its answer ends by itself; one still deciding is interrupted.
+              if (!answering.has(event.callbackId)) yield* FiberMap.remove(fibers, event.callbackId)
+            } else if (event._tag === "TurnEnded" && event.sessionId === turn.sessionId) {
+              return event.state
             }
             if (event._tag === "TurnBlocked") blockedAt = event.seq
             else if (event._tag !== "MessageDelta") blockedAt = undefined
-            return Option.none()
+            break
           }
         }
-      })
-
-    while (true) {
-      const batch = yield* Queue.takeAll(signals).pipe(
-        Effect.flatMap((taken) =>
-          Chunk.isEmpty(taken) ? Effect.map(Queue.take(signals), Chunk.of) : Effect.succeed(taken)
-        )
-      )
-      for (const signal of batch) {
-        const ended = yield* handleSignal(signal)
-        if (Option.isSome(ended)) return ended.value
       }
-      const blocked = yield* blockedNow()
-      if (Option.isSome(blocked)) return blocked.value
+      if (mayBeBlocked()) {
+        const blocked = yield* blockedNow()
+        if (Option.isSome(blocked)) return blocked.value
+      }
     }
   }))
 
