@@ -326,6 +326,32 @@ describe("Engine and store", () => {
       }).pipe(Effect.scoped)
     }))
 
+  it.live("a wait in a process that only follows the tree sees its turn Blocked by the owner's decision", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore.makeMemory
+      // W hears of no appends (as between two polls of another process's store): its copy of the tree lags, while
+      // the events of its wait come from the store.
+      const deaf: SessionStore.Service = {
+        ...store,
+        changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+      }
+      const owner = yield* ScriptedModel.fromFunction(brain)
+      const unused = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const o = yield* Layer.build(runtime(store, owner))
+        const w = yield* Layer.build(runtime(deaf, unused, { runsWork: false }))
+        const session = yield* Agent.startSession(agent).pipe(Effect.provide(o))
+        // W sends the message and waits; O runs the step and blocks the turn on its approval.
+        const state = yield* Session.run(session, "What does the Atlas cost?").pipe(
+          Effect.provide(w),
+          Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("W's wait did not return") })
+        )
+        assert.strictEqual(blockedOf(state).callbacks.length, 1)
+        assert.strictEqual((yield* unused.calls).length, 0)
+        assert.strictEqual((yield* owner.calls).length, 1)
+      }).pipe(Effect.scoped)
+    }))
+
   it.effect("malformed ids from another process are typed errors", () =>
     Effect.gen(function*() {
       const store = yield* instrumented

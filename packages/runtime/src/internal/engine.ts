@@ -141,6 +141,10 @@ const failure = (method: string, error: unknown) =>
     cause: error
   })
 
+/** Runs the effects one after another (cheaper than `Effect.all` for the two or three of a batch). */
+const sequence = (effects: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> =>
+  effects.length === 0 ? Effect.void : effects.reduce((all, effect) => Effect.zipRight(all, effect))
+
 /** The services the engine runs on. */
 export interface Services {
   readonly store: SessionStore.Service
@@ -321,38 +325,50 @@ export const make = (
             : Effect.void
         }, { discard: true }))
 
-    /** Starts the work the state calls for, stops what it no longer does, and keeps the tree alive meanwhile. */
-    const reconcile = (actor: Actor) =>
-      Effect.gen(function*() {
-        if (actor.closed) return
+    /**
+     * Starts the work the state calls for, stops what it no longer does, and keeps the tree alive meanwhile. Only the
+     * changes cost an effect: a batch that starts and stops nothing runs none.
+     */
+    const reconcile = (actor: Actor): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (actor.closed) return Effect.void
         const wanted = next(actor)
-        yield* stop(actor, [...actor.work].flatMap(([key]) => (wanted.has(key) ? [] : [key])))
+        const effects: Array<Effect.Effect<void>> = []
+        const stale: Array<string> = []
+        for (const [key] of actor.work) if (!wanted.has(key)) stale.push(key)
+        if (stale.length > 0) effects.push(stop(actor, stale))
         for (const key of actor.reported) if (!wanted.has(key)) actor.reported.delete(key)
         for (const [key, work] of wanted) {
-          if (actor.reported.has(key)) continue
+          if (actor.reported.has(key) || FiberMap.unsafeHas(actor.work, key)) continue
           // Interruptible: the mailbox is processed uninterruptibly, and a fiber forked there would inherit that.
-          yield* FiberMap.run(actor.work, key, Effect.interruptible(Effect.suspend(work)), { onlyIfMissing: true })
+          effects.push(
+            Effect.asVoid(
+              FiberMap.run(actor.work, key, Effect.interruptible(Effect.suspend(work)), { onlyIfMissing: true })
+            )
+          )
         }
         if (wanted.size > 0 && !actor.working) {
           actor.working = true
           hold(actor)
         } else if (wanted.size === 0 && actor.working) {
           actor.working = false
-          yield* release(actor)
+          effects.push(release(actor))
         }
+        return sequence(effects)
       })
 
-    const afterCommit = (actor: Actor, events: ReadonlyArray<TurnEvent>) =>
-      Effect.gen(function*() {
+    const afterCommit = (actor: Actor, events: ReadonlyArray<TurnEvent>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const effects: Array<Effect.Effect<void>> = []
         for (const event of events) {
           if (event._tag === "CallbackOpened" && event.callback.expiresAt !== undefined) {
-            yield* deadlines.schedule(actor.treeId, event.callback.id, event.callback.expiresAt.epochMillis)
+            effects.push(deadlines.schedule(actor.treeId, event.callback.id, event.callback.expiresAt.epochMillis))
           } else if (event._tag === "CallbackResolved") {
             deadlines.cancel(event.callbackId)
           }
         }
-        yield* reconcile(actor)
-        yield* snapshotIfDue(actor)
+        effects.push(reconcile(actor), snapshotIfDue(actor))
+        return sequence(effects)
       })
 
     /** Reads what others appended since the actor's state. */
@@ -683,6 +699,17 @@ export const make = (
         : Effect.succeed(turn)
     }
 
+    /**
+     * Lets the actor read what others appended before its state is read, when the log is ahead of it: a reader of the
+     * tree's events has them from the store, and may ask about events of another process the actor has not heard of
+     * yet (its `Settle` comes with the store's `changes`) — `Turn.result` confirming another process's `TurnBlocked`.
+     */
+    const caughtUp = (actor: Actor, method: string) =>
+      Effect.flatMap(
+        Effect.mapError(store.read(actor.treeId, actor.state.nextSeq), (error) => failure(method, error)),
+        (ahead) => ahead.length === 0 ? Effect.void : catchUp(actor)
+      )
+
     /** `turnOf`, after catching up with the log when the actor does not know the turn. */
     const knownTurn = (actor: Actor, sessionId: SessionId, turnId: unknown, method: string) =>
       afterCatchingUp(actor, Effect.suspend(() => turnOf(actor, sessionId, turnId, method)), () => true)
@@ -827,7 +854,10 @@ export const make = (
         Stream.unwrapScoped(Effect.map(subscribe("events", sessionId, from), Mailbox.toStream)),
       snapshot: (sessionId, turnId) =>
         withTree("snapshot", sessionId, (actor, id) =>
-          Effect.map(knownTurn(actor, id, turnId, "snapshot"), (turn) => {
+          Effect.zipRight(
+            caughtUp(actor, "snapshot"),
+            knownTurn(actor, id, turnId, "snapshot")
+          ).pipe(Effect.map((turn) => {
             const state = actor.state
             return new TurnSnapshot({
               turn: new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor }, noValidation),
@@ -835,8 +865,8 @@ export const make = (
               cursor: state.nextSeq,
               started: turn.startedSeq,
               state: TreeState.turnState(state, turn.turnId)
-            }, true)
-          }), { read: true }),
+            }, noValidation)
+          })), { read: true }),
       answer: (request) =>
         Effect.gen(function*() {
           // Everything that crosses the port is decoded first: a malformed request is a typed error, never a defect.

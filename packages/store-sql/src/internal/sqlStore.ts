@@ -260,13 +260,16 @@ export const make = (
         return hub === undefined ? Effect.void : Effect.asVoid(PubSub.publishAll(hub.pubsub, signals))
       })
 
-    /** An append by another process (or another store instance) was noticed. */
+    /**
+     * An append by another process (or another store instance) was noticed. `changes` first, then the tails: an
+     * engine hears of it before a reader of the tree's events can come asking the engine about what it read.
+     */
     const foreignAppend = (treeId: SessionId, nextSeq: number) =>
       Effect.zipRight(
         Effect.sync(() => recent.delete(treeId)),
         Effect.zipRight(
-          signal(treeId, [{ _tag: "Moved", nextSeq }]),
-          PubSub.publish(changes, { treeId, nextSeq })
+          PubSub.publish(changes, { treeId, nextSeq }),
+          signal(treeId, [{ _tag: "Moved", nextSeq }])
         )
       )
 
