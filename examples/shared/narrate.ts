@@ -20,10 +20,13 @@
  * Lines start with `  » ` (so a reader, and the examples test, tell them from the guides' own output). They are
  * coloured when stdout is a terminal (`NO_COLOR` turns colours off, `FORCE_COLOR` on), plain otherwise.
  */
-import type { Callback, TurnState } from "@parley/core"
+import type { Callback, ParleyError, TurnEvent, TurnState } from "@parley/core"
 import { Answer, CallbackHandler, Transport } from "@parley/core"
 import type { ClientTool } from "@parley/tools"
-import { Console, Effect, Layer, Stream } from "effect"
+import { Console, Effect, Layer, Mailbox, Stream } from "effect"
+
+type SessionNotFound = ParleyError.SessionNotFound
+type TransportFailure = ParleyError.TransportFailure
 
 // ----------------------------------------------------------------------------
 // Who answered
@@ -151,6 +154,14 @@ const narrated = (transport: Transport.Service, colour: boolean): Transport.Serv
   const ended = new Set<string>()
   const agentOf = (sessionId: Callback.Callback["sessionId"]) =>
     transport.getSession(sessionId).pipe(Effect.map((info) => info.agent), Effect.orElseSucceed(() => "?"))
+  /** The line of a turn that ended, once per turn. */
+  const announce = (sessionId: Callback.Callback["sessionId"]) => (event: TurnEvent.TurnEvent) =>
+    event._tag === "TurnEnded" && event.sessionId === sessionId && !ended.has(event.turnId)
+      ? Effect.flatMap(
+        Effect.sync(() => ended.add(event.turnId)),
+        () => Effect.flatMap(agentOf(sessionId), (agent) => Console.log(endLine(agent, event.state, colour)))
+      )
+      : Effect.void
   return {
     ...transport,
     answer: (request) =>
@@ -174,17 +185,23 @@ const narrated = (transport: Transport.Service, colour: boolean): Transport.Serv
           yield* Console.log(callbackLine(callback, request.answer, who, subagent, colour))
         }))
       }),
-    events: (sessionId, from) =>
-      transport.events(sessionId, from).pipe(
-        Stream.tap((event) =>
-          event._tag === "TurnEnded" && event.sessionId === sessionId && !ended.has(event.turnId)
-            ? Effect.flatMap(
-              Effect.sync(() => ended.add(event.turnId)),
-              () => Effect.flatMap(agentOf(sessionId), (agent) => Console.log(endLine(agent, event.state, colour)))
+    events: (sessionId, from) => transport.events(sessionId, from).pipe(Stream.tap(announce(sessionId))),
+    // What `Turn.result` reads: each batch is told before it is handed on, so the line comes before the result.
+    subscribe: (sessionId, from) =>
+      Effect.gen(function*() {
+        const source = yield* transport.subscribe(sessionId, from)
+        const told = yield* Mailbox.make<TurnEvent.TurnEvent, SessionNotFound | TransportFailure>()
+        const move: Effect.Effect<void, SessionNotFound | TransportFailure> = Effect.flatMap(
+          source.takeAll,
+          ([batch, done]) =>
+            Effect.forEach(batch, announce(sessionId), { discard: true }).pipe(
+              Effect.zipRight(told.offerAll(batch)),
+              Effect.zipRight(done ? told.end : move)
             )
-            : Effect.void
         )
-      )
+        yield* Effect.forkScoped(Effect.catchAll(move, (error) => told.fail(error)))
+        return told
+      })
   }
 }
 

@@ -391,6 +391,11 @@ export const make = (
         yield* reconcile(actor)
       })
 
+    /** Tells whoever waits for these commands that they failed. */
+    const fail = (envelopes: ReadonlyArray<Envelope>, error: TransportFailure) => {
+      for (const envelope of envelopes) envelope.reply?.(Exit.fail(error))
+    }
+
     const process = (actor: Actor, received: ReadonlyArray<Envelope>) =>
       Effect.gen(function*() {
         let batch = actor.lease === undefined
@@ -425,11 +430,7 @@ export const make = (
               actor.resumed = true
             }
             yield* afterCommit(actor, events)
-            yield* Effect.forEach(
-              batch,
-              (envelope, i) => Effect.sync(() => envelope.reply?.(Exit.succeed(replies[i]))),
-              { discard: true }
-            )
+            for (let i = 0; i < batch.length; i++) batch[i].reply?.(Exit.succeed(replies[i]))
             return
           }
           if (appended.left._tag === "StoreError") {
@@ -442,11 +443,7 @@ export const make = (
                 Effect.zipRight(Effect.interruptible(sleepLive(retryMillis)), deliver(actor, unanswered))
               )
             }
-            return yield* Effect.forEach(
-              batch,
-              (envelope) => Effect.sync(() => envelope.reply?.(Exit.fail(failure("append", appended.left)))),
-              { discard: true }
-            )
+            return fail(batch, failure("append", appended.left))
           }
           if (appended.left._tag === "LeaseLost") {
             yield* depose(actor)
@@ -455,31 +452,27 @@ export const make = (
           // Someone else appended first (or took the tree over): read what they wrote and decide again.
           conflicted = true
         }
-        yield* Effect.forEach(
-          batch,
-          (envelope) =>
-            Effect.sync(() => envelope.reply?.(Exit.fail(failure("append", "the log kept moving under the engine")))),
-          { discard: true }
-        )
+        fail(batch, failure("append", "the log kept moving under the engine"))
       }).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.forEach(
-            received,
-            (envelope) => Effect.sync(() => envelope.reply?.(Exit.fail(failure("decide", Cause.squash(cause))))),
-            { discard: true }
-          ).pipe(Effect.zipRight(Effect.logError("the engine could not process commands", cause)))
-        )
+        Effect.catchAllCause((cause) => {
+          fail(received, failure("decide", Cause.squash(cause)))
+          return Effect.logError("the engine could not process commands", cause)
+        })
       )
 
-    const load = (
+    /**
+     * Makes the actor of a tree whose state is known, in `scope` (closed when it is evicted): registered, the deadlines
+     * of its open callbacks armed. `first` is its first command, processed before any other by another fiber (not this
+     * one: it is loading the tree, which the processing holds). A tree this engine just created needs none.
+     */
+    const install = (
       treeId: SessionId,
-      scope: Scope.CloseableScope
-    ): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
+      scope: Scope.CloseableScope,
+      restored: Snapshots.Restored,
+      lease: SessionStore.Lease | undefined,
+      first: Command | undefined
+    ): Effect.Effect<Actor, never, Scope.Scope> =>
       Effect.gen(function*() {
-        const header = yield* store.getTree(treeId)
-        if (Option.isNone(header)) return yield* new TreeMissing()
-        // The latest snapshot and the events after it, or the whole log.
-        const restored = yield* Snapshots.restore(store, header.value)
         const actor: Actor = {
           treeId,
           state: restored.state,
@@ -489,8 +482,8 @@ export const make = (
           holds: 0,
           working: false,
           reported: new Set(),
-          lease: runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined,
-          resumed: false,
+          lease,
+          resumed: first === undefined && lease !== undefined,
           snapshotSeq: restored.seq,
           snapshotting: false,
           scope,
@@ -508,14 +501,27 @@ export const make = (
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
           if (expiresAt !== undefined) yield* deadlines.schedule(treeId, id, expiresAt.epochMillis)
         }
-        // Whatever was in flight when the tree was last in memory is taken up again (by its owner only), before any
-        // other command: first in the mailbox, processed by the next command's fiber or by one forked here (not this
-        // one: it is loading the tree, which the processing holds).
-        actor.mailbox.push({ command: { _tag: actor.lease === undefined ? "Settle" : "Resume" }, reply: undefined })
-        yield* Effect.forkDaemon(deliver(actor, []))
+        if (first !== undefined) {
+          actor.mailbox.push({ command: first, reply: undefined })
+          yield* Effect.forkDaemon(deliver(actor, []))
+        }
         // A long log replayed (no snapshot yet, or an unusable one): the next load starts from a snapshot.
         yield* snapshotIfDue(actor)
         return actor
+      })
+
+    const load = (
+      treeId: SessionId,
+      scope: Scope.CloseableScope
+    ): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const header = yield* store.getTree(treeId)
+        if (Option.isNone(header)) return yield* new TreeMissing()
+        // The latest snapshot and the events after it, or the whole log.
+        const restored = yield* Snapshots.restore(store, header.value)
+        const lease = runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined
+        // Whatever was in flight when the tree was last in memory is taken up again, by its owner only.
+        return yield* install(treeId, scope, restored, lease, { _tag: lease === undefined ? "Settle" : "Resume" })
       })
 
     // -------------------------------------------------------------------------
@@ -809,7 +815,19 @@ export const make = (
         )
         // The engine that creates a session owns its tree (unless it runs no work): another process that reads it
         // first only follows it.
-        if (runsWork) yield* Effect.mapError(store.claim(treeId, owner), (error) => failure("createSession", error))
+        const lease = runsWork
+          ? Option.getOrUndefined(
+            yield* Effect.mapError(store.claim(treeId, owner), (error) => failure("createSession", error))
+          )
+          : undefined
+        // Its actor is made at once from the state of an empty log: the first message reads nothing from the store.
+        const scope = yield* Scope.fork(engineScope, ExecutionStrategy.sequential)
+        const actor = yield* Scope.extend(
+          install(treeId, scope, { state: TreeState.empty({ treeId, agent, createdAt }), seq: 0 }, lease, undefined),
+          scope
+        )
+        hold(actor)
+        yield* release(actor)
         return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt }, noValidation)
       })
 
