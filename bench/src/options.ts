@@ -5,7 +5,7 @@
  * | flag           | variable           | full     | quick    | what                                           |
  * |----------------|--------------------|----------|----------|------------------------------------------------|
  * | `--turns`      | `BENCH_TURNS`      | 1000     | 30       | measured turns per latency phase               |
- * | `--warmup`     | `BENCH_WARMUP`     | 50       | 20       | unmeasured turns before each latency phase     |
+ * | `--warmup`     | `BENCH_WARMUP`     | 500      | 20       | unmeasured turns before each latency phase     |
  * | `--paused`     | `BENCH_PAUSED`     | 5000     | 200      | turns paused at once (pause / resume phase)    |
  * | `--raw-paused` | `BENCH_RAW_PAUSED` | =paused  | =paused  | the same with the raw model double (0: skip)   |
  * | `--paused-rss` | `BENCH_PAUSED_RSS` | 100000   | 0        | paused turns in the RSS child process (0: skip)|
@@ -71,7 +71,7 @@ export const fromArgs = (argv: ReadonlyArray<string>): Options => {
   return {
     quick,
     turns,
-    warmup: size(argv, "warmup", "BENCH_WARMUP", quick ? 20 : 50),
+    warmup: size(argv, "warmup", "BENCH_WARMUP", quick ? 20 : 500),
     paused,
     rawPaused: size(argv, "raw-paused", "BENCH_RAW_PAUSED", paused),
     pausedRss: size(argv, "paused-rss", "BENCH_PAUSED_RSS", quick ? 0 : 100_000),

@@ -236,7 +236,8 @@ export const result = <R = never>(
 
     const start = (callback: Callback) =>
       Effect.suspend(() => {
-        if (closed.has(callback.id)) return Effect.void
+        // With no handler every callback stays open: nothing to run.
+        if (handler === undefined || closed.has(callback.id)) return Effect.void
         running += 1
         return FiberMap.run(
           fibers,

@@ -141,13 +141,11 @@ export const make = (deps: {
       const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
       // Reasoning blocks by id, in the order they started, with the provider's metadata.
       const reasoning = new Map<string, { text: string; metadata: Record<string, unknown> }>()
-      const onPart = (part: Response.AnyPart): Effect.Effect<void> => {
+      /** Takes a part in; a text delta is returned, to go live with the others of its chunk. */
+      const onPart = (part: Response.AnyPart): string | undefined => {
         if (part.type === "text-delta") {
           text += part.delta
-          return Effect.flatMap(DateTime.now, (at) =>
-            store.publish(tree.treeId, [
-              new MessageDelta({ ...ids, seq: step.seq, at, delta: part.delta }, true)
-            ]))
+          return part.delta
         }
         if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
         if (part.type === "reasoning-start") reasoning.set(part.id, { text: "", metadata: { ...part.metadata } })
@@ -156,9 +154,10 @@ export const make = (deps: {
           block.text += part.delta
           reasoning.set(part.id, block)
         }
-        return Effect.void
+        return undefined
       }
-      // Pulled chunk by chunk (cheaper than running the stream into a sink: ~half the work per step).
+      // Pulled chunk by chunk (cheaper than running the stream into a sink: ~half the work per step). The deltas of a
+      // chunk go live together, one by one in order, at the time the chunk came.
       yield* Effect.scoped(Effect.gen(function*() {
         const pull = yield* Stream.toPull(
           model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true })
@@ -169,7 +168,18 @@ export const make = (deps: {
             (error) => Option.isNone(error) ? Effect.succeed(undefined) : Effect.fail(error.value)
           )
           if (chunk === undefined) break
-          for (const part of chunk) yield* onPart(part)
+          const deltas: Array<string> = []
+          for (const part of chunk) {
+            const delta = onPart(part)
+            if (delta !== undefined) deltas.push(delta)
+          }
+          if (deltas.length > 0) {
+            const at = yield* DateTime.now
+            yield* store.publish(
+              tree.treeId,
+              deltas.map((delta) => new MessageDelta({ ...ids, seq: step.seq, at, delta }, true))
+            )
+          }
         }
       }))
       yield* tree.report(key, {
