@@ -5,7 +5,7 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { DateTime, Effect, Fiber, Layer, Mailbox, Option, Schema } from "effect"
+import { DateTime, Effect, Fiber, Layer, Mailbox, Option, Schema, TestClock } from "effect"
 
 // The engine and its store: appends made by someone else (another process) are noticed, a lost append race is
 // decided again on the new log, a failing store is a typed error that leaves the engine working, and idle trees leave
@@ -194,6 +194,42 @@ describe("Engine and store", () => {
         assert.strictEqual(state._tag === "Completed" ? state.text : state._tag, "The Atlas costs 1,200 EUR.")
         assert.strictEqual((yield* model.calls).length, 2, "the step was not issued again")
       }).pipe(Effect.provide(runtime(store.service, model)))
+    }))
+
+  it.effect("an idle tree is evicted once its time-to-live passes with nothing holding it; a call on it re-arms that", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+        const turn = yield* Session.turn(session, blocked.turnId)
+        // Lets the timer fiber and the evictions it starts run.
+        const settle = Effect.repeatN(Effect.yieldNow(), 20)
+        const at = (label: string, loads: number) =>
+          Effect.gen(function*() {
+            yield* settle
+            assert.deepStrictEqual((yield* Turn.openCallbacks(turn)).map((callback) => callback.id), [
+              blocked.callbacks[0].id
+            ], label)
+            assert.strictEqual(store.loads(), loads, label)
+          })
+        yield* at("created here: never read back", 0)
+        yield* TestClock.adjust("59 seconds")
+        yield* at("59 s idle: still in memory", 0)
+        yield* TestClock.adjust("2 seconds")
+        yield* at("61 s idle: evicted, loaded again", 1)
+        // A call that holds the tree (a refused answer) re-arms its eviction from its end.
+        yield* TestClock.adjust("50 seconds")
+        const refused = yield* Effect.flip(
+          Turn.answer(turn, Ids.CallbackId.make("cb_nope"), new Answer.AllowApproval())
+        )
+        assert.strictEqual(refused._tag, "CallbackNotOpen")
+        yield* TestClock.adjust("50 seconds")
+        yield* at("50 s after the call: still in memory", 1)
+        yield* TestClock.adjust("11 seconds")
+        yield* at("61 s after the call: evicted, loaded again", 2)
+      }).pipe(Effect.provide(runtime(store.service, model, { idleTimeToLive: "1 minute" })))
     }))
 
   it.effect("an idle tree leaves memory and is rebuilt from its log; a busy one stays", () =>
