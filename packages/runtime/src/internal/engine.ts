@@ -1,14 +1,17 @@
 /**
  * The engine's effectful shell around `decide` (pure) and `next` (the work a state calls for).
  *
- * - One actor per tree: a mailbox of commands drained by one fiber. A batch of commands is decided against the
- *   state, its events appended in one `append`, then the state is the new one, the replies go out, and the work the
- *   state calls for (model steps, tools of the runtime) is started or stopped on a `FiberMap`. Work reports back as
- *   commands. A lost append race re-reads the log and decides again.
- * - Eviction: actors are reference-counted (each call that uses one holds it) with an idle time-to-live, kept in a
- *   deadline structure like the callbacks' (one timer fiber, no fiber per tree). An actor holds itself while its state calls
- *   for work; a tree whose turns all wait on callbacks holds nothing after the time-to-live, and is rebuilt from its
- *   log when an answer, a deadline or a reader's query arrives.
+ * - One actor per tree: a mailbox of commands processed one batch at a time. A batch is decided against the state,
+ *   its events appended in one `append`, then the state is the new one, the replies go out, and the work the state
+ *   calls for (model steps, tools of the runtime) is started or stopped on a `FiberMap`. Work reports back as
+ *   commands. A lost append race re-reads the log and decides again. The actor has no fiber: the fiber that sends a
+ *   command to an idle tree processes it (and whatever arrives meanwhile); a busy tree's fiber takes it in its next
+ *   batch.
+ * - Eviction: actors are counted holds (each call on a tree holds its actor while it runs) with an idle time-to-live,
+ *   armed in a deadline structure like the callbacks' (one timer fiber, no fiber per tree). An actor holds itself while
+ *   its state calls for work; a tree whose turns all wait on callbacks holds nothing after the time-to-live, and is
+ *   rebuilt from its log when an answer, a deadline or a reader's query arrives. The engine that creates a session
+ *   makes its actor from the empty log at once.
  * - Deadlines: one ordered structure and one timer fiber for the process (`deadlines.ts`).
  * - The store's `changes` wake the tree an append by someone else (another process) touched.
  * - Leases: the engine is an owner (alive while it renews its heartbeat). A tree it loads is claimed: as the tree's
