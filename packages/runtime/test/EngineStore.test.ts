@@ -114,15 +114,21 @@ const foreignResolution = (
     ])
   })
 
+/** A new session whose turn blocked on its approval, and the turn. */
+const pausedTurn = Effect.gen(function*() {
+  const session = yield* Agent.startSession(agent)
+  const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
+  const turn = yield* Session.turn(session, blocked.turnId)
+  return { blocked, session, turn }
+})
+
 describe("Engine and store", () => {
   it.effect("a CallbackResolved appended to the store by another writer is noticed: the turn goes on", () =>
     Effect.gen(function*() {
       const store = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
-        const session = yield* Agent.startSession(agent)
-        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
-        const turn = yield* Session.turn(session, blocked.turnId)
+        const { blocked, session, turn } = yield* pausedTurn
         yield* foreignResolution(store.service, session.id, blocked, new Answer.AllowApproval())
         // The tool's handler (it comes with the agent) answers the client tool call that follows the approval.
         const state = yield* Turn.result(turn, { after: blocked })
@@ -136,9 +142,7 @@ describe("Engine and store", () => {
       const store = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
-        const session = yield* Agent.startSession(agent)
-        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
-        const turn = yield* Session.turn(session, blocked.turnId)
+        const { blocked, session, turn } = yield* pausedTurn
         // Just before the engine stores our answer, another process stores a denial.
         store.beforeResolve = (raw, treeId) =>
           foreignResolution(raw, treeId, blocked, new Answer.DenyApproval({ reason: "not today" })).pipe(Effect.orDie)
@@ -159,9 +163,7 @@ describe("Engine and store", () => {
       const store = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
-        const session = yield* Agent.startSession(agent)
-        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
-        const turn = yield* Session.turn(session, blocked.turnId)
+        const { blocked, session, turn } = yield* pausedTurn
         const before = (yield* store.service.read(session.id, 0)).length
         store.failNext = true
         const failed = yield* Effect.flip(Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval()))
@@ -201,9 +203,7 @@ describe("Engine and store", () => {
       const store = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
-        const session = yield* Agent.startSession(agent)
-        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
-        const turn = yield* Session.turn(session, blocked.turnId)
+        const { blocked, turn } = yield* pausedTurn
         // Lets the timer fiber and the evictions it starts run.
         const settle = Effect.repeatN(Effect.yieldNow(), 20)
         const at = (label: string, loads: number) =>
@@ -238,9 +238,7 @@ describe("Engine and store", () => {
       const keeping = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       const answerTwice = Effect.gen(function*() {
-        const session = yield* Agent.startSession(agent)
-        const blocked = blockedOf(yield* Session.run(session, "What does the Atlas cost?"))
-        const turn = yield* Session.turn(session, blocked.turnId)
+        const { blocked, turn } = yield* pausedTurn
         yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
         const state = yield* Turn.result(turn, { after: blocked })
         assert.strictEqual(state._tag, "Completed")
