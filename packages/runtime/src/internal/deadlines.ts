@@ -10,24 +10,25 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 
-interface Entry<K extends string> {
+interface Entry<K extends string, T> {
   readonly at: number
-  readonly treeId: SessionId
+  readonly treeId: T
   readonly callbackId: K
 }
 
-export interface Deadlines<K extends string = CallbackId> {
+/** Deadlines keyed by `K` (a callback's id), each telling its tree `T` when it passes. */
+export interface Deadlines<K extends string = CallbackId, T = SessionId> {
   /** Arms (or re-arms) the deadline of a callback, in epoch milliseconds. */
-  readonly schedule: (treeId: SessionId, callbackId: K, at: number) => Effect.Effect<void>
+  readonly schedule: (treeId: T, callbackId: K, at: number) => Effect.Effect<void>
   readonly cancel: (callbackId: K) => void
   readonly size: () => number
 }
 
 /** A binary min-heap on `at`; cancelled entries are dropped lazily when they reach the top. */
-class Heap<K extends string> {
-  private items: Array<Entry<K>> = []
+class Heap<K extends string, T> {
+  private items: Array<Entry<K, T>> = []
   /** Keeps only `keep` (after many cancels, so dropped entries do not pile up until their time). */
-  rebuild(keep: Iterable<Entry<K>>) {
+  rebuild(keep: Iterable<Entry<K, T>>) {
     const entries = [...keep]
     this.items = []
     for (const entry of entries) this.push(entry)
@@ -35,10 +36,10 @@ class Heap<K extends string> {
   get size() {
     return this.items.length
   }
-  peek(): Entry<K> | undefined {
+  peek(): Entry<K, T> | undefined {
     return this.items[0]
   }
-  push(entry: Entry<K>) {
+  push(entry: Entry<K, T>) {
     const items = this.items
     items.push(entry)
     let i = items.length - 1
@@ -49,7 +50,7 @@ class Heap<K extends string> {
       i = parent
     }
   }
-  pop(): Entry<K> | undefined {
+  pop(): Entry<K, T> | undefined {
     const items = this.items
     const top = items[0]
     const end = items.pop()
@@ -72,13 +73,13 @@ class Heap<K extends string> {
 }
 
 /** Starts the timer fiber in `scope`; `expire` is called (in a fiber of its own) for each deadline that passes. */
-export const make = <K extends string = CallbackId>(
-  expire: (treeId: SessionId, callbackId: K) => Effect.Effect<void>
-): Effect.Effect<Deadlines<K>, never, Scope.Scope> =>
+export const make = <K extends string = CallbackId, T = SessionId>(
+  expire: (treeId: T, callbackId: K) => Effect.Effect<void>
+): Effect.Effect<Deadlines<K, T>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const heap = new Heap<K>()
+    const heap = new Heap<K, T>()
     /** The live entry of each callback: an entry in the heap that is not here any more was cancelled. */
-    const live = new Map<K, Entry<K>>()
+    const live = new Map<K, Entry<K, T>>()
     const wake = yield* Queue.sliding<void>(1)
     /** When the timer fiber wakes next (it is woken early only for an earlier deadline). */
     let armedAt = Number.POSITIVE_INFINITY

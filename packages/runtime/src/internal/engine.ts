@@ -42,7 +42,6 @@ import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/T
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
@@ -50,7 +49,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Equal from "effect/Equal"
-import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
 import { identity } from "effect/Function"
@@ -58,7 +56,7 @@ import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Connectors from "../Connectors.js"
 import type { Options } from "../Engine.js"
@@ -70,6 +68,7 @@ import { markRuntimeTools, resolveTools } from "./agentTools.js"
 import * as Deadlines from "./deadlines.js"
 import type { Command, Rejection, Reply } from "./decide.js"
 import { decide } from "./decide.js"
+import * as Held from "./held.js"
 import * as Snapshots from "./snapshots.js"
 import { noValidation } from "./tx.js"
 import * as Validation from "./validation.js"
@@ -91,8 +90,6 @@ interface Actor {
   /** Whether a fiber is processing the mailbox: then a new command waits in it. */
   busy: boolean
   readonly work: FiberMap.FiberMap<string>
-  /** The holds on the actor (calls that use it, its own work): it is evicted once none is left for the idle time. */
-  holds: number
   /** Whether the actor holds itself because its state calls for work, so it is not evicted under it. */
   working: boolean
   /** Work that reported its result, which the state has not taken in yet: it must not start again meanwhile. */
@@ -249,8 +246,6 @@ export const make = (
     // Actors
     // -------------------------------------------------------------------------
 
-    const loaded = new Map<SessionId, Actor>()
-
     /**
      * Processes the mailbox until it is empty, in the calling fiber, one batch at a time (uninterruptibly: a batch
      * decided is appended and taken in, whoever asked for it is interrupted meanwhile).
@@ -352,10 +347,10 @@ export const make = (
         }
         if (wanted.size > 0 && !actor.working) {
           actor.working = true
-          hold(actor)
+          actors.hold(actor.treeId, actor)
         } else if (wanted.size === 0 && actor.working) {
           actor.working = false
-          effects.push(release(actor))
+          effects.push(actors.release(actor.treeId, actor))
         }
         return sequence(effects)
       })
@@ -482,7 +477,6 @@ export const make = (
           mailbox: [],
           busy: false,
           work: yield* FiberMap.make<string>(),
-          holds: 0,
           working: false,
           reported: new Set(),
           lease,
@@ -494,12 +488,6 @@ export const make = (
         }
         // Runs before the work's `FiberMap` closes (finalizers run in reverse order).
         yield* Effect.addFinalizer(() => Effect.sync(() => actor.closed = true))
-        loaded.set(treeId, actor)
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            if (loaded.get(treeId) === actor) loaded.delete(treeId)
-          })
-        )
         for (const id of actor.state.open) {
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
           if (expiresAt !== undefined) yield* deadlines.schedule(treeId, id, expiresAt.epochMillis)
@@ -527,85 +515,11 @@ export const make = (
         return yield* install(treeId, scope, restored, lease, { _tag: lease === undefined ? "Settle" : "Resume" })
       })
 
-    // -------------------------------------------------------------------------
-    // Holding actors: loaded once, evicted when nothing held them for the idle time
-    // -------------------------------------------------------------------------
-
-    const engineScope = yield* Effect.scope
-    const idleMillis = Duration.toMillis(Duration.decode(options?.idleTimeToLive ?? "1 minute"))
-    /** Trees being loaded: who asks for one meanwhile waits for that load. */
-    const loading = new Map<SessionId, Deferred.Deferred<Actor, TreeMissing | SessionStore.StoreError>>()
-
-    const evict = (treeId: SessionId): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const actor = loaded.get(treeId)
-        if (actor === undefined || actor.holds > 0) return Effect.void
-        loaded.delete(treeId)
-        return Scope.close(actor.scope, Exit.void)
-      })
-    const evictions = yield* Deadlines.make<SessionId>((treeId) => evict(treeId))
-
-    const hold = (actor: Actor) => {
-      actor.holds += 1
-      if (actor.holds === 1) evictions.cancel(actor.treeId)
-    }
-
-    /** Lets go of the actor; the last hold arms its eviction (closed by another fiber: never the one that let go). */
-    const release = (actor: Actor): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        actor.holds -= 1
-        if (actor.holds > 0 || actor.closed) return Effect.void
-        if (idleMillis <= 0) return Effect.asVoid(Effect.forkDaemon(evict(actor.treeId)))
-        return Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => evictions.schedule(actor.treeId, actor.treeId, now + idleMillis)
-        )
-      })
-
-    /** The tree's actor, held (loaded first if needed: one load at a time per tree). */
-    const acquire = (treeId: SessionId): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError> =>
-      Effect.suspend(() => {
-        const actor = loaded.get(treeId)
-        if (actor !== undefined && !actor.closed) {
-          hold(actor)
-          return Effect.succeed(actor)
-        }
-        const pending = loading.get(treeId)
-        if (pending !== undefined) return Effect.zipRight(Deferred.await(pending), acquire(treeId))
-        return Effect.flatMap(Deferred.make<Actor, TreeMissing | SessionStore.StoreError>(), (loaded) => {
-          loading.set(treeId, loaded)
-          return Effect.flatMap(Scope.fork(engineScope, ExecutionStrategy.sequential), (scope) =>
-            Scope.extend(load(treeId, scope), scope).pipe(
-              Effect.onExit((exit) =>
-                Effect.suspend(() => {
-                  loading.delete(treeId)
-                  return Effect.zipRight(
-                    Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void,
-                    Deferred.done(loaded, exit)
-                  )
-                })
-              ),
-              Effect.tap(hold)
-            ))
-        })
-      })
-
-    /** Runs `f` with the tree's actor held; a tree that cannot be loaded fails as `onLoad` says. */
-    const holdingWith = <A, E, E2>(
-      treeId: SessionId,
-      f: (actor: Actor) => Effect.Effect<A, E>,
-      onLoad: (error: TreeMissing | SessionStore.StoreError) => E2
-    ): Effect.Effect<A, E | E2> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(
-          Effect.mapError(acquire(treeId), onLoad),
-          (actor) =>
-            Effect.ensuring(restore(f(actor)), release(actor))
-        )
-      )
+    // Actors in memory: loaded once, held by the calls on them and by their own work, evicted when idle (`held.ts`).
+    const actors = yield* Held.make({ load, idleTimeToLive: options?.idleTimeToLive ?? "1 minute" })
 
     const holding = <A, E>(treeId: SessionId, f: (actor: Actor) => Effect.Effect<A, E>) =>
-      holdingWith(treeId, f, identity)
+      actors.holding(treeId, f, identity)
 
     // -------------------------------------------------------------------------
     // Entry points
@@ -631,7 +545,7 @@ export const make = (
       options: { readonly read: boolean } = { read: false }
     ): Effect.Effect<A, E | SessionNotFound | TransportFailure> => {
       // The id of a tree in memory is valid, and its own tree's: no decoding, no lookup.
-      const known = typeof sessionId === "string" ? loaded.get(sessionId as SessionId) : undefined
+      const known = typeof sessionId === "string" ? actors.get(sessionId as SessionId) : undefined
       const id = known !== undefined ? Either.right(known.treeId) : decodeSessionId(sessionId)
       if (Either.isLeft(id)) {
         return Effect.fail(sessionNotFound(method, sessionId))
@@ -646,8 +560,7 @@ export const make = (
                 ? Effect.fail(sessionNotFound(method, sessionId))
                 : Effect.void
             ),
-            () =>
-              true
+            () => true
           ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
       const treeOf = known !== undefined
         ? Effect.succeed(Option.some(known.treeId))
@@ -656,9 +569,9 @@ export const make = (
         Effect.flatMap((treeId) => {
           if (Option.isNone(treeId)) return Effect.fail(sessionNotFound(method, sessionId))
           // A read of a tree in memory needs no reference to it: its state is a value, valid even if it is evicted.
-          const held = options.read ? loaded.get(treeId.value) : undefined
+          const held = options.read ? actors.get(treeId.value) : undefined
           if (held !== undefined) return inTree(held)
-          return holdingWith(
+          return actors.holding(
             treeId.value,
             inTree,
             (error) => error._tag === "TreeMissing" ? sessionNotFound(method, sessionId) : failure(method, error)
@@ -760,7 +673,7 @@ export const make = (
 
     // Appends by anyone: a tree in memory reads them; a tree out of memory is loaded, which settles it.
     const noticed = (change: SessionStore.Change): Effect.Effect<void> => {
-      const actor = loaded.get(change.treeId)
+      const actor = actors.get(change.treeId)
       if (actor !== undefined) {
         return actor.state.nextSeq >= change.nextSeq ? Effect.void : offerForked(actor, { _tag: "Settle" })
       }
@@ -785,13 +698,13 @@ export const make = (
         Effect.flatMap((trees) =>
           Effect.forEach(trees, (tree) => {
             if (!own && tree.owner === owner) return Effect.void
-            const actor = loaded.get(tree.treeId)
+            const actor = actors.get(tree.treeId)
             if (actor === undefined) {
               return holding(tree.treeId, () => Effect.void)
             }
             if (actor.lease !== undefined) return Effect.void
             return Effect.flatMap(store.claim(tree.treeId, owner), (lease) => {
-              if (Option.isNone(lease) || loaded.get(tree.treeId) !== actor) return Effect.void
+              if (Option.isNone(lease) || actors.get(tree.treeId) !== actor) return Effect.void
               actor.lease = lease.value
               actor.resumed = false
               return offer(actor, { _tag: "Resume" })
@@ -824,13 +737,11 @@ export const make = (
           )
           : undefined
         // Its actor is made at once from the state of an empty log: the first message reads nothing from the store.
-        const scope = yield* Scope.fork(engineScope, ExecutionStrategy.sequential)
-        const actor = yield* Scope.extend(
-          install(treeId, scope, { state: TreeState.empty({ treeId, agent, createdAt }), seq: 0 }, lease, undefined),
-          scope
+        yield* actors.insert(
+          treeId,
+          (scope) =>
+            install(treeId, scope, { state: TreeState.empty({ treeId, agent, createdAt }), seq: 0 }, lease, undefined)
         )
-        hold(actor)
-        yield* release(actor)
         return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt }, noValidation)
       })
 
