@@ -49,7 +49,7 @@ import {
 } from "./Ids.js"
 import type { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
 import type { JsonSchema } from "./ToolSpec.js"
-import { Reasoning, Resolution, TurnCause } from "./TurnEvent.js"
+import { Executor, Reasoning, Resolution, TurnCause } from "./TurnEvent.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import { Blocked, Final } from "./TurnState.js"
 
@@ -97,7 +97,8 @@ export type Message =
  * Where a tool call stands:
  * - `Started`: asked for by the model, the policy not yet applied (for `agents.wait`: waiting for the subagents);
  * - `Callback`: waiting on (or just answered by) the callback `callbackId`;
- * - `Executing`: a tool of the runtime is running (`ToolExecutionStarted`);
+ * - `Executing`: a tool of the runtime started (`ToolExecutionStarted`), under the lease of `executor` (absent in logs
+ *   written before 0.2): only that owner, at that epoch, runs it;
  * - `Completed`: it has its result.
  *
  * @since 0.1.0
@@ -106,7 +107,7 @@ export type Message =
 export type CallStage =
   | { readonly _tag: "Started" }
   | { readonly _tag: "Callback"; readonly callbackId: CallbackId }
-  | { readonly _tag: "Executing" }
+  | { readonly _tag: "Executing"; readonly executor?: Executor | undefined }
   | { readonly _tag: "Completed"; readonly isFailure: boolean; readonly result: unknown }
 
 /**
@@ -142,7 +143,7 @@ export interface Turn {
   readonly step: { readonly messageId: string; readonly seq: number } | undefined
   /** Whether that step's result is not in the log yet (the model is being called). */
   readonly modelPending: boolean
-  /** How many model steps the turn started. */
+  /** How many model steps the turn started, less those aborted by a crash (issued again, they count once). */
   readonly steps: number
   /** The tool calls of the turn's latest model step, in the model's order. */
   readonly calls: ReadonlyArray<Call>
@@ -223,7 +224,7 @@ const MessageSchema = Schema.Union(
 const CallStageSchema = Schema.Union(
   Schema.TaggedStruct("Started", {}),
   Schema.TaggedStruct("Callback", { callbackId: CallbackIdSchema }),
-  Schema.TaggedStruct("Executing", {}),
+  Schema.TaggedStruct("Executing", { executor: Schema.optional(Executor) }),
   Schema.TaggedStruct("Completed", { isFailure: Schema.Boolean, result: Schema.Unknown })
 )
 
@@ -481,7 +482,9 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
       return updateTurn(
         state,
         event.turnId,
-        (turn) => (turn.step?.messageId === event.messageId ? { ...turn, modelPending: false } : turn)
+        // An aborted step is not a step: it is issued again, and `maxSteps` counts the steps that completed.
+        (turn) =>
+          turn.step?.messageId === event.messageId ? { ...turn, modelPending: false, steps: turn.steps - 1 } : turn
       )
     case "MessageDelta":
       return state
@@ -520,7 +523,7 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
       }))
     }
     case "ToolExecutionStarted":
-      return updateCall(state, event.turnId, event.toolCallId, { _tag: "Executing" })
+      return updateCall(state, event.turnId, event.toolCallId, { _tag: "Executing", executor: event.executor })
     case "ToolCallCompleted": {
       const next = updateCall(state, event.turnId, event.toolCallId, {
         _tag: "Completed",

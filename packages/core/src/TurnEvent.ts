@@ -169,9 +169,26 @@ export class ToolCallStarted
 {}
 
 /**
+ * Who runs a tool: the owner of the tree's lease and the lease's epoch (its fencing token) when the start was
+ * recorded.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Executor = Schema.Struct({ owner: Schema.String, epoch: Schema.Number })
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Executor extends Schema.Schema.Type<typeof Executor> {}
+
+/**
  * A tool that runs in the runtime (a connector's, or a program's tool marked `runsIn: "runtime"`) is about to run: its
- * side effect may happen from now on. A call with this event and no result was interrupted: it is reported to the
- * model as interrupted, never run again (unless the tool is idempotent).
+ * side effect may happen from now on. The process that runs it appends this event itself, under its lease (`executor`),
+ * and runs the tool only once the append succeeded; an answer never records it. A call with this event from another
+ * owner or epoch and no result was interrupted: it is reported to the model as interrupted, never run again (unless the
+ * tool is idempotent). Logs written before 0.2 have no `executor`.
  *
  * @since 0.1.0
  * @category Schemas
@@ -181,7 +198,8 @@ export class ToolExecutionStarted extends Schema.TaggedClass<ToolExecutionStarte
 )("ToolExecutionStarted", {
   ...common,
   toolCallId: Schema.String,
-  toolId: ToolId
+  toolId: ToolId,
+  executor: Schema.optional(Executor)
 }) {}
 
 /**

@@ -41,7 +41,8 @@ export interface Options {
   readonly idleTimeToLive?: Duration.DurationInput | undefined
   /**
    * This engine's name as the owner of the trees it runs (default: a random one per start). An engine restarted under
-   * the same name takes its unfinished trees back at once; under a new name, once their leases lapse.
+   * the same name takes its unfinished trees back at once; under a new name, once their leases lapse. Every claim
+   * raises the tree's epoch, so a process that held the name before (paused, not dead) can no longer append to them.
    */
   readonly owner?: string | undefined
   /** How long the engine's leases hold without its heartbeat (default: 10 seconds; renewed every third of it). */

@@ -12,8 +12,8 @@
  *   it (streamed `MessageDelta`s) to readers in this process. `tail` is the same as a `Stream`.
  * - `changes` tells which trees were appended to (a mailbox too), so an engine notices appends made by others.
  * - Leases: one engine (an `owner`, alive while it renews `heartbeat`) runs a tree's work. `claim` makes the caller
- *   the tree's owner when the tree has none, is its own, or its owner's heartbeat lapsed; each change of owner raises
- *   the tree's `epoch`. An append made with a `Lease` checks it in the same transaction (a fencing token): a deposed
+ *   the tree's owner when the tree has none, is its own, or its owner's heartbeat lapsed; every claim raises the tree's
+ *   `epoch` (the same owner's too: a process restarted under its name fences off the one before it). An append made with a `Lease` checks it in the same transaction (a fencing token): a deposed
  *   owner's late append fails with `LeaseLost`. Appends without a lease (answers from any process) are checked by
  *   `expectedSeq` and the one-resolution rule only.
  * - `unfinished` lists the trees with turns not ended that an owner may take up (recovery); `listOpen` lists the
@@ -226,8 +226,8 @@ export interface Service {
   /** Ends `owner`'s life at once (a clean shutdown): its trees can be claimed by others without waiting. */
   readonly retire: (owner: string) => Effect.Effect<void, StoreError>
   /**
-   * Makes `owner` the tree's owner if the tree has none, is `owner`'s, or its owner's heartbeat lapsed. The lease is
-   * `None` while another owner is alive (or when there is no such tree).
+   * Makes `owner` the tree's owner if the tree has none, is `owner`'s, or its owner's heartbeat lapsed, with a new
+   * epoch (raised by every claim). The lease is `None` while another owner is alive (or when there is no such tree).
    */
   readonly claim: (treeId: SessionId, owner: string) => Effect.Effect<Option.Option<Lease>, StoreError>
   /** The trees with turns not ended that `owner` may claim: unowned, its own, or whose owner's heartbeat lapsed. */

@@ -41,9 +41,10 @@ const ofTag = <Tag extends TurnEvent.TurnEvent["_tag"]>(events: ReadonlyArray<Tu
 const engine = (
   store: SessionStore.Service,
   model: ScriptedModel.Service,
-  tools: Layer.Layer<RuntimeTools.RuntimeTools>
+  tools: Layer.Layer<RuntimeTools.RuntimeTools>,
+  owner?: string
 ) =>
-  LocalTransport.layer.pipe(
+  LocalTransport.layerWith({ owner }).pipe(
     Layer.provide([
       Layer.succeed(SessionStore.SessionStore, store),
       Connectors.layerEmpty,
@@ -200,7 +201,7 @@ const stopWhileRunning = (
       const turn = yield* Session.sendMessage(session, ATLAS)
       yield* within("engine A's handler starts", Deferred.await(started))
       return { sessionId: session.id, turnId: turn.turnId }
-    }).pipe(Effect.provide(engine(store, model, RuntimeTools.layer(hanging))))
+    }).pipe(Effect.provide(engine(store, model, RuntimeTools.layer(hanging), "engine-a")))
     const log = yield* store.read(ids.sessionId, 0)
     return { ...ids, log }
   })
@@ -230,12 +231,15 @@ describe("RuntimeTools: recovery", () => {
           const turn = yield* Session.turn(session, turnId)
           const final = yield* within("engine B's Turn.result", Turn.result(turn))
           return { final, events: yield* logOf(turn) }
-        }).pipe(Effect.provide(engine(store, modelB, RuntimeTools.layer(counting))))
+        }).pipe(Effect.provide(engine(store, modelB, RuntimeTools.layer(counting), "engine-b")))
 
         const text = stateAs(final, "Completed").text
         const completed = ofTag(events, "ToolCallCompleted")
         assert.strictEqual(completed.length, 1)
-        assert.strictEqual(ofTag(events, "ToolExecutionStarted").length, 1, "the call started once, in engine A")
+        // Each start names the engine that recorded it: A's, then (idempotent only) B's own, under its lease.
+        const starts = ofTag(events, "ToolExecutionStarted").map((event) => event.executor?.owner)
+        assert.strictEqual(starts[0], "engine-a")
+        assert.deepStrictEqual(starts, idempotent ? ["engine-a", "engine-b"] : ["engine-a"])
         if (idempotent) {
           assert.strictEqual(runs, 1, "engine B ran the idempotent tool again, once")
           assert.strictEqual(text, ATLAS_ANSWER)

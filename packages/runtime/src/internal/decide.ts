@@ -26,13 +26,13 @@ import {
 import type { AnswerMismatch } from "@parley/core/ParleyError"
 import { TurnRef } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
-import type { Reasoning, TurnEvent } from "@parley/core/TurnEvent"
+import type { Executor, Reasoning, TurnEvent } from "@parley/core/TurnEvent"
 import { CancelRequested, MessageAborted, MessageCompleted, ToolCallStarted, TurnBlocked } from "@parley/core/TurnEvent"
 import { Completed } from "@parley/core/TurnState"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import { checkClientToolResult } from "./jsonSchema.js"
-import { advance, authorize, settleWait, toolOf } from "./toolCalls.js"
+import { advance, authorize, execute, settleWait, startedBy, toolOf } from "./toolCalls.js"
 import type { Env } from "./tx.js"
 import {
   cancelSubtree,
@@ -126,20 +126,16 @@ const settleTurn = (tx: Tx, turnId: TurnId): boolean => {
     if (turn === undefined || turn.status !== "running") return true
     const call = turn.calls.find((candidate) => candidate.toolCallId === toolCallId)
     if (call === undefined) continue
+    // A call moves on when this decision may move it; an allowed call whose start only an executor records stays.
+    const before = tx.events.length
     if (call.stage._tag === "Started") {
-      if (call.toolId === "agents.wait") {
-        if (settleWait(tx, turn, call)) changed = true
-      } else {
-        authorize(tx, turn, call)
-        changed = true
-      }
+      if (call.toolId === "agents.wait") settleWait(tx, turn, call)
+      else authorize(tx, turn, call)
     } else if (call.stage._tag === "Callback") {
       const record = TreeState.callback(tx.state, call.stage.callbackId)
-      if (record !== undefined && record.resolution !== undefined) {
-        advance(tx, turn, call, record)
-        changed = true
-      }
+      if (record !== undefined && record.resolution !== undefined) advance(tx, turn, call, record)
     }
+    if (tx.events.length !== before) changed = true
   }
   const turn = tx.turn(turnId)
   if (
@@ -329,11 +325,15 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
     }
     case "Resume": {
       for (const turn of TreeState.runningTurns(tx.state)) {
-        // A tool of the runtime that started and has no result may have had its side effect: the model is told it
-        // was interrupted, and it is never run twice — unless the tool says running it again is harmless.
+        // A tool of the runtime that another owner (or this one at another epoch) started and that has no result may
+        // have had its side effect: the model is told it was interrupted, and it is never run twice — unless the tool
+        // says running it again is harmless: then this executor starts it again, under its own lease.
         for (const call of turn.calls) {
-          if (call.stage._tag !== "Executing") continue
-          if (toolOf(tx, turn, call)?.spec.annotations.idempotentHint === true) continue
+          if (call.stage._tag !== "Executing" || startedBy(call, tx.executor)) continue
+          if (toolOf(tx, turn, call)?.spec.annotations.idempotentHint === true) {
+            execute(tx, tx.turn(turn.turnId) ?? turn, call)
+            continue
+          }
           complete(
             tx,
             tx.turn(turn.turnId) ?? turn,
@@ -368,9 +368,18 @@ const toolsOfTurn = (tx: Tx, turn: TreeState.Turn) => {
 /**
  * Decides a command: the events it appends (with everything the state then calls for) and its reply. A rejection
  * appends nothing — unless a deadline had passed, whose `expired` resolution is appended all the same.
+ *
+ * `executor` is the lease of the engine that decides, when it owns the tree and runs its work: only then does the
+ * decision record a tool's start (or a subagent's spawn). An answer decided elsewhere records the decision alone.
  */
-export const decide = (state: TreeState.TreeState, command: Command, now: DateTime.Utc, env: Env): Decision => {
-  const tx = new Tx(state, now, env)
+export const decide = (
+  state: TreeState.TreeState,
+  command: Command,
+  now: DateTime.Utc,
+  env: Env,
+  executor?: Executor
+): Decision => {
+  const tx = new Tx(state, now, env, executor)
   const reply = handle(tx, command)
   if (Either.isLeft(reply) && tx.events.length === 0) return { events: [], state, reply }
   settle(tx)

@@ -70,6 +70,7 @@ import type { Command, Rejection, Reply } from "./decide.js"
 import { decide } from "./decide.js"
 import * as Held from "./held.js"
 import * as Snapshots from "./snapshots.js"
+import { startedBy } from "./toolCalls.js"
 import { noValidation } from "./tx.js"
 import * as Validation from "./validation.js"
 import * as Work from "./work.js"
@@ -286,23 +287,32 @@ export const make = (
         return offer(actor, command)
       })
 
-    const workTree = (actor: Actor): Work.Tree => ({
-      treeId: actor.treeId,
-      state: actor.state,
-      report: (key, command) => report(actor, key, command)
-    })
+    const workTree = (actor: Actor): Work.Tree => {
+      const lease = actor.lease
+      return {
+        treeId: actor.treeId,
+        state: actor.state,
+        report: (key, command) => report(actor, key, command),
+        // Deposed since the work started (its lease lost): a tool not begun yet is not begun at all.
+        owned: () => lease !== undefined && actor.lease === lease && !actor.closed
+      }
+    }
 
-    /** The work the state calls for, by key: model steps and tools of the runtime. */
+    /**
+     * The work the state calls for, by key: model steps, and the tools whose start this engine recorded under its
+     * current lease — never a start recorded by another owner, or by this one at an earlier epoch.
+     */
     const next = (actor: Actor) => {
       const work = new Map<string, () => Effect.Effect<void>>()
-      if (actor.lease === undefined || !actor.resumed) return work
+      const lease = actor.lease
+      if (lease === undefined || !actor.resumed) return work
       for (const turn of TreeState.runningTurns(actor.state)) {
         if (turn.modelPending && turn.step !== undefined) {
           const step = turn.step
           work.set(`model:${step.messageId}`, () => modelStep(workTree(actor), turn, step))
         }
         for (const call of turn.calls) {
-          if (call.stage._tag === "Executing") {
+          if (startedBy(call, lease)) {
             work.set(`tool:${call.toolCallId}`, () => runTool(workTree(actor), turn, call))
           }
         }
@@ -407,14 +417,18 @@ export const make = (
           const now = yield* DateTime.now
           let state = actor.state
           const events: Array<TurnEvent> = []
+          // The tree's owner records the starts of the tools it will run, once its Resume settled what the last owner
+          // left in flight (the Resume is first in a new owner's mailbox); anyone else records decisions only.
+          let executor = actor.resumed ? actor.lease : undefined
           if (foreign.length > 0) {
-            const settled = decide(state, { _tag: "Settle" }, now, env)
+            const settled = decide(state, { _tag: "Settle" }, now, env, executor)
             state = settled.state
             events.push(...settled.events)
           }
           const replies: Array<Either.Either<Reply, Rejection>> = []
           for (const envelope of batch) {
-            const decision = decide(state, envelope.command, now, env)
+            if (envelope.command._tag === "Resume") executor = actor.lease
+            const decision = decide(state, envelope.command, now, env, executor)
             state = decision.state
             events.push(...decision.events)
             replies.push(decision.reply)

@@ -141,10 +141,10 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
       Effect.map(Clock.currentTimeMillis, (now) => {
         const log = logs.get(treeId)
         if (log === undefined || (log.owner !== owner && isAlive(log.owner, now))) return Option.none()
-        if (log.owner !== owner) {
-          log.owner = owner
-          log.epoch++
-        }
+        // Every claim starts a new tenure, even the same owner's (a process restarted under its name): the epoch
+        // fences off whatever appended under the name before.
+        log.owner = owner
+        log.epoch++
         return Option.some({ owner, epoch: log.epoch })
       }),
     unfinished: (owner) =>

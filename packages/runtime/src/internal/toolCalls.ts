@@ -16,6 +16,7 @@ import {
 import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import { PermissionPolicy } from "@parley/core/Permissions"
 import type * as TreeState from "@parley/core/TreeState"
+import type { Executor } from "@parley/core/TurnEvent"
 import { CallbackOpened, SubagentStarted, ToolExecutionStarted, TurnCause } from "@parley/core/TurnEvent"
 import * as Policy from "@parley/policy/PermissionPolicy"
 import * as DateTime from "effect/DateTime"
@@ -191,17 +192,31 @@ export const runBuiltin = (
   }
 }
 
-/** The runtime runs the call: `ToolExecutionStarted`, after which the engine's work runs it and reports its result. */
-const execute = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) =>
+/**
+ * The runtime runs the call: its executor — the engine that owns the tree — records `ToolExecutionStarted` under its
+ * lease, and its work runs the call once that is stored. A decision without an executor (an answer from a process that
+ * does not own the tree, or runs no work) records nothing: the allowed call waits for the owner, which starts it when it
+ * settles the tree.
+ */
+export const execute = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) => {
+  const executor = tx.executor
+  if (executor === undefined) return
   tx.emit((meta) =>
     new ToolExecutionStarted({
       sessionId: turn.sessionId,
       turnId: turn.turnId,
       ...meta,
       toolCallId: call.toolCallId,
-      toolId: call.toolId
+      toolId: call.toolId,
+      executor
     }, noValidation)
   )
+}
+
+/** Whether the call's start was recorded under the executor's lease (the same owner, at the same epoch). */
+export const startedBy = (call: TreeState.Call, executor: Executor | undefined): boolean =>
+  call.stage._tag === "Executing" && executor !== undefined && call.stage.executor !== undefined &&
+  call.stage.executor.owner === executor.owner && call.stage.executor.epoch === executor.epoch
 
 /** The call is allowed: run it the way its kind runs. */
 export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool: ResolvedTool) => {
@@ -229,7 +244,10 @@ export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool
         }, noValidation))
     }
     case "builtin":
-      return tool.builtin === "wait" ? settleWait(tx, turn, call) : runBuiltin(tx, turn, call, tool.builtin)
+      if (tool.builtin === "wait") return settleWait(tx, turn, call)
+      // A spawn starts a subagent: like a tool's start, the tree's owner records it.
+      if (tool.builtin === "spawn" && tx.executor === undefined) return
+      return runBuiltin(tx, turn, call, tool.builtin)
   }
 }
 

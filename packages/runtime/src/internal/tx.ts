@@ -7,7 +7,7 @@ import type { Answer } from "@parley/core/Answer"
 import type { SessionId, TurnId } from "@parley/core/Ids"
 import type { ParleyError } from "@parley/core/ParleyError"
 import * as TreeState from "@parley/core/TreeState"
-import type { Resolution, TurnCause, TurnEvent } from "@parley/core/TurnEvent"
+import type { Executor, Resolution, TurnCause, TurnEvent } from "@parley/core/TurnEvent"
 import {
   CallbackResolved,
   ModelStepStarted,
@@ -34,7 +34,16 @@ export interface Env {
 
 export class Tx {
   readonly events: Array<TurnEvent> = []
-  constructor(public state: TreeState.TreeState, readonly now: DateTime.Utc, readonly env: Env) {}
+  /**
+   * @param executor The lease under which the deciding engine runs the tree's tools, when it does (it owns the tree and
+   *   has resumed it). Without one, a decision records no tool's start: an allowed call waits for the owner.
+   */
+  constructor(
+    public state: TreeState.TreeState,
+    readonly now: DateTime.Utc,
+    readonly env: Env,
+    readonly executor: Executor | undefined
+  ) {}
 
   get seq(): number {
     return this.state.nextSeq

@@ -72,6 +72,8 @@ export interface Tree {
   readonly state: TreeState.TreeState
   /** Hands the work's result to the tree's actor (keyed: reported work is not started again). */
   readonly report: (key: string, command: Command) => Effect.Effect<void>
+  /** Whether the engine still holds the lease the work started under (it was not deposed meanwhile). */
+  readonly owned: () => boolean
 }
 
 /** What a runtime tool's run reports: the result the model gets. */
@@ -276,9 +278,18 @@ export const make = (deps: {
         result: `There is no tool named ${call.name}.`
       })
     }
-    return run.pipe(
-      Effect.flatMap((result) =>
-        tree.report(key, { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, ...result })
+    // The last look before the side effect: an engine deposed since it recorded the start does not begin the call
+    // (the new owner's recovery reports it as interrupted). What this cannot see — a pause from here on — is the
+    // window durability.md describes.
+    const guarded = Effect.suspend(() => tree.owned() ? Effect.asSome(run) : Effect.succeedNone)
+    return guarded.pipe(
+      Effect.flatMap((outcome) =>
+        Option.isNone(outcome) ? Effect.void : tree.report(key, {
+          _tag: "ToolFinished",
+          turnId: turn.turnId,
+          toolCallId: call.toolCallId,
+          ...outcome.value
+        })
       ),
       // A defect of the tool's code (a connector's, a handler's) ends the turn Failed.
       Effect.catchAllDefect((defect) =>

@@ -790,7 +790,7 @@ export const make = (
       claim: (treeId, owner) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           sql<{ readonly epoch: number | string }>`UPDATE parley_trees
-            SET epoch = CASE WHEN owner = ${owner} THEN epoch ELSE epoch + 1 END, owner = ${owner}
+            SET epoch = epoch + 1, owner = ${owner}
             WHERE tree_id = ${treeId} AND (owner IS NULL OR owner = ${owner} OR NOT EXISTS (
               SELECT 1 FROM parley_owners o WHERE o.owner_id = parley_trees.owner AND o.expires_at > ${now}))
             RETURNING epoch`.pipe(

@@ -1,6 +1,6 @@
 /**
  * Leases and what recovery and other processes read: `claim` (one live owner per tree, the epoch raised by every
- * change of owner), appends fenced by a lease (`LeaseLost`, nothing written), `heartbeat` / `retire`, `unfinished`
+ * claim), appends fenced by a lease (`LeaseLost`, nothing written), `heartbeat` / `retire`, `unfinished`
  * (trees with turns not ended that an owner may take up) and `listOpen` (callbacks open across trees).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -35,14 +35,20 @@ const unfinishedOf = (store: Store, owner: string) =>
 
 export const leases = (makeDatabase: MakeDatabase): void => {
   describe("leases", () => {
-    it.scoped("the first claim takes a tree (epoch 1); its owner claims it again; a live owner keeps it", () =>
+    it.scoped("the first claim takes a tree (epoch 1); its owner claims it again (epoch 2); a live owner keeps it", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.heartbeat("engine-a", ttl)
           yield* store.heartbeat("engine-b", ttl)
           const first = yield* store.claim(treeId, "engine-a")
           assert.strictEqual(epochOf(first), "engine-a@1")
-          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a")), "engine-a@1")
+          // A claim is a new tenure, even the same owner's (a process restarted under its name): the one before it is
+          // fenced off.
+          const again = yield* store.claim(treeId, "engine-a")
+          assert.strictEqual(epochOf(again), "engine-a@2")
+          const late = yield* Effect.flip(store.append(treeId, 0, [queued(0)], Option.getOrUndefined(first)))
+          assert.strictEqual(late._tag, "LeaseLost")
+          yield* store.append(treeId, 0, [queued(0)], Option.getOrUndefined(again))
           assert.isTrue(Option.isNone(yield* store.claim(treeId, "engine-b")))
           assert.isTrue(Option.isNone(yield* store.claim(otherTreeId, "engine-a")), "no such tree")
         })))
