@@ -11,6 +11,7 @@ import { readLedger, type Scenario, scenarios } from "../fixtures/agents.js"
 import type { StoreConfig } from "../fixtures/child.js"
 import type { Args, KillPoint, Message, PlannedTree } from "../fixtures/crashProcess.js"
 import { ChildFailed, expect, spawn } from "./children.js"
+import { approvedCalls, assertCarriedOut, ownerDown, paused } from "./faults.js"
 import type { StoredTree } from "./invariants.js"
 import { check, isDone, readTree } from "./invariants.js"
 
@@ -24,14 +25,33 @@ import { check, isDone, readTree } from "./invariants.js"
 //      appends (mid-transaction, mid-tool, mid-step: wherever they are);
 //   D. an engine under another name follows the trees while C's leases hold, takes them over once they lapse and
 //      runs them to the end, while the test process answers the approvals over the same store (Inbox.listOpen /
-//      Inbox.answer, runsWork: false).
-// Then: every turn ended, no callback was lost, no tool that is not idempotent ran twice (the ledger), and every
-// log folds to a finished tree.
+//      Inbox.answer, runsWork: false);
+//   E. (issue 16) an owner is killed with approvals open; the test process answers them while no owner runs; the next
+//      owner carries each approved call out exactly once, with its real result (processes/faults.ts);
+//   F. (issue 16) an owner is paused (SIGSTOP) past its lease with approvals open; they are answered; a new owner takes
+//      over and starts the calls; the old owner resumes (SIGCONT) while they run and never starts one.
+// Then: every turn ended, no callback was lost, no tool that is not idempotent ran twice (the ledger), every log folds
+// to a finished tree, and every approved call of a tool that is not idempotent ran exactly once — but for those killed
+// on purpose between their recorded start and their side effect (reported to the model as interrupted).
 
 /** How many appends each scenario makes (a little more: a tree that finishes before its kill point counts none). */
-const appendsOf: Record<Scenario, number> = { pricer: 6, batch: 6, slow: 5, shop: 22, canceller: 4, echo: 5 }
+const appendsOf: Record<typeof scenarios[number], number> = {
+  pricer: 6,
+  batch: 6,
+  slow: 5,
+  shop: 22,
+  canceller: 4,
+  echo: 5
+}
 /** How many model calls each scenario makes, for the kill points in a model call. */
-const modelCallsOf: Record<Scenario, number> = { pricer: 2, batch: 2, slow: 2, shop: 7, canceller: 1, echo: 2 }
+const modelCallsOf: Record<typeof scenarios[number], number> = {
+  pricer: 2,
+  batch: 2,
+  slow: 2,
+  shop: 7,
+  canceller: 1,
+  echo: 2
+}
 
 const describeKillPoint = (killPoint: KillPoint, tags: ReadonlyArray<string>) => {
   switch (killPoint._tag) {
@@ -277,15 +297,45 @@ const crash = (config: StoreConfig, store: SessionStore.Service) =>
     assert.strictEqual((yield* d.exit).code, 0, d.output())
     timings.push(`D answered ${answered} approvals from the test process, ${Date.now() - started} ms`)
 
+    // ----- E: an owner is killed with approvals open, answered while no owner runs; the next owner carries them out -----
+    const fixture = { config, store, ledger }
+    const down = yield* ownerDown(fixture, "e", { pricers: 6, shops: 2 })
+    assertCarriedOut(down, "e-owner-b")
+    timings.push(`E answered ${down.approved.length} approved calls while no owner ran, ${Date.now() - started} ms`)
+
+    // ----- F: an owner is paused past its lease with approvals open; a new owner runs them; the old one resumes -----
+    const pause = yield* paused(fixture, "f", { payers: 3, pricers: 3 })
+    assertCarriedOut(pause, "f-owner-b")
+    timings.push(
+      `F paused the owner past its lease, ${pause.approved.length} approved calls, ${Date.now() - started} ms`
+    )
+
     // ----- What must hold -----
-    const trees = yield* Effect.forEach([...treesOf.values()], ({ treeId }) => readTree(store, treeId))
+    const trees = [
+      ...yield* Effect.forEach([...treesOf.values()], ({ treeId }) => readTree(store, treeId)),
+      ...down.trees,
+      ...pause.trees
+    ]
     const findings = check(trees, readLedger(ledger))
+    // Every approved call of a tool that is not idempotent ran exactly once — but for those whose owner was killed
+    // between the start it recorded and the side effect (the kill points after that append): never run, the model told
+    // they were interrupted.
+    const approved = approvedCalls(trees, readLedger(ledger)).filter((call) => !call.idempotent)
+    const once = approved.filter((call) => call.pids.length === 1)
+    const killedInWindow = approved.filter((call) => call.pids.length === 0 && call.starts.length > 0)
+    assert.deepStrictEqual(
+      approved.filter((call) => !once.includes(call) && !killedInWindow.includes(call)),
+      [],
+      "approved calls that ran neither once nor were killed after their start"
+    )
     const summary =
       `crash test (${config._tag}): ${total} kill points (${killPoints.size} kinds) in ${trees.length} trees; ` +
       `${findings.executions} tool executions, ${findings.reruns} idempotent re-runs`
     console.log(
       [
         summary,
+        `  approved calls of tools that are not idempotent: ${approved.length}; ran exactly once: ${once.length}; ` +
+        `killed between their recorded start and their side effect (interrupted, never run): ${killedInWindow.length}`,
         ...timings.map((line) => `  round ${line}`),
         "  kill points:",
         ...[...killPoints].sort().map(([kind, n]) => `    ${n} × ${kind}`),

@@ -25,6 +25,8 @@ export interface Child<M extends { readonly _tag: string }> {
   readonly send: (message: { readonly _tag: string }) => Effect.Effect<void>
   /** `kill -9`. */
   readonly kill: Effect.Effect<void>
+  /** Sends a signal (`SIGSTOP` pauses the process as a long GC pause or a frozen VM would, `SIGCONT` resumes it). */
+  readonly signal: (signal: NodeJS.Signals) => Effect.Effect<void>
   readonly exit: Effect.Effect<Exit>
   /** What it printed so far (stdout and stderr), for diagnostics. */
   readonly output: () => string
@@ -56,6 +58,7 @@ export const spawn = <M extends { readonly _tag: string }>(
       (child) =>
         Effect.suspend(() => {
           if (child.exitCode !== null || child.signalCode !== null) return Effect.void
+          child.kill("SIGCONT")
           child.kill("SIGKILL")
           return Effect.asVoid(Deferred.await(exited))
         })
@@ -69,6 +72,7 @@ export const spawn = <M extends { readonly _tag: string }>(
           if (!process_.connected) return resume(Effect.void)
           process_.send(message, (error) => resume(error === null ? Effect.void : Effect.die(error)))
         }),
+      signal: (signal) => Effect.sync(() => void process_.kill(signal)),
       kill: Effect.suspend(() => {
         if (process_.exitCode === null && process_.signalCode === null) process_.kill("SIGKILL")
         return Effect.asVoid(Deferred.await(exited))
