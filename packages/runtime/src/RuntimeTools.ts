@@ -5,8 +5,9 @@
  * A tool answered by the program (the default) opens an `OpenClientToolCall` callback: a handler answers it while a
  * run waits (`Tool.handlers`, `CallbackHandler.layer`), or the program answers it by id. A tool whose handler is
  * given to the runtime instead (`RuntimeTools.layer(tool)`) never opens a callback: once the permission policy allows
- * the call (an `ask` policy still opens its approval first), the engine records `ToolExecutionStarted`, runs the
- * handler and records `ToolCallCompleted`. An app that only follows `Turn.events` sees its turns complete.
+ * the call (an `ask` policy still opens its approval first), the engine that owns the tree records
+ * `ToolExecutionStarted` under its lease, runs the handler and records `ToolCallCompleted`; an approval answered in
+ * another process is carried out by the owner when it reads the answer. An app that only follows `Turn.events` sees its turns complete.
  *
  * When a session starts, the engine marks every tool of the agent (and of its subagents) that has a handler here as
  * `runsIn: "runtime"` in the stored definition, so every process deciding over the tree agrees on where the tool
