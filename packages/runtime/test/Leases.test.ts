@@ -359,4 +359,27 @@ describe("Leases: one owner per tree", () => {
       assert.strictEqual(state._tag === "Completed" ? state.text : state._tag, "Hello from A.")
       assert.deepStrictEqual([(yield* modelA.calls).length, (yield* modelB.calls).length], [1, 0])
     }))
+
+  it.effect("lease upkeep runs on the wall clock: an hour of simulated time costs no heartbeat and no take-over scan", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      let beats = 0
+      let scans = 0
+      const store: SessionStore.Service = {
+        ...memory,
+        heartbeat: (owner, ttl) => Effect.zipRight(Effect.sync(() => beats++), memory.heartbeat(owner, ttl)),
+        unfinished: (owner) => Effect.zipRight(Effect.sync(() => scans++), memory.unfinished(owner))
+      }
+      const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello."))
+      const a = yield* start(store, model, { owner: "engine-a", leaseTtl: "10 seconds" })
+      yield* TestServices.provideLive(Effect.sleep("20 millis"))
+      const before = [beats, scans]
+      yield* TestClock.adjust("1 hour")
+      yield* TestServices.provideLive(Effect.sleep("20 millis"))
+      assert.deepStrictEqual([beats, scans], before)
+      // The engine still works after the jump.
+      const state = yield* a.provide(within("a run after the jump", Agent.run(greeter, "Hello.")))
+      assert.strictEqual(state._tag, "Completed")
+      yield* a.stop
+    }))
 })

@@ -202,7 +202,9 @@ export const make = (
         )
       )
       yield* Effect.forkScoped(
-        Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(Duration.toMillis(leaseTtl) / 3)), beat))
+        // On the wall clock, whatever `Clock` the engine runs under: leases are about real processes and real pauses,
+        // and a test's jump of an hour must not cost a thousand heartbeats.
+        Effect.forever(Effect.zipRight(sleepLive(Duration.toMillis(leaseTtl) / 3), beat))
       )
     }
 
@@ -729,7 +731,10 @@ export const make = (
       )
     if (runsWork) {
       yield* Effect.forkScoped(
-        Effect.zipRight(takeUp(true), Effect.forever(Effect.zipRight(Effect.sleep(leaseTtl), takeUp(false))))
+        Effect.zipRight(
+          takeUp(true),
+          Effect.forever(Effect.zipRight(sleepLive(Duration.toMillis(leaseTtl)), takeUp(false)))
+        )
       )
     }
 
