@@ -40,6 +40,14 @@ const PG_P50_MS = 3
 const SQLITE_ANSWER_P50_MS = 2
 const PG_ANSWER_P50_MS = 5
 
+// Targets of issue 17: the default configuration (LocalTransport's default engine options, ScriptedModel, variant B).
+const DEFAULT = {
+  memory: { p50: 1, turnsPerSecond: 1000, pause: 2, resume: 2 },
+  sqlite: { p50: 2, turnsPerSecond: 500, atOnce: 2000, commits: 3, pause: 3, resume: 3 },
+  pg: { p50: 4, atOnce: 1000 },
+  heapPerPaused: 1024
+} as const
+
 const noGc = "n/a (run with --expose-gc)"
 
 /** The value at quantile `p` of sorted samples. */
@@ -86,7 +94,13 @@ const latencySection = (model: BenchModel, variant: Variant) =>
 
 const pauseSection = (model: BenchModel, asked: number) =>
   Effect.gen(function*() {
-    const result = yield* pauseResume({ model, count: asked, warmup: options.warmup, budget: options.budget })
+    const result = yield* pauseResume({
+      model,
+      count: asked,
+      warmup: options.warmup,
+      budget: options.budget,
+      store: Stores.memory
+    })
     const n = result.count
     const capped = n < asked
       ? ` (stopped by the ${options.budget} s budget at ${Report.count(n)} of ${Report.count(asked)})`
@@ -345,9 +359,135 @@ const microSection = Effect.gen(function*() {
   return section
 })
 
+// ----------------------------------------------------------------------------
+// The default configuration (issue 17): what a user gets from the public API with no tuning
+// ----------------------------------------------------------------------------
+
+/** The engine's own defaults: nothing passed to `LocalTransport.layerWith`. */
+const defaults = {}
+
+const defaultLatencySection = (
+  store: Stores.BenchStore,
+  targets: { readonly p50: number; readonly turnsPerSecond?: number; readonly commits?: number }
+) =>
+  Effect.gen(function*() {
+    const result = yield* latency({
+      model: scripted,
+      variant: "B",
+      turns: options.turns,
+      warmup: options.warmup,
+      store,
+      engine: defaults
+    })
+    const { samples } = result
+    const perSecond = "turns/s (sequential, session start included)"
+    const section: Report.Section = {
+      title: `default configuration · ${store.name} · ${scripted.name} · variant ${describeVariant("B")} · ${
+        Report.count(samples.length)
+      } turns`,
+      rows: [
+        Report.atMost("p50 per turn", at(samples, 0.5), targets.p50, Report.ms),
+        Report.info("p99 per turn", Report.ms(at(samples, 0.99))),
+        targets.turnsPerSecond === undefined
+          ? Report.info(perSecond, Report.count(result.turnsPerSecond))
+          : Report.atLeast(perSecond, result.turnsPerSecond, targets.turnsPerSecond, Report.count),
+        ...Option.match(result.stored, {
+          onNone: () => [],
+          onSome: (stored) =>
+            targets.commits === undefined
+              ? storedRows(result.stored)
+              : [
+                Report.atMost(
+                  "write transactions per turn (COMMITs, session start included)",
+                  stored.transactionsPerTurn,
+                  targets.commits,
+                  (n) => n.toFixed(2)
+                ),
+                ...storedRows(result.stored).slice(1)
+              ]
+        })
+      ]
+    }
+    yield* Console.error(`done: ${section.title}`)
+    return section
+  })
+
+const defaultPauseSection = (store: Stores.BenchStore, targets: { readonly pause: number; readonly resume: number }) =>
+  Effect.gen(function*() {
+    const asked = options.paused
+    const result = yield* pauseResume({
+      model: scripted,
+      count: asked,
+      warmup: options.warmup,
+      budget: options.budget,
+      store,
+      engine: defaults
+    })
+    const n = result.count
+    const scale = n / 5000
+    const section: Report.Section = {
+      title: `default configuration · ${store.name} · ${Report.count(n)} turns paused at once, then resumed`,
+      rows: [
+        Report.atMost(`time to pause ${Report.count(n)}`, result.pause.seconds, targets.pause * scale, Report.seconds),
+        Option.match(result.heapPerPaused, {
+          onNone: () => Report.unmeasured("heap per paused turn", noGc, `≤ ${Report.kib(DEFAULT.heapPerPaused)}`),
+          onSome: (heap) =>
+            Report.atMost("heap per paused turn (host's Blocked included)", heap, DEFAULT.heapPerPaused, Report.kib)
+        }),
+        Report.atMost(`time to resume ${Report.count(n)}`, result.resumeSeconds, targets.resume * scale, Report.seconds)
+      ]
+    }
+    yield* Console.error(`done: ${section.title}`)
+    return section
+  })
+
+const defaultAtOnceSection = (store: Stores.BenchStore, target: number) =>
+  Effect.gen(function*() {
+    const result = yield* atOnce({
+      model: scripted,
+      turns: options.atOnce,
+      concurrency: options.concurrency,
+      warmup: Math.min(options.warmup, options.atOnce),
+      store,
+      engine: defaults
+    })
+    const section: Report.Section = {
+      title: `default configuration · ${store.name} · ${Report.count(result.samples.length)} turns, ${
+        Report.count(options.concurrency)
+      } at a time (variant A)`,
+      rows: [
+        Report.atLeast("turns/s", result.turnsPerSecond, target, Report.count),
+        Report.info("p50 per turn, with the others running", Report.ms(at(result.samples, 0.5))),
+        ...storedRows(result.stored)
+      ]
+    }
+    yield* Console.error(`done: ${section.title}`)
+    return section
+  })
+
+const defaultSections = Effect.gen(function*() {
+  const reachable = yield* Effect.either(Stores.probePg(options.pgUrl))
+  const sqlite = Stores.sqlite()
+  const sections: Array<Report.Section> = [
+    yield* defaultLatencySection(Stores.memory, DEFAULT.memory),
+    yield* defaultPauseSection(Stores.memory, DEFAULT.memory),
+    yield* defaultLatencySection(sqlite, DEFAULT.sqlite),
+    yield* defaultPauseSection(sqlite, DEFAULT.sqlite),
+    yield* defaultAtOnceSection(sqlite, DEFAULT.sqlite.atOnce)
+  ]
+  if (Either.isRight(reachable)) {
+    const pg = Stores.pg(options.pgUrl)
+    sections.push(yield* defaultLatencySection(pg, DEFAULT.pg), yield* defaultAtOnceSection(pg, DEFAULT.pg.atOnce))
+  }
+  return sections
+})
+
 const notes = [
   "",
   "Notes:",
+  "- default configuration: LocalTransport with the engine's default options (idle trees kept a minute, …),",
+  "  ScriptedModel.fromFunction, one new session per turn, the approval answered by id after Blocked and the turn",
+  "  waited for again with Turn.result({ after }); the other groups are tuned (idle trees evicted after 20 ms).",
   "- per turn: from Session.run to the turn's final state (each turn in a new session, started outside the timer);",
   "  turns/s: turns one after another over the whole phase (session start and checks included).",
   "- heap kept per completed turn: heap growth after forced GCs over the phase; it includes the memory store's log of",
@@ -381,6 +521,7 @@ const program = Effect.gen(function*() {
     ].join("\n")
   )
   const sections: Array<Report.Section> = []
+  if (options.only.has("default")) sections.push(...yield* defaultSections)
   if (options.only.has("memory")) {
     for (const model of [scripted, rawDouble]) {
       for (const variant of ["A", "B"] as const) sections.push(yield* latencySection(model, variant))

@@ -18,7 +18,9 @@
  */
 import type { LanguageModel } from "@effect/ai"
 import { Agent, Answer, Session, Turn } from "@parley/core"
-import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
+import type { Engine } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
+import type { SessionStore } from "@parley/runtime"
 import { Console, Effect, Layer, Option } from "effect"
 import type { BenchModel } from "./models.js"
 import type * as Stores from "./stores.js"
@@ -44,11 +46,15 @@ import {
  */
 export const idleTimeToLive = "20 millis"
 
+/** The engine options of the tuned rows; the default-configuration rows pass `{}` (the engine's defaults). */
+export const tuned: Engine.Options = { idleTimeToLive }
+
 export const runtime = (
   model: LanguageModel.Service,
-  store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>
+  store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>,
+  engine: Engine.Options = tuned
 ) =>
-  LocalTransport.layerWith({ idleTimeToLive }).pipe(
+  LocalTransport.layerWith(engine).pipe(
     Layer.provide([store, Connectors.layerEmpty, RuntimeTools.layerEmpty, Models.layer(Models.single(model))])
   )
 
@@ -166,6 +172,7 @@ export const latency = (options: {
   readonly turns: number
   readonly warmup: number
   readonly store: Stores.BenchStore
+  readonly engine?: Engine.Options | undefined
 }) =>
   Effect.scoped(Effect.gen(function*() {
     const phase = `latency ${options.variant} (${options.model.name}, ${options.store.name})`
@@ -175,8 +182,8 @@ export const latency = (options: {
     const database = yield* options.store.open
     const turn = options.variant === "A" ? turnA(agent, ledger, phase) : turnB(agent, ledger, phase)
     const layer = options.variant === "A"
-      ? Layer.merge(runtime(model, database.layer), approveAll(ledger))
-      : runtime(model, database.layer)
+      ? Layer.merge(runtime(model, database.layer, options.engine), approveAll(ledger))
+      : runtime(model, database.layer, options.engine)
     return yield* Effect.gen(function*() {
       for (let i = 0; i < options.warmup; i++) yield* turn
       const show = progress(phase, options.turns)
@@ -222,6 +229,7 @@ export const atOnce = (options: {
   readonly concurrency: number
   readonly warmup: number
   readonly store: Stores.BenchStore
+  readonly engine?: Engine.Options | undefined
 }) =>
   Effect.scoped(Effect.gen(function*() {
     const phase = `${options.concurrency} at once (${options.model.name}, ${options.store.name})`
@@ -253,7 +261,7 @@ export const atOnce = (options: {
         stored: perTurn
       }
       return result
-    }).pipe(Effect.provide(Layer.merge(runtime(model, database.layer), approveAll(ledger))))
+    }).pipe(Effect.provide(Layer.merge(runtime(model, database.layer, options.engine), approveAll(ledger))))
   }))
 
 // ----------------------------------------------------------------------------
@@ -323,12 +331,15 @@ export const pauseResume = (options: {
   readonly count: number
   readonly warmup: number
   readonly budget: number
+  readonly store: Stores.BenchStore
+  readonly engine?: Engine.Options | undefined
 }) =>
-  Effect.gen(function*() {
-    const phase = `pause/resume (${options.model.name})`
+  Effect.scoped(Effect.gen(function*() {
+    const phase = `pause/resume (${options.model.name}, ${options.store.name})`
     const ledger = new Ledger()
     const agent = makeAgent(ledger)
     const model = yield* options.model.make(ledger)
+    const database = yield* options.store.open
     return yield* Effect.gen(function*() {
       for (let i = 0; i < options.warmup; i++) yield* turnB(agent, ledger, phase)
       const before = yield* heapAfterGc
@@ -370,5 +381,5 @@ export const pauseResume = (options: {
         resumeSeconds
       }
       return result
-    }).pipe(Effect.provide(runtime(model, SessionStore.layerMemory)))
-  })
+    }).pipe(Effect.provide(runtime(model, database.layer, options.engine)))
+  }))
