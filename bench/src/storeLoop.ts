@@ -4,13 +4,14 @@
  *
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --conditions=@parley/source --import tsx bench/src/storeLoop.ts \
  *     sqlite A 1000        # store: memory | sqlite | sqlite-normal | pg; variant A | B; turns (after 50 warm-up)
+ *     sqlite B 1000 default scripted   # … engine: tuned (default) | default (the engine's own options); model
  *   npx tsx bench/src/cpuprofile.ts "$(ls -S /tmp/prof/*.cpuprofile | head -1)" 30
  *
  * PostgreSQL: `PARLEY_BENCH_PG_URL`, else `PARLEY_TEST_PG_URL`, else the URL `scripts/postgres.sh` sets up.
  */
 import { Cause, Console, Effect, Exit, Option } from "effect"
-import { rawDouble } from "./models.js"
-import { latency, type Variant } from "./phases.js"
+import { rawDouble, scripted } from "./models.js"
+import { latency, tuned, type Variant } from "./phases.js"
 import * as Stores from "./stores.js"
 
 const pgUrl = process.env.PARLEY_BENCH_PG_URL ?? process.env.PARLEY_TEST_PG_URL ??
@@ -24,15 +25,25 @@ const stores: Record<string, Stores.BenchStore> = {
 }
 
 const program = Effect.gen(function*() {
-  const [storeName = "sqlite", variantName = "A", turnsText = "1000"] = process.argv.slice(2)
+  const [storeName = "sqlite", variantName = "A", turnsText = "1000", engineName = "tuned", modelName = "raw"] = process
+    .argv.slice(2)
+  const model = modelName === "scripted" ? scripted : rawDouble
   const store = stores[storeName]
   if (store === undefined) return yield* Effect.fail(new Error(`no store ${storeName}: ${Object.keys(stores)}`))
   const variant: Variant = variantName === "B" ? "B" : "A"
-  const result = yield* latency({ model: rawDouble, variant, turns: Number(turnsText), warmup: 50, store })
+  const result = yield* latency({
+    model,
+    variant,
+    turns: Number(turnsText),
+    warmup: 50,
+    store,
+    engine: engineName === "default" ? {} : tuned
+  })
   const at = (p: number) => result.samples[Math.min(result.samples.length - 1, Math.floor(p * result.samples.length))]
   const mean = result.samples.reduce((sum, sample) => sum + sample, 0) / result.samples.length
   yield* Console.log(
-    `${store.name} · raw double · variant ${variant} · ${result.samples.length} turns: p50 ${at(0.5).toFixed(3)} ms, ` +
+    `${store.name} · ${model.name} · ${engineName} engine · variant ${variant} · ${result.samples.length} turns: ` +
+      `p50 ${at(0.5).toFixed(3)} ms, ` +
       `p99 ${at(0.99).toFixed(3)} ms, mean ${mean.toFixed(3)} ms, ${result.turnsPerSecond.toFixed(0)} turns/s`
   )
   if (Option.isSome(result.stored)) {

@@ -310,3 +310,6 @@ export const make = (deps: {
 
   return { modelStep, runTool }
 }
+
+/** The engine's work items. */
+export type Work = ReturnType<typeof make>

@@ -1,0 +1,42 @@
+/**
+ * Following the store: appends by anyone (another process, an engine that runs no work) wake the tree they touched —
+ * a tree in memory reads them (`Settle`), a tree out of memory is loaded, which settles it — and the callbacks'
+ * deadlines, when they pass, are applied to their trees (`Expire`).
+ */
+import type { CallbackId, SessionId } from "@parley/core/Ids"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import type * as SessionStore from "../../SessionStore.js"
+import * as Deadlines from "../deadlines.js"
+import type { Core } from "./core.js"
+
+/** The process's deadlines: one ordered structure and one timer fiber; a passed deadline is the tree's `Expire`. */
+export const deadlines = (core: Core): Effect.Effect<Deadlines.Deadlines<CallbackId, SessionId>, never, Scope.Scope> =>
+  Deadlines.make((treeId, callbackId) =>
+    core.withTree("expire", treeId, (actor) => core.submit(actor, { _tag: "Expire", callbackId })).pipe(
+      Effect.catchAllCause((cause) => Effect.logError(`the deadline of ${callbackId} could not be applied`, cause))
+    )
+  )
+
+/** Follows the store's `changes` in a fiber of the scope. */
+export const changes = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const noticed = (change: SessionStore.Change): Effect.Effect<void> => {
+      const actor = core.actors.get(change.treeId)
+      if (actor !== undefined) {
+        return actor.state.nextSeq >= change.nextSeq ? Effect.void : core.offerForked(actor, { _tag: "Settle" })
+      }
+      return Effect.forkDaemon(
+        core.withTree("changes", change.treeId, (tree) => core.submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
+      )
+    }
+    const mailbox = yield* core.store.changes
+    const follow: Effect.Effect<void, SessionStore.StoreError> = Effect.flatMap(
+      mailbox.takeAll,
+      ([batch, done]) => Effect.zipRight(Effect.forEach(batch, noticed, { discard: true }), done ? Effect.void : follow)
+    )
+    yield* follow.pipe(
+      Effect.catchAllCause((cause) => Effect.logError("the engine stopped following the store's changes", cause)),
+      Effect.forkScoped
+    )
+  })

@@ -1,0 +1,62 @@
+/**
+ * The engine as an owner of trees (when it runs work): its heartbeat, renewed every third of the lease's time-to-live
+ * on the wall clock, its retirement when it stops, and recovery — at start, the unfinished trees it may claim are
+ * loaded, which resumes them; then, every lease period, the trees whose owner stopped beating are taken over. A tree
+ * loaded as a follower is claimed when its owner's lease lapses, and resumes.
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import type { Core } from "./core.js"
+import { sleepLive } from "./core.js"
+
+/** Starts the heartbeat (after a first one) and arranges the retirement; nothing for an engine that runs no work. */
+export const beat = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { leaseTtl, owner, runsWork, store } = core
+    if (!runsWork) return
+    const renew = store.heartbeat(owner, leaseTtl).pipe(
+      Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
+    )
+    yield* renew
+    yield* Effect.addFinalizer(() =>
+      store.retire(owner).pipe(
+        Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not give up its leases`, error))
+      )
+    )
+    // On the wall clock, whatever `Clock` the engine runs under: leases are about real processes and real pauses,
+    // and a test's jump of an hour must not cost a thousand heartbeats.
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(sleepLive(Duration.toMillis(leaseTtl) / 3), renew)))
+  })
+
+/** Takes up the trees this engine may claim: its own too at start (`own`), then those whose owner lapsed. */
+const takeUp = (core: Core, own: boolean) =>
+  core.store.unfinished(core.owner).pipe(
+    Effect.flatMap((trees) =>
+      Effect.forEach(trees, (tree) => {
+        if (!own && tree.owner === core.owner) return Effect.void
+        const actor = core.actors.get(tree.treeId)
+        if (actor === undefined) return Effect.ignore(core.holding(tree.treeId, () => Effect.void))
+        if (actor.lease !== undefined) return Effect.void
+        return Effect.flatMap(core.store.claim(tree.treeId, core.owner), (lease) => {
+          if (Option.isNone(lease) || core.actors.get(tree.treeId) !== actor) return Effect.void
+          actor.lease = lease.value
+          actor.resumed = false
+          return core.offer(actor, { _tag: "Resume" })
+        })
+      }, { concurrency: 16, discard: true })
+    ),
+    Effect.catchAllCause((cause) => Effect.logWarning("the engine could not take up unfinished trees", cause))
+  )
+
+/** Recovery at start, then a take-over scan every lease period (wall clock); nothing for an engine that runs no work. */
+export const recover = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
+  core.runsWork
+    ? Effect.asVoid(Effect.forkScoped(
+      Effect.zipRight(
+        takeUp(core, true),
+        Effect.forever(Effect.zipRight(sleepLive(Duration.toMillis(core.leaseTtl)), takeUp(core, false)))
+      )
+    ))
+    : Effect.void
