@@ -174,6 +174,7 @@ const storedRows = (stored: Option.Option<Stored>): ReadonlyArray<Report.Row> =>
     onNone: () => [],
     onSome: (perTurn) => [
       Report.info("write transactions per turn (COMMITs)", perTurn.transactionsPerTurn.toFixed(2)),
+      Report.info("  of which synced to disk (durable points)", perTurn.syncedPerTurn.toFixed(2)),
       Report.info("bytes stored per completed turn (tables and indexes)", Report.kib(perTurn.bytesPerTurn)),
       Report.info("events stored per turn", perTurn.eventsPerTurn.toFixed(1))
     ]
@@ -397,13 +398,17 @@ const defaultLatencySection = (
             targets.commits === undefined
               ? storedRows(result.stored)
               : [
-                Report.atMost(
+                Report.info(
                   "write transactions per turn (COMMITs, session start included)",
-                  stored.transactionsPerTurn,
+                  stored.transactionsPerTurn.toFixed(2)
+                ),
+                Report.atMost(
+                  "  of which synced to disk (durable points)",
+                  stored.syncedPerTurn,
                   targets.commits,
                   (n) => n.toFixed(2)
                 ),
-                ...storedRows(result.stored).slice(1)
+                ...storedRows(result.stored).slice(2)
               ]
         })
       ]

@@ -21,7 +21,8 @@ import { Agent, Answer, Session, Turn } from "@parley/core"
 import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import type { SessionStore } from "@parley/runtime"
-import { Console, Effect, Layer, Option } from "effect"
+import { SqlStore } from "@parley/store-sql"
+import { Console, Effect, Layer, Metric, Option } from "effect"
 import type { BenchModel } from "./models.js"
 import type * as Stores from "./stores.js"
 import {
@@ -61,6 +62,8 @@ export const runtime = (
 /** What a phase's measured turns left in a SQL database, per turn. */
 export interface Stored {
   readonly transactionsPerTurn: number
+  /** Of those, the commits synced to disk (durable points; `SqlStore.syncedCommits`). */
+  readonly syncedPerTurn: number
   readonly bytesPerTurn: number
   readonly eventsPerTurn: number
 }
@@ -73,8 +76,8 @@ const meter = (database: Stores.Database) =>
     }
     const meters = database.meters.value
     const read = Effect.map(
-      Effect.all([meters.bytes, meters.events]),
-      ([bytes, events]) => ({ transactions: meters.transactions(), bytes, events })
+      Effect.all([meters.bytes, meters.events, Metric.value(SqlStore.syncedCommits)]),
+      ([bytes, events, synced]) => ({ transactions: meters.transactions(), synced: synced.count, bytes, events })
     )
     const before = yield* read
     return {
@@ -82,6 +85,7 @@ const meter = (database: Stores.Database) =>
         Effect.map(read, (after) =>
           Option.some<Stored>({
             transactionsPerTurn: (after.transactions - before.transactions) / turns,
+            syncedPerTurn: (after.synced - before.synced) / turns,
             bytesPerTurn: (after.bytes - before.bytes) / turns,
             eventsPerTurn: (after.events - before.events) / turns
           }))

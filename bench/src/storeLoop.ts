@@ -49,9 +49,9 @@ const program = Effect.gen(function*() {
   if (Option.isSome(result.stored)) {
     const stored = result.stored.value
     yield* Console.log(
-      `per turn: ${stored.transactionsPerTurn.toFixed(2)} write transactions, ${
-        (stored.bytesPerTurn / 1024).toFixed(2)
-      } KB, ${stored.eventsPerTurn.toFixed(1)} events`
+      `per turn: ${stored.transactionsPerTurn.toFixed(2)} write transactions (${
+        stored.syncedPerTurn.toFixed(2)
+      } synced), ${(stored.bytesPerTurn / 1024).toFixed(2)} KB, ${stored.eventsPerTurn.toFixed(1)} events`
     )
   }
 })

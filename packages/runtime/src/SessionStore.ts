@@ -141,6 +141,15 @@ export interface Lease {
 }
 
 /**
+ * How durable an append must be when it returns: `"sync"` (on disk) or `"relaxed"` (committed and visible, on disk
+ * with the next synced append). See `Service.append`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type Durability = "sync" | "relaxed"
+
+/**
  * A callback opened and not resolved, as the store indexes it (`listOpen`).
  *
  * @since 0.1.0
@@ -193,13 +202,20 @@ export interface Service {
   readonly treeOf: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionId>, StoreError>
   /**
    * Appends events, all or none: `expectedSeq` must be the log's length and the events' `seq`s must follow it; a
-   * callback is resolved at most once.
+   * callback is resolved at most once. The append is visible to every reader when it returns.
+   *
+   * `durability` (default `"sync"`): a `"sync"` append is on disk when it returns (a durable point: a callback anyone
+   * may see, a tool's start before its side effect, an answer before its caller hears it was accepted); a
+   * `"relaxed"` one is committed and visible, and reaches the disk with the next synced append (or the database's own
+   * checkpoint): a process killed meanwhile loses nothing, a machine that loses power may lose relaxed appends after
+   * the last synced one (never one before it). A store that always syncs may ignore it.
    */
   readonly append: (
     treeId: SessionId,
     expectedSeq: number,
     events: ReadonlyArray<TurnEvent>,
-    lease?: Lease | undefined
+    lease?: Lease | undefined,
+    durability?: Durability
   ) => Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
   /** The stored events with `seq >= from`. */
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>

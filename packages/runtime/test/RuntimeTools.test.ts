@@ -255,3 +255,42 @@ describe("RuntimeTools: recovery", () => {
       }))
   }
 })
+
+describe("durable points", () => {
+  it.effect("an approval loop syncs its callback and its answer (with the tool's start); the rest rides along", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      const appends: Array<string> = []
+      const store: SessionStore.Service = {
+        ...memory,
+        append: (treeId, expectedSeq, events, lease, durability) =>
+          Effect.zipRight(
+            Effect.sync(() => void appends.push(`${durability ?? "sync"}: ${events.map((e) => e._tag).join(" ")}`)),
+            memory.append(treeId, expectedSeq, events, lease, durability)
+          )
+      }
+      const model = yield* ScriptedModel.fromFunction(priceBrain)
+      const agent = Agent.make({
+        name: "pricer",
+        model: "scripted",
+        instructions: "Look up the price, then answer in one sentence.",
+        tools: [priceTool(Effect.void)],
+        permissionMode: "ask"
+      })
+      const state = yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        const blocked = stateAs(yield* Session.run(session, ATLAS), "Blocked")
+        const turn = yield* Session.turn(session, blocked.turnId)
+        yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
+        return yield* within("the turn", Turn.result(turn, { after: blocked }))
+      }).pipe(Effect.provide(engine(store, model, RuntimeTools.layer(priceTool(Effect.void)))))
+      assert.strictEqual(stateAs(state, "Completed").text, ATLAS_ANSWER)
+      assert.deepStrictEqual(appends, [
+        "relaxed: TurnQueued TurnStarted ModelStepStarted",
+        "sync: ToolCallStarted CallbackOpened TurnBlocked",
+        "sync: CallbackResolved ToolExecutionStarted",
+        "relaxed: ToolCallCompleted ModelStepStarted",
+        "relaxed: MessageCompleted TurnEnded"
+      ])
+    }))
+})

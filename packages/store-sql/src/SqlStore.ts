@@ -53,10 +53,14 @@ import * as internal from "./internal/sqlStore.js"
 /**
  * How the store uses its database.
  *
- * - `synchronous` (SQLite): `"full"` (the default) fsyncs the write-ahead log at every commit, so an append that
- *   succeeded survives a crash of the process, of the OS or of the power. `"normal"` skips that fsync: an append
- *   survives a crash of the process (`kill -9`) but the last ones may be lost when the machine stops. Group commit
- *   shares one fsync between the appends of all trees that are waiting.
+ * - `synchronous`: `"full"` (the default) syncs every durable point to disk before it is acknowledged — an append the
+ *   engine marks `"sync"`: a callback anyone may see, a tool's start before its side effect, an answer before its
+ *   caller hears it was accepted — so it survives a crash of the process, of the OS or of the power. The appends in
+ *   between (a new message, a model step's result, a turn's end) are committed at once, visible to every process,
+ *   without waiting for the disk (SQLite: `synchronous=NORMAL` for that commit; PostgreSQL:
+ *   `synchronous_commit = off`), and reach it with the next synced commit: a killed process loses none of them, a
+ *   machine that loses power may lose those after the last synced one. `"normal"` (SQLite) never waits for the disk.
+ *   Group commit shares one sync between the appends of all trees that are waiting. `syncedCommits` counts them.
  * - `busyTimeout` (SQLite): how long a write waits for another process's write lock (default 5 seconds).
  * - `watch` (SQLite, default `true`): watch the database file and its write-ahead log (`fs.watch`: inotify on
  *   Linux), so an append by another process is noticed within a millisecond or two of its commit. Turn it off where
@@ -183,3 +187,12 @@ export const layerPg = (options: PgOptions): Layer.Layer<SessionStore, StoreErro
     )
   )
 }
+
+/**
+ * The commits the SQL stores of this process synced to disk (durable points; a group commit counts once): an Effect
+ * `Metric` counter, `parley_store_synced_commits`.
+ *
+ * @since 0.1.0
+ * @category Metrics
+ */
+export const syncedCommits = internal.syncedCommits

@@ -7,7 +7,7 @@ import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
 import type { Duration } from "effect"
-import { Context, DateTime, Effect, Exit, Layer, Queue, Redacted, Scope, Stream } from "effect"
+import { Context, DateTime, Effect, Exit, Layer, Metric, Queue, Redacted, Scope, Stream } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { pgDatabase, pgSchema, sqliteDatabase, sqliteFile, storeOf } from "./databases.js"
@@ -44,6 +44,27 @@ describe("SqlStore on SQLite", () => {
       })
       assert.deepStrictEqual(yield* normal.sql`PRAGMA synchronous`, [{ synchronous: 1 }])
       assert.deepStrictEqual(yield* normal.sql`PRAGMA busy_timeout`, [{ timeout: 1000 }])
+    }))
+
+  it.scoped("durable points: a sync append commits with synchronous=FULL, a relaxed one with NORMAL; both visible", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
+      const other = yield* storeOf(SqlStore.layerSqlite({ filename }))
+      const synced = Effect.map(Metric.value(SqlStore.syncedCommits), (state) => state.count)
+      yield* create(store)
+      const before = yield* synced
+      yield* store.append(treeId, 0, [queued(0)], undefined, "relaxed")
+      assert.deepStrictEqual(yield* sql`PRAGMA synchronous`, [{ synchronous: 1 }])
+      assert.strictEqual(yield* synced, before)
+      // Committed and visible to another process's store at once, before any sync.
+      assert.deepStrictEqual((yield* other.read(treeId, 0)).map((event) => event.seq), [0])
+      yield* store.append(treeId, 1, [queued(1)], undefined, "sync")
+      assert.deepStrictEqual(yield* sql`PRAGMA synchronous`, [{ synchronous: 2 }])
+      assert.strictEqual(yield* synced, before + 1)
+      // The default is sync.
+      yield* store.append(treeId, 2, [queued(2)])
+      assert.strictEqual(yield* synced, before + 2)
     }))
 
   it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>

@@ -22,7 +22,7 @@ import type * as Callback from "@parley/core/Callback"
 import type { SessionId } from "@parley/core/Ids"
 import type { CallbackId, TurnId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import type { Lease, Service, Snapshot, StoredTree } from "@parley/runtime/SessionStore"
+import type { Durability, Lease, Service, Snapshot, StoredTree } from "@parley/runtime/SessionStore"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -34,6 +34,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Mailbox from "effect/Mailbox"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
@@ -44,6 +45,11 @@ import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
 import * as Migrations from "./migrations.js"
 import * as SqliteChanges from "./sqliteChanges.js"
 import * as Statements from "./statements.js"
+
+/** Commits the SQL stores synced to disk (durable points; group commit shares one between appends). */
+export const syncedCommits = Metric.counter("parley_store_synced_commits", {
+  description: "transactions of the SQL store committed with a sync to disk (durable points)"
+})
 
 export interface Options {
   readonly synchronous?: "full" | "normal" | undefined
@@ -79,6 +85,7 @@ type Write =
     readonly events: ReadonlyArray<TurnEvent>
     readonly rows: ReadonlyArray<EventRow>
     readonly lease: Lease | undefined
+    readonly durability: Durability
     readonly done: Deferred.Deferred<void, AppendError>
   }
   | {
@@ -470,8 +477,28 @@ export const make = (
     const maxBatch = Math.max(1, options.maxBatch ?? 256)
     let closed = false
 
+    /**
+     * Durable points are synced: a batch with a `"sync"` append is on disk when its transaction commits (SQLite:
+     * `synchronous=FULL` for that commit, which syncs the write-ahead log and every relaxed commit before it;
+     * PostgreSQL: `synchronous_commit` as configured). A batch of relaxed appends only is committed without waiting for
+     * the disk (SQLite: `synchronous=NORMAL`; PostgreSQL: `SET LOCAL synchronous_commit = off`).
+     */
+    const syncs = (writes: ReadonlyArray<Write>) =>
+      options.synchronous !== "normal" && writes.some((write) => write._tag === "Append" && write.durability === "sync")
+    let sqliteSynchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
+    const setSqliteSynchronous = (wanted: "FULL" | "NORMAL") =>
+      dialect !== "sqlite" || sqliteSynchronous === wanted
+        ? Effect.void
+        : Effect.zipRight(
+          Effect.sync(() => sqliteSynchronous = wanted),
+          Effect.catchAll(sql.unsafe(`PRAGMA synchronous = ${wanted}`), () => Effect.sync(() => sqliteSynchronous = ""))
+        )
+
     const runBatch = (writes: ReadonlyArray<Write>) =>
       Effect.gen(function*() {
+        const sync = syncs(writes)
+        yield* setSqliteSynchronous(sync ? "FULL" : "NORMAL")
+        if (sync) yield* Metric.increment(syncedCommits)
         // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
         const ordered = [...writes].sort((a, b) => {
           const x = a._tag === "Append" ? a.treeId : a.tree.treeId
@@ -483,6 +510,7 @@ export const make = (
         const attempt = (batch: ReadonlyArray<Write>, savepoints: boolean) =>
           transaction((connection) =>
             Effect.gen(function*() {
+              if (!sync && dialect === "pg") yield* run(connection, "SET LOCAL synchronous_commit = off", [])
               const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
               for (let i = 0; i < batch.length; i++) {
                 if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
@@ -715,7 +743,7 @@ export const make = (
         ),
       getTree,
       treeOf,
-      append: (treeId, expectedSeq, events, lease) =>
+      append: (treeId, expectedSeq, events, lease, durability = "sync") =>
         Effect.gen(function*() {
           if (events.length === 0) return
           if (events.some((event, i) => event.seq !== expectedSeq + i)) {
@@ -733,6 +761,7 @@ export const make = (
             events,
             rows,
             lease,
+            durability,
             done
           }))
         }),

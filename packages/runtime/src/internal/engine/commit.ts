@@ -13,6 +13,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import type * as SessionStore from "../../SessionStore.js"
 import type { Rejection, Reply } from "../decide.js"
 import { decide } from "../decide.js"
 import type { Actor, Commits, Core, Envelope } from "./core.js"
@@ -20,6 +21,23 @@ import { failure, ownersOnly, sleepLive } from "./core.js"
 
 /** How long a tree waits before it tries again to store what a failing store refused. */
 const retryMillis = 250
+
+/**
+ * Whether a commit is a durable point, synced to disk before anything goes on: a callback opened (anyone may see it:
+ * a handler, another process listing callbacks), a tool's start (its side effect follows), an answer or a cancel whose
+ * caller waits to hear it was accepted. Everything else — a new message, a model step's result, a turn's end — is
+ * committed and visible at once, and rides along to disk with the next durable point.
+ */
+const durabilityOf = (events: ReadonlyArray<TurnEvent>, batch: ReadonlyArray<Envelope>): SessionStore.Durability => {
+  for (const event of events) {
+    if (event._tag === "CallbackOpened" || event._tag === "ToolExecutionStarted") return "sync"
+  }
+  for (const envelope of batch) {
+    const tag = envelope.command._tag
+    if (envelope.reply !== undefined && (tag === "Answer" || tag === "Cancel")) return "sync"
+  }
+  return "relaxed"
+}
 
 export const make = (core: Core): Commits => {
   const { env, store } = core
@@ -70,7 +88,9 @@ export const make = (core: Core): Commits => {
         }
         const appended = events.length === 0
           ? Either.right(undefined)
-          : yield* Effect.either(store.append(actor.treeId, actor.state.nextSeq, events, actor.lease))
+          : yield* Effect.either(
+            store.append(actor.treeId, actor.state.nextSeq, events, actor.lease, durabilityOf(events, batch))
+          )
         if (Either.isRight(appended)) {
           actor.state = state
           if (actor.lease !== undefined && batch.some((envelope) => envelope.command._tag === "Resume")) {
