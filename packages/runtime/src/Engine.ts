@@ -40,6 +40,18 @@ export interface Options {
   /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
   readonly idleTimeToLive?: Duration.DurationInput | undefined
   /**
+   * How long a paused tree — its turns all wait on callbacks — stays in memory after its last use (default: 25
+   * milliseconds): long enough for a program that answers at once, and a tree that waits for a person costs no memory
+   * meanwhile: it is rebuilt from its log (snapshot and tail) when the answer comes. Never longer than
+   * `idleTimeToLive`.
+   */
+  readonly pausedTimeToLive?: Duration.DurationInput | undefined
+  /**
+   * How many trees with nothing to do may stay in memory at once (default: 10,000): past it, the longest idle one
+   * leaves at once, whatever the load.
+   */
+  readonly maxIdleTrees?: number | undefined
+  /**
    * This engine's name as the owner of the trees it runs (default: a random one per start). An engine restarted under
    * the same name takes its unfinished trees back at once; under a new name, once their leases lapse. Every claim
    * raises the tree's epoch, so a process that held the name before (paused, not dead) can no longer append to them.

@@ -229,7 +229,51 @@ describe("Engine and store", () => {
         yield* at("50 s after the call: still in memory", 1)
         yield* TestClock.adjust("11 seconds")
         yield* at("61 s after the call: evicted, loaded again", 2)
-      }).pipe(Effect.provide(runtime(store.service, model, { idleTimeToLive: "1 minute" })))
+      }).pipe(
+        Effect.provide(runtime(store.service, model, { idleTimeToLive: "1 minute", pausedTimeToLive: "1 minute" }))
+      )
+    }))
+
+  it.effect("a paused tree leaves memory soon (25 ms by default), a finished one stays; answered, it is loaded again", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const settle = Effect.repeatN(Effect.yieldNow(), 20)
+        const { blocked, turn } = yield* pausedTurn
+        yield* TestClock.adjust("20 millis")
+        yield* settle
+        assert.strictEqual(store.loads(), 0, "20 ms paused: still in memory")
+        yield* TestClock.adjust("10 millis")
+        yield* settle
+        yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
+        assert.strictEqual(store.loads(), 1, "30 ms paused: evicted, loaded again by the answer")
+        assert.strictEqual((yield* Turn.result(turn, { after: blocked }))._tag, "Completed")
+        // Finished, the tree keeps the idle time-to-live (a minute).
+        yield* TestClock.adjust("30 seconds")
+        yield* settle
+        yield* Turn.openCallbacks(turn)
+        assert.strictEqual(store.loads(), 1, "finished 30 s ago: still in memory")
+      }).pipe(Effect.provide(runtime(store.service, model, {})))
+    }))
+
+  it.effect("the idle trees held are bounded: past maxIdleTrees, the longest idle leaves at once", () =>
+    Effect.gen(function*() {
+      const store = yield* instrumented
+      const model = yield* ScriptedModel.fromFunction(brain)
+      yield* Effect.gen(function*() {
+        const settle = Effect.repeatN(Effect.yieldNow(), 20)
+        const first = yield* pausedTurn
+        yield* pausedTurn
+        yield* settle
+        assert.strictEqual(store.loads(), 0, "two idle trees: both in memory")
+        yield* pausedTurn
+        yield* settle
+        yield* Turn.openCallbacks(first.turn)
+        assert.strictEqual(store.loads(), 1, "a third: the first left memory, and is loaded again")
+      }).pipe(
+        Effect.provide(runtime(store.service, model, { pausedTimeToLive: "1 minute", maxIdleTrees: 2 }))
+      )
     }))
 
   it.effect("an idle tree leaves memory and is rebuilt from its log; a busy one stays", () =>

@@ -119,7 +119,14 @@ export const make = (
     } as Core
     yield* Ownership.beat(core)
     Object.assign(core, Mailbox.make(core), Commit.make(core), Reconcile.make(core))
-    Object.assign(core, yield* Trees.make(core, options?.idleTimeToLive ?? "1 minute"))
+    Object.assign(
+      core,
+      yield* Trees.make(core, {
+        idleTimeToLive: options?.idleTimeToLive ?? "1 minute",
+        pausedTimeToLive: options?.pausedTimeToLive ?? "25 millis",
+        maxIdleTrees: options?.maxIdleTrees ?? 10_000
+      })
+    )
     Object.assign(core, { deadlines: yield* Follow.deadlines(core) })
     yield* Follow.changes(core)
     yield* Ownership.recover(core)

@@ -46,11 +46,18 @@ export const make = <K extends string, V, E>(options: {
   /** Loads the value of `key` in `scope`, the value's own (closed when it is evicted). */
   readonly load: (key: K, scope: Scope.CloseableScope) => Effect.Effect<V, E, Scope.Scope>
   readonly idleTimeToLive: Duration.DurationInput
+  /** A shorter time-to-live for some values (a tree whose turns all wait on callbacks), in milliseconds. */
+  readonly timeToLiveOf?: ((value: V) => number | undefined) | undefined
+  /** How many idle values (held by nothing) may stay in memory: past it, the longest idle is evicted at once. */
+  readonly maxIdle?: number | undefined
 }): Effect.Effect<Held<K, V, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const parent = yield* Effect.scope
     const idleMillis = Duration.toMillis(Duration.decode(options.idleTimeToLive))
+    const maxIdle = Math.max(0, options.maxIdle ?? Number.POSITIVE_INFINITY)
     const entries = new Map<K, Entry<V>>()
+    /** The idle values' keys, the longest idle first. */
+    const idle = new Set<K>()
     /** Values being loaded: who asks for one meanwhile waits for that load. */
     const loading = new Map<K, Deferred.Deferred<V, E>>()
 
@@ -59,23 +66,37 @@ export const make = <K extends string, V, E>(options: {
         const entry = entries.get(key)
         if (entry === undefined || entry.holds > 0) return Effect.void
         entries.delete(key)
+        idle.delete(key)
         return Scope.close(entry.scope, Exit.void)
       })
     const evictions = yield* Deadlines.make<K, K>((key) => evict(key))
 
     const holdEntry = (key: K, entry: Entry<V>) => {
       entry.holds += 1
-      if (entry.holds === 1) evictions.cancel(key)
+      if (entry.holds === 1) {
+        evictions.cancel(key)
+        idle.delete(key)
+      }
     }
 
     const releaseEntry = (key: K, entry: Entry<V>): Effect.Effect<void> =>
       Effect.suspend(() => {
         entry.holds -= 1
         if (entry.holds > 0 || entries.get(key) !== entry) return Effect.void
-        if (idleMillis <= 0) return Effect.asVoid(Effect.forkDaemon(evict(key)))
-        return Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => evictions.schedule(key, key, now + idleMillis)
+        const millis = options.timeToLiveOf?.(entry.value) ?? idleMillis
+        if (millis <= 0) return Effect.asVoid(Effect.forkDaemon(evict(key)))
+        idle.add(key)
+        // Too many idle values: the longest idle one goes at once (never the one just released).
+        const over = idle.size > maxIdle ? idle.values().next().value : undefined
+        const evictOver = over === undefined || over === key
+          ? Effect.void
+          : Effect.suspend(() => {
+            evictions.cancel(over)
+            return Effect.asVoid(Effect.forkDaemon(evict(over)))
+          })
+        return Effect.zipRight(
+          evictOver,
+          Effect.flatMap(Clock.currentTimeMillis, (now) => evictions.schedule(key, key, now + millis))
         )
       })
 

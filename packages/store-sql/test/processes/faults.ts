@@ -249,11 +249,17 @@ export const paused = (fixture: Fixture, prefix: string, counts: { payers: numbe
     yield* Effect.sleep("1500 millis")
     assert.strictEqual(yield* answerOpen(inbox), expected)
     const b = yield* startOwner(fixture, `${prefix}-owner-b`, trees, treeIds)
-    // The new owner has started the transfers (each runs two seconds after its side effect) when the old one resumes.
-    const transfers = Effect.sync(() =>
-      readLedger(fixture.ledger).filter((line) => line.toolId === "client.transfer" && line.pid === b.pid).length
+    // The new owner took every tree over and recorded the start of every approved call (the transfers still run: two
+    // seconds after their side effect) when the old one resumes. (Resumed before that, the old owner would still be
+    // the owner of a tree not yet taken over, and rightly run its call.)
+    const startedByB = Effect.map(
+      readTrees(fixture, treeIds),
+      (stored) =>
+        stored.every((tree) =>
+          ofTag(tree.events, "ToolExecutionStarted").some((start) => start.executor?.owner === `${prefix}-owner-b`)
+        )
     )
-    yield* waitFor("the new owner starts the transfers", 20_000, Effect.map(transfers, (n) => n === counts.payers))
+    yield* waitFor("the new owner starts every approved call", 20_000, startedByB)
       .pipe(Effect.catchAllDefect(() => Effect.void))
     yield* a.signal("SIGCONT")
     yield* answerUntilDone(fixture, inbox, treeIds, b)
@@ -265,7 +271,15 @@ export const paused = (fixture: Fixture, prefix: string, counts: { payers: numbe
     assert.deepStrictEqual(
       ledger.filter((line) => line.pid === a.pid),
       [],
-      `the old owner ran nothing after it resumed\n${a.output()}`
+      `the old owner ran nothing after it resumed\n${a.output()}\n${
+        stored.map((tree) =>
+          tree.events.map((event) =>
+            `${event.seq} ${event._tag}${
+              event._tag === "ToolExecutionStarted" ? ` ${JSON.stringify(event.executor)}` : ""
+            }`
+          ).join("\n")
+        ).join("\n---\n")
+      }`
     )
     return { trees: stored, treeIds, approved: approvedCalls(stored, ledger), executorPid: b.pid } satisfies RoundResult
   })

@@ -9,7 +9,7 @@ import type { SessionId } from "@parley/core/Ids"
 import { SessionId as SessionIdSchema, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import { SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
 import * as TreeState from "@parley/core/TreeState"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberMap from "effect/FiberMap"
@@ -29,7 +29,11 @@ const decodeTurnId = Schema.decodeUnknownEither(TurnIdSchema)
 
 export const make = (
   core: Core,
-  idleTimeToLive: Duration.DurationInput
+  eviction: {
+    readonly idleTimeToLive: Duration.DurationInput
+    readonly pausedTimeToLive: Duration.DurationInput
+    readonly maxIdleTrees: number
+  }
 ): Effect.Effect<Trees, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { owner, runsWork, store } = core
@@ -88,8 +92,18 @@ export const make = (
         return yield* install(treeId, scope, restored, lease, { _tag: lease === undefined ? "Settle" : "Resume" })
       })
 
-    // Actors in memory: loaded once, held by the calls on them and by their own work, evicted when idle.
-    const actors = yield* Held.make({ load, idleTimeToLive })
+    // Actors in memory: loaded once, held by the calls on them and by their own work, evicted when idle — a paused
+    // tree soon, whatever waits on it waits on the log, not on memory; the number of idle trees is bounded.
+    const pausedMillis = Math.min(
+      Duration.toMillis(Duration.decode(eviction.pausedTimeToLive)),
+      Duration.toMillis(Duration.decode(eviction.idleTimeToLive))
+    )
+    const actors = yield* Held.make({
+      load,
+      idleTimeToLive: eviction.idleTimeToLive,
+      timeToLiveOf: (actor: Actor) => TreeState.isBlocked(actor.state) ? pausedMillis : undefined,
+      maxIdle: eviction.maxIdleTrees
+    })
 
     const holding = <A, E>(treeId: SessionId, f: (actor: Actor) => Effect.Effect<A, E>) =>
       actors.holding(treeId, f, identity)
