@@ -84,3 +84,8 @@ export const env: Env = {
 }
 
 export const header = (agent: AgentSpec.AgentSpec): TreeState.Header => ({ treeId, agent, createdAt: t0 })
+
+/** A subagent with a subagent of its own. */
+export const manager = AgentSpec.make({ name: "manager", instructions: "Delegate.", subagents: [researcher] })
+/** The agent of the rules about trees two levels deep: `lead` → `manager` → `researcher`. */
+export const lead = AgentSpec.make({ ...assistant, name: "lead", subagents: [manager] })
