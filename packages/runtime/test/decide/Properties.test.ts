@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { Answer, ParleyError, TreeState } from "@parley/core"
-import { DateTime, Duration, Either, FastCheck as fc, HashMap } from "effect"
+import { Ajv } from "ajv"
+import { DateTime, Duration, Either, FastCheck as fc, HashMap, Schema } from "effect"
 import type { Command, Decision } from "../../src/internal/decide.js"
 import { decide } from "../../src/internal/decide.js"
 import { assistant, env, lead, oneStep, t0, treeId } from "./fixtures.js"
@@ -306,6 +307,19 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
       "an accepted answer appends its CallbackResolved first"
     )
   }
+  // An answer that does not fit the schema the callback publishes (`TreeState.answerSchema`) is refused as a mismatch;
+  // one that fits is accepted, for approvals and client tools (a sign-in must also name each request once).
+  if (command._tag === "Answer") {
+    const record = TreeState.callback(before, command.callbackId)
+    const routed = Either.isRight(reply) || reply.left._tag === "AnswerMismatch"
+    if (record !== undefined && routed) {
+      const fits = fitsAnswerSchema(before, record.callback, command.answer)
+      if (!fits) assert.isTrue(Either.isLeft(reply), "an answer outside the callback's answer schema is refused")
+      if (fits && record.callback._tag !== "OpenSignIn") {
+        assert.isTrue(Either.isRight(reply), "an answer that fits the callback's answer schema is accepted")
+      }
+    }
+  }
   // A subagent's turn that ends is reported to its parent by the next event.
   events.forEach((event, i) => {
     if (event._tag !== "TurnEnded" || event.sessionId === treeId) return
@@ -350,6 +364,16 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
     }
   }
 }
+
+const ajv = new Ajv({ allErrors: true, strict: false })
+const encodeAnswer = Schema.encodeSync(Answer.Answer)
+
+/** Whether an answer fits the JSON Schema a callback publishes for its answers. */
+export const fitsAnswerSchema = (
+  state: TreeState.TreeState,
+  callback: TreeState.CallbackRecord["callback"],
+  value: Answer.Answer
+): boolean => ajv.validate(TreeState.answerSchema(state, callback), encodeAnswer(value))
 
 const roundTrip = (state: TreeState.TreeState): TreeState.TreeState => {
   const json = TreeState.encodeSnapshot(state)
