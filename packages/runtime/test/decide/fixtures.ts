@@ -89,3 +89,18 @@ export const header = (agent: AgentSpec.AgentSpec): TreeState.Header => ({ treeI
 export const manager = AgentSpec.make({ name: "manager", instructions: "Delegate.", subagents: [researcher] })
 /** The agent of the rules about trees two levels deep: `lead` → `manager` → `researcher`. */
 export const lead = AgentSpec.make({ ...assistant, name: "lead", subagents: [manager] })
+
+/** `lookup` whose success value must have the property `key`. */
+const lookupNeeding = (key: string) =>
+  new ToolSpec.ToolSpec({ ...lookup, success: { type: "object", properties: {}, required: [key] } }, true)
+
+/**
+ * An agent with a tool of the same id as its subagent's and another success schema: the root's `lookup` returns
+ * `{ a }`, the researcher's `{ b }`.
+ */
+export const shadowing = AgentSpec.make({
+  ...assistant,
+  name: "shadowing",
+  tools: [...assistant.tools, lookupNeeding("a")],
+  subagents: [AgentSpec.make({ ...researcher, tools: [lookupNeeding("b")] })]
+})
