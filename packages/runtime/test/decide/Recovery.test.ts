@@ -2,6 +2,7 @@ import { Answer } from "@parley/core"
 import type { Step } from "./spec.js"
 import {
   answer,
+  answeredElsewhere,
   appends,
   calls,
   contains,
@@ -115,6 +116,18 @@ rules("Settle", [
       ev("ToolCallCompleted", { isFailure: false }),
       "ModelStepStarted"
     )
+  },
+  {
+    rule: "a DenyApproval another writer appended, unsettled: the call fails, the next step starts",
+    given: [send("Charge me."), calls("charge"), answeredElsewhere(new Answer.DenyApproval({}))],
+    when: settle.by(nobody),
+    then: appends(ev("ToolCallCompleted", { isFailure: true, result: contains("denied") }), "ModelStepStarted")
+  },
+  {
+    rule: "an AllowApproval another writer appended, unsettled: the owner starts the call",
+    given: [send("Charge me."), calls("charge"), answeredElsewhere(new Answer.AllowApproval())],
+    when: settle,
+    then: appends(ev("ToolExecutionStarted", { executor: owner }))
   },
   {
     rule: "a blocked tree is reported once",

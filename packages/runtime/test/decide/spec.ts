@@ -1,14 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Answer, Ids, ParleyError, TurnEvent } from "@parley/core"
-import { TreeState } from "@parley/core"
+import { TreeState, TurnEvent as TurnEventSchemas } from "@parley/core"
 import type { DateTime } from "effect"
 import { Either, HashMap } from "effect"
 import type { Command, Rejection } from "../../src/internal/decide.js"
 import { decide } from "../../src/internal/decide.js"
 import { assistant, env, header, t0, treeId } from "./fixtures.js"
 
-// A small language for `decide`'s rules: given the commands decided so far (each by an engine, at a time), when this
-// command is decided, then these events are appended, or this rejection is returned. A rule reads as a table row:
+// A small language for `decide`'s rules: given the commands decided so far (each by an engine, at a time) and the
+// events other writers appended, when this command is decided, then these events are appended, or this rejection is
+// returned. A rule reads as a table row:
 //
 //   { rule: "an approval already answered", given: [...askedToCharge, answer(allow)], when: answer(allow),
 //     then: rejects("CallbackAlreadyAnswered") }
@@ -198,6 +199,33 @@ export const expire = (pick: Pick = open(0), callbackId?: string) =>
     callbackId: (callbackId ?? pick(state)?.callback.id ?? "cb_none") as Ids.CallbackId
   }))
 
+/** Events another writer appended to the log, as they are (no decision of this engine, nothing settled). */
+export class Written {
+  constructor(
+    readonly make: (
+      state: TreeState.TreeState
+    ) => ReadonlyArray<(meta: { readonly seq: number; readonly at: DateTime.Utc }) => TurnEvent.TurnEvent>,
+    readonly time: DateTime.Utc = t0
+  ) {}
+}
+
+/** Another process recorded this answer to the callback, and settled nothing. */
+export const answeredElsewhere = (value: Answer.Answer, pick: Pick = open(0)) =>
+  new Written((state) => {
+    const record = pick(state)
+    if (record === undefined) return []
+    const callback = record.callback
+    return [(meta) =>
+      new TurnEventSchemas.CallbackResolved({
+        sessionId: callback.sessionId,
+        turnId: callback.turnId,
+        ...meta,
+        callbackId: callback.id,
+        resolution: "answered",
+        answer: value
+      })]
+  })
+
 /** An owner recovers the tree (decided by `newOwner` unless `.by(...)` says otherwise). */
 export const resume = new Step(() => ({ _tag: "Resume" }), newOwner)
 /** The log moved on: settle. */
@@ -298,8 +326,12 @@ export const decideStep = (tree: Tree, step: Step) =>
   decide(tree.state, step.make(tree.state), step.time, env, executorOf(step.decider))
 
 /** Decides the steps one after another; each must be accepted. */
-export const given = (steps: ReadonlyArray<Step>, from: Tree = emptyTree()): Tree =>
+export const given = (steps: ReadonlyArray<Step | Written>, from: Tree = emptyTree()): Tree =>
   steps.reduce((tree, step, index) => {
+    if (step instanceof Written) {
+      const events = step.make(tree.state).map((make, i) => make({ seq: tree.state.nextSeq + i, at: step.time }))
+      return { header: tree.header, state: TreeState.foldFrom(tree.state, events), log: [...tree.log, ...events] }
+    }
     const decision = decideStep(tree, step)
     if (Either.isLeft(decision.reply)) {
       assert.fail(`given step ${index} (${step.make(tree.state)._tag}) was refused: ${decision.reply.left.message}`)
@@ -355,7 +387,7 @@ export interface Rule {
   /** The situation, as a rule states it ("an approval already answered"). */
   readonly rule: string
   readonly agent?: typeof assistant
-  readonly given?: ReadonlyArray<Step>
+  readonly given?: ReadonlyArray<Step | Written>
   readonly when: Step
   readonly then: Outcome
   /** Further checks of the state the decision leaves. */
