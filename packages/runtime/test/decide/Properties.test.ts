@@ -336,6 +336,10 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
       assert.deepStrictEqual(member.queue, [], "a cancelled subtree has nothing queued")
     }
   }
+  // A free session starts its next queued turn.
+  for (const session of HashMap.values(decision.state.sessions)) {
+    if (session.running === undefined) assert.deepStrictEqual(session.queue, [], "a free session has nothing queued")
+  }
   // No running turn took more model steps than its agent allows.
   for (const turn of TreeState.runningTurns(decision.state)) {
     const limit = TreeState.session(decision.state, turn.sessionId)?.agent.maxSteps ?? 25
