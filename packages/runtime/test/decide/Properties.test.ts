@@ -293,9 +293,28 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
   // A TurnBlocked is appended when the tree cannot progress, and a tree that cannot progress says so.
   let state = before
   for (const event of events) {
-    if (event._tag === "TurnBlocked") assert.isTrue(TreeState.isBlocked(state), "TurnBlocked while not blocked")
+    if (event._tag === "TurnBlocked") {
+      assert.isTrue(TreeState.isBlocked(state), "TurnBlocked while not blocked")
+      // It names the callbacks the root turn lists, and is the root turn's.
+      const root = TreeState.rootTurn(state)
+      assert.strictEqual(event.turnId, root?.turnId)
+      assert.deepStrictEqual(
+        event.callbackIds.map(String),
+        root === undefined ? [] : TreeState.openCallbacks(state, root.turnId).map((callback) => callback.id),
+        "TurnBlocked names the callbacks its turn lists"
+      )
+    }
     state = TreeState.evolve(state, event)
   }
+  // A spawn names the turn it queues: the next event.
+  events.forEach((event, i) => {
+    if (event._tag !== "SubagentStarted") return
+    const next = events[i + 1]
+    assert.isTrue(
+      next?._tag === "TurnQueued" && next.turnId === event.childTurnId && next.sessionId === event.childSessionId,
+      "a SubagentStarted is followed by the TurnQueued of the child turn it names"
+    )
+  })
   if (TreeState.isBlocked(decision.state)) {
     assert.isDefined(decision.state.blockedAt, "a blocked tree has its TurnBlocked")
   }
