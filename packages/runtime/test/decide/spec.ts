@@ -291,7 +291,16 @@ export const rejects = (rejection: Rejection["_tag"], ...events: ReadonlyArray<E
 
 const tagOf = (expected: ExpectedEvent) => (typeof expected === "string" ? expected : expected._tag)
 
-const show = (value: unknown): string => (value instanceof Matcher ? value.label : JSON.stringify(value))
+const show = (value: unknown): string =>
+  value instanceof Matcher
+    ? value.label
+    : value === owner
+    ? "owner"
+    : value === newOwner
+    ? "newOwner"
+    : typeof value === "object" && value !== null && "_tag" in value && Object.keys(value).length === 1
+    ? String(value._tag)
+    : JSON.stringify(value)
 
 const showEvents = (events: ReadonlyArray<ExpectedEvent>) =>
   events.map((expected) =>
