@@ -1,5 +1,6 @@
 import { assert } from "@effect/vitest"
 import { Answer, ParleyError, TreeState } from "@parley/core"
+import { Either } from "effect"
 import { oneStep, treeId } from "./fixtures.js"
 import {
   answer,
@@ -33,7 +34,12 @@ rules("SendMessage", [
       ev("TurnQueued", { turnId: "turn_spec_0", input: "Hello." }),
       ev("TurnStarted", { turnId: "turn_spec_0" }),
       ev("ModelStepStarted", { messageId: "msg_2", step: 0 })
-    )
+    ),
+    // The reply names the turn, and the cursor its events start from.
+    and: (_state, _events, reply) => {
+      const ref = Either.getOrUndefined(reply)
+      assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, "turn_spec_0", 0])
+    }
   },
   {
     rule: "a message while a turn runs: it waits its turn",

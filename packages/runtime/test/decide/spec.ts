@@ -3,7 +3,7 @@ import type { Answer, Ids, ParleyError, TurnEvent } from "@parley/core"
 import { TreeState, TurnEvent as TurnEventSchemas } from "@parley/core"
 import type { DateTime } from "effect"
 import { Either, HashMap } from "effect"
-import type { Command, Rejection } from "../../src/internal/decide.js"
+import type { Command, Decision, Rejection } from "../../src/internal/decide.js"
 import { decide } from "../../src/internal/decide.js"
 import { assistant, env, header, t0, treeId } from "./fixtures.js"
 
@@ -400,7 +400,11 @@ export interface Rule {
   readonly when: Step
   readonly then: Outcome
   /** Further checks of the state the decision leaves. */
-  readonly and?: (state: TreeState.TreeState, events: ReadonlyArray<TurnEvent.TurnEvent>) => void
+  readonly and?: (
+    state: TreeState.TreeState,
+    events: ReadonlyArray<TurnEvent.TurnEvent>,
+    reply: Decision["reply"]
+  ) => void
 }
 
 export const check = (command: Command["_tag"], row: Rule) => {
@@ -425,7 +429,7 @@ export const check = (command: Command["_tag"], row: Rule) => {
   )
   const log = [...before.log, ...decision.events]
   assert.deepStrictEqual(plain(TreeState.fold(before.header, log)), plain(decision.state), "fold(log) = state")
-  row.and?.(decision.state, decision.events)
+  row.and?.(decision.state, decision.events, decision.reply)
 }
 
 /** One table of rules for a command: one test per row, named by the row's situation and outcome. */
