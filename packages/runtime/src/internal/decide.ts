@@ -205,8 +205,9 @@ const validateAnswer = (
     Answers.validateSync(callback, answer),
     (): Either.Either<TreeState.CallbackRecord, AnswerMismatch> => {
       if (callback._tag !== "OpenClientToolCall" || answer._tag !== "ClientToolResult") return Either.right(record)
-      const spec = session.agent.tools.find((tool) => tool.id === callback.request.tool.id) ??
-        tx.session(callback.sessionId)?.agent.tools.find((tool) => tool.id === callback.request.tool.id)
+      // The tool of the session whose callback it is (a subagent's tool may share its id with the root's).
+      const spec = tx.session(callback.sessionId)?.agent.tools.find((tool) => tool.id === callback.request.tool.id) ??
+        session.agent.tools.find((tool) => tool.id === callback.request.tool.id)
       return Either.map(checkClientToolResult(callback.id, spec?.success, answer), () => record)
     }
   )

@@ -359,12 +359,10 @@ rules("Expire", [
   }
 ])
 
-// KNOWN BUG (issue 17, found writing these rules; src left as it is): a subagent's client tool result answered through
-// the root session is checked against the root agent's tool of the same id, not the subagent's — the tool whose
-// callback it is, and whose success schema `TreeState.answerSchema` publishes. The same answer is refused in the
-// subagent's session and accepted through the root's. `it.fails` until `validateAnswer` looks the tool up in the
-// callback's session first; then make it a row of the table above.
-describe("Answer: known bugs", () => {
+// Found writing these rules (issue 17): a subagent's client tool result answered through the root session was checked
+// against the root agent's tool of the same id, not the subagent's — the tool whose callback it is, and whose success
+// schema `TreeState.answerSchema` publishes. Fixed in `validateAnswer`: the callback's session is looked up first.
+describe("Answer: a subagent's tool that shares its id with the root's", () => {
   const childLookingUp: ReadonlyArray<Step> = [
     send("Research."),
     calls({ name: "agents_spawn", params: { agent: "researcher", task: "Look." } }),
@@ -372,7 +370,7 @@ describe("Answer: known bugs", () => {
     childCalls("lookup")
   ]
   const rootShaped = Answer.ClientToolResult.success({ a: 1 })
-  it("(consistent today) in the subagent's session, a result of the root's shape is refused", () =>
+  it("in the subagent's session, a result of the root's shape is refused", () =>
     check("Answer", {
       rule: "",
       agent: shadowing,
@@ -380,7 +378,7 @@ describe("Answer: known bugs", () => {
       when: answer(rootShaped),
       then: rejects("AnswerMismatch")
     }))
-  it.fails("through the root session, a result of the root's shape is refused as well", () =>
+  it("through the root session, a result of the root's shape is refused as well", () =>
     check("Answer", {
       rule: "",
       agent: shadowing,
