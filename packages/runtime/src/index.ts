@@ -13,6 +13,13 @@ export * as Connectors from "./Connectors.js"
 export * as Engine from "./Engine.js"
 
 /**
+ * The in-process fan-out every store shares: subscribers of a tree's events, gap-free, in mailboxes.
+ *
+ * @since 0.1.0
+ */
+export * as Fanout from "./Fanout.js"
+
+/**
  * The `Transport` port over an in-process engine.
  *
  * @since 0.1.0

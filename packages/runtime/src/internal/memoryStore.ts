@@ -5,6 +5,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as Fanout from "../Fanout.js"
 import type { Change, OpenCallbackRow, Service, Snapshot, StoredTree, StoreError } from "../SessionStore.js"
 import { LeaseLost, ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
@@ -15,14 +16,9 @@ interface Log {
   openTurns: number
   owner: string | undefined
   epoch: number
-  /** The subscribers of live events: each is handed the events of every append (and publish), in order. */
-  readonly subscribers: Set<(events: ReadonlyArray<TurnEvent>) => void>
   /** The latest snapshot of the tree's projection. */
   snapshot: Snapshot | undefined
 }
-
-/** Live-only events (streamed deltas) are never stored: they ride along the tails of this process. */
-const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
 
 export const make: Effect.Effect<Service> = Effect.sync(() => {
   const logs = new Map<SessionId, Log>()
@@ -38,9 +34,11 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
   const owners = new Map<string, number>()
   const isAlive = (owner: string | undefined, now: number) => owner !== undefined && (owners.get(owner) ?? 0) > now
 
-  const handTo = (log: Log, events: ReadonlyArray<TurnEvent>) => {
-    for (const subscriber of log.subscribers) subscriber(events)
-  }
+  // The subscribers of trees' events: the fan-out every store shares (`Fanout`).
+  const fanout = Fanout.make({
+    read: (treeId, from) => Effect.sync(() => logs.get(treeId)?.events.slice(from) ?? []),
+    exists: (treeId) => Effect.sync(() => logs.has(treeId))
+  })
 
   const service: Service = {
     createTree: (tree) =>
@@ -52,7 +50,6 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
           openTurns: 0,
           owner: undefined,
           epoch: 0,
-          subscribers: new Set(),
           snapshot: undefined
         })
         trees.set(tree.treeId, tree.treeId)
@@ -89,45 +86,14 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
             open.set(callback.id, { treeId, sessionId, turnId, callbackId: callback.id, kind: callback.kind, seq })
           } else if (event._tag === "CallbackResolved") open.delete(event.callbackId)
         }
-        handTo(log, events)
+        fanout.appended(treeId, events)
         const change = { treeId, nextSeq: log.events.length }
         for (const watcher of watchers) watcher.unsafeOffer(change)
         return Effect.void
       }),
     read: (treeId, from) => Effect.sync(() => logs.get(treeId)?.events.slice(from) ?? []),
-    subscribe: (treeId, from, sessionId) =>
-      Effect.gen(function*() {
-        const mailbox = yield* Mailbox.make<TurnEvent, StoreError>()
-        const log = logs.get(treeId)
-        if (log === undefined) {
-          yield* mailbox.end
-          return mailbox
-        }
-        const mine = (event: TurnEvent) => sessionId === undefined || event.sessionId === sessionId
-        // The stored events, then each append as it is made: nothing runs between the read and the subscription.
-        mailbox.unsafeOfferAll(log.events.slice(from).filter(mine))
-        let next = Math.max(from, log.events.length)
-        const subscriber = (events: ReadonlyArray<TurnEvent>) => {
-          const taken: Array<TurnEvent> = []
-          for (const event of events) {
-            if (isLiveOnly(event)) {
-              if (event.seq >= from && event.seq < next && mine(event)) taken.push(event)
-            } else if (event.seq === next) {
-              next = event.seq + 1
-              if (mine(event)) taken.push(event)
-            }
-          }
-          if (taken.length > 0) mailbox.unsafeOfferAll(taken)
-        }
-        log.subscribers.add(subscriber)
-        yield* Effect.addFinalizer(() => Effect.sync(() => log.subscribers.delete(subscriber)))
-        return mailbox
-      }),
-    publish: (treeId, events) =>
-      Effect.sync(() => {
-        const log = logs.get(treeId)
-        if (log !== undefined) handTo(log, events)
-      }),
+    subscribe: (treeId, from, sessionId) => fanout.subscribe(treeId, from, sessionId),
+    publish: (treeId, events) => Effect.sync(() => fanout.publish(treeId, events)),
     changes: Effect.acquireRelease(
       Effect.tap(Mailbox.make<Change, StoreError>(), (watcher) => Effect.sync(() => watchers.add(watcher))),
       (watcher) => Effect.sync(() => watchers.delete(watcher))

@@ -22,6 +22,7 @@ import type * as Callback from "@parley/core/Callback"
 import type { SessionId } from "@parley/core/Ids"
 import type { CallbackId, TurnId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Fanout from "@parley/runtime/Fanout"
 import type { Durability, Lease, Service, Snapshot, StoredTree } from "@parley/runtime/SessionStore"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
 import * as Cause from "effect/Cause"
@@ -62,19 +63,6 @@ export interface Options {
 
 type Dialect = "sqlite" | "pg"
 
-/** A foreign append noticed by the poll or a notification: tails read the events from the table. */
-interface Moved {
-  readonly _tag: "Moved"
-  readonly nextSeq: number
-}
-
-type Signal = TurnEvent | Moved
-
-interface Hub {
-  readonly pubsub: PubSub.PubSub<Signal>
-  subscribers: number
-}
-
 type AppendError = SeqConflict | ResolutionConflict | LeaseLost | StoreError
 
 type Write =
@@ -97,9 +85,6 @@ type Write =
 
 /** Fails a transaction run without savepoints when one of its writes failed, so it rolls back. */
 class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; readonly error: AppendError }> {}
-
-/** Live-only events (streamed deltas) are never read from the table: they ride along the tails of this process. */
-const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
 
 const storeError = (method: string, description: string) => (cause: unknown) =>
   new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })
@@ -213,10 +198,10 @@ export const make = (
     }
 
     // -------------------------------------------------------------------------
-    // In-process fan-out: per-tree hubs for tails, one PubSub for `changes`
+    // In-process fan-out: the subscribers of trees' events (`Fanout`, shared with every store), one PubSub for
+    // `changes`
     // -------------------------------------------------------------------------
 
-    const hubs = new Map<SessionId, Hub>()
     const changes = yield* PubSub.unbounded<{ readonly treeId: SessionId; readonly nextSeq: number }>()
     // In-process memory, never the source of truth:
     // - session → tree, for sessions filed in `parley_sessions` (the mapping never changes once filed): `treeOf` and
@@ -240,33 +225,6 @@ export const make = (
       if (recent.size > recentTrees) recent.delete(recent.keys().next().value as SessionId)
     }
 
-    const subscribe = (treeId: SessionId) =>
-      Effect.acquireRelease(
-        Effect.gen(function*() {
-          let hub = hubs.get(treeId)
-          if (hub === undefined) {
-            const pubsub = yield* PubSub.unbounded<Signal>()
-            hub = hubs.get(treeId) ?? { pubsub, subscribers: 0 }
-            hubs.set(treeId, hub)
-          }
-          hub.subscribers++
-          return hub
-        }),
-        (hub) =>
-          Effect.suspend(() => {
-            hub.subscribers--
-            if (hub.subscribers > 0 || hubs.get(treeId) !== hub) return Effect.void
-            hubs.delete(treeId)
-            return PubSub.shutdown(hub.pubsub)
-          })
-      ).pipe(Effect.flatMap((hub) => PubSub.subscribe(hub.pubsub)))
-
-    const signal = (treeId: SessionId, signals: ReadonlyArray<Signal>) =>
-      Effect.suspend(() => {
-        const hub = hubs.get(treeId)
-        return hub === undefined ? Effect.void : Effect.asVoid(PubSub.publishAll(hub.pubsub, signals))
-      })
-
     /**
      * An append by another process (or another store instance) was noticed. `changes` first, then the tails: an
      * engine hears of it before a reader of the tree's events can come asking the engine about what it read.
@@ -276,7 +234,7 @@ export const make = (
         Effect.sync(() => recent.delete(treeId)),
         Effect.zipRight(
           PubSub.publish(changes, { treeId, nextSeq }),
-          signal(treeId, [{ _tag: "Moved", nextSeq }])
+          Effect.sync(() => fanout.moved(treeId, nextSeq))
         )
       )
 
@@ -328,6 +286,19 @@ export const make = (
           })
         )
       })
+
+    /** A tree's stored events from `from`: the latest ones of an active tree from memory, else from the table. */
+    const readRecent = (treeId: SessionId, from: number) =>
+      Effect.suspend(() => {
+        const cached = recent.get(treeId)
+        return cached !== undefined && cached[0].seq <= from
+          ? Effect.succeed(cached.filter((event) => event.seq >= from))
+          : readEvents("tail", treeId, from)
+      })
+    const fanout = Fanout.make({
+      read: readRecent,
+      exists: (treeId) => Effect.map(nextSeqOf("tail", treeId), Option.isSome)
+    })
 
     // -------------------------------------------------------------------------
     // Snapshots of the projection: the latest per tree, written outside the appends' transactions
@@ -575,7 +546,7 @@ export const make = (
           // `changes` tells of it.
           remember(write.treeId, write.expectedSeq, write.events)
           yield* Deferred.succeed(write.done, undefined)
-          yield* signal(write.treeId, write.events)
+          fanout.appended(write.treeId, write.events)
           yield* PubSub.publish(changes, { treeId: write.treeId, nextSeq: write.expectedSeq + write.events.length })
         }
       })
@@ -766,41 +737,8 @@ export const make = (
           }))
         }),
       read: (treeId, from) => readEvents("read", treeId, from),
-      subscribe: (treeId, from, sessionId) =>
-        Mailbox.fromStream(Stream.unwrapScoped(Effect.gen(function*() {
-          // Subscribe before reading, so nothing appended in between is lost; skip what the read already gave.
-          const subscription = yield* subscribe(treeId)
-          const cached = recent.get(treeId)
-          const stored = cached !== undefined && cached[0].seq <= from
-            ? cached.filter((event) => event.seq >= from)
-            : yield* readEvents("tail", treeId, from)
-          if (stored.length === 0 && cached === undefined && Option.isNone(yield* nextSeqOf("tail", treeId))) {
-            return Stream.empty
-          }
-          let next = stored.length > 0 ? stored[stored.length - 1].seq + 1 : from
-          const catchUp = Effect.map(readEvents("tail", treeId, next), (events) => {
-            const fresh = events.filter((event) => event.seq >= next)
-            if (fresh.length > 0) next = fresh[fresh.length - 1].seq + 1
-            return fresh
-          })
-          const live = Stream.fromQueue(subscription).pipe(
-            Stream.mapEffect((signal): Effect.Effect<ReadonlyArray<TurnEvent>, StoreError> => {
-              if (signal._tag === "Moved") return signal.nextSeq > next ? catchUp : Effect.succeed([])
-              if (isLiveOnly(signal)) return Effect.succeed(signal.seq >= from && signal.seq < next ? [signal] : [])
-              if (signal.seq < next) return Effect.succeed([])
-              if (signal.seq === next) {
-                next = signal.seq + 1
-                return Effect.succeed([signal])
-              }
-              // Appends of others came first (or this one was published late): read the gap from the table.
-              return catchUp
-            }),
-            Stream.flattenIterables
-          )
-          const all = Stream.concat(Stream.fromIterable(stored), live)
-          return sessionId === undefined ? all : Stream.filter(all, (event) => event.sessionId === sessionId)
-        }))),
-      publish: (treeId, events) => signal(treeId, events),
+      subscribe: (treeId, from, sessionId) => fanout.subscribe(treeId, from, sessionId),
+      publish: (treeId, events) => Effect.sync(() => fanout.publish(treeId, events)),
       // Subscribed at once (no change is missed between the call and the first read), then moved into a mailbox.
       changes: Effect.flatMap(PubSub.subscribe(changes), (subscription) =>
         Mailbox.fromStream(Stream.fromQueue(subscription))),
