@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnEvent, TurnState } from "@parley/core"
-import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Agent, Answer, Inbox, Session, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool, Tool, ToolAnnotations } from "@parley/tools"
@@ -293,4 +293,61 @@ describe("durable points", () => {
         "relaxed: MessageCompleted TurnEnded"
       ])
     }))
+})
+
+describe("eviction under a batch", () => {
+  it.live("a paused tree answered from another engine is not evicted while its owner records the tool's start", () =>
+    Effect.gen(function*() {
+      const memory = yield* SessionStore.makeMemory
+      let runs = 0
+      // The owner's append of the tool's start takes past the paused tree's time-to-live (200 ms here): its eviction
+      // comes due in the middle of the batch that records the start.
+      const store: SessionStore.Service = {
+        ...memory,
+        append: (treeId, expectedSeq, events, lease, durability) =>
+          Effect.zipRight(
+            events.some((event) => event._tag === "ToolExecutionStarted")
+              ? Effect.sleep("300 millis")
+              : Effect.void,
+            memory.append(treeId, expectedSeq, events, lease, durability)
+          )
+      }
+      const agent = Agent.make({
+        name: "pricer",
+        model: "scripted",
+        instructions: "Look up the price, then answer in one sentence.",
+        tools: [priceTool(Effect.void)],
+        permissionMode: "ask"
+      })
+      const model = yield* ScriptedModel.fromFunction(priceBrain)
+      const owner = yield* Layer.build(
+        LocalTransport.layerWith({ owner: "owner", pausedTimeToLive: "200 millis" }).pipe(
+          Layer.provide([
+            Layer.succeed(SessionStore.SessionStore, store),
+            Connectors.layerEmpty,
+            RuntimeTools.layer(priceTool(Effect.sync(() => void runs++))),
+            Models.layer(Models.single(model.languageModel))
+          ])
+        )
+      )
+      const answerer = yield* Layer.build(
+        LocalTransport.layerWith({ owner: "answerer", runsWork: false }).pipe(
+          Layer.provide([
+            Layer.succeed(SessionStore.SessionStore, store),
+            Connectors.layerEmpty,
+            RuntimeTools.layerEmpty,
+            Models.layer(Models.single(model.languageModel))
+          ])
+        )
+      )
+      const session = yield* Agent.startSession(agent).pipe(Effect.provide(owner))
+      const blocked = stateAs(yield* Session.run(session, ATLAS).pipe(Effect.provide(owner)), "Blocked")
+      yield* Inbox.answer(blocked.callbacks[0], new Answer.AllowApproval()).pipe(Effect.provide(answerer))
+      // Nothing of this process holds the tree meanwhile: the owner hears of the answer from the store alone.
+      yield* Effect.sleep("600 millis")
+      const turn = yield* Session.turn(session, blocked.turnId).pipe(Effect.provide(owner))
+      const state = yield* within("the turn", Turn.result(turn, { after: blocked })).pipe(Effect.provide(owner))
+      assert.strictEqual(stateAs(state, "Completed").text, ATLAS_ANSWER)
+      assert.strictEqual(runs, 1)
+    }).pipe(Effect.scoped))
 })

@@ -31,8 +31,11 @@ export interface Held<K extends string, V, E> {
     f: (value: V) => Effect.Effect<A, E1>,
     onLoad: (error: E) => E2
   ) => Effect.Effect<A, E1 | E2>
-  /** Holds `value` (the value of `key`), as its own work does: no-op for a value no longer in memory. */
-  readonly hold: (key: K, value: V) => void
+  /**
+   * Holds `value` (the value of `key`), as its own work does: no-op for a value not (or no longer) in memory. Whether
+   * it held: only a hold that was taken is let go.
+   */
+  readonly hold: (key: K, value: V) => boolean
   /** Lets go of a hold; the last one arms the eviction (run by another fiber, never the one that let go). */
   readonly release: (key: K, value: V) => Effect.Effect<void>
   /** Puts in memory a value made without loading (in its own scope), idle from now on. */
@@ -146,7 +149,9 @@ export const make = <K extends string, V, E>(options: {
         ),
       hold: (key, value) => {
         const entry = entries.get(key)
-        if (entry !== undefined && entry.value === value) holdEntry(key, entry)
+        if (entry === undefined || entry.value !== value) return false
+        holdEntry(key, entry)
+        return true
       },
       release: (key, value) =>
         Effect.suspend(() => {

@@ -72,7 +72,7 @@ export const make = (core: Core): Commits => {
         const events: Array<TurnEvent> = []
         // The tree's owner records the starts of the tools it will run, once its Resume settled what the last owner
         // left in flight (the Resume is first in a new owner's mailbox); anyone else records decisions only.
-        let executor = actor.resumed ? actor.lease : undefined
+        let executor = actor.resumed && !actor.closed ? actor.lease : undefined
         if (foreign.length > 0) {
           const settled = decide(state, { _tag: "Settle" }, now, env, executor)
           state = settled.state
@@ -80,7 +80,7 @@ export const make = (core: Core): Commits => {
         }
         const replies: Array<Either.Either<Reply, Rejection>> = []
         for (const envelope of batch) {
-          if (envelope.command._tag === "Resume") executor = actor.lease
+          if (envelope.command._tag === "Resume" && !actor.closed) executor = actor.lease
           const decision = decide(state, envelope.command, now, env, executor)
           state = decision.state
           events.push(...decision.events)

@@ -11,6 +11,7 @@ import type * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type { Command, Rejection, Reply } from "../decide.js"
 import type { Actor, Core, Decided, Envelope, Mailboxes } from "./core.js"
+import { failure } from "./core.js"
 
 export const make = (core: Core): Mailboxes => {
   /** Processes the mailbox until it is empty, in the calling fiber, one batch at a time. */
@@ -25,16 +26,41 @@ export const make = (core: Core): Mailboxes => {
 
   /**
    * Puts commands in the mailbox. When no fiber is processing it, this one does (a command to an idle tree is decided
-   * at once, with no hand-over to another fiber); else the fiber that is processing takes them in its next batch.
+   * at once, with no hand-over to another fiber); else the fiber that is processing takes them in its next batch. The
+   * actor is held while its mailbox is processed: never evicted under a batch. An actor already evicted (a command
+   * that found it just before) hands its commands to the tree's actor in memory, loaded again if need be.
    */
   const deliver = (actor: Actor, envelopes: ReadonlyArray<Envelope>): Effect.Effect<void> =>
     Effect.suspend(() => {
+      if (actor.closed) {
+        // The engine is stopping (every actor closes with it, in memory or not): nobody is left to take them.
+        const failAll = (why: unknown) =>
+          Effect.sync(() => {
+            for (const envelope of envelopes) envelope.reply?.(Exit.fail(failure("deliver", why)))
+          })
+        if (core.actors.get(actor.treeId) === actor) return failAll("the engine is stopping")
+        return Effect.asVoid(Effect.forkDaemon(
+          core.holding(
+            actor.treeId,
+            (current) => current.closed ? failAll("the engine is stopping") : deliver(current, envelopes)
+          ).pipe(
+            Effect.catchAllCause((cause) =>
+              Effect.zipRight(
+                failAll(cause),
+                Effect.logWarning(`tree ${actor.treeId} could not be loaded again for its commands`, cause)
+              )
+            )
+          )
+        ))
+      }
       actor.mailbox.push(...envelopes)
       if (actor.busy) return Effect.void
       actor.busy = true
+      const held = core.actors.hold(actor.treeId, actor)
       return Effect.uninterruptible(Effect.onExit(drain(actor), (exit) =>
-        Effect.sync(() => {
+        Effect.suspend(() => {
           if (Exit.isFailure(exit)) actor.busy = false
+          return held ? core.actors.release(actor.treeId, actor) : Effect.void
         })))
     })
 
