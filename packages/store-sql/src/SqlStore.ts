@@ -19,7 +19,7 @@
  * import { SqlStore } from "@parley/store-sql"
  * import { Layer } from "effect"
  *
- * // Sessions survive restarts: they live in .parley/sessions.db.
+ * // Sessions survive restarts: they live in .parley/sessions.db. (`SqlRuntime.layerSqlite` is this in one layer.)
  * const Runtime = (models: Models.Service) =>
  *   LocalTransport.layer.pipe(
  *     Layer.provide([
