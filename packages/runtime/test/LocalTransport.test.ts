@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, CallbackHandler } from "@parley/core"
+import { Agent, Answer, CallbackHandler, Inbox, Session, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
@@ -109,4 +109,34 @@ describe("LocalTransport.layerMemory", () => {
         )
       )
     ))
+})
+
+describe("Inbox.answer by id", () => {
+  it.effect("takes a plain string id (from a URL, a CLI), parses it and answers the callback it names", () =>
+    Effect.gen(function*() {
+      const blocked = yield* Agent.run(assistant, "Where am I?")
+      assert.strictEqual(blocked._tag, "Blocked")
+      if (blocked._tag !== "Blocked") return
+      const id: string = blocked.callbacks[0].id // as it comes from outside: an unbranded string
+      yield* Inbox.answer(id, new Answer.AllowApproval())
+      const session = yield* Agent.session(assistant, blocked.sessionId)
+      const turn = yield* Session.turn(session, blocked.turnId)
+      const next = yield* Turn.result(turn, { after: blocked })
+      assert.strictEqual(next._tag, "Blocked") // now on the client tool call, the approval answered
+      if (next._tag === "Blocked") assert.deepStrictEqual(next.callbacks.map((c) => c.kind), ["client_tool"])
+    }).pipe(Effect.provide(LocalTransport.layerMemory().pipe(Layer.provide(ScriptedModel.layer(locate))))))
+
+  it.effect("a malformed id is an InvalidId; an id no open callback has is CallbackNotOpen; nothing is sent", () =>
+    Effect.gen(function*() {
+      const blocked = yield* Agent.run(assistant, "Where am I?")
+      const malformed = yield* Effect.flip(Inbox.answer("approve-me", new Answer.AllowApproval()))
+      assert.strictEqual(malformed._tag, "InvalidId")
+      assert.include(malformed.message, "invalid callbackId \"approve-me\"")
+      const unknown = yield* Effect.flip(Inbox.answer("cb_0123456789abcdef", new Answer.AllowApproval()))
+      assert.strictEqual(unknown._tag, "CallbackNotOpen")
+      assert.deepStrictEqual(
+        (yield* Inbox.listOpen()).map((open) => open.callback.id),
+        blocked._tag === "Blocked" ? blocked.callbacks.map((c) => c.id) : []
+      )
+    }).pipe(Effect.provide(LocalTransport.layerMemory().pipe(Layer.provide(ScriptedModel.layer(locate))))))
 })
