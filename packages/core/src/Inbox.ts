@@ -32,9 +32,11 @@ import type {
   TransportFailure,
   TurnNotFound
 } from "./ParleyError.js"
+import type { RuntimeMissing } from "./ParleyError.js"
 import { CallbackNotOpen } from "./ParleyError.js"
 import type { ListOpenFilter, OpenCallback } from "./Transport.js"
-import { Transport } from "./Transport.js"
+import type { Transport } from "./Transport.js"
+import { transportFor } from "./Transport.js"
 import type { Service as TransportService } from "./Transport.js"
 
 /**
@@ -45,8 +47,8 @@ import type { Service as TransportService } from "./Transport.js"
  */
 export const listOpen = (
   filter?: ListOpenFilter
-): Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure, Transport> =>
-  Effect.flatMap(Transport, (transport) => transport.listOpen(filter))
+): Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(transportFor("Inbox", "listOpen"), (transport) => transport.listOpen(filter))
 
 /**
  * Answers an open callback by its id: as `listOpen` gave it, a `Callback` from a turn's events, or the id alone — a
@@ -76,11 +78,12 @@ export const answer = (
   | InvalidId
   | SessionNotFound
   | TurnNotFound
-  | TransportFailure,
+  | TransportFailure
+  | RuntimeMissing,
   Transport
 > =>
   Effect.gen(function*() {
-    const transport = yield* Transport
+    const transport = yield* transportFor("Inbox", "answer")
     const callback = typeof open !== "string"
       ? ("callback" in open ? open.callback : open)
       : yield* findOpen(transport, yield* Ids.callbackId(open))

@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, Answer, CallbackHandler, Inbox, Session, Turn } from "@parley/core"
+import { Agent, Answer, CallbackHandler, Inbox, Session, type Transport, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
-import { Effect, Layer, Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Schema } from "effect"
 
 const runtime = (transport: typeof LocalTransport.layer) =>
 (
@@ -139,4 +139,35 @@ describe("Inbox.answer by id", () => {
         blocked._tag === "Blocked" ? blocked.callbacks.map((c) => c.id) : []
       )
     }).pipe(Effect.provide(LocalTransport.layerMemory().pipe(Layer.provide(ScriptedModel.layer(locate))))))
+})
+
+describe("a runtime with no model", () => {
+  it.effect("a session does not start: AgentInvalid says which layer provides a LanguageModel, not a defect", () =>
+    Effect.gen(function*() {
+      // what a program run without type-checking does when it forgets the model: the layer asks for a LanguageModel
+      const runtime = LocalTransport.layerMemory() as Layer.Layer<Transport.Transport>
+      const error = yield* Effect.flip(Agent.run(assistant, "Where am I?").pipe(Effect.provide(runtime)))
+      assert.strictEqual(error._tag, "AgentInvalid")
+      assert.include(error.message, "no LanguageModel in context: provide a `LanguageModel` layer")
+      assert.include(error.message, "`ScriptedModel.layer(…)` of @parley/testing")
+    }))
+})
+
+describe("LocalTransport.layer with a service left out", () => {
+  it.effect("dies naming each missing service and the layer that provides it, not 'Service not found'", () =>
+    Effect.gen(function*() {
+      // the guide's old snippet, run without type-checking: RuntimeTools left out
+      const runtime = LocalTransport.layer.pipe(
+        Layer.provide([SessionStore.layerMemory, Connectors.layerEmpty, Models.layer(Models.byAgent({}))])
+      ) as Layer.Layer<Transport.Transport>
+      const exit = yield* Effect.exit(Agent.run(assistant, "Where am I?").pipe(Effect.provide(runtime)))
+      assert.isTrue(Exit.isFailure(exit))
+      const message = Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""
+      assert.include(
+        message,
+        "LocalTransport.layer: the engine needs RuntimeTools (`RuntimeTools.layer(...tools)` or `RuntimeTools.layerEmpty`)"
+      )
+      assert.notInclude(message, "SessionStore (")
+      assert.include(message, "`SqlRuntime.layerSqlite()`")
+    }))
 })

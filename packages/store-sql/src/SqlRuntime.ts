@@ -21,7 +21,7 @@
  *   Layer.provide(ScriptedModel.layerFunction(() => ScriptedModel.text("Hi!")))
  * )
  *
- * Effect.runPromise(Agent.run(assistant, "Hello").pipe(Effect.provide(Runtime)))
+ * const program = Agent.run(assistant, "Hello").pipe(Effect.provide(Runtime))
  * ```
  *
  * @since 0.1.0
