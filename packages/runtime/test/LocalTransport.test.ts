@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Inbox, Session, type Transport, Turn } from "@parley/core"
+import { PermissionPolicy } from "@parley/policy"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
@@ -170,4 +171,56 @@ describe("LocalTransport.layer with a service left out", () => {
       assert.notInclude(message, "SessionStore (")
       assert.include(message, "`SqlRuntime.layerSqlite()`")
     }))
+})
+
+describe("a permission policy checked against the agent's tools when a session starts", () => {
+  const runtime = LocalTransport.layerMemory({ connectors: [Connectors.demoMailbox()] }).pipe(
+    Layer.provide(ScriptedModel.layer([]))
+  )
+  const withPolicy = (
+    rules: ReadonlyArray<PermissionPolicy.PermissionRule>,
+    options: Partial<Agent.CommonOptions> = {}
+  ) =>
+    Agent.make({
+      name: "assistant",
+      model: "m",
+      instructions: "Use your tools.",
+      tools: [getLocation],
+      permissions: new PermissionPolicy.PermissionPolicy({ default: "allow", rules }),
+      ...options
+    })
+
+  it.effect("a rule naming a tool the agent cannot call (a typo) is PolicyInvalid, with the closest tool id", () =>
+    Effect.gen(function*() {
+      const agent = withPolicy([PermissionPolicy.rule("client.get_locaton", "deny")])
+      const error = yield* Effect.flip(Agent.run(agent, "Where am I?"))
+      assert.strictEqual(error._tag, "PolicyInvalid")
+      assert.include(
+        error.message,
+        "rules[0].tools[0] \"client.get_locaton\" matches no tool agent \"assistant\" can call; did you mean client.get_location?"
+      )
+      const far = yield* Effect.flip(Agent.run(withPolicy([PermissionPolicy.rule("client.send_email", "deny")]), "Hi"))
+      assert.include(
+        far.message,
+        "\"client.send_email\" matches no tool agent \"assistant\" can call (its tools: client.get_location)"
+      )
+    }).pipe(Effect.provide(runtime)))
+
+  it.effect("rules naming a subagent's tool, a builtin, a declared connector's tool, or a wildcard matching nothing pass", () =>
+    Effect.gen(function*() {
+      const researcher = Agent.make({ name: "researcher", model: "m", instructions: "Research.", tools: [getLocation] })
+      const parent = withPolicy([
+        PermissionPolicy.rule(["client.get_location", "agents.spawn", "connector.gmail.latest_email"], "allow"),
+        PermissionPolicy.rule(["client.*_report", "connector.gmail.*"], "deny")
+      ], { tools: [], subagents: [researcher], connectors: ["gmail"] })
+      const session = yield* Agent.startSession(parent)
+      assert.isString(session.id)
+    }).pipe(Effect.provide(runtime)))
+
+  it.effect("a rule naming a builtin the agent does not get (it has no subagents) is refused too", () =>
+    Effect.gen(function*() {
+      const wrong = withPolicy([PermissionPolicy.rule("agents.spawn", "ask")]) // no subagents: no agents.spawn
+      const error = yield* Effect.flip(Agent.startSession(wrong))
+      assert.strictEqual(error._tag, "PolicyInvalid")
+    }).pipe(Effect.provide(runtime)))
 })
