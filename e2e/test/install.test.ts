@@ -59,6 +59,29 @@ const readmeProgram = () => {
   return { program: taste.code, printed }
 }
 
+/**
+ * better-sqlite3's native binding, as the prebuilt download its install script (`prebuild-install`) looks for:
+ * packed from the repository's own build, and offered to that script as a local prebuild. The project's install then
+ * runs the script — which the docs' `allowScripts` entry permits, and without which the SQLite program fails — without
+ * the network and without compiling SQLite again (a minute of CPU here). A project that resolves another version of
+ * better-sqlite3 finds no such file, and the script builds it as it would for a user.
+ */
+const localPrebuild = (work: string) =>
+  Effect.gen(function*() {
+    const driver = path.join(repoDir, "node_modules", "better-sqlite3")
+    const version =
+      (JSON.parse(fs.readFileSync(path.join(driver, "package.json"), "utf8")) as { version: string }).version
+    const dir = path.join(work, "prebuilds")
+    fs.mkdirSync(dir)
+    const name =
+      `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
+    yield* run("tar", ["-czf", path.join(dir, name), "-C", driver, "build/Release/better_sqlite3.node"], {
+      cwd: repoDir,
+      env: outsideEnv()
+    })
+    return { npm_config_better_sqlite3_local_prebuilds: dir }
+  })
+
 /** Imports every package, a deep import, and tries an internal module (which `exports` blocks). */
 const everyPackage = () =>
   `${packages.map((name) => `import * as ${identifier(name)} from "@parley/${name}"`).join("\n")}
@@ -135,8 +158,9 @@ describe("the packed packages", () => {
             ...files.map((tarball) => path.join(tarballs, tarball.filename)),
             `@types/node@${typesNode}`
           ],
-          { cwd: app, env: outsideEnv() }
+          { cwd: app, env: { ...outsideEnv(), ...(yield* localPrebuild(work)) } }
         )
+        // the install script ran (allowScripts) and found the binding: the durable program below loads it
         const installed = fs.readdirSync(path.join(app, "node_modules", "@parley")).sort()
         assert.deepStrictEqual(installed, [...packages].sort())
         assert.isFalse(
