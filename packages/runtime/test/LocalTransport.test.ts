@@ -1,41 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Inbox, Session, type Transport, Turn } from "@parley/core"
 import { PermissionPolicy } from "@parley/policy"
-import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
+import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
 import { Cause, Effect, Exit, Layer, Schema } from "effect"
+import { runtime } from "./transports.js"
 
-const runtime = (transport: typeof LocalTransport.layer) =>
-(
-  model: Parameters<typeof Models.single>[0],
-  { runtimeTools }: TransportSuite.RuntimeOptions
-) =>
-  transport.pipe(
-    Layer.provide([
-      SessionStore.layerMemory,
-      Connectors.layer([Connectors.demoMailbox()]),
-      RuntimeTools.layer(...runtimeTools),
-      Models.layer(Models.single(model))
-    ])
-  )
-
+// The whole transport contract on the engine in memory; the same with idle trees evicted (LocalTransport.evicted)
+// and rebuilt from snapshots (LocalTransport.snapshots) run in files of their own, so that they run alongside this one.
 TransportSuite.suite("LocalTransport", runtime(LocalTransport.layer))
-
-// Every tree leaves memory as soon as nothing holds it, and is rebuilt from its log for the next answer, deadline or
-// query: the whole contract holds across evictions.
-TransportSuite.suite(
-  "LocalTransport, idle trees evicted at once",
-  runtime(LocalTransport.layerWith({ idleTimeToLive: 0 }))
-)
-
-// The same, with a snapshot of the projection saved after every commit: a tree is rebuilt from its latest snapshot and
-// the events after it.
-TransportSuite.suite(
-  "LocalTransport, idle trees evicted at once and rebuilt from snapshots",
-  runtime(LocalTransport.layerWith({ idleTimeToLive: 0, snapshotEvery: 1 }))
-)
 
 // ----------------------------------------------------------------------------
 // layerMemory: the one-line runtime
