@@ -5,7 +5,7 @@ import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtim
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
-import { Cause, Effect, Exit, Layer, Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Logger, Schema } from "effect"
 import { runtime } from "./transports.js"
 
 // The whole transport contract on the engine in memory; the same with idle trees evicted (LocalTransport.evicted)
@@ -191,6 +191,24 @@ describe("a permission policy checked against the agent's tools when a session s
       const session = yield* Agent.startSession(parent)
       assert.isString(session.id)
     }).pipe(Effect.provide(runtime)))
+
+  it.effect("under a connector whose tools are not known yet, an exact pattern is logged, not refused", () =>
+    Effect.gen(function*() {
+      const logs: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+      const agent = withPolicy([PermissionPolicy.rule("connector.drive.search", "deny")], { connectors: ["drive"] })
+      const drive = LocalTransport.layerMemory({ connectors: [Connectors.make("drive", [])] }).pipe(
+        Layer.provide(ScriptedModel.layer([]))
+      )
+      const session = yield* Agent.startSession(agent).pipe(Effect.provide(drive), Effect.provide(capture))
+      assert.isString(session.id)
+      assert.isTrue(
+        logs.some((line) =>
+          line.includes("\"connector.drive.search\": the tools of connector drive are not known yet")
+        ),
+        logs.join("\n")
+      )
+    }))
 
   it.effect("a rule naming a builtin the agent does not get (it has no subagents) is refused too", () =>
     Effect.gen(function*() {
