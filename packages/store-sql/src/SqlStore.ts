@@ -111,8 +111,9 @@ export interface PgOptions extends Options, Omit<PgClient.PgClientConfig, "url">
 /**
  * Builds the store on the `SqlClient` in context (SQLite or PostgreSQL; on PostgreSQL the `PgClient` service must be
  * there too, for LISTEN/NOTIFY — `PgClient.layer` provides both). Runs the migrations first; on SQLite it sets
- * `busy_timeout` and `synchronous` on the connection. The writers and the watch for other processes' appends live
- * in the scope.
+ * `synchronous`, WAL mode and `busy_timeout` on the connection, and waits (up to `lockTimeout`, without blocking the
+ * process) while another process holds the file's write lock. The writers and the watch for other processes'
+ * appends live in the scope.
  *
  * @since 0.1.0
  * @category Constructors
