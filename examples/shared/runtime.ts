@@ -2,11 +2,12 @@
  * The runtime every example runs on, picked in one place: which transport, which store, which connectors, which
  * models — and the narration of what happens.
  *
- * - `runtimeLayer(models)` is the seam: `LocalTransport.layer` (the in-process engine) over the sessions' store, with
- *   the demo `gmail` mailbox as the only connector, `models` resolving the model of each agent (the root and every
- *   subagent), and its `Transport` narrated (`narrate.ts`: a line per callback and per finished turn).
- * - The store is a SQLite file, `.parley/sessions.db` at the repository root (`SqlStore.layerSqlite` from
- *   `@parley/store-sql`; the folder is created when missing), so what `npm start` ran stays on disk.
+ * - `runtimeLayer(models)` is the seam: `SqlRuntime.layerSqlite` from `@parley/store-sql` (the in-process engine
+ *   over the sessions' SQLite file), with the demo `gmail` mailbox as the only connector, `models` resolving the
+ *   model of each agent (the root and every subagent), and its `Transport` narrated (`narrate.ts`: a line per
+ *   callback and per finished turn).
+ * - The file is `.parley/sessions.db` at the repository root (the folder is created when missing), so what
+ *   `npm start` ran stays on disk.
  *   `PARLEY_SESSIONS_DB` names another file (the examples test gives each run a temporary one; `:memory:` keeps
  *   them in memory).
  * - `offlineRuntime(brain)`: one scripted brain for every agent (`ScriptedModel.layerFunction`: every agent runs on
@@ -18,40 +19,37 @@
  */
 import { FetchHttpClient } from "@effect/platform"
 import { MistralModels } from "@parley/mistral"
-import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
-import { SqlStore } from "@parley/store-sql"
+import { Connectors, Models } from "@parley/runtime"
+import { SqlRuntime } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, Layer, Record } from "effect"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Narrate from "./narrate.js"
 
 /** A scripted brain: decides each model reply from the conversation so far. */
 export type Brain = (call: ScriptedModel.Call) => ScriptedModel.Reply
 
-/** The connectors of every example: the demo `gmail` mailbox. */
-const connectors = Connectors.layer([Connectors.demoMailbox()])
-
 /** The SQLite file the examples keep their sessions in: `.parley/sessions.db` at the repository root by default. */
 export const sessionsFile = (env: { readonly [name: string]: string | undefined } = process.env): string =>
   env.PARLEY_SESSIONS_DB ?? path.resolve(import.meta.dirname, "..", "..", ".parley", "sessions.db")
 
-/** The sessions' store: the SQLite file (its folder created first). A file that cannot be opened stops the program. */
-const sessionStore = Layer.unwrapEffect(Effect.sync(() => {
-  const filename = sessionsFile()
-  if (filename !== ":memory:") fs.mkdirSync(path.dirname(filename), { recursive: true })
-  return SqlStore.layerSqlite({ filename })
-})).pipe(Layer.orDie)
+/**
+ * The engine over the sessions' SQLite file (its folder created when missing), with the demo `gmail` mailbox as the
+ * only connector, and `models` (or, without them, the `LanguageModel` in context). A file that cannot be opened stops
+ * the program.
+ */
+const local = (models: Models.Service) =>
+  Layer.orDie(SqlRuntime.layerSqlite({ filename: sessionsFile(), connectors: [Connectors.demoMailbox()], models }))
 
-/** The engine over the sessions' store, with the demo mailbox, and `models` (or the `LanguageModel` in context). */
-const local = <E, R>(models: Layer.Layer<Models.Models, E, R>) =>
-  LocalTransport.layer.pipe(Layer.provide([sessionStore, connectors, RuntimeTools.layerEmpty, models]))
+/** The same with every agent on the `LanguageModel` in context. */
+const localOnContext = () =>
+  Layer.orDie(SqlRuntime.layerSqlite({ filename: sessionsFile(), connectors: [Connectors.demoMailbox()] }))
 
 /**
  * The in-process runtime: `LocalTransport` over the sessions' SQLite file, the demo `gmail` mailbox as the only
  * connector, and `models` to resolve the model of every agent; narrated.
  */
-export const runtimeLayer = (models: Models.Service) => Narrate.layer(local(Models.layer(models)))
+export const runtimeLayer = (models: Models.Service) => Narrate.layer(local(models))
 
 /** Whether the examples run on a real model: `MISTRAL_API_KEY` is set. */
 export const live = (process.env.MISTRAL_API_KEY ?? "") !== ""
@@ -70,7 +68,7 @@ const liveRuntime = Layer.unwrapEffect(
 /** The offline runtime: one scripted brain as the model of every agent. */
 export const offlineRuntime = (brain: Brain) =>
   live ? liveRuntime : Narrate.layer(
-    local(Models.layerFromContext).pipe(Layer.provide(ScriptedModel.layerFunction(brain)))
+    localOnContext().pipe(Layer.provide(ScriptedModel.layerFunction(brain)))
   )
 
 /**

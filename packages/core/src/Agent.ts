@@ -28,11 +28,13 @@ import * as AgentSpec from "./AgentSpec.js"
 import * as CallbackHandler from "./CallbackHandler.js"
 import * as Ids from "./Ids.js"
 import type { InvalidId, PolicyInvalid, SessionNotFound, TransportFailure } from "./ParleyError.js"
+import type { RuntimeMissing } from "./ParleyError.js"
 import { AgentInvalid } from "./ParleyError.js"
 import { PermissionPolicy } from "./Permissions.js"
 import * as Session from "./Session.js"
 import { ToolSpec } from "./ToolSpec.js"
-import { Transport } from "./Transport.js"
+import type { Transport } from "./Transport.js"
+import { transportFor } from "./Transport.js"
 import type * as Turn from "./Turn.js"
 import type { TurnState } from "./TurnState.js"
 
@@ -157,12 +159,12 @@ export const make = (options: Options): Agent => {
  */
 export const startSession = (
   agent: Agent
-): Effect.Effect<Session.Session, AgentInvalid | PolicyInvalid | TransportFailure, Transport> =>
+): Effect.Effect<Session.Session, AgentInvalid | PolicyInvalid | TransportFailure | RuntimeMissing, Transport> =>
   agent.issues.length > 0
     ? Effect.fail(
       new AgentInvalid({ module: "Agent", method: "startSession", agent: agent.spec.name, issues: agent.issues })
     )
-    : Effect.flatMap(Transport, (transport) => transport.createSession(agent.spec)).pipe(
+    : Effect.flatMap(transportFor("Agent", "startSession"), (transport) => transport.createSession(agent.spec)).pipe(
       Effect.map((info) => Session.make({ id: info.sessionId, handler: agent.handler }))
     )
 
@@ -175,10 +177,10 @@ export const startSession = (
 export const session = (
   agent: Agent,
   sessionId: string
-): Effect.Effect<Session.Session, InvalidId | SessionNotFound | TransportFailure, Transport> =>
+): Effect.Effect<Session.Session, InvalidId | SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
   Effect.gen(function*() {
     const id = yield* Ids.sessionId(sessionId)
-    const transport = yield* Transport
+    const transport = yield* transportFor("Agent", "session")
     yield* transport.getSession(id)
     return Session.make({ id, handler: agent.handler })
   })

@@ -22,16 +22,22 @@
 import * as Effect from "effect/Effect"
 import type { Answer } from "./Answer.js"
 import type { Callback } from "./Callback.js"
+import type { CallbackId } from "./Ids.js"
+import * as Ids from "./Ids.js"
 import type {
   AnswerMismatch,
   CallbackAlreadyAnswered,
-  CallbackNotOpen,
+  InvalidId,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
 } from "./ParleyError.js"
+import type { RuntimeMissing } from "./ParleyError.js"
+import { CallbackNotOpen } from "./ParleyError.js"
 import type { ListOpenFilter, OpenCallback } from "./Transport.js"
-import { Transport } from "./Transport.js"
+import type { Transport } from "./Transport.js"
+import { transportFor } from "./Transport.js"
+import type { Service as TransportService } from "./Transport.js"
 
 /**
  * The callbacks open right now, oldest first within a tree; optionally of one session or one kind.
@@ -41,29 +47,65 @@ import { Transport } from "./Transport.js"
  */
 export const listOpen = (
   filter?: ListOpenFilter
-): Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure, Transport> =>
-  Effect.flatMap(Transport, (transport) => transport.listOpen(filter))
+): Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(transportFor("Inbox", "listOpen"), (transport) => transport.listOpen(filter))
 
 /**
- * Answers an open callback (as `listOpen` gave it, or a `Callback` from a turn's events) by its id.
+ * Answers an open callback by its id: as `listOpen` gave it, a `Callback` from a turn's events, or the id alone — a
+ * `CallbackId`, or a plain string (from a URL, a CLI argument, a queue message) that is checked first (`Ids.callbackId`:
+ * a malformed id fails with `InvalidId` and sends nothing). Given the id alone, the callback is looked up among those
+ * open (`listOpen`); one that is not open (never opened, or already resolved) fails with `CallbackNotOpen`.
+ *
+ * @example
+ * ```ts
+ * import { Answer, Inbox } from "@parley/core"
+ *
+ * // e.g. from POST /callbacks/:id/approve
+ * const approve = (id: string) => Inbox.answer(id, new Answer.AllowApproval())
+ * ```
  *
  * @since 0.1.0
  * @category Accessors
  */
 export const answer = (
-  open: OpenCallback | Callback,
+  open: OpenCallback | Callback | CallbackId | string,
   answer: Answer
 ): Effect.Effect<
   void,
-  AnswerMismatch | CallbackNotOpen | CallbackAlreadyAnswered | SessionNotFound | TurnNotFound | TransportFailure,
+  | AnswerMismatch
+  | CallbackNotOpen
+  | CallbackAlreadyAnswered
+  | InvalidId
+  | SessionNotFound
+  | TurnNotFound
+  | TransportFailure
+  | RuntimeMissing,
   Transport
-> => {
-  const callback = "callback" in open ? open.callback : open
-  return Effect.flatMap(Transport, (transport) =>
-    transport.answer({
+> =>
+  Effect.gen(function*() {
+    const transport = yield* transportFor("Inbox", "answer")
+    const callback = typeof open !== "string"
+      ? ("callback" in open ? open.callback : open)
+      : yield* findOpen(transport, yield* Ids.callbackId(open))
+    return yield* transport.answer({
       sessionId: callback.sessionId,
       turnId: callback.turnId,
       callbackId: callback.id,
       answer
-    }))
-}
+    })
+  })
+
+const findOpen = (transport: TransportService, callbackId: CallbackId) =>
+  Effect.flatMap(transport.listOpen(), (open) => {
+    const found = open.find((candidate) => candidate.callback.id === callbackId)
+    return found === undefined
+      ? Effect.fail(
+        new CallbackNotOpen({
+          module: "Inbox",
+          method: "answer",
+          callbackId,
+          description: "no open callback has this id (never opened, or already resolved)"
+        })
+      )
+      : Effect.succeed(found.callback)
+  })

@@ -186,6 +186,31 @@ export class PolicyInvalid
 }
 
 /**
+ * A client API call (`Agent`, `Session`, `Turn`, `Inbox`) made with no Parley runtime in context: no `Transport`
+ * service. The message says which layer provides one.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class RuntimeMissing
+  extends Schema.TaggedError<RuntimeMissing>("@parley/core/ParleyError/RuntimeMissing")("RuntimeMissing", {
+    ...common,
+    service: Schema.String
+  })
+{
+  /**
+   * @since 0.1.0
+   */
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: no Parley runtime in context (no ${this.service} service): provide ` +
+      "`LocalTransport.layerMemory()` (in-process, from @parley/runtime), the SQLite one-liner " +
+      "`SqlRuntime.layerSqlite()` (durable, from @parley/store-sql), or `HttpTransport.layer(…)` (coming)" +
+      suffix(this.description)
+  }
+}
+
+/**
  * An agent definition that cannot run: an unknown model, duplicate tool names, …
  *
  * @since 0.1.0
@@ -331,6 +356,7 @@ export type ParleyError =
   | AgentInvalid
   | ModelFailure
   | TransportFailure
+  | RuntimeMissing
   | StepLimitReached
   | ToolFailure
   | HandlerFailed
@@ -350,6 +376,7 @@ export const ParleyError: Schema.Union<[
   typeof AgentInvalid,
   typeof ModelFailure,
   typeof TransportFailure,
+  typeof RuntimeMissing,
   typeof StepLimitReached,
   typeof ToolFailure,
   typeof HandlerFailed
@@ -364,6 +391,7 @@ export const ParleyError: Schema.Union<[
   AgentInvalid,
   ModelFailure,
   TransportFailure,
+  RuntimeMissing,
   StepLimitReached,
   ToolFailure,
   HandlerFailed

@@ -24,7 +24,9 @@ import * as Effect from "effect/Effect"
 import type * as CallbackHandler from "./CallbackHandler.js"
 import type { SessionId, TurnId } from "./Ids.js"
 import type { SessionNotFound, TransportFailure, TurnNotFound } from "./ParleyError.js"
-import { Transport } from "./Transport.js"
+import type { RuntimeMissing } from "./ParleyError.js"
+import type { Transport } from "./Transport.js"
+import { transportFor } from "./Transport.js"
 import * as Turn from "./Turn.js"
 import type { TurnState } from "./TurnState.js"
 
@@ -56,8 +58,8 @@ const turnOf = (session: Session, ref: { readonly turnId: TurnId; readonly curso
 export const sendMessage = (
   session: Session,
   input: string
-): Effect.Effect<Turn.Turn, SessionNotFound | TransportFailure, Transport> =>
-  Effect.flatMap(Transport, (transport) => transport.sendMessage(session.id, input)).pipe(
+): Effect.Effect<Turn.Turn, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(transportFor("Session", "sendMessage"), (transport) => transport.sendMessage(session.id, input)).pipe(
     Effect.map((ref) => turnOf(session, ref))
   )
 
@@ -83,8 +85,8 @@ export const run = <R = never>(
 export const turn = (
   session: Session,
   turnId: TurnId
-): Effect.Effect<Turn.Turn, SessionNotFound | TurnNotFound | TransportFailure, Transport> =>
-  Effect.flatMap(Transport, (transport) => transport.getTurn(session.id, turnId)).pipe(
+): Effect.Effect<Turn.Turn, SessionNotFound | TurnNotFound | TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(transportFor("Session", "turn"), (transport) => transport.getTurn(session.id, turnId)).pipe(
     Effect.map((ref) => turnOf(session, ref))
   )
 
@@ -94,5 +96,7 @@ export const turn = (
  * @since 0.1.0
  * @category Accessors
  */
-export const cancel = (session: Session): Effect.Effect<void, SessionNotFound | TransportFailure, Transport> =>
-  Effect.flatMap(Transport, (transport) => transport.cancel(session.id))
+export const cancel = (
+  session: Session
+): Effect.Effect<void, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(transportFor("Session", "cancel"), (transport) => transport.cancel(session.id))

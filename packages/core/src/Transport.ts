@@ -18,8 +18,9 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
@@ -39,6 +40,7 @@ import type {
   TransportFailure,
   TurnNotFound
 } from "./ParleyError.js"
+import { RuntimeMissing } from "./ParleyError.js"
 import { JsonSchema } from "./ToolSpec.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import { TurnState } from "./TurnState.js"
@@ -182,3 +184,20 @@ export interface Service {
  * @category Context
  */
 export class Transport extends Context.Tag("@parley/core/Transport")<Transport, Service>() {}
+
+/**
+ * The `Transport` in context, for the client API: where none is (a program run without its runtime layer, which only
+ * an unchecked program can do: the type asks for `Transport`), fails with `RuntimeMissing`, which says which layer
+ * provides one, instead of dying with "Service not found".
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const transportFor = (module: string, method: string): Effect.Effect<Service, RuntimeMissing, Transport> =>
+  Effect.flatMap(
+    Effect.serviceOption(Transport),
+    Option.match({
+      onNone: () => Effect.fail(new RuntimeMissing({ module, method, service: Transport.key })),
+      onSome: Effect.succeed
+    })
+  )

@@ -51,9 +51,11 @@ import type {
   SessionNotFound,
   TurnNotFound
 } from "./ParleyError.js"
+import type { RuntimeMissing } from "./ParleyError.js"
 import { HandlerFailed, TransportFailure } from "./ParleyError.js"
 import type { Service as TransportService, TurnSnapshot } from "./Transport.js"
-import { Transport } from "./Transport.js"
+import type { Transport } from "./Transport.js"
+import { transportFor } from "./Transport.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import type { Blocked, TurnState } from "./TurnState.js"
 
@@ -91,7 +93,13 @@ export interface ResultOptions<R = never> {
  * @since 0.1.0
  * @category Models
  */
-export type ResultError = AnswerMismatch | HandlerFailed | SessionNotFound | TurnNotFound | TransportFailure
+export type ResultError =
+  | AnswerMismatch
+  | HandlerFailed
+  | SessionNotFound
+  | TurnNotFound
+  | TransportFailure
+  | RuntimeMissing
 
 const handlerFor = (turn: Turn) =>
   Effect.map(Effect.serviceOption(CallbackHandler.CallbackHandler), (fromContext) => {
@@ -166,7 +174,7 @@ export const result = <R = never>(
   options?: ResultOptions<R>
 ): Effect.Effect<TurnState, ResultError, Transport | R> =>
   Effect.scoped(Effect.gen(function*() {
-    const transport = yield* Transport
+    const transport = yield* transportFor("Turn", "result")
     const handler = yield* handlerFor(turn)
     const from = options?.after?.cursor ?? turn.cursor
     const snapshot = yield* transport.snapshot(turn.sessionId, turn.turnId)
@@ -345,9 +353,11 @@ export const result = <R = never>(
  * @since 0.1.0
  * @category Accessors
  */
-export const events = (turn: Turn): Stream.Stream<TurnEvent, SessionNotFound | TransportFailure, Transport> =>
+export const events = (
+  turn: Turn
+): Stream.Stream<TurnEvent, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
   Stream.unwrap(
-    Effect.map(Transport, (transport) =>
+    Effect.map(transportFor("Turn", "events"), (transport) =>
       transport.events(turn.sessionId, turn.cursor).pipe(
         Stream.filter(viewOf(turn, undefined)),
         Stream.takeUntil((event) => event._tag === "TurnEnded" && event.sessionId === turn.sessionId)
@@ -366,11 +376,17 @@ export const answer = (
   answer: Answer
 ): Effect.Effect<
   void,
-  AnswerMismatch | CallbackNotOpen | CallbackAlreadyAnswered | SessionNotFound | TurnNotFound | TransportFailure,
+  | AnswerMismatch
+  | CallbackNotOpen
+  | CallbackAlreadyAnswered
+  | SessionNotFound
+  | TurnNotFound
+  | TransportFailure
+  | RuntimeMissing,
   Transport
 > =>
   Effect.flatMap(
-    Transport,
+    transportFor("Turn", "answer"),
     (transport) => transport.answer({ sessionId: turn.sessionId, turnId: turn.turnId, callbackId, answer })
   )
 
@@ -382,7 +398,12 @@ export const answer = (
  */
 export const openCallbacks = (
   turn: Turn
-): Effect.Effect<ReadonlyArray<Callback>, SessionNotFound | TurnNotFound | TransportFailure, Transport> =>
-  Effect.flatMap(Transport, (transport) => transport.snapshot(turn.sessionId, turn.turnId)).pipe(
-    Effect.map((snapshot) => snapshot.callbacks)
-  )
+): Effect.Effect<
+  ReadonlyArray<Callback>,
+  SessionNotFound | TurnNotFound | TransportFailure | RuntimeMissing,
+  Transport
+> =>
+  Effect.flatMap(transportFor("Turn", "openCallbacks"), (transport) => transport.snapshot(turn.sessionId, turn.turnId))
+    .pipe(
+      Effect.map((snapshot) => snapshot.callbacks)
+    )

@@ -151,7 +151,8 @@ export const errors: ReadonlyArray<ParleyError.ParleyError> = [
     callbackId: "cb_approval",
     kind: "approval",
     description: "boom"
-  })
+  }),
+  new ParleyError.RuntimeMissing({ module: "Agent", method: "run", service: "@parley/core/Transport" })
 ]
 
 export const completed = new TurnState.Completed({ sessionId, turnId, text: "Lyon, France." })

@@ -369,3 +369,46 @@ describe("PermissionPolicy.Evaluation", () => {
       assert.strictEqual(error._tag, "ParseError")
     }))
 })
+
+describe("PermissionPolicy.checkTools", () => {
+  const policy = (...rules: ReadonlyArray<PermissionPolicy.PermissionRule>) =>
+    new PermissionPolicy.PermissionPolicy({ default: "allow", rules })
+  const callable = {
+    agent: "assistant",
+    toolIds: ["client.get_location", "connector.gmail.latest_email"],
+    pendingSources: ["drive"]
+  }
+
+  it.effect("an exact pattern no callable tool matches is an issue naming the rule and the closest tool id", () =>
+    Effect.sync(() => {
+      const found = PermissionPolicy.checkTools(
+        policy(
+          PermissionPolicy.rule("client.get_location", "allow"),
+          PermissionPolicy.rule("client.get_locaton", "deny")
+        ),
+        callable
+      )
+      assert.deepStrictEqual(found.issues, [
+        "rules[1].tools[0] \"client.get_locaton\" matches no tool agent \"assistant\" can call; did you mean client.get_location?"
+      ])
+      assert.deepStrictEqual(found.warnings, [])
+    }))
+
+  it.effect("a wildcard matching nothing passes; a connector whose tools are not known yet is a warning", () =>
+    Effect.sync(() => {
+      const found = PermissionPolicy.checkTools(
+        policy(PermissionPolicy.rule(["client.*_report", "connector.slack.*", "connector.drive.search"], "deny")),
+        callable
+      )
+      assert.deepStrictEqual(found.issues, [])
+      assert.deepStrictEqual(found.warnings, [
+        "rules[0].tools[2] \"connector.drive.search\": the tools of connector drive are not known yet, so this pattern is not checked against them"
+      ])
+    }))
+
+  it.effect("closestTool suggests only a near id", () =>
+    Effect.sync(() => {
+      assert.strictEqual(PermissionPolicy.closestTool("client.get_locaton", callable.toolIds), "client.get_location")
+      assert.strictEqual(PermissionPolicy.closestTool("client.send_email", callable.toolIds), undefined)
+    }))
+})

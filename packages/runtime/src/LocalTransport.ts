@@ -24,12 +24,43 @@
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { Transport } from "@parley/core/Transport"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Connectors from "./Connectors.js"
 import * as Engine from "./Engine.js"
 import * as Models from "./Models.js"
 import * as RuntimeTools from "./RuntimeTools.js"
 import * as SessionStore from "./SessionStore.js"
+
+/**
+ * The services the engine needs, each with the layer that provides it. A program run without type-checking that
+ * leaves one out dies with this list, not with "Service not found".
+ */
+const requireServices = (method: string) =>
+  Effect.gen(function*() {
+    const missing: Array<string> = []
+    if (Option.isNone(yield* Effect.serviceOption(SessionStore.SessionStore))) {
+      missing.push(
+        "SessionStore (`SessionStore.layerMemory`, or `SqlStore.layerSqlite({ filename })` of @parley/store-sql)"
+      )
+    }
+    if (Option.isNone(yield* Effect.serviceOption(Connectors.Connectors))) {
+      missing.push("Connectors (`Connectors.layer([...])` or `Connectors.layerEmpty`)")
+    }
+    if (Option.isNone(yield* Effect.serviceOption(RuntimeTools.RuntimeTools))) {
+      missing.push("RuntimeTools (`RuntimeTools.layer(...tools)` or `RuntimeTools.layerEmpty`)")
+    }
+    if (Option.isNone(yield* Effect.serviceOption(Models.Models))) {
+      missing.push("Models (`Models.layer(resolver)`, or `Models.layerFromContext` with a `LanguageModel` layer)")
+    }
+    if (missing.length > 0) {
+      return yield* Effect.dieMessage(
+        `LocalTransport.${method}: the engine needs ${missing.join(", ")}; ` +
+          "or use `LocalTransport.layerMemory()` / `SqlRuntime.layerSqlite()` (@parley/store-sql), which provide them all"
+      )
+    }
+  })
 
 /**
  * The engine alone: provide a `SessionStore`, the `Connectors`, the `RuntimeTools` and the `Models` (or use
@@ -62,7 +93,7 @@ export const layer: Layer.Layer<
   Transport,
   never,
   SessionStore.SessionStore | Models.Models | Connectors.Connectors | RuntimeTools.RuntimeTools
-> = Layer.scoped(Transport, Engine.make)
+> = Layer.scoped(Transport, Effect.zipRight(requireServices("layer"), Engine.make))
 
 /**
  * The options of `layerMemory`.
@@ -145,4 +176,4 @@ export const layerWith = (
   Transport,
   never,
   SessionStore.SessionStore | Models.Models | Connectors.Connectors | RuntimeTools.RuntimeTools
-> => Layer.scoped(Transport, Engine.makeWith(options))
+> => Layer.scoped(Transport, Effect.zipRight(requireServices("layerWith"), Engine.makeWith(options)))

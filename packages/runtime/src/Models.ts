@@ -22,6 +22,7 @@ import { AgentInvalid } from "@parley/core/ParleyError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 /**
  * @since 0.1.0
@@ -120,12 +121,33 @@ export const orElse = (...services: ReadonlyArray<Service>): Service => ({
 export const layer = (service: Service): Layer.Layer<Models> => Layer.succeed(Models, service)
 
 /**
- * Every agent uses the `LanguageModel` found in context.
+ * Every agent uses the `LanguageModel` found in context. Where none is (a program run without type-checking, whose
+ * layer still asks for one), no session starts: `AgentInvalid` says which layer provides a model, instead of a
+ * "Service not found" defect.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerFromContext: Layer.Layer<Models, never, LanguageModel.LanguageModel> = Layer.effect(
   Models,
-  Effect.map(LanguageModel.LanguageModel, single)
+  Effect.map(
+    Effect.serviceOption(LanguageModel.LanguageModel),
+    Option.match({ onSome: single, onNone: () => noModelInContext })
+  )
 )
+
+const noModelInContext: Service = {
+  resolve: (agent) =>
+    Effect.fail(
+      new AgentInvalid({
+        module: "Models",
+        method: "resolve",
+        agent: agent.name,
+        issues: [
+          "no LanguageModel in context: provide a `LanguageModel` layer (a provider's, e.g. " +
+          "`MistralLanguageModel.layer(…)` of @parley/mistral, or `ScriptedModel.layer(…)` of @parley/testing " +
+          "offline), or give the runtime its `models` (`LocalTransport.layerMemory({ models })`, `Models.layer(…)`)"
+        ]
+      })
+    )
+}

@@ -122,10 +122,17 @@ export class LeaseLost extends Schema.TaggedError<LeaseLost>("@parley/runtime/Se
  */
 export class StoreError extends Schema.TaggedError<StoreError>("@parley/runtime/SessionStore/StoreError")(
   "StoreError",
-  { method: Schema.String, description: Schema.String, cause: Schema.optional(Schema.Defect) }
+  {
+    /** The public module whose method failed: `SessionStore` (a method of the port) unless a store's own
+     * constructor failed (`SqlStore` for `SqlStore.layerSqlite`). */
+    module: Schema.optional(Schema.String),
+    method: Schema.String,
+    description: Schema.String,
+    cause: Schema.optional(Schema.Defect)
+  }
 ) {
   override get message(): string {
-    return `SessionStore.${this.method}: ${this.description}`
+    return `${this.module ?? "SessionStore"}.${this.method}: ${this.description}`
   }
 }
 

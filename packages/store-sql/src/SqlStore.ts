@@ -19,7 +19,7 @@
  * import { SqlStore } from "@parley/store-sql"
  * import { Layer } from "effect"
  *
- * // Sessions survive restarts: they live in .parley/sessions.db.
+ * // Sessions survive restarts: they live in .parley/sessions.db. (`SqlRuntime.layerSqlite` is this in one layer.)
  * const Runtime = (models: Models.Service) =>
  *   LocalTransport.layer.pipe(
  *     Layer.provide([
@@ -48,6 +48,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import * as internal from "./internal/sqlStore.js"
 
 /**
@@ -62,6 +64,10 @@ import * as internal from "./internal/sqlStore.js"
  *   machine that loses power may lose those after the last synced one. `"normal"` (SQLite) never waits for the disk.
  *   Group commit shares one sync between the appends of all trees that are waiting. `syncedCommits` counts them.
  * - `busyTimeout` (SQLite): how long a write waits for another process's write lock (default 5 seconds).
+ * - `lockTimeout` (SQLite): how long opening the store waits for another process's write lock (default 15 seconds).
+ *   The store switches the file to WAL mode and runs its migrations without blocking the process: it tries again with
+ *   backoff (5 ms, 10 ms, … then every 250 ms), logs once that it waits and for which file, and after `lockTimeout`
+ *   fails with a `StoreError` that names the lock.
  * - `watch` (SQLite, default `true`): watch the database file and its write-ahead log (`fs.watch`: inotify on
  *   Linux), so an append by another process is noticed within a millisecond or two of its commit. Turn it off where
  *   file events do not come (some network or container file systems); the store then polls only.
@@ -82,6 +88,7 @@ export interface Options {
   readonly watch?: boolean | undefined
   readonly writers?: number | undefined
   readonly maxBatch?: number | undefined
+  readonly lockTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -108,8 +115,9 @@ export interface PgOptions extends Options, Omit<PgClient.PgClientConfig, "url">
 /**
  * Builds the store on the `SqlClient` in context (SQLite or PostgreSQL; on PostgreSQL the `PgClient` service must be
  * there too, for LISTEN/NOTIFY — `PgClient.layer` provides both). Runs the migrations first; on SQLite it sets
- * `busy_timeout` and `synchronous` on the connection. The writers and the watch for other processes' appends live
- * in the scope.
+ * `synchronous`, WAL mode and `busy_timeout` on the connection, and waits (up to `lockTimeout`, without blocking the
+ * process) while another process holds the file's write lock. The writers and the watch for other processes'
+ * appends live in the scope.
  *
  * @since 0.1.0
  * @category Constructors
@@ -134,23 +142,38 @@ const messageOf = (cause: unknown): string => {
 }
 
 const openFailed = (method: string, what: string) => (cause: unknown) =>
-  new StoreError({ method, description: `could not open ${what}: ${messageOf(cause)}`, cause })
+  new StoreError({ module: "SqlStore", method, description: `could not open ${what}: ${messageOf(cause)}`, cause })
+
+/** A file name (not `:memory:`, not empty), whose folder the store creates when missing. */
+const folderOf = (filename: string): string | undefined =>
+  filename === "" || filename === ":memory:" || filename.startsWith("file:") ? undefined : path.dirname(filename)
 
 /**
- * The store in a SQLite file (created with its tables if missing), in WAL mode, `synchronous=FULL` unless
- * `synchronous: "normal"` is asked for.
+ * The store in a SQLite file, in WAL mode, `synchronous=FULL` unless `synchronous: "normal"` is asked for. The file
+ * and its tables are created when missing, and so is its folder (`.parley/sessions.db` works in a new project).
+ * While another process holds the file's write lock, opening waits (see `lockTimeout` in {@link Options}).
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore, StoreError> =>
-  layer(options).pipe(
+  Layer.scoped(SessionStore, internal.make({ ...options, method: "layerSqlite" })).pipe(
     Layer.provide(
       Layer.scopedContext(
-        SqliteClient.make({ filename: options.filename }).pipe(
-          Effect.catchAllDefect((defect) => Effect.fail(openFailed("layerSqlite", options.filename)(defect))),
-          Effect.map((client) => Context.make(SqlClient.SqlClient, client))
-        )
+        Effect.gen(function*() {
+          const folder = folderOf(options.filename)
+          if (folder !== undefined) {
+            yield* Effect.try({
+              try: () => fs.mkdirSync(folder, { recursive: true }),
+              catch: openFailed("layerSqlite", `the folder ${folder}`)
+            })
+          }
+          // WAL mode is set by `make`, which waits for another process's lock without blocking the thread.
+          const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true }).pipe(
+            Effect.catchAllDefect((defect) => Effect.fail(openFailed("layerSqlite", options.filename)(defect)))
+          )
+          return Context.make(SqlClient.SqlClient, client)
+        })
       ).pipe(Layer.provide(Reactivity.layer))
     )
   )
@@ -164,6 +187,7 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore, S
 export const layerPg = (options: PgOptions): Layer.Layer<SessionStore, StoreError> => {
   const {
     busyTimeout: _b,
+    lockTimeout: _l,
     maxBatch: _m,
     pollInterval: _p,
     synchronous: _s,

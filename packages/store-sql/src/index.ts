@@ -1,4 +1,34 @@
 /**
+ * The whole durable runtime in one layer: `LocalTransport`'s in-process engine over a SQL session store, with the
+ * connectors, the tools the runtime runs and the models. `SqlRuntime.layerSqlite()` is the durable twin of
+ * `LocalTransport.layerMemory()`: sessions live in a SQLite file (`.parley/sessions.db` by default, its folder
+ * created when missing), so they survive a restart and another process can answer their callbacks by id.
+ *
+ * (It lives in `@parley/store-sql` because `@parley/runtime` does not depend on a SQL driver.)
+ *
+ * @example
+ * ```ts
+ * import { Agent } from "@parley/core"
+ * import { Connectors } from "@parley/runtime"
+ * import { SqlRuntime } from "@parley/store-sql"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const assistant = Agent.make({ name: "assistant", model: "mistral-large-latest", instructions: "Be brief." })
+ *
+ * // sessions in .parley/sessions.db; every agent on the LanguageModel in context (scripted here)
+ * const Runtime = SqlRuntime.layerSqlite({ connectors: [Connectors.demoMailbox()] }).pipe(
+ *   Layer.provide(ScriptedModel.layerFunction(() => ScriptedModel.text("Hi!")))
+ * )
+ *
+ * const program = Agent.run(assistant, "Hello").pipe(Effect.provide(Runtime))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export * as SqlRuntime from "./SqlRuntime.js"
+
+/**
  * The `SessionStore` of `@parley/runtime` on `@effect/sql`: a SQLite file (the embedded default) or PostgreSQL.
  *
  * - Tables (created by `@effect/sql`'s `Migrator`, recorded in `parley_migrations`): `parley_trees` (header and log
@@ -19,7 +49,7 @@
  * import { SqlStore } from "@parley/store-sql"
  * import { Layer } from "effect"
  *
- * // Sessions survive restarts: they live in .parley/sessions.db.
+ * // Sessions survive restarts: they live in .parley/sessions.db. (`SqlRuntime.layerSqlite` is this in one layer.)
  * const Runtime = (models: Models.Service) =>
  *   LocalTransport.layer.pipe(
  *     Layer.provide([

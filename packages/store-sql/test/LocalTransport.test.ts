@@ -1,35 +1,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, Session, Transport, Turn } from "@parley/core"
-import type { SessionStore } from "@parley/runtime"
-import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
 import { ClientTool } from "@parley/tools"
 import { Effect, Layer, Schema, Stream } from "effect"
-import { pgSchema, sqliteFile } from "./databases.js"
+import { sqliteFile } from "./databases.js"
+import { runtime } from "./transports.js"
 
-const runtime =
-  (store: Layer.Layer<SessionStore.SessionStore, unknown>) =>
-  (model: Parameters<typeof Models.single>[0], { runtimeTools }: TransportSuite.RuntimeOptions) =>
-    LocalTransport.layer.pipe(
-      Layer.provide([
-        Layer.orDie(store),
-        Connectors.layer([Connectors.demoMailbox()]),
-        RuntimeTools.layer(...runtimeTools),
-        Models.layer(Models.single(model))
-      ])
-    )
-
-// The whole transport contract with the engine's log in a SQLite file and in PostgreSQL.
+// The whole transport contract with the engine's log in a SQLite file (in PostgreSQL: LocalTransportPg.test.ts, a
+// file of its own so that it runs alongside this one).
 TransportSuite.suite(
   "LocalTransport on SqlStore.layerSqlite",
   runtime(Layer.unwrapScoped(Effect.map(sqliteFile, (filename) => SqlStore.layerSqlite({ filename }))))
-)
-
-TransportSuite.suite(
-  "LocalTransport on SqlStore.layerPg",
-  runtime(Layer.unwrapScoped(Effect.map(pgSchema, (url) => SqlStore.layerPg({ url, maxConnections: 10 }))))
 )
 
 describe("LocalTransport on SqlStore.layerSqlite: the engine and the readers of its events", () => {

@@ -8,7 +8,8 @@ import { SqlStore } from "@parley/store-sql"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
 import type { Duration } from "effect"
 import { Context, DateTime, Effect, Exit, Layer, Metric, Queue, Redacted, Scope, Stream } from "effect"
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { pgDatabase, pgSchema, sqliteDatabase, sqliteFile, storeOf } from "./databases.js"
 
@@ -116,12 +117,21 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual((yield* a.read(treeId, 0)).map((event) => event.seq), [0])
     }))
 
-  it.scoped("a file that cannot be opened fails the layer with a StoreError", () =>
+  it.scoped("a file that cannot be opened fails the layer with a StoreError naming SqlStore.layerSqlite", () =>
     Effect.gen(function*() {
-      const filename = `${yield* sqliteFile}.missing/sessions.db`
-      const error = yield* Effect.flip(storeOf(SqlStore.layerSqlite({ filename })))
+      const file = yield* sqliteFile
+      fs.writeFileSync(file, "") // a file where the folder should be
+      const error = yield* Effect.flip(storeOf(SqlStore.layerSqlite({ filename: `${file}/sessions.db` })))
       assert.strictEqual(error._tag, "StoreError")
-      assert.include(error.message, "could not open")
+      assert.include(error.message, "SqlStore.layerSqlite: could not open")
+    }))
+
+  it.scoped("the file's missing folders are created", () =>
+    Effect.gen(function*() {
+      const filename = path.join(path.dirname(yield* sqliteFile), "new", ".parley", "sessions.db")
+      const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
+      yield* create(store)
+      assert.isTrue(fs.existsSync(filename))
     }))
 
   it.scoped("a failing database is a StoreError for every method, never a defect", () =>
@@ -285,6 +295,80 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
         assert.isBelow(at - appendedAt, 2000)
       }),
     { timeout: 60_000 }
+  )
+})
+
+/** Runs `fixtures/holdLock.mjs` (better-sqlite3 alone): holds the file's write lock for `millis`; succeeds once it is held. */
+const lockFromChild = (filename: string, millis: number) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly child: ChildProcess; readonly released: Effect.Effect<void> }, Error>((resume) => {
+      const child = spawn(process.execPath, [
+        path.join(import.meta.dirname, "fixtures", "holdLock.mjs"),
+        filename,
+        `${millis}`
+      ], {
+        cwd: repoDir,
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stderr = ""
+      const exited = Effect.async<void>((done) => {
+        if (child.exitCode !== null) return done(Effect.void)
+        child.on("close", () => done(Effect.void))
+      })
+      child.stdout.on("data", (data: Buffer) => {
+        if (data.toString().includes("locked")) resume(Effect.succeed({ child, released: exited }))
+      })
+      child.stderr.on("data", (data: Buffer) => {
+        stderr += data.toString()
+      })
+      child.on(
+        "close",
+        (code) => resume(Effect.fail(new Error(`the child exited (${code}) before locking: ${stderr}`)))
+      )
+    }),
+    ({ child }) => Effect.sync(() => child.kill())
+  )
+
+describe("SqlStore on SQLite: a file another process holds locked", () => {
+  it.scopedLive(
+    "opening waits for the write lock (without blocking the process), then the store works",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* sqliteFile
+        yield* lockFromChild(filename, 2000)
+        const started = performance.now()
+        // The process stays responsive while the store waits: a timer fiber keeps ticking.
+        let ticks = 0
+        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
+        const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
+        const waited = performance.now() - started
+        assert.isAbove(waited, 1000)
+        assert.isAbove(ticks, 10)
+        yield* create(store)
+        yield* store.append(treeId, 0, [queued(0), queued(1)])
+        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event.seq), [0, 1])
+      }),
+    { timeout: 30_000 }
+  )
+
+  it.scopedLive(
+    "past lockTimeout, opening fails with a StoreError naming the lock and the file",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* sqliteFile
+        yield* lockFromChild(filename, 5000)
+        const started = performance.now()
+        const error = yield* Effect.flip(storeOf(SqlStore.layerSqlite({ filename, lockTimeout: "500 millis" })))
+        assert.isBelow(performance.now() - started, 5000) // not the default 15 s
+        assert.strictEqual(error._tag, "StoreError")
+        assert.strictEqual(error.module, "SqlStore")
+        assert.include(
+          error.message,
+          `SqlStore.layerSqlite: ${filename} is locked: another process held its write lock`
+        )
+        assert.include(error.message, "(lockTimeout)")
+      }),
+    { timeout: 30_000 }
   )
 })
 

@@ -305,6 +305,10 @@ const toContext = (model: Service): Context.Context<LanguageModel.LanguageModel 
 /**
  * Provides `LanguageModel.LanguageModel` (and the `ScriptedModel` handle) from a script.
  *
+ * The position in the script lives in this process's memory: a turn paused here and resumed by another process (a
+ * restart, a worker answering by id over the same store) starts the script again from its first step there. For turns
+ * that cross processes, use `layerFunction` (or `fromFunction`): a brain decides from the conversation, not from a count.
+ *
  * @since 0.1.0
  * @category Layers
  */
@@ -312,7 +316,8 @@ export const layer = (steps: ReadonlyArray<Step>): Layer.Layer<LanguageModel.Lan
   Layer.effectContext(Effect.map(make(steps), toContext))
 
 /**
- * Provides `LanguageModel.LanguageModel` (and the `ScriptedModel` handle) from a brain function.
+ * Provides `LanguageModel.LanguageModel` (and the `ScriptedModel` handle) from a brain function. It decides each reply
+ * from the call (the prompt so far, the tool results), so a turn resumed in another process goes on where it stopped.
  *
  * @since 0.1.0
  * @category Layers

@@ -17,7 +17,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import type * as Callback from "@parley/core/Callback"
 import type { SessionId } from "@parley/core/Ids"
 import type { CallbackId, TurnId } from "@parley/core/Ids"
@@ -45,6 +45,7 @@ import type { EventRow, StoredEventRow, TreeRow } from "./codec.js"
 import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
 import * as Migrations from "./migrations.js"
 import * as SqliteChanges from "./sqliteChanges.js"
+import * as SqliteLock from "./sqliteLock.js"
 import * as Statements from "./statements.js"
 
 /** Commits the SQL stores synced to disk (durable points; group commit shares one between appends). */
@@ -59,6 +60,11 @@ export interface Options {
   readonly watch?: boolean | undefined
   readonly writers?: number | undefined
   readonly maxBatch?: number | undefined
+  readonly lockTimeout?: Duration.DurationInput | undefined
+  /** The file the store opens (for its errors and logs), when known. */
+  readonly filename?: string | undefined
+  /** The public constructor that opens the store (for its errors): `layerSqlite`, or `make` by default. */
+  readonly method?: string | undefined
 }
 
 type Dialect = "sqlite" | "pg"
@@ -163,37 +169,62 @@ export const make = (
     // Connection settings and migrations
     // -------------------------------------------------------------------------
 
+    /** A statement prepared for this run only (a failed prepare is a `SqlError`, and is not cached). */
+    const unprepared = (statement: string): Effect.Effect<void, SqlError> =>
+      Effect.scoped(Effect.flatMap(sql.reserve, (connection) =>
+        Effect.flatten(Effect.try({
+          try: () => Effect.asVoid(connection.executeUnprepared(statement, [], undefined)),
+          catch: (cause) => new SqlError({ cause, message: `Failed to prepare ${statement}` })
+        }))))
+
     const configure = (busyTimeout: number) =>
       Effect.mapError(
         sql.unsafe(`PRAGMA busy_timeout = ${busyTimeout}`),
-        storeError("make", "could not configure the SQLite connection")
+        (cause) =>
+          new StoreError({
+            module: "SqlStore",
+            method: options.method ?? "make",
+            description: `could not configure the SQLite connection: ${messageOf(cause)}`,
+            cause
+          })
       )
     const migrate = Migrator.make({})({ loader: Migrations.loader, table: Migrations.table })
+    const lockOptions = {
+      filename: options.filename,
+      lockTimeout: options.lockTimeout,
+      method: options.method ?? "make"
+    }
     if (dialect === "sqlite") {
-      yield* Effect.mapError(
-        sql.unsafe(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`),
-        storeError("make", "could not configure the SQLite connection")
-      )
       // SQLite's busy wait blocks the whole thread (the driver is synchronous): a store waiting for the write lock
-      // would stall another store of this process holding it mid-migration. The migrations take the lock without
-      // waiting and try again after an asynchronous pause.
+      // would stall every fiber of this process (another store of it holding the lock mid-migration among them).
+      // WAL mode and the migrations take the lock without waiting and try again after an asynchronous pause, for
+      // `lockTimeout` at most.
+      // Even a PRAGMA reads the schema first, which a file locked in rollback-journal mode refuses; these run
+      // unprepared, because the client's cache of prepared statements would keep the failure of a locked prepare.
       yield* configure(0)
-      const locked = (error: unknown) => /locked|busy/i.test(messageOf(error))
-      const attempt = (pause: number, waited: number): Effect.Effect<void, unknown, SqlClient.SqlClient> =>
-        Effect.catchIf(
-          Effect.asVoid(transaction(() => migrate)),
-          (error) => locked(error) && waited < 15_000,
-          () => Effect.zipRight(SqliteChanges.sleepLive(pause), attempt(Math.min(pause * 2, 250), waited + pause))
-        )
-      yield* attempt(2, 0).pipe(
-        Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
+      yield* SqliteLock.waitForLock(
+        Effect.all([
+          unprepared(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`),
+          unprepared("PRAGMA journal_mode = WAL"),
+          transaction(() => migrate)
+        ], { discard: true }),
+        { ...lockOptions, what: "opening the store (WAL mode, migrations)" }
       )
       yield* configure(Math.round(Duration.toMillis(options.busyTimeout ?? "5 seconds")))
     } else {
       yield* migrate.pipe(
         // Two processes creating the migrations table at once: the loser tries again and finds it.
         Effect.retry({ times: 3 }),
-        Effect.catchAllCause((cause) => Effect.fail(storeError("make", "the migrations failed")(cause)))
+        Effect.catchAllCause((cause) =>
+          Effect.fail(
+            new StoreError({
+              module: "SqlStore",
+              method: options.method ?? "make",
+              description: `the migrations failed: ${messageOf(cause)}`,
+              cause
+            })
+          )
+        )
       )
     }
 
