@@ -217,6 +217,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
       .addSuccess(HttpApiSchema.NoContent)
       .addError(SessionNotFound, { status: 404 })
   )
+  .middleware(Authorization)
   .annotate(OpenApi.Description, "Sessions of the tenant: each runs one agent (and its subagents).")
 {}
 
@@ -253,6 +254,7 @@ export class TurnsGroup extends HttpApiGroup.make("turns")
       .addError(SessionNotFound, { status: 404 })
       .addError(TurnNotFound, { status: 404 })
   )
+  .middleware(Authorization)
   .annotate(OpenApi.Description, "Turns of a session: one per user message.")
 {}
 
@@ -285,6 +287,7 @@ export class EventsGroup extends HttpApiGroup.make("events")
         "The session's events from a cursor (the whole tree's log for a root session), as Server-Sent Events."
       )
   )
+  .middleware(Authorization)
 {}
 
 /**
@@ -311,6 +314,7 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
       .addError(SessionNotFound, { status: 404 })
       .addError(TurnNotFound, { status: 404 })
   )
+  .middleware(Authorization)
   .annotate(OpenApi.Description, "Callbacks the turns asked and wait on: approvals, client tool calls, sign-ins.")
 {}
 
@@ -327,7 +331,6 @@ export class ProtocolApi extends HttpApi.make("parley")
   .add(CallbacksGroup)
   .addError(TransportFailure, { status: 503 })
   .addError(PayloadTooLarge)
-  .middleware(Authorization)
   .annotate(OpenApi.Title, "Parley")
   .annotate(OpenApi.Description, "Agent sessions whose questions to the program are typed callbacks.")
 {}

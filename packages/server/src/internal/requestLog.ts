@@ -31,6 +31,32 @@ export const routeOf = (url: string) => {
     .replace(/\/cb_[^/]+/g, "/:callbackId")
 }
 
+/**
+ * A body that is not JSON fails before HttpApi decodes it, with an empty 400: it gets the typed body of every other
+ * decode failure (`HttpApiDecodeError`).
+ */
+const malformedBody = () =>
+  HttpServerResponse.unsafeJson(
+    { _tag: "HttpApiDecodeError", issues: [], message: "the request body could not be read as JSON" },
+    { status: 400 }
+  )
+
+/**
+ * Reads a JSON body before HttpApi does (the request caches it): a body that is not JSON gets a typed 400, one that
+ * outgrows the limit while read a 413.
+ */
+const checkBody = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number) =>
+  Effect.gen(function*() {
+    if (request.method === "GET" || request.method === "HEAD") return undefined
+    const text = yield* Effect.either(request.text)
+    if (text._tag === "Left") {
+      return HttpServerResponse.unsafeJson(new PayloadTooLarge({ limit: maxBodyBytes }), { status: 413 })
+    }
+    if (text.right.length === 0) return undefined
+    const parsed = yield* Effect.either(Effect.try(() => JSON.parse(text.right) as unknown))
+    return parsed._tag === "Left" ? malformedBody() : undefined
+  })
+
 export interface Options {
   readonly maxBodyBytes: number
   readonly log: boolean
@@ -49,9 +75,9 @@ export const middleware = (options: Options) => <E, R>(app: HttpApp.Default<E, R
           // The body is never read: the connection closes after the answer.
           Effect.map(HttpServerResponse.setHeader("connection", "close"))
         )
-        : app.pipe(
-          HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)),
-          Effect.provideService(CurrentRequest, info)
+        : checkBody(request, options.maxBodyBytes).pipe(
+          Effect.flatMap((refused) => refused ?? app.pipe(Effect.provideService(CurrentRequest, info))),
+          HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes))
         )
     ).pipe(Effect.exit)
     if (options.log) {
