@@ -28,20 +28,31 @@
  *
  * @since 0.1.0
  */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { TransportFailure } from "@parley/core/ParleyError"
 import { ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
+import * as Connectors from "@parley/runtime/Connectors"
+import type * as Engine from "@parley/runtime/Engine"
+import * as LocalTransport from "@parley/runtime/LocalTransport"
+import * as Models from "@parley/runtime/Models"
+import * as RuntimeTools from "@parley/runtime/RuntimeTools"
+import type * as SessionStore from "@parley/runtime/SessionStore"
+import * as SqlStore from "@parley/store-sql/SqlStore"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Redacted from "effect/Redacted"
+import * as Redacted from "effect/Redacted"
+import { createServer } from "node:http"
 import * as Access from "./internal/access.js"
 import * as Auth from "./internal/auth.js"
 import * as Handlers from "./internal/handlers.js"
@@ -159,3 +170,76 @@ export const layer = (
     ),
     Layer.provide(apiLayer(options))
   )
+
+/**
+ * What the all-in-one layers (`layerSqlite`, `layerPg`) run: the engine's models, connectors, runtime tools and
+ * options, and where to listen.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RuntimeOptions extends Options {
+  /** Resolves each agent's model (`Models.single`, `Models.byName`, the Mistral resolver, …). */
+  readonly models: Models.Service
+  /** The connectors agents can sign in to (default: none). */
+  readonly connectors?: ReadonlyArray<Connectors.Connector> | undefined
+  /** The tools the runtime runs itself (default: none). */
+  readonly tools?: ReadonlyArray<RuntimeTools.Entry> | undefined
+  /** The engine's options (`Engine.Options`). */
+  readonly engine?: Engine.Options | undefined
+  /** The port (default 8787; 0 picks a free one). */
+  readonly port?: number | undefined
+  /** The host (default `127.0.0.1`). */
+  readonly host?: string | undefined
+}
+
+const serverOn = (
+  options: RuntimeOptions,
+  store: Layer.Layer<SessionStore.SessionStore, unknown>,
+  sql: Layer.Layer<SqlClient.SqlClient, unknown>
+) => {
+  const engine = (options.engine === undefined ? LocalTransport.layer : LocalTransport.layerWith(options.engine)).pipe(
+    Layer.provide([
+      Layer.orDie(store),
+      Connectors.layer(options.connectors ?? []),
+      RuntimeTools.layer(...(options.tools ?? [])),
+      Models.layer(options.models)
+    ])
+  )
+  return layer(options).pipe(
+    Layer.provide([engine, Layer.orDie(Sessions.layerSql.pipe(Layer.provide(Layer.orDie(sql))))]),
+    Layer.provideMerge(
+      Layer.orDie(NodeHttpServer.layer(createServer, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" }))
+    )
+  )
+}
+
+/**
+ * The whole server on a SQLite file: the engine over `SqlStore.layerSqlite`, the tenants' table in the same file, on
+ * Node's HTTP server. It provides the `HttpServer` (its `address` says where it listens).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSqlite = (
+  options: RuntimeOptions & { readonly filename: string }
+): Layer.Layer<HttpServer.HttpServer> =>
+  serverOn(
+    options,
+    SqlStore.layerSqlite({ filename: options.filename }),
+    SqliteClient.layer({ filename: options.filename })
+  )
+
+/**
+ * The whole server on PostgreSQL: several processes on one database serve one session set (an answer accepted by
+ * any of them resumes the turn wherever it runs).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerPg = (
+  options: RuntimeOptions & { readonly url: string | Redacted.Redacted }
+): Layer.Layer<HttpServer.HttpServer> => {
+  const url = typeof options.url === "string" ? Redacted.make(options.url) : options.url
+  return serverOn(options, SqlStore.layerPg({ url, maxConnections: 10 }), PgClient.layer({ url, maxConnections: 2 }))
+}
