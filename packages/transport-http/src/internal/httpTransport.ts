@@ -75,6 +75,28 @@ export const make = (options: Options) =>
       reconnect: options.reconnect
     }
 
+    /**
+     * The answers to one tree go one at a time, in the order the program gave them (as in-process, where each is
+     * committed before the call returns): concurrent requests would race.
+     */
+    const queues = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
+    const inOrder = <A, E>(sessionId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.suspend(() => {
+        let queue = queues.get(sessionId)
+        if (queue === undefined) {
+          queue = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+          queues.set(sessionId, queue)
+        }
+        const entry = queue
+        entry.users += 1
+        return entry.lock.withPermits(1)(effect).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            entry.users -= 1
+            if (entry.users === 0) queues.delete(sessionId)
+          }))
+        )
+      })
+
     const sessionNotFound = (method: string, sessionId: unknown) =>
       new SessionNotFound({ module: "HttpTransport", method, sessionId: String(sessionId) })
 
@@ -142,7 +164,7 @@ export const make = (options: Options) =>
         const body = { path: { sessionId, turnId, callbackId }, payload: answer.right } as Parameters<
           typeof client.callbacks.answer
         >[0]
-        return client.callbacks.answer(body).pipe(
+        return inOrder(sessionId, client.callbacks.answer(body)).pipe(
           typed("answer", [
             "AnswerMismatch",
             "CallbackNotOpen",
