@@ -15,15 +15,21 @@
  *
  * @example
  * ```ts
+ * import { Models } from "@parley/runtime"
  * import { ParleyServer } from "@parley/server"
- * import { NodeRuntime } from "@effect/platform-node"
- * import { Layer, Redacted } from "effect"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Effect, Layer, Redacted } from "effect"
  *
- * ParleyServer.layerSqlite({
- *   filename: ".parley/sessions.db",
- *   port: 8787,
- *   keys: [{ key: Redacted.make("dev-key"), tenant: "me" }]
- * }).pipe(Layer.launch, NodeRuntime.runMain)
+ * // every agent on one scripted model; `Layer.launch(Server)` runs it (under `NodeRuntime.runMain`)
+ * const Server = Layer.unwrapEffect(
+ *   Effect.map(ScriptedModel.fromFunction(() => ScriptedModel.text("Hello!")), (scripted) =>
+ *     ParleyServer.layerSqlite({
+ *       filename: ".parley/sessions.db",
+ *       port: 8787,
+ *       keys: [{ key: Redacted.make("dev-key"), tenant: "me" }],
+ *       models: Models.single(scripted.languageModel)
+ *     }))
+ * )
  * ```
  *
  * @since 0.1.0

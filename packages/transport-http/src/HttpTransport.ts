@@ -17,9 +17,9 @@
  *
  * const assistant = Agent.make({ name: "assistant", model: "mistral-large-latest", instructions: "Be brief." })
  *
- * Agent.run(assistant, "Hello").pipe(
- *   Effect.provide(HttpTransport.layer({ url: "http://127.0.0.1:8787", apiKey: Redacted.make("dev-key") })),
- *   Effect.runPromise
+ * // the same program as in-process: only the layer that provides the Transport changes
+ * const program = Agent.run(assistant, "Hello").pipe(
+ *   Effect.provide(HttpTransport.layer({ url: "http://127.0.0.1:8787", apiKey: Redacted.make("dev-key") }))
  * )
  * ```
  *
