@@ -17,6 +17,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { identity } from "effect/Function"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -96,8 +97,12 @@ export const events = (transport: Transport.Service, access: Access, options: Op
             Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, frame), ""))),
             Stream.catchAll(() => Stream.empty),
             live
-              ? Stream.merge(Stream.as(Stream.tick(options.heartbeat), heartbeat), { haltStrategy: "left" })
-              : Stream.prepend(Chunk.of(heartbeat)),
+              ? Stream.merge(Stream.as(Stream.drop(Stream.tick(options.heartbeat), 1), heartbeat), {
+                haltStrategy: "left"
+              })
+              : identity,
+            // The first chunk goes out at once: the client has its response without waiting for an event.
+            Stream.prepend(Chunk.of(heartbeat)),
             Stream.interruptWhen(Deferred.await(options.shutdown)),
             Stream.encodeText,
             Stream.ensuring(release)
