@@ -129,14 +129,11 @@ export const layerSessionsSql: Layer.Layer<
  */
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
-const apiLayer = (options: Options) =>
+const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const transport = yield* Transport
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
-    const shutdown = yield* Deferred.make<void>()
-    // Runs before the HTTP server closes: the streams end, so the server does not wait on them.
-    yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
     const groups = Layer.mergeAll(
       Handlers.sessions(transport, tenants, access),
       Handlers.turns(transport, access, { maxMessageLength: options.maxMessageLength ?? 100_000 }),
@@ -164,18 +161,28 @@ export const layer = (
   never,
   Transport | Sessions.SessionTenants | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices
 > =>
-  HttpApiBuilder.serve(
-    RequestLog.middleware({ maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024, log: options.log ?? true })
-  ).pipe(
-    Layer.provide(HttpApiBuilder.middlewareOpenApi()),
-    Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-    Layer.provide(
-      HttpApiBuilder.Router.use((router) =>
-        router.get("/", Effect.succeed(HttpServerResponse.redirect("/docs", { status: 302 })))
-      )
-    ),
-    Layer.provide(apiLayer(options))
-  )
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const shutdown = yield* Deferred.make<void>()
+    // Runs before the HTTP server closes: the streams end and new requests are refused (503, the connection closed),
+    // so the server does not wait on clients that reconnect.
+    yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
+    return HttpApiBuilder.serve(
+      RequestLog.middleware({
+        maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+        log: options.log ?? true,
+        stopping: Deferred.isDone(shutdown)
+      })
+    ).pipe(
+      Layer.provide(HttpApiBuilder.middlewareOpenApi()),
+      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+      Layer.provide(
+        HttpApiBuilder.Router.use((router) =>
+          router.get("/", Effect.succeed(HttpServerResponse.redirect("/docs", { status: 302 })))
+        )
+      ),
+      Layer.provide(apiLayer(options, shutdown))
+    )
+  }))
 
 /**
  * What the all-in-one layers (`layerSqlite`, `layerPg`) run: the engine's models, connectors, runtime tools and
@@ -212,12 +219,22 @@ const serverOn = (
       Models.layer(options.models)
     ])
   )
-  return layer(options).pipe(
-    Layer.provide([engine, Layer.orDie(Sessions.layerSql.pipe(Layer.provide(Layer.orDie(sql))))]),
-    Layer.provideMerge(
-      Layer.orDie(NodeHttpServer.layer(createServer, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" }))
+  return Layer.unwrapEffect(Effect.sync(() => {
+    const node = createServer()
+    // Once the server's streams ended, the connections still open (kept alive, a response in flight) are closed:
+    // Node's `close` would wait for them.
+    const closeConnections = Layer.scopedDiscard(
+      Effect.addFinalizer(() =>
+        Effect.sleep("100 millis").pipe(Effect.zipRight(Effect.sync(() => node.closeAllConnections())))
+      )
     )
-  )
+    return layer(options).pipe(
+      Layer.provide([engine, Layer.orDie(Sessions.layerSql.pipe(Layer.provide(Layer.orDie(sql)))), closeConnections]),
+      Layer.provideMerge(
+        Layer.orDie(NodeHttpServer.layer(() => node, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" }))
+      )
+    )
+  }))
 }
 
 /**

@@ -197,6 +197,14 @@ describe("ParleyServer: bad input", () => {
           "HttpApiDecodeError"
         ],
         [
+          "an agent with a connector the server lacks",
+          "POST",
+          "/sessions",
+          { body: { ...Schema.encodeSync(AgentSpec.AgentSpec)(locator.spec), connectors: ["nowhere"] } },
+          400,
+          "AgentInvalid"
+        ],
+        [
           "a message too long",
           "POST",
           `/sessions/${sessionId}/turns`,

@@ -172,4 +172,33 @@ describe("HttpTransport: a server killed mid-turn", () => {
       }),
     { timeout: 120_000 }
   )
+
+  it.scopedLive(
+    "SIGTERM: the server closes its streams and exits; another server takes the tree at once and the turn completes",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* Effect.orDie(sqliteFile)
+        const first = yield* startServerProcess({ filename, port: 0, owner: "server-a" })
+        const context = yield* Layer.build(Layer.fresh(transportAt(first.url)))
+        const session = yield* Agent.startSession(locator).pipe(Effect.provide(context))
+        const turn = yield* Session.sendMessage(session, "Where am I?").pipe(Effect.provide(context))
+        const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
+        const blocked = yield* Turn.result(turn).pipe(Effect.provide(context))
+        assert.strictEqual(blocked._tag, "Blocked")
+        const started = Date.now()
+        yield* first.stop.pipe(Effect.timeout("20 seconds"), Effect.ignore)
+        assert.isBelow(Date.now() - started, 10_000, "the server stops at once, open streams included")
+        // Another owner: it takes the tree at once only if the first released its lease.
+        yield* startServerProcess({ filename, port: first.port, owner: "server-b" })
+        const state = yield* Turn.result(turn, { after: blocked._tag === "Blocked" ? blocked : undefined }).pipe(
+          Effect.provide(handlers),
+          Effect.provide(context),
+          Effect.timeout("15 seconds")
+        )
+        assert.strictEqual(state._tag, "Completed")
+        const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+        assertGapless(seen, yield* logOf(turn).pipe(Effect.provide(context)))
+      }),
+    { timeout: 120_000 }
+  )
 })

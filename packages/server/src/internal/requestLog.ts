@@ -8,6 +8,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { TransportFailure } from "@parley/core/ParleyError"
 import { PayloadTooLarge } from "@parley/core/ProtocolApi"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -60,7 +61,15 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: n
 export interface Options {
   readonly maxBodyBytes: number
   readonly log: boolean
+  /** Whether the server is stopping: new requests are refused (503) and their connections closed. */
+  readonly stopping: Effect.Effect<boolean>
 }
+
+const stoppingResponse = () =>
+  HttpServerResponse.unsafeJson(
+    new TransportFailure({ module: "ParleyServer", method: "request", description: "the server is stopping" }),
+    { status: 503, headers: { connection: "close" } }
+  )
 
 export const middleware = (options: Options) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
   Effect.gen(function*() {
@@ -68,8 +77,11 @@ export const middleware = (options: Options) => <E, R>(app: HttpApp.Default<E, R
     const started = Date.now()
     const info: RequestInfo = { tenant: undefined, keyId: undefined }
     const length = Number(request.headers["content-length"] ?? "0")
+    const stopping = yield* options.stopping
     const exit = yield* (
-      Number.isFinite(length) && length > options.maxBodyBytes
+      stopping
+        ? Effect.sync(stoppingResponse)
+        : Number.isFinite(length) && length > options.maxBodyBytes
         ? HttpServerResponse.json(new PayloadTooLarge({ limit: options.maxBodyBytes }), { status: 413 }).pipe(
           Effect.orDie,
           // The body is never read: the connection closes after the answer.
