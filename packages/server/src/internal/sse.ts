@@ -18,6 +18,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { identity } from "effect/Function"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -92,7 +93,12 @@ export const events = (transport: Transport.Service, access: Access, options: Op
             if (now <= 0) open.delete(tenant.keyId)
             else open.set(tenant.keyId, now)
           })
-          const frames = source.pipe(
+          // Through a mailbox, the writer takes every event that came while it wrote: one write per batch, however
+          // fast the events come (a model's deltas come one by one).
+          const batched = Stream.unwrapScoped(
+            Effect.map(Mailbox.fromStream(source, { capacity: 4096 }), (mailbox) => Mailbox.toStream(mailbox))
+          )
+          const frames = batched.pipe(
             // One write per batch of events.
             Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, frame), ""))),
             Stream.catchAll(() => Stream.empty),

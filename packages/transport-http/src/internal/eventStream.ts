@@ -32,6 +32,24 @@ export interface Options {
 
 const describe = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
+/**
+ * The text cut at frame ends (a blank line) before the SSE parser, one frame a piece: the parser's cost grows with the
+ * square of the piece it is given, and a server that writes a batch of events at once sends large pieces.
+ */
+const frames = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<string, E, R> =>
+  Stream.suspend(() => {
+    let tail = ""
+    return Stream.mapChunks(text, (chunk) => {
+      const out: Array<string> = []
+      for (const piece of chunk) {
+        const parts = (tail + piece).split("\n\n")
+        tail = parts.pop() ?? ""
+        for (const part of parts) out.push(`${part}\n\n`)
+      }
+      return Chunk.unsafeFromArray(out)
+    })
+  })
+
 /** Opens one connection: its events (ended by `Dropped`), or the typed error of a refused request. */
 const connect = (options: Options, sessionId: SessionId, from: number) =>
   Effect.gen(function*() {
@@ -57,6 +75,7 @@ const connect = (options: Options, sessionId: SessionId, from: number) =>
     }
     return response.stream.pipe(
       Stream.decodeText(),
+      frames,
       Stream.pipeThroughChannel(Sse.makeChannel()),
       Stream.mapChunks((chunk) => Chunk.filterMap(chunk, (event) => Either.getRight(decodeEvent(event.data)))),
       Stream.mapError((error) => new Dropped({ description: describe(error) })),
