@@ -238,7 +238,7 @@ const serverOn = (
 }
 
 /**
- * The whole server on a SQLite file: the engine over `SqlStore.layerSqlite`, the tenants' table in the same file, on
+ * The whole server on a SQLite file: the engine over `SqlStore.layerSqlite`, the tenants' table next to it (`<file>.tenants`), on
  * Node's HTTP server. It provides the `HttpServer` (its `address` says where it listens).
  *
  * @since 0.1.0
@@ -250,7 +250,8 @@ export const layerSqlite = (
   serverOn(
     options,
     SqlStore.layerSqlite({ filename: options.filename }),
-    SqliteClient.layer({ filename: options.filename })
+    // A file of its own: a second writer on the store's file would contend for its lock.
+    SqliteClient.layer({ filename: options.filename === ":memory:" ? ":memory:" : `${options.filename}.tenants` })
   )
 
 /**
