@@ -1,6 +1,7 @@
 /**
  * The server process of the HTTP benchmark: `ParleyServer.layerSqlite` on the file given, with the bench's models
- * (`pricer`, `streamer`), no request logs, a high stream cap. Prints `LISTENING <url>`.
+ * (`pricer`, `streamer`), no request logs (`PARLEY_BENCH_LOG=1`: one per request, with its ms), a high stream cap.
+ * Prints `LISTENING <url>`.
  *
  * Argument (JSON): `{ filename, deltas }`.
  */
@@ -19,7 +20,7 @@ const server = ParleyServer.layerSqlite({
   keys: ParleyServer.parseKeys(`${benchKey}:bench`),
   models: Models.byAgent({ pricer, streamer: streamer(args.deltas) }),
   maxStreamsPerKey: 100_000,
-  log: false
+  log: process.env.PARLEY_BENCH_LOG === "1"
 })
 
 const announce = Layer.effectDiscard(Effect.flatMap(HttpServer.HttpServer, (http) =>
