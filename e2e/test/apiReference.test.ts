@@ -31,7 +31,17 @@ const packages = fs.readdirSync(path.join(repoDir, "packages")).filter((name) =>
 
 describe.concurrent("API reference", () => {
   it("every package has a docgen.json", () => {
-    assert.deepStrictEqual(packages, ["core", "mistral", "policy", "runtime", "store-sql", "testing", "tools"])
+    assert.deepStrictEqual(packages, [
+      "core",
+      "mistral",
+      "policy",
+      "runtime",
+      "server",
+      "store-sql",
+      "testing",
+      "tools",
+      "transport-http"
+    ])
   })
 
   for (const name of packages) {

@@ -162,28 +162,54 @@ const narrated = (transport: Transport.Service, colour: boolean): Transport.Serv
         () => Effect.flatMap(agentOf(sessionId), (agent) => Console.log(endLine(agent, event.state, colour)))
       )
       : Effect.void
+  // The lines of answers given at once come in the order the answers were given, not the order they returned in: the
+  // same over HTTP (where concurrent answers race) as in-process.
+  let tickets = 0
+  let printed = 0
+  const lines = new Map<number, string | undefined>()
+  const settle = (ticket: number, line: string | undefined) =>
+    Effect.suspend(() => {
+      lines.set(ticket, line)
+      const ready: Array<string> = []
+      while (lines.has(printed)) {
+        const next = lines.get(printed)
+        lines.delete(printed)
+        printed += 1
+        if (next !== undefined) ready.push(next)
+      }
+      return Effect.forEach(ready, (text) => Console.log(text), { discard: true })
+    })
+  const answer = (request: Transport.AnswerRequest, ticket: number) =>
+    Effect.gen(function*() {
+      const open = yield* transport.snapshot(request.sessionId, request.turnId).pipe(
+        Effect.map((snapshot) => snapshot.callbacks),
+        Effect.orElseSucceed((): ReadonlyArray<Callback.Callback> => [])
+      )
+      const callback = open.find((candidate) => candidate.id === request.callbackId)
+      const subagent = callback === undefined || callback.sessionId === request.sessionId
+        ? undefined
+        : yield* agentOf(callback.sessionId)
+      // The line comes just before the answer is sent: before anything the answer causes, in-process as over HTTP
+      // (where the events an answer causes may arrive before its reply). An answer that fails takes its line back
+      // only if it was not printed yet.
+      const who = callback === undefined ? undefined : answeredBy.get(callback.id)
+      if (callback !== undefined) answeredBy.delete(callback.id)
+      yield* settle(
+        ticket,
+        callback === undefined ? undefined : callbackLine(callback, request.answer, who, subagent, colour)
+      )
+      yield* transport.answer(request)
+    })
   return {
     ...transport,
     answer: (request) =>
-      Effect.gen(function*() {
-        const open = yield* transport.snapshot(request.sessionId, request.turnId).pipe(
-          Effect.map((snapshot) => snapshot.callbacks),
-          Effect.orElseSucceed((): ReadonlyArray<Callback.Callback> => [])
+      Effect.suspend(() => {
+        const ticket = tickets++
+        // Once a handler decided, its answer is sent even if the wait ends meanwhile (a root turn may end while a
+        // handler answers a subagent of an earlier turn): the same in-process as over HTTP, where answering is slower.
+        return Effect.uninterruptible(answer(request, ticket)).pipe(
+          Effect.onExit((exit) => (exit._tag === "Failure" ? settle(ticket, undefined) : Effect.void))
         )
-        const callback = open.find((candidate) => candidate.id === request.callbackId)
-        const subagent = callback === undefined || callback.sessionId === request.sessionId
-          ? undefined
-          : yield* agentOf(callback.sessionId)
-        // The answer and its line go together, the line as soon as the answer is in: `Turn.result` interrupts a
-        // handler as soon as its callback closes, and the answer's own event may reach the wait before the answer
-        // returns (a SQL store tells its tails at commit, before the engine replies).
-        yield* Effect.uninterruptible(Effect.gen(function*() {
-          yield* transport.answer(request)
-          if (callback === undefined) return
-          const who = answeredBy.get(callback.id)
-          answeredBy.delete(callback.id)
-          yield* Console.log(callbackLine(callback, request.answer, who, subagent, colour))
-        }))
       }),
     events: (sessionId, from) => transport.events(sessionId, from).pipe(Stream.tap(announce(sessionId))),
     // What `Turn.result` reads: each batch is told before it is handed on, so the line comes before the result.

@@ -16,13 +16,21 @@
  *   programs whose subagents think differently from their parent.
  * - When `MISTRAL_API_KEY` is set, both run every agent on the real model it names instead (`MistralModels` from
  *   `@parley/mistral`, over `fetch`): the programs stay the same, the model's words will differ from the guides'.
+ * - With `PARLEY_EXAMPLES_TRANSPORT=http` the program drives its sessions over HTTP: a Parley server
+ *   (`ParleyServer.layerSqlite`, on 127.0.0.1, the same file, models and connector) starts with the runtime, and the
+ *   program's `Transport` is `HttpTransport.layer({ url, apiKey })` against it. The programs are unchanged, and
+ *   print the same lines (the examples test checks it).
  */
 import { FetchHttpClient } from "@effect/platform"
+import { HttpServer } from "@effect/platform"
 import { MistralModels } from "@parley/mistral"
 import { Connectors, Models } from "@parley/runtime"
+import { ParleyServer } from "@parley/server"
 import { SqlRuntime } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Layer, Record } from "effect"
+import { HttpTransport } from "@parley/transport-http"
+import { Context, Effect, Layer, Record } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Narrate from "./narrate.js"
 
@@ -45,11 +53,38 @@ const local = (models: Models.Service) =>
 const localOnContext = () =>
   Layer.orDie(SqlRuntime.layerSqlite({ filename: sessionsFile(), connectors: [Connectors.demoMailbox()] }))
 
+/** Whether the examples drive their sessions over HTTP (`PARLEY_EXAMPLES_TRANSPORT=http`). */
+export const overHttp = process.env.PARLEY_EXAMPLES_TRANSPORT === "http"
+
+/** The key of the examples' server: it listens on 127.0.0.1 only, for the program's run. */
+const exampleKey = "examples-local-key"
+
+/**
+ * A Parley server on a free port of 127.0.0.1 over the sessions' file, with the demo mailbox and `models`, and the
+ * HTTP transport against it: the same runtime, across HTTP.
+ */
+const overHttpLayer = (models: Models.Service) =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const filename = sessionsFile()
+    if (filename !== ":memory:") fs.mkdirSync(path.dirname(filename), { recursive: true })
+    const server = yield* Layer.build(ParleyServer.layerSqlite({
+      filename,
+      port: 0,
+      keys: ParleyServer.parseKeys(`${exampleKey}:examples`),
+      models,
+      connectors: [Connectors.demoMailbox()],
+      log: false
+    }))
+    const address = Context.get(server, HttpServer.HttpServer).address
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    return HttpTransport.layer({ url: `http://127.0.0.1:${port}`, apiKey: exampleKey })
+  }))
+
 /**
  * The in-process runtime: `LocalTransport` over the sessions' SQLite file, the demo `gmail` mailbox as the only
- * connector, and `models` to resolve the model of every agent; narrated.
+ * connector, and `models` to resolve the model of every agent; narrated. (Over HTTP: see `overHttp`.)
  */
-export const runtimeLayer = (models: Models.Service) => Narrate.layer(local(models))
+export const runtimeLayer = (models: Models.Service) => Narrate.layer(overHttp ? overHttpLayer(models) : local(models))
 
 /** Whether the examples run on a real model: `MISTRAL_API_KEY` is set. */
 export const live = (process.env.MISTRAL_API_KEY ?? "") !== ""
@@ -67,9 +102,11 @@ const liveRuntime = Layer.unwrapEffect(
 
 /** The offline runtime: one scripted brain as the model of every agent. */
 export const offlineRuntime = (brain: Brain) =>
-  live ? liveRuntime : Narrate.layer(
-    localOnContext().pipe(Layer.provide(ScriptedModel.layerFunction(brain)))
-  )
+  live ? liveRuntime : overHttp
+    ? Layer.unwrapEffect(
+      Effect.map(ScriptedModel.fromFunction(brain), (scripted) => runtimeLayer(Models.single(scripted.languageModel)))
+    )
+    : Narrate.layer(localOnContext().pipe(Layer.provide(ScriptedModel.layerFunction(brain))))
 
 /**
  * The offline runtime with one scripted brain per agent, by agent name: `{ shop: parentBrain, researcher: ... }`.

@@ -207,3 +207,32 @@ describe.concurrent("examples", () => {
     { timeout: 90_000 }
   )
 })
+
+describe.concurrent("examples over HTTP (PARLEY_EXAMPLES_TRANSPORT=http: a ParleyServer and HttpTransport)", () => {
+  it.live(
+    "callbacks/main.ts prints expected-output.txt over HTTP, line for line",
+    () =>
+      Effect.gen(function*() {
+        const stdout = yield* runExample(path.join("callbacks", "main.ts"), { PARLEY_EXAMPLES_TRANSPORT: "http" })
+        assert.strictEqual(stdout, readExpected("callbacks"))
+      }),
+    { timeout: 90_000 }
+  )
+
+  it.live(
+    "subagent-approvals/main.ts prints the guide's lines over HTTP; the narration of concurrent subagents may interleave",
+    () =>
+      Effect.gen(function*() {
+        const stdout = yield* runExample(path.join("subagent-approvals", "main.ts"), {
+          PARLEY_EXAMPLES_TRANSPORT: "http"
+        })
+        // Two researchers run at once, and a subagent of an earlier turn races the root's next turn: over a network
+        // their callbacks open in another order than in-process. The guide's own lines do not depend on it.
+        assert.deepStrictEqual(guideSections(stdout), guideSections(readExpected("subagent-approvals")))
+        const narration = (text: string) => text.split("\n").filter(isNarration)
+        const expected = new Set(narration(readExpected("subagent-approvals")))
+        for (const line of narration(stdout)) assert.isTrue(expected.has(line), `unexpected narration: ${line}`)
+      }),
+    { timeout: 90_000 }
+  )
+})

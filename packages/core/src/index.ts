@@ -62,6 +62,13 @@ export * as ParleyError from "./ParleyError.js"
 export * as Permissions from "./Permissions.js"
 
 /**
+ * The HTTP contract of a Parley server (an `HttpApi`, schemas only).
+ *
+ * @since 0.1.0
+ */
+export * as ProtocolApi from "./ProtocolApi.js"
+
+/**
  * Sessions: conversations with one agent, made of turns.
  *
  * @since 0.1.0

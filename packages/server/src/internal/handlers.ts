@@ -1,0 +1,141 @@
+/**
+ * The handlers of `ProtocolApi`'s JSON routes over the `Transport`: every lookup is scoped to the request's tenant.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type { SessionId } from "@parley/core/Ids"
+import type { TransportFailure } from "@parley/core/ParleyError"
+import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
+import type * as Transport from "@parley/core/Transport"
+import type { TurnSnapshot } from "@parley/core/Transport"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type { Access } from "./access.js"
+import { notFound } from "./access.js"
+import type * as Sessions from "./sessions.js"
+
+export interface Limits {
+  readonly maxMessageLength: number
+}
+
+/** Any `SessionNotFound` of a request becomes the server's one (as for a foreign session). */
+const uniform = <A, E extends { readonly _tag: string }, R>(sessionId: SessionId, effect: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(
+    effect,
+    (error): error is Extract<E, { readonly _tag: "SessionNotFound" }> => error._tag === "SessionNotFound",
+    () => Effect.fail(notFound(sessionId))
+  )
+
+export const sessions = (transport: Transport.Service, tenants: Sessions.Service, access: Access) =>
+  HttpApiBuilder.group(ProtocolApi, "sessions", (handlers) =>
+    handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          const info = yield* transport.createSession(payload)
+          yield* tenants.register(tenant.id, info)
+          return info
+        }))
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          const page = yield* tenants.list(tenant.id, urlParams.limit ?? 20, urlParams.cursor)
+          return new SessionPage({ sessions: page.sessions, next: page.next })
+        }))
+      .handle("get", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          return yield* uniform(path.sessionId, transport.getSession(path.sessionId))
+        }))
+      .handle("cancel", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          yield* uniform(path.sessionId, transport.cancel(path.sessionId))
+        })))
+
+/** Waits until the turn ended or is blocked, or `timeout` passed: the snapshot then. */
+const waitFor = (
+  transport: Transport.Service,
+  sessionId: SessionId,
+  turnId: TurnSnapshot["turn"]["turnId"],
+  timeout: Duration.Duration
+) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + Duration.toMillis(timeout)
+    while (true) {
+      const snapshot = yield* transport.snapshot(sessionId, turnId)
+      const left = deadline - Date.now()
+      if (snapshot.state !== undefined || left <= 0) return snapshot
+      // Anything stored after the snapshot: look again.
+      yield* transport.events(sessionId, snapshot.cursor).pipe(
+        Stream.filter((event) => event._tag !== "MessageDelta"),
+        Stream.take(1),
+        Stream.runDrain,
+        Effect.timeoutOption(Duration.millis(left))
+      )
+    }
+  })
+
+export const turns = (transport: Transport.Service, access: Access, limits: Limits) =>
+  HttpApiBuilder.group(ProtocolApi, "turns", (handlers) =>
+    handlers
+      .handle("send", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          if (payload.input.length > limits.maxMessageLength) {
+            return yield* new MessageTooLong({ limit: limits.maxMessageLength, length: payload.input.length })
+          }
+          return yield* uniform(path.sessionId, transport.sendMessage(path.sessionId, payload.input))
+        }))
+      .handle("get", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          return yield* uniform(path.sessionId, transport.snapshot(path.sessionId, path.turnId))
+        }))
+      .handle("wait", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          const timeout = Duration.seconds(urlParams.timeout ?? 30)
+          return yield* uniform(path.sessionId, waitFor(transport, path.sessionId, path.turnId, timeout))
+        })))
+
+export const callbacks = (transport: Transport.Service, access: Access) =>
+  HttpApiBuilder.group(ProtocolApi, "callbacks", (handlers) =>
+    handlers
+      .handle("listOpen", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          if (urlParams.sessionId !== undefined && !(yield* access.isOwned(tenant.id, urlParams.sessionId))) return []
+          const open = yield* transport.listOpen({ sessionId: urlParams.sessionId, kind: urlParams.kind })
+          const mine = new Map<SessionId, boolean>()
+          return yield* Effect.filter(open, (entry): Effect.Effect<boolean, TransportFailure> => {
+            const sessionId = entry.callback.sessionId
+            const known = mine.get(sessionId)
+            if (known !== undefined) return Effect.succeed(known)
+            return Effect.tap(
+              access.isOwned(tenant.id, sessionId),
+              (owned) => Effect.sync(() => mine.set(sessionId, owned))
+            )
+          })
+        }))
+      .handle("answer", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          yield* uniform(path.sessionId, transport.answer({ ...path, answer: payload }))
+        })))
+
+/** The `Option` of a header's `seq`: the event after it is where a stream resumes. */
+export const resumeFrom = (lastEventId: string | undefined, from: number | undefined): number => {
+  const last = Option.fromNullable(lastEventId).pipe(
+    Option.map((text) => Number(text.trim())),
+    Option.filter((n) => Number.isSafeInteger(n) && n >= -1)
+  )
+  return Option.isSome(last) ? last.value + 1 : from ?? 0
+}

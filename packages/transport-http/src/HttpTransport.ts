@@ -1,0 +1,92 @@
+/**
+ * The `Transport` port over HTTP: the client API (`Agent`, `Session`, `Turn`, `Inbox`) against a Parley server,
+ * built with `HttpApiClient` from `@parley/core`'s `ProtocolApi` (it needs `core` only). A program moves from
+ * `LocalTransport` to a deployed agent by changing this one layer; handlers and client tools still run in the
+ * program's process, tools the runtime runs are the server's.
+ *
+ * Events come as Server-Sent Events. The reader reconnects with `Last-Event-ID` whenever a connection drops (the
+ * network, the server closing its streams on shutdown, a restarted server), waiting between tries under `reconnect`
+ * (exponential from 50 ms, capped at 2 s, by default), so `Turn.result` and `Turn.events` never fail on a drop and
+ * never see an event twice or miss one. Every typed error of the server comes back as the same `ParleyError`.
+ *
+ * @example
+ * ```ts
+ * import { Agent } from "@parley/core"
+ * import { HttpTransport } from "@parley/transport-http"
+ * import { Effect, Redacted } from "effect"
+ *
+ * const assistant = Agent.make({ name: "assistant", model: "mistral-large-latest", instructions: "Be brief." })
+ *
+ * // the same program as in-process: only the layer that provides the Transport changes
+ * const program = Agent.run(assistant, "Hello").pipe(
+ *   Effect.provide(HttpTransport.layer({ url: "http://127.0.0.1:8787", apiKey: Redacted.make("dev-key") }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import type * as HttpClient from "@effect/platform/HttpClient"
+import type { Service } from "@parley/core/Transport"
+import { Transport as TransportTag } from "@parley/core/Transport"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import * as internal from "./internal/httpTransport.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** The server's base URL, e.g. `http://127.0.0.1:8787`. */
+  readonly url: string | URL
+  /** The API key (sent as `Authorization: Bearer …`). */
+  readonly apiKey: Redacted.Redacted<string> | string
+  /** How long to wait between tries when an event stream drops (default: exponential from 50 ms, capped at 2 s). */
+  readonly reconnect?: Schedule.Schedule<unknown, unknown> | undefined
+  /** Changes the `HttpClient` of every request (retries, proxies, tracing). */
+  readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+}
+
+/**
+ * The default reconnection schedule: exponential from 50 ms, each wait at most 2 s, forever; it starts over after
+ * 10 s without a drop.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const defaultReconnect: Schedule.Schedule<unknown, unknown> = Schedule.exponential("50 millis").pipe(
+  Schedule.union(Schedule.spaced("2 seconds")),
+  Schedule.resetAfter("10 seconds")
+)
+
+/**
+ * Builds the transport on the `HttpClient` in context.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make: (options: Options) => Effect.Effect<Service, never, HttpClient.HttpClient | Scope.Scope> = (
+  options
+) => internal.make({ ...options, reconnect: options.reconnect ?? defaultReconnect })
+
+/**
+ * The transport on the `HttpClient` in context (e.g. `NodeHttpClient.layerUndici`).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerWithoutClient = (options: Options): Layer.Layer<TransportTag, never, HttpClient.HttpClient> =>
+  Layer.scoped(TransportTag, make(options))
+
+/**
+ * The transport on the platform's `fetch` (`FetchHttpClient`).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (options: Options): Layer.Layer<TransportTag> =>
+  layerWithoutClient(options).pipe(Layer.provide(FetchHttpClient.layer))

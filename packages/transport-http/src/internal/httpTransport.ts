@@ -1,0 +1,187 @@
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { Answer } from "@parley/core/Answer"
+import { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
+import {
+  AnswerMismatch,
+  CallbackNotOpen,
+  SessionNotFound,
+  TransportFailure,
+  TurnNotFound
+} from "@parley/core/ParleyError"
+import { ProtocolApi, SendMessage } from "@parley/core/ProtocolApi"
+import type { Service } from "@parley/core/Transport"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Mailbox from "effect/Mailbox"
+import * as Redacted from "effect/Redacted"
+import type * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as EventStream from "./eventStream.js"
+
+export interface Options {
+  readonly url: string | URL
+  readonly apiKey: Redacted.Redacted<string> | string
+  readonly reconnect: Schedule.Schedule<unknown, unknown>
+  readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+}
+
+const isSessionId = Schema.is(SessionId)
+const isTurnId = Schema.is(TurnId)
+const isCallbackId = Schema.is(CallbackId)
+const decodeAnswer = Schema.decodeUnknownEither(Answer)
+
+/** The tags of the errors a method may fail with: any other error of a response is a `TransportFailure`. */
+type Tagged = { readonly _tag: string }
+
+const describe = (error: unknown): string => {
+  if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string") {
+    return error.message
+  }
+  return String(error)
+}
+
+/**
+ * Keeps the errors whose tag is in `keep` (the method's typed errors, decoded from the server's body) and turns
+ * every other one (a refused key, a body limit, a decode failure, a network error) into a `TransportFailure`.
+ */
+const typed = <K extends string>(method: string, keep: ReadonlyArray<K>) =>
+<A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Extract<E, { readonly _tag: K }> | TransportFailure, R> =>
+  Effect.mapError(effect, (error): Extract<E, { readonly _tag: K }> | TransportFailure => {
+    if (
+      typeof error === "object" && error !== null && "_tag" in error &&
+      (keep as ReadonlyArray<string>).includes((error as Tagged)._tag)
+    ) {
+      return error as Extract<E, { readonly _tag: K }>
+    }
+    if (error instanceof TransportFailure) return error
+    return new TransportFailure({ module: "HttpTransport", method, description: describe(error) })
+  })
+
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const apiKey = typeof options.apiKey === "string" ? options.apiKey : Redacted.value(options.apiKey)
+    const base = (yield* HttpClient.HttpClient).pipe(
+      HttpClient.mapRequest(HttpClientRequest.bearerToken(apiKey)),
+      options.transformClient ?? ((client) => client)
+    )
+    const client = yield* HttpApiClient.makeWith(ProtocolApi, { httpClient: base, baseUrl: options.url })
+    const streamOptions: EventStream.Options = {
+      client: base.pipe(HttpClient.mapRequest(HttpClientRequest.prependUrl(String(options.url)))),
+      reconnect: options.reconnect
+    }
+
+    /**
+     * The answers to one tree go one at a time, in the order the program gave them (as in-process, where each is
+     * committed before the call returns): concurrent requests would race.
+     */
+    const queues = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
+    const inOrder = <A, E>(sessionId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.suspend(() => {
+        let queue = queues.get(sessionId)
+        if (queue === undefined) {
+          queue = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+          queues.set(sessionId, queue)
+        }
+        const entry = queue
+        entry.users += 1
+        return entry.lock.withPermits(1)(effect).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            entry.users -= 1
+            if (entry.users === 0) queues.delete(sessionId)
+          }))
+        )
+      })
+
+    const sessionNotFound = (method: string, sessionId: unknown) =>
+      new SessionNotFound({ module: "HttpTransport", method, sessionId: String(sessionId) })
+
+    const service: Service = {
+      createSession: (agent) =>
+        client.sessions.create({ payload: agent }).pipe(
+          typed("createSession", ["AgentInvalid", "PolicyInvalid"])
+        ),
+      getSession: (sessionId) =>
+        isSessionId(sessionId)
+          ? client.sessions.get({ path: { sessionId } }).pipe(typed("getSession", ["SessionNotFound"]))
+          : Effect.fail(sessionNotFound("getSession", sessionId)),
+      getTurn: (sessionId, turnId) => service.snapshot(sessionId, turnId).pipe(Effect.map((snapshot) => snapshot.turn)),
+      sendMessage: (sessionId, input) =>
+        isSessionId(sessionId)
+          ? client.turns.send({ path: { sessionId }, payload: new SendMessage({ input }) }).pipe(
+            typed("sendMessage", ["SessionNotFound"])
+          )
+          : Effect.fail(sessionNotFound("sendMessage", sessionId)),
+      events: (sessionId, from) =>
+        isSessionId(sessionId)
+          ? EventStream.events(streamOptions, sessionId, from)
+          : Stream.fail(sessionNotFound("events", sessionId)),
+      subscribe: (sessionId, from) =>
+        isSessionId(sessionId)
+          ? Effect.flatMap(EventStream.open(streamOptions, sessionId, from), (stream) => Mailbox.fromStream(stream))
+          : Effect.fail(sessionNotFound("subscribe", sessionId)),
+      snapshot: (sessionId, turnId) => {
+        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("snapshot", sessionId))
+        if (!isTurnId(turnId)) {
+          return Effect.fail(
+            new TurnNotFound({ module: "HttpTransport", method: "snapshot", sessionId, turnId: String(turnId) })
+          )
+        }
+        return client.turns.get({ path: { sessionId, turnId } }).pipe(
+          typed("snapshot", ["SessionNotFound", "TurnNotFound"])
+        )
+      },
+      answer: (request) => {
+        const { callbackId, sessionId, turnId } = request
+        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("answer", sessionId))
+        if (!isTurnId(turnId)) {
+          return Effect.fail(
+            new TurnNotFound({ module: "HttpTransport", method: "answer", sessionId, turnId: String(turnId) })
+          )
+        }
+        if (!isCallbackId(callbackId)) {
+          return Effect.fail(
+            new CallbackNotOpen({ module: "HttpTransport", method: "answer", callbackId: String(callbackId) })
+          )
+        }
+        // An answer that is no `Answer` at all never leaves the process (as in-process: nothing is sent).
+        const answer = decodeAnswer(request.answer)
+        if (Either.isLeft(answer)) {
+          return Effect.fail(
+            new AnswerMismatch({
+              module: "HttpTransport",
+              method: "answer",
+              callbackId,
+              reason: `the answer is not an Answer: ${answer.left.message}`
+            })
+          )
+        }
+        // The client's request type is one per member of the payload union: any member is fine here.
+        const body = { path: { sessionId, turnId, callbackId }, payload: answer.right } as Parameters<
+          typeof client.callbacks.answer
+        >[0]
+        return inOrder(sessionId, client.callbacks.answer(body)).pipe(
+          typed("answer", [
+            "AnswerMismatch",
+            "CallbackNotOpen",
+            "CallbackAlreadyAnswered",
+            "SessionNotFound",
+            "TurnNotFound"
+          ])
+        )
+      },
+      cancel: (sessionId) =>
+        isSessionId(sessionId)
+          ? client.sessions.cancel({ path: { sessionId } }).pipe(typed("cancel", ["SessionNotFound"]))
+          : Effect.fail(sessionNotFound("cancel", sessionId)),
+      listOpen: (filter) =>
+        client.callbacks.listOpen({ urlParams: { sessionId: filter?.sessionId, kind: filter?.kind } }).pipe(
+          typed("listOpen", [])
+        )
+    }
+    return service
+  })
