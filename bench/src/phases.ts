@@ -22,6 +22,7 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import type { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
+import type { Duration } from "effect"
 import { Console, Effect, Layer, Metric, Option } from "effect"
 import type { BenchModel } from "./models.js"
 import type * as Stores from "./stores.js"
@@ -98,6 +99,9 @@ const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc
 export const canCollect = gc !== undefined
 
 /** The used heap after letting forked work settle and forcing two full GCs; none without `--expose-gc`. */
+export const heapAfterGcIn = (settle: Duration.DurationInput): Effect.Effect<Option.Option<number>> =>
+  Effect.zipRight(Effect.sleep(settle), heapAfterGc)
+
 export const heapAfterGc: Effect.Effect<Option.Option<number>> = Effect.sleep("50 millis").pipe(
   Effect.zipRight(Effect.sync(() => {
     if (gc === undefined) return Option.none()
@@ -354,7 +358,8 @@ export const pauseResume = (options: {
         count: options.count,
         budget: options.budget
       })
-      const after = yield* heapAfterGc
+      // Paused trees leave memory after the engine's paused time-to-live (a second by default): measured after it.
+      const after = yield* heapAfterGcIn("1100 millis")
 
       const show = progress(`${phase}: answered`, paused.length)
       const started = performance.now()

@@ -40,8 +40,8 @@ export interface Options {
   /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
   readonly idleTimeToLive?: Duration.DurationInput | undefined
   /**
-   * How long a paused tree — its turns all wait on callbacks — stays in memory after its last use (default: 25
-   * milliseconds): long enough for a program that answers at once, and a tree that waits for a person costs no memory
+   * How long a paused tree — its turns all wait on callbacks — stays in memory after its last use (default: one
+   * second): long enough for a program that answers at once, also over HTTP, and a tree that waits for a person costs no memory
    * meanwhile: it is rebuilt from its log (snapshot and tail) when the answer comes. Never longer than
    * `idleTimeToLive`.
    */

@@ -234,20 +234,20 @@ describe("Engine and store", () => {
       )
     }))
 
-  it.effect("a paused tree leaves memory soon (25 ms by default), a finished one stays; answered, it is loaded again", () =>
+  it.effect("a paused tree leaves memory soon (a second by default), a finished one stays; answered, it is loaded again", () =>
     Effect.gen(function*() {
       const store = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
         const settle = Effect.repeatN(Effect.yieldNow(), 20)
         const { blocked, turn } = yield* pausedTurn
-        yield* TestClock.adjust("20 millis")
+        yield* TestClock.adjust("900 millis")
         yield* settle
-        assert.strictEqual(store.loads(), 0, "20 ms paused: still in memory")
-        yield* TestClock.adjust("10 millis")
+        assert.strictEqual(store.loads(), 0, "0.9 s paused: still in memory")
+        yield* TestClock.adjust("200 millis")
         yield* settle
         yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
-        assert.strictEqual(store.loads(), 1, "30 ms paused: evicted, loaded again by the answer")
+        assert.strictEqual(store.loads(), 1, "1.1 s paused: evicted, loaded again by the answer")
         assert.strictEqual((yield* Turn.result(turn, { after: blocked }))._tag, "Completed")
         // Finished, the tree keeps the idle time-to-live (a minute).
         yield* TestClock.adjust("30 seconds")

@@ -123,7 +123,7 @@ export const make = (
       core,
       yield* Trees.make(core, {
         idleTimeToLive: options?.idleTimeToLive ?? "1 minute",
-        pausedTimeToLive: options?.pausedTimeToLive ?? "25 millis",
+        pausedTimeToLive: options?.pausedTimeToLive ?? "1 second",
         maxIdleTrees: options?.maxIdleTrees ?? 10_000
       })
     )
