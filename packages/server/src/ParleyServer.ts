@@ -39,10 +39,12 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
 import type { TransportFailure } from "@parley/core/ParleyError"
 import { ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
@@ -53,6 +55,7 @@ import * as Models from "@parley/runtime/Models"
 import * as RuntimeTools from "@parley/runtime/RuntimeTools"
 import type * as SessionStore from "@parley/runtime/SessionStore"
 import * as SqlStore from "@parley/store-sql/SqlStore"
+import type * as ConfigError from "effect/ConfigError"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -206,14 +209,29 @@ export interface RuntimeOptions extends Options {
   readonly host?: string | undefined
 }
 
+/**
+ * Why a server could not start: its store could not open (`StoreError`), its tenants' table could not be made
+ * (`SqlError`, `ConfigError`), its tenants could not be set up (`TransportFailure`), or it could not listen
+ * (`ServeError`: the port is taken, the host unknown).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export type StartError =
+  | SessionStore.StoreError
+  | SqlError.SqlError
+  | ConfigError.ConfigError
+  | TransportFailure
+  | HttpServerError.ServeError
+
 const serverOn = (
   options: RuntimeOptions,
-  store: Layer.Layer<SessionStore.SessionStore, unknown>,
-  sql: Layer.Layer<SqlClient.SqlClient, unknown>
-) => {
+  store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>,
+  sql: Layer.Layer<SqlClient.SqlClient, SqlError.SqlError | ConfigError.ConfigError>
+): Layer.Layer<HttpServer.HttpServer, StartError> => {
   const engine = (options.engine === undefined ? LocalTransport.layer : LocalTransport.layerWith(options.engine)).pipe(
     Layer.provide([
-      Layer.orDie(store),
+      store,
       Connectors.layer(options.connectors ?? []),
       RuntimeTools.layer(...(options.tools ?? [])),
       Models.layer(options.models)
@@ -229,9 +247,9 @@ const serverOn = (
       )
     )
     return layer(options).pipe(
-      Layer.provide([engine, Layer.orDie(Sessions.layerSql.pipe(Layer.provide(Layer.orDie(sql)))), closeConnections]),
+      Layer.provide([engine, Sessions.layerSql.pipe(Layer.provide(sql)), closeConnections]),
       Layer.provideMerge(
-        Layer.orDie(NodeHttpServer.layer(() => node, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" }))
+        NodeHttpServer.layer(() => node, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" })
       )
     )
   }))
@@ -246,7 +264,7 @@ const serverOn = (
  */
 export const layerSqlite = (
   options: RuntimeOptions & { readonly filename: string }
-): Layer.Layer<HttpServer.HttpServer> =>
+): Layer.Layer<HttpServer.HttpServer, StartError> =>
   serverOn(
     options,
     SqlStore.layerSqlite({ filename: options.filename }),
@@ -263,7 +281,7 @@ export const layerSqlite = (
  */
 export const layerPg = (
   options: RuntimeOptions & { readonly url: string | Redacted.Redacted }
-): Layer.Layer<HttpServer.HttpServer> => {
+): Layer.Layer<HttpServer.HttpServer, StartError> => {
   const url = typeof options.url === "string" ? Redacted.make(options.url) : options.url
   return serverOn(options, SqlStore.layerPg({ url, maxConnections: 10 }), PgClient.layer({ url, maxConnections: 2 }))
 }
