@@ -370,6 +370,51 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
       }),
     { timeout: 30_000 }
   )
+
+  it.scopedLive(
+    "an append waits for the lock without blocking the process, and goes through once it is released",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* sqliteFile
+        const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
+        yield* create(store)
+        yield* lockFromChild(filename, 1500)
+        let ticks = 0
+        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
+        const started = performance.now()
+        yield* store.append(treeId, 0, [queued(0)])
+        assert.isAbove(performance.now() - started, 1000)
+        // better-sqlite3's own busy wait would have frozen the timer for the whole wait.
+        assert.isAbove(ticks, 10)
+        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event.seq), [0])
+      }),
+    { timeout: 30_000 }
+  )
+
+  it.scopedLive(
+    "a lock held by a stopped process (SIGSTOP): an append fails after busyTimeout naming the lock, changes nothing, " +
+      "and goes through after SIGCONT",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* sqliteFile
+        const store = yield* storeOf(SqlStore.layerSqlite({ filename, busyTimeout: "400 millis" }))
+        yield* create(store)
+        const { child, released } = yield* lockFromChild(filename, 200)
+        child.kill("SIGSTOP")
+        // Stopped, it holds the lock past its 200 ms for as long as it stays stopped.
+        yield* Effect.sleep("300 millis")
+        const error = yield* Effect.flip(store.append(treeId, 0, [queued(0)]))
+        assert.strictEqual(error._tag, "StoreError")
+        assert.include(error.message, `${filename} is locked: another process held its write lock`)
+        assert.include(error.message, "(busyTimeout)")
+        assert.deepStrictEqual(yield* store.read(treeId, 0), [])
+        child.kill("SIGCONT")
+        yield* released
+        yield* store.append(treeId, 0, [queued(0)])
+        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event.seq), [0])
+      }),
+    { timeout: 30_000 }
+  )
 })
 
 describe("SqlStore on PostgreSQL", () => {

@@ -97,6 +97,7 @@ const storeError = (method: string, description: string) => (cause: unknown) =>
 
 const messageOf = (cause: unknown): string => {
   if (Cause.isCause(cause)) return messageOf(Cause.squash(cause))
+  if (cause instanceof StoreError) return cause.description
   if (typeof cause === "object" && cause !== null && "cause" in cause && cause.cause instanceof Error) {
     return cause.cause.message
   }
@@ -143,15 +144,37 @@ export const make = (
     // -------------------------------------------------------------------------
 
     const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
+    const busyTimeout = Duration.decode(options.busyTimeout ?? "5 seconds")
+    /**
+     * A write waits for another process's write lock without blocking this process: better-sqlite3's own wait
+     * (`busy_timeout`) blocks the thread, so a file held by a stopped process would freeze every fiber here — its
+     * heartbeats among them. The connection waits 10 ms at most; a write still locked out tries again after an
+     * asynchronous pause (5 ms, 10 ms, … then every 250 ms), for `busyTimeout` in all, then fails with a `StoreError`
+     * naming the lock.
+     */
+    const awaitingLock = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
+      dialect === "sqlite"
+        ? SqliteLock.waitForLock(effect, {
+          filename: options.filename,
+          lockTimeout: busyTimeout,
+          method: options.method ?? "make",
+          what,
+          timeoutOption: "busyTimeout",
+          warn: false
+        })
+        : effect
     /** Called after each write transaction: SQLite's watch then knows the files as this store left them. */
     let afterOwnWrite = (): void => {}
+    /** A write transaction; `waits: false` fails at once when another process holds the lock (the caller retries). */
     const transaction = <A, E, R>(
-      body: (connection: Connection) => Effect.Effect<A, E, R>
-    ): Effect.Effect<A, E | SqlError, R> =>
+      body: (connection: Connection) => Effect.Effect<A, E, R>,
+      waits = true
+    ): Effect.Effect<A, E | SqlError | StoreError, R> =>
       Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
         yield* Effect.addFinalizer(() => Effect.sync(() => afterOwnWrite()))
-        yield* connection.executeUnprepared(begin, [], undefined)
+        const started = connection.executeUnprepared(begin, [], undefined)
+        yield* waits ? awaitingLock("a write", started) : started
         const exit = yield* Effect.exit(
           Effect.provideService(body(connection), SqlClient.TransactionConnection, [connection, 0] as const)
         )
@@ -206,11 +229,11 @@ export const make = (
         Effect.all([
           unprepared(`PRAGMA synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`),
           unprepared("PRAGMA journal_mode = WAL"),
-          transaction(() => migrate)
+          transaction(() => migrate, false)
         ], { discard: true }),
         { ...lockOptions, what: "opening the store (WAL mode, migrations)" }
       )
-      yield* configure(Math.round(Duration.toMillis(options.busyTimeout ?? "5 seconds")))
+      yield* configure(Math.min(10, Math.round(Duration.toMillis(busyTimeout))))
     } else {
       yield* migrate.pipe(
         // Two processes creating the migrations table at once: the loser tries again and finds it.
@@ -337,11 +360,14 @@ export const make = (
 
     // One statement: kept only for a tree the store has, and only over a snapshot that is not further on.
     const saveSnapshot = (treeId: SessionId, snapshot: Snapshot) =>
-      sql`INSERT INTO parley_snapshots (tree_id, seq, version, state)
+      awaitingLock(
+        "saving a snapshot",
+        sql`INSERT INTO parley_snapshots (tree_id, seq, version, state)
         SELECT ${treeId}, CAST(${snapshot.seq} AS INTEGER), CAST(${snapshot.version} AS INTEGER), ${snapshot.state}
         WHERE EXISTS (SELECT 1 FROM parley_trees WHERE tree_id = ${treeId})
         ON CONFLICT (tree_id) DO UPDATE SET seq = excluded.seq, version = excluded.version, state = excluded.state
-        WHERE parley_snapshots.seq <= excluded.seq`.pipe(
+        WHERE parley_snapshots.seq <= excluded.seq`
+      ).pipe(
         Effect.asVoid,
         Effect.mapError(storeError("saveSnapshot", `could not save a snapshot of tree ${treeId}`))
       )
@@ -775,23 +801,30 @@ export const make = (
         Mailbox.fromStream(Stream.fromQueue(subscription))),
       heartbeat: (owner, ttl) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          sql`INSERT INTO parley_owners (owner_id, expires_at) VALUES (${owner}, ${now + Duration.toMillis(ttl)})
-            ON CONFLICT (owner_id) DO UPDATE SET expires_at = excluded.expires_at`.pipe(
+          awaitingLock(
+            "a heartbeat",
+            sql`INSERT INTO parley_owners (owner_id, expires_at)
+            VALUES (${owner}, ${now + Duration.toMillis(ttl)})
+            ON CONFLICT (owner_id) DO UPDATE SET expires_at = excluded.expires_at`
+          ).pipe(
             Effect.asVoid,
             Effect.mapError(storeError("heartbeat", `could not renew ${owner}`))
           )),
       retire: (owner) =>
-        sql`DELETE FROM parley_owners WHERE owner_id = ${owner}`.pipe(
+        awaitingLock("retiring an owner", sql`DELETE FROM parley_owners WHERE owner_id = ${owner}`).pipe(
           Effect.asVoid,
           Effect.mapError(storeError("retire", `could not retire ${owner}`))
         ),
       claim: (treeId, owner) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          sql<{ readonly epoch: number | string }>`UPDATE parley_trees
+          awaitingLock(
+            "a claim",
+            sql<{ readonly epoch: number | string }>`UPDATE parley_trees
             SET epoch = epoch + 1, owner = ${owner}
             WHERE tree_id = ${treeId} AND (owner IS NULL OR owner = ${owner} OR NOT EXISTS (
               SELECT 1 FROM parley_owners o WHERE o.owner_id = parley_trees.owner AND o.expires_at > ${now}))
-            RETURNING epoch`.pipe(
+            RETURNING epoch`
+          ).pipe(
             Effect.map((rows) =>
               rows.length === 0 ? Option.none() : Option.some<Lease>({ owner, epoch: Number(rows[0].epoch) })
             ),

@@ -36,6 +36,10 @@ export interface WaitOptions {
   readonly method: string
   /** What waits, for the log and the error: "opening the store". */
   readonly what: string
+  /** The option that bounds the wait, for the error (default `lockTimeout`). */
+  readonly timeoutOption?: string | undefined
+  /** Log once that it waits (default true; the store's writes wait quietly: contention between processes is normal). */
+  readonly warn?: boolean | undefined
 }
 
 /**
@@ -54,7 +58,7 @@ export const waitForLock = <A, E, R>(
     Schedule.whileInput((error: E) => isLocked(error)),
     Schedule.zipRight(Schedule.count),
     Schedule.tapOutput((attempt) =>
-      attempt === 0
+      attempt === 0 && options.warn !== false
         ? Effect.logWarning(
           `SqlStore.${options.method}: ${file} is locked by another process (it holds the write lock); ` +
             `${options.what} waits for it, up to ${Duration.format(timeout)}`
@@ -72,7 +76,9 @@ export const waitForLock = <A, E, R>(
             module: "SqlStore",
             method: options.method,
             description: `${file} is locked: another process held its write lock for longer than ` +
-              `${Duration.format(timeout)} (lockTimeout) while ${options.what} waited for it`,
+              `${Duration.format(timeout)} (${
+                options.timeoutOption ?? "lockTimeout"
+              }) while ${options.what} waited for it`,
             cause: Cause.squash(cause)
           })
           : new StoreError({
