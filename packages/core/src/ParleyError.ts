@@ -18,6 +18,8 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+// A cycle (Answer's validation fails with `AnswerMismatch`), read lazily: only `Schema.suspend` touches it.
+import { Answer } from "./Answer.js"
 
 /**
  * @since 0.1.0
@@ -114,7 +116,9 @@ export class CallbackAlreadyAnswered extends Schema.TaggedError<CallbackAlreadyA
   "@parley/core/ParleyError/CallbackAlreadyAnswered"
 )("CallbackAlreadyAnswered", {
   ...common,
-  callbackId: Schema.String
+  callbackId: Schema.String,
+  /** The answer that won (the `CallbackResolved` in the log carries it too). */
+  answer: Schema.optional(Schema.suspend((): typeof Answer => Answer).annotations({ identifier: "Answer" }))
 }) {
   /**
    * @since 0.1.0
@@ -205,7 +209,8 @@ export class RuntimeMissing
   override get message(): string {
     return `${where(this)}: no Parley runtime in context (no ${this.service} service): provide ` +
       "`LocalTransport.layerMemory()` (in-process, from @parley/runtime), the SQLite one-liner " +
-      "`SqlRuntime.layerSqlite()` (durable, from @parley/store-sql), or `HttpTransport.layer(…)` (coming)" +
+      "`SqlRuntime.layerSqlite()` (durable, from @parley/store-sql), or `HttpTransport.layer(…)` (a server, from " +
+      "@parley/transport-http)" +
       suffix(this.description)
   }
 }

@@ -24,7 +24,8 @@ describe("the client API with no runtime in context", () => {
         error.message,
         "Agent.startSession: no Parley runtime in context (no @parley/core/Transport service): provide " +
           "`LocalTransport.layerMemory()` (in-process, from @parley/runtime), the SQLite one-liner " +
-          "`SqlRuntime.layerSqlite()` (durable, from @parley/store-sql), or `HttpTransport.layer(…)` (coming)"
+          "`SqlRuntime.layerSqlite()` (durable, from @parley/store-sql), or `HttpTransport.layer(…)` (a server, from " +
+          "@parley/transport-http)"
       )
     }))
 

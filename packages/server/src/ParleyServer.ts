@@ -137,8 +137,9 @@ const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
     const transport = yield* Transport
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
+    const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
     const groups = Layer.mergeAll(
-      Handlers.sessions(transport, tenants, access),
+      Handlers.sessions(transport, tenants, access, runtimeTools),
       Handlers.turns(transport, access, { maxMessageLength: options.maxMessageLength ?? 100_000 }),
       Handlers.callbacks(transport, access),
       Sse.events(transport, access, {
@@ -152,7 +153,9 @@ const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
 
 /**
  * The server over the `Transport` (the engine: `LocalTransport.layer` of `@parley/runtime`), the `SessionTenants`
- * and the `HttpServer` in context (with its platform services: `NodeHttpServer.layer` provides both).
+ * and the `HttpServer` in context (with its platform services: `NodeHttpServer.layer` provides both). Given the
+ * engine's `RuntimeTools` too, it refuses (`AgentInvalid`, 400) a definition that marks a tool `runsIn: "runtime"`
+ * without a handler here (`layerSqlite` and `layerPg` do this).
  *
  * @since 0.1.0
  * @category Layers
@@ -229,13 +232,9 @@ const serverOn = (
   store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>,
   sql: Layer.Layer<SqlClient.SqlClient, SqlError.SqlError | ConfigError.ConfigError>
 ): Layer.Layer<HttpServer.HttpServer, StartError> => {
+  const runtimeTools = RuntimeTools.layer(...(options.tools ?? []))
   const engine = (options.engine === undefined ? LocalTransport.layer : LocalTransport.layerWith(options.engine)).pipe(
-    Layer.provide([
-      store,
-      Connectors.layer(options.connectors ?? []),
-      RuntimeTools.layer(...(options.tools ?? [])),
-      Models.layer(options.models)
-    ])
+    Layer.provide([store, Connectors.layer(options.connectors ?? []), runtimeTools, Models.layer(options.models)])
   )
   return Layer.unwrapEffect(Effect.sync(() => {
     const node = createServer()
@@ -247,7 +246,8 @@ const serverOn = (
       )
     )
     return layer(options).pipe(
-      Layer.provide([engine, Sessions.layerSql.pipe(Layer.provide(sql)), closeConnections]),
+      // The API checks a client's definitions against the runtime tools the engine has.
+      Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql)), closeConnections]),
       Layer.provideMerge(
         NodeHttpServer.layer(() => node, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" })
       )

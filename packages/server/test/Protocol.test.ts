@@ -256,6 +256,10 @@ describe("ParleyServer: bad input", () => {
         body: { _tag: "DenyApproval" }
       })
       assert.strictEqual(again.status, 409, again.text)
+      // with the winning answer's resolution
+      const body = JSON.parse(again.text) as { readonly _tag: string; readonly answer?: unknown }
+      assert.strictEqual(body._tag, "CallbackAlreadyAnswered")
+      assert.deepStrictEqual(body.answer, { _tag: "AllowApproval" })
     }))
 
   it.scopedLive("a key holds at most maxStreamsPerKey event streams (429 beyond); a closed one frees its place", () =>

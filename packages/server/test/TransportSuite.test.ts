@@ -5,10 +5,12 @@ import { httpRuntime, pgDatabase, pgSchema, sqliteDatabase, sqliteFile } from ".
 // The whole transport contract over HTTP: HttpTransport against a real ParleyServer on 127.0.0.1.
 TransportSuite.suite(
   "HttpTransport on SqlStore.layerSqlite",
-  httpRuntime(Effect.orDie(Effect.map(sqliteFile, sqliteDatabase)))
+  httpRuntime(Effect.orDie(Effect.map(sqliteFile, sqliteDatabase))),
+  { unprovidedRuntimeTool: "refused" }
 )
 
 TransportSuite.suite(
   "HttpTransport on SqlStore.layerPg",
-  httpRuntime(Effect.orDie(Effect.map(pgSchema, pgDatabase)))
+  httpRuntime(Effect.orDie(Effect.map(pgSchema, pgDatabase))),
+  { unprovidedRuntimeTool: "refused" }
 )

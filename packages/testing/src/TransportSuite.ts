@@ -87,6 +87,22 @@ export interface RuntimeOptions {
 }
 
 /**
+ * Where implementations may differ, what this one does.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Behaviour {
+  /**
+   * A definition that marks a tool `runsIn: "runtime"` whose handler the runtime lacks: the engine accepts it and
+   * answers each call with a failure result (`"failure result"`, the default: `LocalTransport`, where another process
+   * of the same store may have the handler), or the session is refused with `AgentInvalid` naming the tool
+   * (`"refused"`: a server checks a client's definition against the tools it provides).
+   */
+  readonly unprovidedRuntimeTool?: "failure result" | "refused" | undefined
+}
+
+/**
  * Registers the transport contract suite for one `Transport` implementation. `makeTransport(model, options)` returns
  * a fresh runtime whose agents all run on `model`, which runs `options.runtimeTools` itself and offers the `gmail`
  * demo mailbox connector (see the module docs).
@@ -96,7 +112,8 @@ export interface RuntimeOptions {
  */
 export const suite = (
   name: string,
-  makeTransport: (model: LanguageModel.Service, options: RuntimeOptions) => Layer.Layer<Transport.Transport>
+  makeTransport: (model: LanguageModel.Service, options: RuntimeOptions) => Layer.Layer<Transport.Transport>,
+  behaviour: Behaviour = {}
 ) =>
   describe(`${name} (Transport contract)`, () => {
     const withModel = Harness.withModel(makeTransport)
@@ -109,5 +126,5 @@ export const suite = (
     policyAndSignIn(withModel)
     subagents(withModel)
     hardening(withModel)
-    runtimeTools(withModel)
+    runtimeTools(withModel, behaviour.unprovidedRuntimeTool ?? "failure result")
   })

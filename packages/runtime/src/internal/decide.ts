@@ -194,7 +194,9 @@ const validateAnswer = (
   const record = TreeState.callback(tx.state, callbackId)
   if (record === undefined) return Either.left(notOpen(callbackId, "no such callback"))
   if (record.resolution === "answered") {
-    return Either.left(new CallbackAlreadyAnswered({ module: "Turn", method: "answer", callbackId }))
+    return Either.left(
+      new CallbackAlreadyAnswered({ module: "Turn", method: "answer", callbackId, answer: record.answer })
+    )
   }
   if (record.resolution !== undefined) return Either.left(notOpen(callbackId, `it was resolved ${record.resolution}`))
   const callback = record.callback

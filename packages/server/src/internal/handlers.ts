@@ -2,11 +2,14 @@
  * The handlers of `ProtocolApi`'s JSON routes over the `Transport`: every lookup is scoped to the request's tenant.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
-import type { TransportFailure } from "@parley/core/ParleyError"
+import { AgentInvalid, type TransportFailure } from "@parley/core/ParleyError"
 import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
+import type { ToolSpec } from "@parley/core/ToolSpec"
 import type * as Transport from "@parley/core/Transport"
 import type { TurnSnapshot } from "@parley/core/Transport"
+import type * as RuntimeTools from "@parley/runtime/RuntimeTools"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -27,12 +30,43 @@ const uniform = <A, E extends { readonly _tag: string }, R>(sessionId: SessionId
     () => Effect.fail(notFound(sessionId))
   )
 
-export const sessions = (transport: Transport.Service, tenants: Sessions.Service, access: Access) =>
+/** The tools of an agent and of its subagents, at any depth. */
+const toolsOf = (agent: AgentSpec): ReadonlyArray<ToolSpec> => [...agent.tools, ...agent.subagents.flatMap(toolsOf)]
+
+/**
+ * A client's definition may mark a tool `runsIn: "runtime"` only if this server runs it: else each call would end in
+ * a failure result, long after the mistake. (`provided` is `None` for a server over a `Transport` it did not build.)
+ */
+const checkRuntimeTools = (agent: AgentSpec, provided: Option.Option<RuntimeTools.Service>) => {
+  if (Option.isNone(provided)) return Effect.void
+  const missing = toolsOf(agent).filter((spec) =>
+    spec.runsIn === "runtime" && Option.isNone(provided.value.get(spec.id))
+  )
+  return missing.length === 0 ? Effect.void : Effect.fail(
+    new AgentInvalid({
+      module: "ParleyServer",
+      method: "createSession",
+      agent: agent.name,
+      issues: missing.map((spec) =>
+        `tool ${spec.name} (${spec.id}) is marked to run in the runtime, and this server has no handler for it ` +
+        "(give it to the server's tools, or leave runsIn unset so the client answers its calls)"
+      )
+    })
+  )
+}
+
+export const sessions = (
+  transport: Transport.Service,
+  tenants: Sessions.Service,
+  access: Access,
+  runtimeTools: Option.Option<RuntimeTools.Service>
+) =>
   HttpApiBuilder.group(ProtocolApi, "sessions", (handlers) =>
     handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
+          yield* checkRuntimeTools(payload, runtimeTools)
           const info = yield* transport.createSession(payload)
           yield* tenants.register(tenant.id, info)
           return info

@@ -93,6 +93,8 @@ export const answerValidation = (withModel: WithModel) =>
           const paris = Answer.ClientToolResult.success({ city: "Paris", country: "France" })
           const error = yield* Effect.flip(Turn.answer(turn, callback.id, paris))
           assert.strictEqual(error._tag, "CallbackAlreadyAnswered")
+          // The error carries the answer that won.
+          if (error._tag === "CallbackAlreadyAnswered") assert.deepStrictEqual(error.answer, lyon)
           assert.strictEqual(stateAs(yield* Turn.result(turn, { after: blocked }), "Completed").text, IN_LYON)
           const again = yield* Effect.flip(Turn.answer(turn, callback.id, paris))
           assert.strictEqual(again._tag, "CallbackAlreadyAnswered")

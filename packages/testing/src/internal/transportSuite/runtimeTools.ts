@@ -19,6 +19,7 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Tool from "@parley/tools/Tool"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ScriptedModel from "../../ScriptedModel.js"
@@ -143,7 +144,7 @@ const researcherBrain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
 // Scenarios
 // =============================================================================
 
-export const runtimeTools = (withModel: WithModel) =>
+export const runtimeTools = (withModel: WithModel, unprovided: "failure result" | "refused") =>
   describe("tools the runtime runs", () => {
     it.effect("an app that only follows Turn.events gets the tool answered by the runtime and the turn completes", () => {
       const counter = runs()
@@ -274,7 +275,29 @@ export const runtimeTools = (withModel: WithModel) =>
         }), { runtimeTools: [runtimeTool] })
     })
 
-    it.effect("a tool marked to run in the runtime, whose handler this runtime lacks, gets a failure result", () => {
+    it.effect(
+      unprovided === "refused"
+        ? "a tool marked to run in the runtime, whose handler this runtime lacks, is refused when the session starts"
+        : "a tool marked to run in the runtime, whose handler this runtime lacks, gets a failure result",
+      () => unprovided === "refused" ? refusedAtStart() : failureResult()
+    )
+
+    const refusedAtStart = () => {
+      const tool = priceTool(runs())
+      const marked = new ToolSpec({ ...tool.spec, runsIn: "runtime" })
+      return withModel(ScriptedModel.fromFunction(priceBrain), (model) =>
+        Effect.gen(function*() {
+          const started = yield* Effect.either(Agent.startSession(pricer(marked, "allow")))
+          if (Either.isRight(started)) return assert.fail("the session started")
+          const error = started.left
+          assert.strictEqual(error._tag, "AgentInvalid")
+          assert.include(error.message, "lookup_price")
+          assert.include(error.message, "no handler")
+          assert.deepStrictEqual(yield* model.calls, [])
+        }))
+    }
+
+    const failureResult = () => {
       const onClient = runs()
       const tool = priceTool(onClient)
       const marked = new ToolSpec({ ...tool.spec, runsIn: "runtime" })
@@ -294,7 +317,7 @@ export const runtimeTools = (withModel: WithModel) =>
           assert.deepStrictEqual(toolEvents(events), ["ToolCallStarted", "ToolExecutionStarted", "ToolCallCompleted"])
           assert.isTrue(toolCompleted(events, "lookup_price").isFailure)
         }))
-    })
+    }
 
     it.effect("a subagent's tool runs in the runtime too: the root's app only follows Turn.events", () => {
       const counter = runs()
