@@ -63,10 +63,12 @@ import * as internal from "./internal/sqlStore.js"
  *   `synchronous_commit = off`), and reach it with the next synced commit: a killed process loses none of them, a
  *   machine that loses power may lose those after the last synced one. `"normal"` (SQLite) never waits for the disk.
  *   Group commit shares one sync between the appends of all trees that are waiting. `syncedCommits` counts them.
- * - `busyTimeout` (SQLite): how long a write waits for another process's write lock (default 5 seconds), without
- *   blocking the process (better-sqlite3's own wait would stop the thread: every fiber, heartbeats included); then it
- *   fails with a `StoreError` naming the lock. A process stopped (`SIGSTOP`, a frozen VM) inside a write transaction
- *   holds the file's lock until it continues: no other process can write meanwhile.
+ * - `busyTimeout`: how long a write waits for a lock another process holds (default 5 seconds), then fails with a
+ *   `StoreError`. SQLite: the file's write lock, waited for without blocking the process (better-sqlite3's own wait
+ *   would stop the thread: every fiber, heartbeats included); a process stopped (`SIGSTOP`, a frozen VM) inside a write
+ *   transaction holds the file until it continues. PostgreSQL: a tree's row (`lock_timeout`); and the server ends a
+ *   transaction of this store left idle for longer (`idle_in_transaction_session_timeout`), so a stopped process
+ *   holds no tree for longer than that.
  * - `lockTimeout` (SQLite): how long opening the store waits for another process's write lock (default 15 seconds).
  *   The store switches the file to WAL mode and runs its migrations without blocking the process: it tries again with
  *   backoff (5 ms, 10 ms, … then every 250 ms), logs once that it waits and for which file, and after `lockTimeout`

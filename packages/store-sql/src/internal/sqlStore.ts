@@ -143,8 +143,15 @@ export const make = (
     // failing when a read turns into a write), and every failure typed (a failed COMMIT is a `SqlError`, not a defect)
     // -------------------------------------------------------------------------
 
-    const begin = dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"
     const busyTimeout = Duration.decode(options.busyTimeout ?? "5 seconds")
+    const busyMillis = Math.max(1, Math.round(Duration.toMillis(busyTimeout)))
+    // PostgreSQL: a write waits `busyTimeout` at most for a tree's row (`lock_timeout`), and a transaction left idle for
+    // longer — its process stopped (SIGSTOP, a frozen VM) or wedged mid-batch — is ended by the server
+    // (`idle_in_transaction_session_timeout`), which frees its trees for the others: a stopped owner never holds a tree
+    // past its lease. Set with BEGIN, in the same round trip.
+    const begin = dialect === "sqlite"
+      ? "BEGIN IMMEDIATE"
+      : `BEGIN; SET LOCAL lock_timeout = ${busyMillis}; SET LOCAL idle_in_transaction_session_timeout = ${busyMillis}`
     /**
      * A write waits for another process's write lock without blocking this process: better-sqlite3's own wait
      * (`busy_timeout`) blocks the thread, so a file held by a stopped process would freeze every fiber here — its
