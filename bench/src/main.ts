@@ -266,13 +266,14 @@ const RSS_CONCURRENCY = 64
 
 const rssSqliteSection = Effect.gen(function*() {
   const asked = options.pausedSql
-  const title = `${Report.count(asked)} paused turns on the SQLite store in one process, then all resumed ` +
-    `(ScriptedModel, child process, ${RSS_CONCURRENCY} at a time)`
+  const title = `${Report.count(asked)} paused turns on the SQLite store in one process, then all resumed by a ` +
+    `restarted engine (ScriptedModel, child process, ${RSS_CONCURRENCY} at a time)`
   if (asked === 0) return { title, rows: [Report.unmeasured("RSS", "skipped (--paused-sql=0)", "< 1.00 GiB")] }
   const result = yield* runChild(asked, options.sqlBudget, {
     store: "sqlite",
     concurrency: RSS_CONCURRENCY,
-    resume: true
+    resume: true,
+    restart: true
   })
   const resumed = result.resumed ?? 0
   const section: Report.Section = {
@@ -285,6 +286,10 @@ const rssSqliteSection = Effect.gen(function*() {
       Report.atMost("peak RSS (pausing and resuming)", result.maxRss ?? 0, RSS_100K, Report.mib),
       Report.info(`heap used at ${Report.count(result.paused)} paused`, Report.mib(result.heapUsed)),
       Report.info(`time to pause ${Report.count(result.paused)}`, Report.seconds(result.seconds)),
+      Report.info(
+        `restart: paused trees the new engine claimed at start, without loading them`,
+        `${Report.count(result.restartClaimed ?? 0)} in ${Report.seconds(result.restartSeconds ?? 0)}`
+      ),
       Report.info(`time to resume ${Report.count(resumed)}`, Report.seconds(result.resumeSeconds ?? 0))
     ]
   }

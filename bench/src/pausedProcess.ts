@@ -9,11 +9,14 @@
  * - `--store=sqlite`: `@parley/store-sql` on a new SQLite file (removed at the end), `synchronous=FULL`.
  * - `--resume`: then answers every paused turn by id and waits for it to complete (C at a time, each checked as in
  *   `workload.ts`), within S seconds more; adds `resumed`, `resumeSeconds` and `maxRss` (the process's peak RSS).
+ * - `--restart` (with `--resume`, SQLite): the engine that paused them stops first, and a new one on the same file
+ *   resumes them; adds `restartClaimed` and `restartSeconds` (the paused trees it claimed at start, and when).
  *
  * `runChild` is the parent's side.
  */
 import { Agent, Answer, Session, Turn } from "@parley/core"
-import { Cause, Console, Data, Effect, Exit, Option, Schema } from "effect"
+import { SessionStore } from "@parley/runtime"
+import { Cause, Console, Data, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -31,7 +34,10 @@ export const ChildResult = Schema.parseJson(Schema.Struct({
   heapUsed: Schema.Number,
   resumed: Schema.optional(Schema.Number),
   resumeSeconds: Schema.optional(Schema.Number),
-  maxRss: Schema.optional(Schema.Number)
+  maxRss: Schema.optional(Schema.Number),
+  /** With `--restart`: the paused trees the new engine claimed at start, and how long after it began. */
+  restartClaimed: Schema.optional(Schema.Number),
+  restartSeconds: Schema.optional(Schema.Number)
 }))
 
 export type ChildResult = typeof ChildResult.Type
@@ -54,12 +60,16 @@ const child = Effect.gen(function*() {
   const concurrency = Math.max(1, flag("concurrency", 1))
   const store = process.argv.includes("--store=sqlite") ? Stores.sqlite() : Stores.memory
   const resume = process.argv.includes("--resume")
+  const restart = process.argv.includes("--restart")
   const phase = `paused (RSS, ${store.name})`
   const ledger = new Ledger()
   const agent = makeAgent(ledger)
   const model = yield* scripted.make(ledger)
   const database = yield* store.open
-  return yield* Effect.gen(function*() {
+  // The first engine lives in a scope of its own: with `--restart` it stops before the second starts.
+  const firstScope = yield* Scope.make()
+  const first = yield* Layer.buildWithScope(runtime(model, database.layer), firstScope)
+  const { paused, result } = yield* Effect.gen(function*() {
     yield* heapAfterGc
     const rssBefore = process.memoryUsage().rss
     const { paused, ...pause } = yield* pauseMany({ agent, ledger, phase, count, budget, concurrency })
@@ -72,7 +82,27 @@ const child = Effect.gen(function*() {
       rss,
       heapUsed: Option.getOrElse(heapUsed, () => process.memoryUsage().heapUsed)
     }
-    if (!resume) return yield* Console.log(JSON.stringify(result))
+    return { paused, result }
+  }).pipe(Effect.provide(first))
+  if (!resume) return yield* Console.log(JSON.stringify(result))
+  if (restart) yield* Scope.close(firstScope, Exit.void)
+  // With `--restart`, the first engine stops and a new one takes the paused trees up at start: the time until it has claimed them (without loading them) is measured at its store.
+  const restarted = { claimed: 0, at: 0 }
+  const restartedAt = performance.now()
+  const watched = Layer.effect(
+    SessionStore.SessionStore,
+    Effect.map(SessionStore.SessionStore, (inner): SessionStore.Service => ({
+      ...inner,
+      claimPaused: (owner, own) =>
+        Effect.tap(inner.claimPaused(owner, own), ({ trees }) =>
+          Effect.sync(() => {
+            if (restarted.at !== 0) return
+            restarted.at = performance.now()
+            restarted.claimed = trees.length
+          }))
+    }))
+  ).pipe(Layer.provide(database.layer))
+  return yield* Effect.gen(function*() {
     let resumed = 0
     const started = performance.now()
     yield* Effect.forEach(paused, ({ approval, blocked }) =>
@@ -95,10 +125,11 @@ const child = Effect.gen(function*() {
         ...result,
         resumed,
         resumeSeconds,
-        maxRss: process.resourceUsage().maxRSS * 1024
+        maxRss: process.resourceUsage().maxRSS * 1024,
+        ...(restart ? { restartClaimed: restarted.claimed, restartSeconds: (restarted.at - restartedAt) / 1000 } : {})
       } satisfies ChildResult
     ))
-  }).pipe(Effect.provide(runtime(model, database.layer)))
+  }).pipe(Effect.provide(restart ? yield* Layer.build(runtime(model, watched)) : first))
 }).pipe(Effect.scoped)
 
 const entry = fileURLToPath(import.meta.url)
@@ -107,7 +138,13 @@ const entry = fileURLToPath(import.meta.url)
 export const runChild = (
   count: number,
   budget: number,
-  options: { readonly store?: ChildStore; readonly concurrency?: number; readonly resume?: boolean } = {}
+  options: {
+    readonly store?: ChildStore
+    readonly concurrency?: number
+    readonly resume?: boolean
+    /** Resume in a new engine on the same store (SQLite only: a memory store ends with its engine). */
+    readonly restart?: boolean
+  } = {}
 ): Effect.Effect<ChildResult, ChildFailed> =>
   Effect.async<string, ChildFailed>((resume) => {
     const process_ = spawn(
@@ -119,7 +156,8 @@ export const runChild = (
         `--budget=${budget}`,
         `--store=${options.store ?? "memory"}`,
         `--concurrency=${options.concurrency ?? 1}`,
-        ...(options.resume === true ? ["--resume"] : [])
+        ...(options.resume === true ? ["--resume"] : []),
+        ...(options.restart === true ? ["--restart"] : [])
       ],
       { stdio: ["ignore", "pipe", "inherit"] }
     )

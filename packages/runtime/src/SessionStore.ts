@@ -184,6 +184,22 @@ export interface UnfinishedTree {
 }
 
 /**
+ * The paused trees an owner claimed in one go (`claimPaused`), with the deadlines of their open callbacks.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface PausedClaim {
+  readonly trees: ReadonlyArray<{ readonly treeId: SessionId; readonly lease: Lease }>
+  /** When each open callback of those trees expires (epoch millis); callbacks without a deadline are left out. */
+  readonly deadlines: ReadonlyArray<{
+    readonly treeId: SessionId
+    readonly callbackId: CallbackId
+    readonly expiresAt: number
+  }>
+}
+
+/**
  * A snapshot of a tree's projection, as the store keeps it: the state after the events before `seq`, as JSON text
  * (`TreeState.encodeSnapshot`), and the layout it was written with (`TreeState.snapshotVersion`).
  *
@@ -253,8 +269,18 @@ export interface Service {
    * epoch (raised by every claim). The lease is `None` while another owner is alive (or when there is no such tree).
    */
   readonly claim: (treeId: SessionId, owner: string) => Effect.Effect<Option.Option<Lease>, StoreError>
-  /** The trees with turns not ended that `owner` may claim: unowned, its own, or whose owner's heartbeat lapsed. */
+  /**
+   * The trees with turns not ended that `owner` may claim (unowned, its own, or whose owner's heartbeat lapsed) and
+   * that have work to resume: paused trees — whose last append ended with `TurnBlocked`, waiting on callbacks only —
+   * are `claimPaused`'s.
+   */
   readonly unfinished: (owner: string) => Effect.Effect<ReadonlyArray<UnfinishedTree>, StoreError>
+  /**
+   * Claims, in one go, the paused trees `owner` may claim (as `unfinished` says; those it owns already only when
+   * `own`), each with a new epoch, and returns them with their open callbacks' deadlines: recovery claims paused trees
+   * without loading them, and loads one when something happens to it (an answer, a deadline).
+   */
+  readonly claimPaused: (owner: string, own: boolean) => Effect.Effect<PausedClaim, StoreError>
   /** The callbacks open across trees, oldest first, optionally of one session (not its subagents) or one kind. */
   readonly listOpen: (filter?: {
     readonly sessionId?: SessionId | undefined

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnEvent } from "@parley/core"
-import { Agent, Answer, Inbox, Session, Turn } from "@parley/core"
+import { Agent, AgentSpec, Answer, Inbox, Session, Turn } from "@parley/core"
 import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
@@ -54,19 +54,19 @@ const start = (
 const greeter = Agent.make({ name: "greeter", model: "scripted", instructions: "Greet." })
 
 const PRICES: Record<string, string> = { atlas: "1,200 EUR" }
-const pricer = Agent.make({
+const lookupPrice = Tool.make("lookup_price", {
+  description: "Price of one product.",
+  parameters: { product: Schema.String },
+  success: Schema.Struct({ price: Schema.String })
+}, ({ product }) => ({ price: PRICES[product.toLowerCase()] ?? "unknown" }))
+const pricerOptions = {
   name: "pricer",
   model: "scripted",
   instructions: "Look up the price, then answer in one sentence.",
   permissionMode: "ask",
-  tools: [
-    Tool.make("lookup_price", {
-      description: "Price of one product.",
-      parameters: { product: Schema.String },
-      success: Schema.Struct({ price: Schema.String })
-    }, ({ product }) => ({ price: PRICES[product.toLowerCase()] ?? "unknown" }))
-  ]
-})
+  tools: [lookupPrice]
+} as const
+const pricer = Agent.make(pricerOptions)
 const pricerBrain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
   const price = ScriptedModel.toolResults(call).find((result) => result.name === "lookup_price")
   if (price === undefined) return ScriptedModel.toolCall("lookup_price", { product: "Atlas" })
@@ -359,6 +359,70 @@ describe("Leases: one owner per tree", () => {
       assert.strictEqual(state._tag === "Completed" ? state.text : state._tag, "Hello from A.")
       assert.deepStrictEqual([(yield* modelA.calls).length, (yield* modelB.calls).length], [1, 0])
     }))
+
+  it.effect(
+    "at start, paused trees are claimed without being loaded; an answer from another process resumes one in the new " +
+      "owner, a deadline expires another there",
+    () =>
+      Effect.gen(function*() {
+        const memory = yield* SessionStore.makeMemory
+        const loaded = new Set<string>()
+        const claimed = yield* Deferred.make<void>()
+        const store: SessionStore.Service = {
+          ...memory,
+          read: (treeId, from) => Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.read(treeId, from)),
+          loadSnapshot: (treeId) => Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.loadSnapshot(treeId)),
+          claimPaused: (owner, own) =>
+            Effect.tap(memory.claimPaused(owner, own), () => Deferred.succeed(claimed, undefined))
+        }
+        const patient = Agent.make({
+          ...pricerOptions,
+          name: "patient",
+          timeouts: new AgentSpec.CallbackTimeouts({ approval: Duration.minutes(5) })
+        })
+        // Engine A leaves two trees paused on their approvals, and stops.
+        const a = yield* start(store, yield* ScriptedModel.fromFunction(pricerBrain), { owner: "engine-a" })
+        const answered = yield* a.provide(Agent.run(pricer, "What does the Atlas cost?"))
+        const expiring = yield* a.provide(Agent.run(patient, "What does the Atlas cost?"))
+        assert.deepStrictEqual([answered._tag, expiring._tag], ["Blocked", "Blocked"])
+        yield* a.stop
+
+        // Engine B starts: it claims both in one go and loads neither.
+        loaded.clear()
+        const model = yield* ScriptedModel.fromFunction(pricerBrain)
+        const b = yield* start(store, model, { owner: "engine-b" })
+        yield* within("B's claim of the paused trees", Deferred.await(claimed))
+        yield* TestServices.provideLive(Effect.sleep("50 millis"))
+        assert.deepStrictEqual([...loaded], [], "no paused tree was loaded")
+        assert.deepStrictEqual((yield* store.claimPaused("engine-c", true)).trees, [], "B holds them")
+
+        // Answered from another process (an engine that runs no work): B loads that tree, runs the tool, completes.
+        const c = yield* start(store, yield* ScriptedModel.fromFunction(pricerBrain), {
+          owner: "engine-c",
+          runsWork: false
+        })
+        const [open] = yield* c.provide(Inbox.listOpen({ sessionId: answered.sessionId }))
+        yield* c.provide(Inbox.answer(open, new Answer.AllowApproval()))
+        // The tool runs where its handler is (C's program, as the client of the turn); B runs the model.
+        const final = yield* c.provide(Effect.gen(function*() {
+          const session = yield* Agent.session(pricer, answered.sessionId)
+          return yield* within("C's Turn.result", Turn.result(yield* Session.turn(session, answered.turnId)))
+        }))
+        assert.strictEqual(final._tag === "Completed" ? final.text : final._tag, "The Atlas costs 1,200 EUR.")
+        assert.strictEqual((yield* model.calls).length, 1, "B made the answered tree's last model step")
+
+        // The other one's deadline passes: B expires its approval (its deadline came with the claim).
+        assert.isFalse(loaded.has(expiring.sessionId))
+        yield* TestClock.adjust("6 minutes")
+        const expired = yield* waitFor(store, expiring.sessionId, "TurnEnded")
+        assert.include(
+          expired.flatMap((event) => event._tag === "CallbackResolved" ? [event.resolution] : []),
+          "expired"
+        )
+        yield* c.stop
+        yield* b.stop
+      })
+  )
 
   it.effect("lease upkeep runs on the wall clock: an hour of simulated time costs no heartbeat and no take-over scan", () =>
     Effect.gen(function*() {

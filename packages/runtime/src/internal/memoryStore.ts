@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Fanout from "../Fanout.js"
-import type { Change, OpenCallbackRow, Service, Snapshot, StoredTree, StoreError } from "../SessionStore.js"
+import type { Change, Lease, OpenCallbackRow, Service, Snapshot, StoredTree, StoreError } from "../SessionStore.js"
 import { LeaseLost, ResolutionConflict, SeqConflict } from "../SessionStore.js"
 
 interface Log {
@@ -14,6 +14,8 @@ interface Log {
   readonly events: Array<TurnEvent>
   /** Turns queued and not ended. */
   openTurns: number
+  /** Its last append ended with `TurnBlocked`: it waits on callbacks only. */
+  paused: boolean
   owner: string | undefined
   epoch: number
   /** The latest snapshot of the tree's projection. */
@@ -30,6 +32,8 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
   const watchers = new Set<Mailbox.Mailbox<Change, StoreError>>()
   /** Callbacks opened and not resolved, in the order they opened. */
   const open = new Map<CallbackId, OpenCallbackRow>()
+  /** When the open callbacks that have a deadline expire (epoch millis). */
+  const expiries = new Map<CallbackId, number>()
   /** Owners and when their heartbeat lapses (epoch millis). */
   const owners = new Map<string, number>()
   const isAlive = (owner: string | undefined, now: number) => owner !== undefined && (owners.get(owner) ?? 0) > now
@@ -48,6 +52,7 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
           tree,
           events: [],
           openTurns: 0,
+          paused: false,
           owner: undefined,
           epoch: 0,
           snapshot: undefined
@@ -84,8 +89,13 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
           else if (event._tag === "CallbackOpened") {
             const { callback, seq, sessionId, turnId } = event
             open.set(callback.id, { treeId, sessionId, turnId, callbackId: callback.id, kind: callback.kind, seq })
-          } else if (event._tag === "CallbackResolved") open.delete(event.callbackId)
+            if (callback.expiresAt !== undefined) expiries.set(callback.id, callback.expiresAt.epochMillis)
+          } else if (event._tag === "CallbackResolved") {
+            open.delete(event.callbackId)
+            expiries.delete(event.callbackId)
+          }
         }
+        log.paused = events[events.length - 1]._tag === "TurnBlocked"
         fanout.appended(treeId, events)
         const change = { treeId, nextSeq: log.events.length }
         for (const watcher of watchers) watcher.unsafeOffer(change)
@@ -118,11 +128,31 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
         Clock.currentTimeMillis,
         (now) =>
           Array.from(logs.values()).flatMap((log) =>
-            log.openTurns > 0 && (log.owner === owner || !isAlive(log.owner, now))
+            log.openTurns > 0 && !log.paused && (log.owner === owner || !isAlive(log.owner, now))
               ? [{ treeId: log.tree.treeId, owner: log.owner }]
               : []
           )
       ),
+    claimPaused: (owner, own) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const trees: Array<{ readonly treeId: SessionId; readonly lease: Lease }> = []
+        for (const log of logs.values()) {
+          if (log.openTurns === 0 || !log.paused) continue
+          // Its own trees only when asked (at start); another owner's once it lapsed.
+          if (log.owner === owner ? !own : isAlive(log.owner, now)) continue
+          log.owner = owner
+          log.epoch++
+          trees.push({ treeId: log.tree.treeId, lease: { owner, epoch: log.epoch } })
+        }
+        const claimed = new Set(trees.map((tree) => tree.treeId))
+        const deadlines = Array.from(open.values()).flatMap((row) => {
+          const expiresAt = expiries.get(row.callbackId)
+          return claimed.has(row.treeId) && expiresAt !== undefined
+            ? [{ treeId: row.treeId, callbackId: row.callbackId, expiresAt }]
+            : []
+        })
+        return { trees, deadlines }
+      }),
     listOpen: (filter) =>
       Effect.sync(() =>
         Array.from(open.values()).filter((row) =>

@@ -114,9 +114,20 @@ const changeNumbers = Effect.gen(function*() {
   })
 })
 
+// Paused trees are claimed without being loaded: a tree knows whether its last append ended with `TurnBlocked`
+// (`paused`), and each callback when it expires (`expires_at`, epoch millis; none for a callback without a deadline).
+// Trees stored before are not paused until their next append: recovery loads them, as it did.
+const pausedTrees = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const bigint = sql.onDialectOrElse({ pg: () => sql.literal("BIGINT"), orElse: () => sql.literal("INTEGER") })
+  yield* sql`ALTER TABLE parley_trees ADD COLUMN paused INTEGER NOT NULL DEFAULT 0`
+  yield* sql`ALTER TABLE parley_callbacks ADD COLUMN expires_at ${bigint}`
+})
+
 export const loader: Migrator.Loader = Migrator.fromRecord({
   "0001_create_tables": createTables,
   "0002_leases": addLeases,
   "0003_snapshots": addSnapshots,
-  "0004_change_numbers": changeNumbers
+  "0004_change_numbers": changeNumbers,
+  "0006_paused_trees": pausedTrees
 })

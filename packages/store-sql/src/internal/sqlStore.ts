@@ -416,12 +416,23 @@ export const make = (
           else if (event._tag === "TurnEnded") openTurns--
         }
         const fence = lease === undefined ? [] : [lease.owner, lease.epoch]
+        const paused = events[events.length - 1]._tag === "TurnBlocked" ? 1 : 0
         const moved = yield* run(
           connection,
           lease === undefined ? statements.casNextSeq : statements.casNextSeqFenced,
           dialect === "sqlite"
-            ? [nextSeq, openTurns, instance, treeId, expectedSeq, ...fence]
-            : [nextSeq, openTurns, instance, treeId, expectedSeq, ...fence, channel, `${instance} ${treeId} ${nextSeq}`]
+            ? [nextSeq, openTurns, paused, instance, treeId, expectedSeq, ...fence]
+            : [
+              nextSeq,
+              openTurns,
+              paused,
+              instance,
+              treeId,
+              expectedSeq,
+              ...fence,
+              channel,
+              `${instance} ${treeId} ${nextSeq}`
+            ]
         )
         if (moved.length === 0) {
           const actual = yield* run(
@@ -445,7 +456,16 @@ export const make = (
           if (event._tag === "CallbackResolved") {
             resolutions.push([event.callbackId, treeId, event.seq, event.resolution])
           } else if (event._tag === "CallbackOpened") {
-            callbacks.push([event.callback.id, treeId, event.sessionId, event.turnId, event.callback.kind, event.seq])
+            const { callback } = event
+            callbacks.push([
+              callback.id,
+              treeId,
+              event.sessionId,
+              event.turnId,
+              callback.kind,
+              event.seq,
+              callback.expiresAt === undefined ? null : callback.expiresAt.epochMillis
+            ])
           }
           if (!sessionTrees.has(event.sessionId) && !sessions.has(event.sessionId)) {
             sessions.set(event.sessionId, event.seq)
@@ -840,7 +860,7 @@ export const make = (
       unfinished: (owner) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           sql<{ readonly tree_id: string; readonly owner: string | null }>`SELECT tree_id, owner FROM parley_trees t
-            WHERE open_turns > 0 AND (owner IS NULL OR owner = ${owner} OR NOT EXISTS (
+            WHERE open_turns > 0 AND paused = 0 AND (owner IS NULL OR owner = ${owner} OR NOT EXISTS (
               SELECT 1 FROM parley_owners o WHERE o.owner_id = t.owner AND o.expires_at > ${now}))
             ORDER BY created_at, tree_id`.pipe(
             Effect.map((rows) =>
@@ -848,6 +868,52 @@ export const make = (
             ),
             Effect.mapError(storeError("unfinished", "could not list the unfinished trees"))
           )),
+      claimPaused: (owner, own) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          // Its own trees only when asked (at start); another owner's once it lapsed.
+          const claimable = own
+            ? sql`owner IS NULL OR owner = ${owner} OR NOT EXISTS (
+                SELECT 1 FROM parley_owners o WHERE o.owner_id = parley_trees.owner AND o.expires_at > ${now})`
+            : sql`owner IS NULL OR (owner <> ${owner} AND NOT EXISTS (
+                SELECT 1 FROM parley_owners o WHERE o.owner_id = parley_trees.owner AND o.expires_at > ${now}))`
+          const claimed = yield* awaitingLock(
+            "claiming paused trees",
+            sql<{ readonly tree_id: string; readonly epoch: number | string }>`UPDATE parley_trees
+              SET epoch = epoch + 1, owner = ${owner}
+              WHERE open_turns > 0 AND paused = 1 AND (${claimable})
+              RETURNING tree_id, epoch`
+          )
+          const trees = claimed.map((row) => ({
+            treeId: row.tree_id as SessionId,
+            lease: { owner, epoch: Number(row.epoch) }
+          }))
+          const deadlines: Array<{ treeId: SessionId; callbackId: CallbackId; expiresAt: number }> = []
+          for (
+            const chunk of chunksOf(
+              trees.map((tree) =>
+                tree.treeId
+              ),
+              500
+            )
+          ) {
+            const rows = yield* sql<{
+              readonly tree_id: string
+              readonly callback_id: string
+              readonly expires_at: number | string
+            }>`SELECT c.tree_id, c.callback_id, c.expires_at FROM parley_callbacks c
+              WHERE c.tree_id IN ${sql.in(chunk)} AND c.expires_at IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM parley_callback_resolutions r WHERE r.callback_id = c.callback_id)`
+            for (const row of rows) {
+              deadlines.push({
+                treeId: row.tree_id as SessionId,
+                callbackId: row.callback_id as CallbackId,
+                expiresAt: Number(row.expires_at)
+              })
+            }
+          }
+          return { trees, deadlines }
+        }).pipe(Effect.mapError(storeError("claimPaused", `could not claim the paused trees for ${owner}`))),
       listOpen: (filter) => {
         const bySession = filter?.sessionId === undefined
           ? sql.literal("")

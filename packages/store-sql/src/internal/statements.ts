@@ -9,9 +9,9 @@ export type Dialect = "sqlite" | "pg"
 
 export interface Statements {
   /**
-   * Compare-and-set of a tree's length, adding to its count of open turns and numbering the change. Params on SQLite:
-   * next_seq, open turns, instance, tree, expected; on PostgreSQL: next_seq, open turns, instance, tree, expected,
-   * channel, payload. The fenced form (an append under a lease) takes the owner and epoch after `expected`.
+   * Compare-and-set of a tree's length, adding to its count of open turns, setting whether it is paused and numbering
+   * the change. Params on SQLite: next_seq, open turns, paused, instance, tree, expected; on PostgreSQL: next_seq, open
+   * turns, paused, instance, tree, expected, channel, payload. The fenced form (an append under a lease) takes the owner and epoch after `expected`.
    */
   readonly casNextSeq: string
   readonly casNextSeqFenced: string
@@ -26,7 +26,7 @@ export interface Statements {
 const eventColumns = ["tree_id", "seq", "session_id", "turn_id", "tag", "version", "event"] as const
 const resolutionColumns = ["callback_id", "tree_id", "seq", "resolution"] as const
 const sessionColumns = ["session_id", "tree_id", "seq"] as const
-const callbackColumns = ["callback_id", "tree_id", "session_id", "turn_id", "kind", "seq"] as const
+const callbackColumns = ["callback_id", "tree_id", "session_id", "turn_id", "kind", "seq", "expires_at"] as const
 const treeColumns = ["tree_id", "version", "agent", "created_at", "next_seq"] as const
 
 export const eventRow = (
@@ -60,14 +60,14 @@ export const make = (dialect: Dialect): Statements => {
     const fence = fenced ? " AND owner = ? AND epoch = ?" : ""
     return dialect === "sqlite"
       ? text(
-        "UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ?, " +
+        "UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ?, paused = ?, " +
           "change_id = (SELECT COALESCE(MAX(change_id), 0) + 1 FROM parley_trees), " +
           `changed_by = ? WHERE tree_id = ? AND next_seq = ?${fence} RETURNING next_seq`
       )
       // The notification (its payload ends with the change's number) is sent at commit, and dropped with a savepoint
       // that rolls back.
       : text(
-        "UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ?, " +
+        "UPDATE parley_trees SET next_seq = ?, open_turns = open_turns + ?, paused = ?, " +
           "change_id = nextval('parley_change_seq'), changed_by = ? " +
           `WHERE tree_id = ? AND next_seq = ?${fence} ` +
           "RETURNING next_seq, pg_notify(?, ? || ' ' || change_id) AS notified"

@@ -1,7 +1,8 @@
 /**
  * The engine as an owner of trees (when it runs work): its heartbeat, renewed every third of the lease's time-to-live
  * on the wall clock, its retirement when it stops, and recovery — at start, the unfinished trees it may claim are
- * loaded, which resumes them; then, every lease period, the trees whose owner stopped beating are taken over. A tree
+ * loaded, which resumes them, and the paused ones are claimed without loading (their deadlines kept); then, every
+ * lease period, the trees whose owner stopped beating are taken over. A tree
  * loaded as a follower is claimed when its owner's lease lapses, and resumes.
  */
 import * as Duration from "effect/Duration"
@@ -50,13 +51,52 @@ const takeUp = (core: Core, own: boolean) =>
     Effect.catchAllCause((cause) => Effect.logWarning("the engine could not take up unfinished trees", cause))
   )
 
-/** Recovery at start, then a take-over scan every lease period (wall clock); nothing for an engine that runs no work. */
+/**
+ * Takes up the paused trees this engine may claim, in one claim and without loading them: a paused tree waits on its
+ * callbacks only, so what it needs of its owner is its deadlines, and to be loaded when something happens to it (the
+ * store's changes load it: an answer from anyone). A tree already in memory as a follower resumes under its lease.
+ */
+const takeUpPaused = (core: Core, own: boolean) =>
+  core.store.claimPaused(core.owner, own).pipe(
+    Effect.flatMap(({ deadlines, trees }) =>
+      Effect.zipRight(
+        Effect.forEach(trees, ({ lease, treeId }) => {
+          const actor = core.actors.get(treeId)
+          if (actor === undefined || actor.lease !== undefined) return Effect.void
+          actor.lease = lease
+          actor.resumed = false
+          return core.offer(actor, { _tag: "Resume" })
+        }, { discard: true }),
+        Effect.forEach(
+          deadlines,
+          ({ callbackId, expiresAt, treeId }) => core.deadlines.schedule(treeId, callbackId, expiresAt),
+          { discard: true }
+        )
+      )
+    ),
+    Effect.catchAllCause((cause) => Effect.logWarning("the engine could not take up paused trees", cause))
+  )
+
+/**
+ * Recovery at start, then a take-over scan every lease period (wall clock); nothing for an engine that runs no work.
+ * The paused trees are claimed before the engine serves anyone: with nothing in memory yet, the claim (which raises
+ * every epoch, this owner's own trees' too) cannot overtake a lease a request just took. The scans after it never
+ * claim this owner's own trees.
+ */
 export const recover = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
   core.runsWork
-    ? Effect.asVoid(Effect.forkScoped(
-      Effect.zipRight(
-        takeUp(core, true),
-        Effect.forever(Effect.zipRight(sleepLive(Duration.toMillis(core.leaseTtl)), takeUp(core, false)))
-      )
-    ))
+    ? Effect.zipRight(
+      takeUpPaused(core, true),
+      Effect.asVoid(Effect.forkScoped(
+        Effect.zipRight(
+          takeUp(core, true),
+          Effect.forever(
+            Effect.zipRight(
+              sleepLive(Duration.toMillis(core.leaseTtl)),
+              Effect.zipRight(takeUpPaused(core, false), takeUp(core, false))
+            )
+          )
+        )
+      ))
+    )
     : Effect.void

@@ -106,6 +106,14 @@ export interface Store {
   readonly unfinished: (
     owner: string
   ) => Effect.Effect<ReadonlyArray<{ readonly treeId: SessionId; readonly owner: string | undefined }>, StoreError>
+  readonly claimPaused: (owner: string, own: boolean) => Effect.Effect<{
+    readonly trees: ReadonlyArray<{ readonly treeId: SessionId; readonly lease: Lease }>
+    readonly deadlines: ReadonlyArray<{
+      readonly treeId: SessionId
+      readonly callbackId: string
+      readonly expiresAt: number
+    }>
+  }, StoreError>
   readonly listOpen: (filter?: {
     readonly sessionId?: SessionId | undefined
     readonly kind?: Callback.Kind | undefined
@@ -207,6 +215,9 @@ export const opened = (seq: number, callback: CallbackId, sessionId: SessionId =
       })
     })
   })
+
+export const blocked = (seq: number, ...callbacks: ReadonlyArray<CallbackId>) =>
+  new TurnEvent.TurnBlocked({ sessionId: treeId, turnId, seq, at, callbackIds: callbacks })
 
 export const delta = (seq: number, text = "x") =>
   new TurnEvent.MessageDelta({ sessionId: treeId, turnId, seq, at, messageId: "msg_1", delta: text })

@@ -10,9 +10,11 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import {
+  blocked,
   callbackId,
   childId,
   ended,
+  later,
   type MakeDatabase,
   opened,
   otherTreeId,
@@ -125,6 +127,51 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           yield* TestClock.adjust("11 seconds")
           assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:engine-b`])
         })))
+  })
+
+  describe("paused trees", () => {
+    const pausedOf = (store: Store, owner: string, own: boolean) =>
+      Effect.map(store.claimPaused(owner, own), ({ deadlines, trees }) => ({
+        trees: trees.map((tree) => `${tree.treeId}:${tree.lease.owner}@${tree.lease.epoch}`).sort(),
+        deadlines: deadlines.map((deadline) => `${deadline.callbackId}@${deadline.expiresAt}`).sort()
+      }))
+
+    it.scoped(
+      "a tree whose last append ended TurnBlocked is paused: claimPaused claims it in one go with its open " +
+        "callbacks' deadlines, and unfinished leaves it out until it moves again",
+      () =>
+        withStore(makeDatabase, (store) =>
+          Effect.gen(function*() {
+            yield* store.createTree(tree(otherTreeId, "other"))
+            const [x, y] = [callbackId("x"), callbackId("y")]
+            yield* store.append(treeId, 0, [queued(0), opened(1, x), opened(2, y)])
+            yield* store.append(treeId, 3, [resolved(3, y), blocked(4, x)])
+            yield* store.append(otherTreeId, 0, [queued(0, otherTreeId)])
+            // The paused tree is claimPaused's, the other unfinished's.
+            assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:-`])
+            const expiresAt = later.epochMillis
+            assert.deepStrictEqual(yield* pausedOf(store, "engine-a", true), {
+              trees: [`${treeId}:engine-a@1`],
+              deadlines: [`${x}@${expiresAt}`]
+            })
+            // Claimed by a live owner: nobody else takes it, nor does the owner's own scan (not `own`) again.
+            yield* store.heartbeat("engine-a", ttl)
+            assert.deepStrictEqual(yield* pausedOf(store, "engine-b", true), { trees: [], deadlines: [] })
+            assert.deepStrictEqual(yield* pausedOf(store, "engine-a", false), { trees: [], deadlines: [] })
+            // Its owner restarted under its name takes it again (a new epoch); once the owner lapses, anyone may.
+            assert.deepStrictEqual((yield* pausedOf(store, "engine-a", true)).trees, [`${treeId}:engine-a@2`])
+            yield* TestClock.adjust("11 seconds")
+            assert.deepStrictEqual((yield* pausedOf(store, "engine-b", false)).trees, [`${treeId}:engine-b@3`])
+            // An answer moves it: no longer paused, it is unfinished again.
+            yield* store.append(treeId, 5, [resolved(5, x)])
+            yield* TestClock.adjust("11 seconds")
+            assert.deepStrictEqual((yield* pausedOf(store, "engine-a", true)).trees, [])
+            assert.deepStrictEqual(
+              yield* unfinishedOf(store, "engine-a"),
+              [`${otherTreeId}:-`, `${treeId}:engine-b`].sort()
+            )
+          }))
+    )
   })
 
   describe("open callbacks across trees", () => {
