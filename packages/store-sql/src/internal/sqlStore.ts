@@ -25,7 +25,6 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Fanout from "@parley/runtime/Fanout"
 import type { Durability, Lease, Service, Snapshot, StoredTree } from "@parley/runtime/SessionStore"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/runtime/SessionStore"
-import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
@@ -43,6 +42,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { EventRow, StoredEventRow, TreeRow } from "./codec.js"
 import { decodeEvent, decodeTree, encodeEvent, encodeTree } from "./codec.js"
+import { messageOf } from "./messageOf.js"
 import * as Migrations from "./migrations.js"
 import * as SqliteChanges from "./sqliteChanges.js"
 import * as SqliteLock from "./sqliteLock.js"
@@ -94,15 +94,6 @@ class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; re
 
 const storeError = (method: string, description: string) => (cause: unknown) =>
   new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })
-
-const messageOf = (cause: unknown): string => {
-  if (Cause.isCause(cause)) return messageOf(Cause.squash(cause))
-  if (cause instanceof StoreError) return cause.description
-  if (typeof cause === "object" && cause !== null && "cause" in cause && cause.cause instanceof Error) {
-    return cause.cause.message
-  }
-  return cause instanceof Error ? cause.message : String(cause)
-}
 
 const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
   const chunks: Array<ReadonlyArray<A>> = []

@@ -12,17 +12,10 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
+import { messageOf } from "./messageOf.js"
 
 /** How long opening a store waits for a write lock by default. */
 export const defaultLockTimeout: Duration.DurationInput = "15 seconds"
-
-const messageOf = (cause: unknown): string => {
-  if (Cause.isCause(cause)) return messageOf(Cause.squash(cause))
-  if (typeof cause === "object" && cause !== null && "cause" in cause && cause.cause instanceof Error) {
-    return cause.cause.message
-  }
-  return cause instanceof Error ? cause.message : String(cause)
-}
 
 /** SQLITE_BUSY / SQLITE_LOCKED, as better-sqlite3 reports them. */
 export const isLocked = (error: unknown): boolean =>
