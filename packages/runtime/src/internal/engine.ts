@@ -66,14 +66,19 @@ export interface Services {
 const definitions = (services: Services) => {
   const { connectors, models, runtimeTools } = services
   const noTools: ReadonlyMap<string, ResolvedTool> = new Map()
-  const toolsCache = new WeakMap<AgentSpec, ReadonlyMap<string, ResolvedTool>>()
+  // Resolved again once a connector's tools changed (an MCP server's list_changed): the next model step sees them.
+  const toolsCache = new WeakMap<
+    AgentSpec,
+    { readonly revision: number; readonly tools: ReadonlyMap<string, ResolvedTool> }
+  >()
   const toolsOf = (agent: AgentSpec) => {
-    let tools = toolsCache.get(agent)
-    if (tools === undefined) {
-      tools = Either.getOrElse(resolveTools(agent, connectors), () => noTools)
-      toolsCache.set(agent, tools)
+    const revision = connectors.revision()
+    let cached = toolsCache.get(agent)
+    if (cached === undefined || cached.revision !== revision) {
+      cached = { revision, tools: Either.getOrElse(resolveTools(agent, connectors), () => noTools) }
+      toolsCache.set(agent, cached)
     }
-    return tools
+    return cached.tools
   }
   const modelCache = new WeakMap<AgentSpec, LanguageModel.Service>()
   const modelOf = (agent: AgentSpec) =>

@@ -233,7 +233,7 @@ export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool
     case "runtime":
       return execute(tx, turn, call)
     case "connector": {
-      if (tx.session(turn.sessionId)?.connected.includes(tool.source)) return execute(tx, turn, call)
+      if (!tool.askFirst || tx.session(turn.sessionId)?.connected.includes(tool.source)) return execute(tx, turn, call)
       // Sign-ins wait as long as approvals.
       return openCallback(tx, turn, "approval", (fields) =>
         new OpenSignIn({

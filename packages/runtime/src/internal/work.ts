@@ -251,7 +251,9 @@ export const make = (deps: {
   ): Effect.Effect<Outcome> | undefined => {
     switch (tool?._tag) {
       case "connector":
-        return Effect.suspend(() => tool.run(call.arguments)).pipe(
+        return Effect.suspend(() =>
+          tool.run(call.arguments, { treeId: tree.treeId, sessionId: turn.sessionId, toolCallId: call.toolCallId })
+        ).pipe(
           Effect.match({
             onFailure: (result): Outcome => ({ isFailure: true, result }),
             onSuccess: (result): Outcome => ({ isFailure: false, result })

@@ -78,7 +78,10 @@ export const gmail = Connectors.make("gmail", [
 export const env: Env = {
   toolsOf: (spec) =>
     Either.getOrElse(
-      resolveTools(spec, { get: (source) => (source === "gmail" ? Option.some(gmail) : Option.none()) }),
+      resolveTools(spec, {
+        get: (source) => (source === "gmail" ? Option.some(gmail) : Option.none()),
+        revision: () => 0
+      }),
       () => new Map()
     )
 }

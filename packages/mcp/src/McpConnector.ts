@@ -1,0 +1,126 @@
+/**
+ * An MCP server as a Parley connector, with the official `@modelcontextprotocol/sdk` client: over Streamable HTTP
+ * (`http`) or as a child process speaking stdio (`stdio`).
+ *
+ * - Its tools are the server's (`tools/list`, read again on `notifications/tools/list_changed`: the next model step
+ *   sees the new list), with the stable ids `connector.<source>.<tool>`, their JSON Schemas, and their MCP annotations
+ *   as Parley's `ToolAnnotations` (MCP's defaults where the server says nothing: a tool that does not declare
+ *   `readOnlyHint` may be destructive), so `CallbackHandler.allowReadOnly` and the permission policy act on them.
+ * - A call is a `tools/call`; a cancelled turn interrupts it, and the SDK sends `notifications/cancelled`. The result
+ *   reaches the model: the structured content, or the text, or — with `isError` — a tool error.
+ * - A connection that fails (the server died mid-call, refused, timed out) ends the call with a tool error the model
+ *   reads; the next call connects again. A Streamable HTTP session the server forgot (`404`) is made again and the
+ *   same call sent once more.
+ *
+ * The connection is made when the layer is built: a server that cannot be reached then fails the layer with
+ * `McpConnectError`.
+ *
+ * @example
+ * ```ts
+ * import { McpConnector } from "@parley/mcp"
+ * import { Connectors } from "@parley/runtime"
+ *
+ * const ConnectorsLive = Connectors.layerEffect([
+ *   McpConnector.http({ source: "mail", url: "http://127.0.0.1:3001/mcp" }),
+ *   McpConnector.stdio({ source: "files", command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."] })
+ * ])
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type * as Connectors from "@parley/runtime/Connectors"
+import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as internal from "./internal/connection.js"
+import { watchedFetch } from "./internal/fetch.js"
+import type { McpConnectError } from "./McpError.js"
+
+/**
+ * What every MCP connector takes.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface CommonOptions {
+  /** The connector's name: agents declare it (`connectors: ["mail"]`), tool ids use it (`connector.mail.<tool>`). */
+  readonly source: string
+  /**
+   * Whether a session asks the user to connect the source (an `OpenSignIn` answered by id) before its first call.
+   * Default `false`: the server's tools are called at once.
+   */
+  readonly askFirst?: boolean | undefined
+  /** How long a call may take before it ends with a tool error. Default: 60 seconds (the SDK's). */
+  readonly timeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface HttpOptions extends CommonOptions {
+  /** The server's Streamable HTTP endpoint (`http://127.0.0.1:3001/mcp`). */
+  readonly url: string | URL
+  /** Headers sent with every request (an API key the server expects). */
+  readonly headers?: Record<string, string> | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface StdioOptions extends CommonOptions {
+  readonly command: string
+  readonly args?: ReadonlyArray<string> | undefined
+  /** The child's environment. Default: the SDK's safe subset of this process's (`PATH`, `HOME`, …). */
+  readonly env?: Record<string, string> | undefined
+  readonly cwd?: string | undefined
+  /** Where the child's stderr goes. Default `"inherit"` (this process's stderr). */
+  readonly stderr?: "inherit" | "ignore" | undefined
+}
+
+const common = (options: CommonOptions) => ({
+  source: options.source,
+  askFirst: options.askFirst ?? false,
+  timeout: Duration.decode(options.timeout ?? "60 seconds")
+})
+
+/**
+ * A connector for the MCP server at `url`, over Streamable HTTP. The connection lives as long as the scope.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const http = (options: HttpOptions): Effect.Effect<Connectors.Connector, McpConnectError, Scope.Scope> =>
+  internal.make({
+    ...common(options),
+    kind: "http",
+    transport: (broken) =>
+      new StreamableHTTPClientTransport(new URL(options.url), {
+        fetch: watchedFetch(broken),
+        ...(options.headers === undefined ? {} : { requestInit: { headers: options.headers } })
+      })
+  })
+
+/**
+ * A connector for the MCP server that `command` starts, over its stdin and stdout. The child process lives as long as
+ * the scope; a child that died is started again by the next call.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const stdio = (options: StdioOptions): Effect.Effect<Connectors.Connector, McpConnectError, Scope.Scope> =>
+  internal.make({
+    ...common(options),
+    kind: "stdio",
+    transport: () =>
+      new StdioClientTransport({
+        command: options.command,
+        args: [...(options.args ?? [])],
+        stderr: options.stderr ?? "inherit",
+        ...(options.env === undefined ? {} : { env: options.env }),
+        ...(options.cwd === undefined ? {} : { cwd: options.cwd })
+      })
+  })
