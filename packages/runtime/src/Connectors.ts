@@ -13,6 +13,7 @@
  *
  * @since 0.1.0
  */
+import type { SignInGrant } from "@parley/core/Answer"
 import type { SessionId, ToolId } from "@parley/core/Ids"
 import { ToolAnnotations, ToolSpec } from "@parley/core/ToolSpec"
 import * as Context from "effect/Context"
@@ -44,11 +45,32 @@ export interface CallContext {
 export interface ConnectorTool {
   readonly spec: ToolSpec
   /**
-   * Runs the call. A failure is the tool error the model reads; interrupting the effect (a cancelled turn) cancels
-   * the call.
+   * Runs the call. A failure is the tool error the model reads — or `SignInRequired`: the call waits on a sign-in,
+   * and runs again once the user connected. Interrupting the effect (a cancelled turn) cancels the call.
    */
-  readonly run: (args: unknown, context: CallContext) => Effect.Effect<unknown, string>
+  readonly run: (args: unknown, context: CallContext) => Effect.Effect<unknown, string | SignInRequired>
 }
+
+/**
+ * A connector's server asked for an authorization (an MCP server's `401`): the call opens an `OpenSignIn` whose
+ * request carries `authorizationUrl` and `scopes`, and runs again once the answer connected the source.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class SignInRequired extends Schema.TaggedClass<SignInRequired>("@parley/runtime/Connectors/SignInRequired")(
+  "SignInRequired",
+  { authorizationUrl: Schema.String, scopes: Schema.Array(Schema.String) }
+) {}
+
+/**
+ * A credential to complete a sign-in with, from a `SignInAnswer`: the authorization code (and the redirect's
+ * `state`), or the tokens of a flow the client completed itself.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type Grant = SignInGrant
 
 /**
  * A named source of tools. Its `tools` may change while the program runs (an MCP server's list changes): each read
@@ -67,6 +89,12 @@ export interface Connector {
   readonly askFirst?: boolean | undefined
   /** Grows each time `tools` changes. A connector whose tools never change has none. */
   readonly revision?: (() => number) | undefined
+  /**
+   * Completes a sign-in the connector asked for (`SignInRequired`) with the answer's credential: exchanges the code
+   * for tokens and keeps them for the tree. Runs before the answer is stored (the answer in the log names the source
+   * only); a failure is the reason the answer is refused (`AnswerMismatch`), and nothing is stored.
+   */
+  readonly completeSignIn?: ((treeId: SessionId, grant: Grant) => Effect.Effect<void, string>) | undefined
 }
 
 /**
@@ -98,7 +126,7 @@ export const make = (
     readonly description: string
     readonly parameters?: Record<string, unknown>
     readonly annotations?: ToolAnnotations
-    readonly run: (args: unknown, context: CallContext) => Effect.Effect<unknown, string>
+    readonly run: (args: unknown, context: CallContext) => Effect.Effect<unknown, string | SignInRequired>
   }>
 ): Connector => ({
   source,

@@ -50,6 +50,7 @@ import * as Mailbox from "./engine/mailbox.js"
 import * as Ownership from "./engine/ownership.js"
 import * as Reconcile from "./engine/reconcile.js"
 import * as Trees from "./engine/trees.js"
+import * as SignIn from "./signIn.js"
 import * as Snapshots from "./snapshots.js"
 import * as Validation from "./validation.js"
 import * as Work from "./work.js"
@@ -135,5 +136,5 @@ export const make = (
     Object.assign(core, { deadlines: yield* Follow.deadlines(core) })
     yield* Follow.changes(core)
     yield* Ownership.recover(core)
-    return Facade.make(core, { validate, marked })
+    return Facade.make(core, { validate, marked, completeSignIn: SignIn.make(services.connectors) })
   })

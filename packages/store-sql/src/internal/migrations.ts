@@ -114,9 +114,23 @@ const changeNumbers = Effect.gen(function*() {
   })
 })
 
+const addSecrets = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  // Secrets of a tree (a connector's OAuth tokens and its sign-in in progress), by name: ciphertext only — the runtime's
+  // `Credentials` encrypts them with PARLEY_SECRET_KEY before they get here. Never in the log.
+  yield* sql`CREATE TABLE parley_secrets (
+    tree_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (tree_id, name)
+  )`
+})
+
 export const loader: Migrator.Loader = Migrator.fromRecord({
   "0001_create_tables": createTables,
   "0002_leases": addLeases,
   "0003_snapshots": addSnapshots,
-  "0004_change_numbers": changeNumbers
+  "0004_change_numbers": changeNumbers,
+  "0005_secrets": addSecrets
 })
