@@ -28,11 +28,13 @@
  *
  * @since 0.1.0
  */
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type * as Connectors from "@parley/runtime/Connectors"
+import * as Credentials from "@parley/runtime/Credentials"
 import * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as internal from "./internal/connection.js"
 import { watchedFetch } from "./internal/fetch.js"
@@ -88,21 +90,66 @@ const common = (options: CommonOptions) => ({
 })
 
 /**
+ * OAuth sign-in to an MCP server that asks for one (MCP authorization: a `401` with its protected resource metadata,
+ * then the authorization server's discovery, dynamic client registration and PKCE, all done by the SDK).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface OAuthOptions {
+  /**
+   * Where the authorization server sends the person back with the code (`?code=…&state=…`): a page of your app that
+   * answers the sign-in with `SignInGrant({ id, code, state })`, or shows the code to paste.
+   */
+  readonly redirectUrl: string
+  /** The client's name at the authorization server (dynamic registration). Default `"Parley"`. */
+  readonly clientName?: string | undefined
+  /** Scopes to ask for when the server names none. */
+  readonly scopes?: ReadonlyArray<string> | undefined
+  /** A client registered beforehand (else the SDK registers one per session tree). */
+  readonly clientId?: string | undefined
+  readonly clientSecret?: string | undefined
+}
+
+const httpTransport =
+  (options: HttpOptions) => (broken: (reason: string) => void, authProvider?: OAuthClientProvider) =>
+    new StreamableHTTPClientTransport(new URL(options.url), {
+      fetch: watchedFetch(broken),
+      ...(authProvider === undefined ? {} : { authProvider }),
+      ...(options.headers === undefined ? {} : { requestInit: { headers: options.headers } })
+    })
+
+/**
  * A connector for the MCP server at `url`, over Streamable HTTP. The connection lives as long as the scope.
+ *
+ * With `oauth`, each session tree signs in for itself: a call the server answers with `401` opens an `OpenSignIn`
+ * whose request carries the authorization URL and scopes; the answer's code (`SignInGrant`) is exchanged for tokens,
+ * kept encrypted in the session store (`Credentials`, `PARLEY_SECRET_KEY`), and the same call runs again. An expired
+ * access token is refreshed without asking; a refresh that fails opens a new sign-in. The tools are listed without
+ * signing in (a server that refuses even that fails the layer with `McpConnectError`).
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const http = (options: HttpOptions): Effect.Effect<Connectors.Connector, McpConnectError, Scope.Scope> =>
-  internal.make({
-    ...common(options),
-    kind: "http",
-    transport: (broken) =>
-      new StreamableHTTPClientTransport(new URL(options.url), {
-        fetch: watchedFetch(broken),
-        ...(options.headers === undefined ? {} : { requestInit: { headers: options.headers } })
-      })
-  })
+export function http(
+  options: HttpOptions & { readonly oauth: OAuthOptions }
+): Effect.Effect<Connectors.Connector, McpConnectError, Scope.Scope | Credentials.Credentials>
+export function http(options: HttpOptions): Effect.Effect<Connectors.Connector, McpConnectError, Scope.Scope>
+export function http(
+  options: HttpOptions & { readonly oauth?: OAuthOptions | undefined }
+): Effect.Effect<Connectors.Connector, McpConnectError, Scope.Scope | Credentials.Credentials> {
+  const oauth = options.oauth
+  if (oauth === undefined) {
+    return internal.make({ ...common(options), kind: "http", transport: httpTransport(options) })
+  }
+  return Effect.flatMap(Credentials.Credentials, (credentials) =>
+    internal.make({
+      ...common(options),
+      kind: "http",
+      transport: httpTransport(options),
+      oauth: { options: oauth, url: new URL(options.url), credentials }
+    }))
+}
 
 /**
  * A connector for the MCP server that `command` starts, over its stdin and stdout. The child process lives as long as
