@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Callback, Ids, TurnState } from "@parley/core"
-import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Agent, Answer, CallbackHandler, Session, Turn } from "@parley/core"
 import { McpConnector } from "@parley/mcp"
 import { Connectors, Credentials, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
@@ -128,6 +128,24 @@ describe("MCP OAuth sign-in", () => {
         assert.notInclude(log, codes[0])
         assert.notInclude(log, tokens[0])
         assert.include(log, "SignInAnswer")
+      }).pipe(Effect.provide(runtime(mail.url, SessionStore.layerMemory, model)))
+    ))
+
+  it.live("by handler: a signIn handler follows the URL itself and answers with the code while the run waits", () =>
+    withServer((mail, model) =>
+      Effect.gen(function*() {
+        const signInByBrowser = CallbackHandler.layer({
+          signIn: (callback) =>
+            Effect.map(authorize(callback.requests[0]), ({ code, state }) =>
+              new Answer.SignInAnswer({
+                connected: [new Answer.SignInGrant({ id: callback.requests[0].id, code, state })]
+              }))
+        })
+        const state = yield* within("Agent.run", Agent.run(assistant, "By handler.")).pipe(
+          Effect.provide(signInByBrowser)
+        )
+        assert.strictEqual(text(state), "ok: \"Sent to camille@example.com.\"")
+        assert.deepStrictEqual(mail.seen.sent.map((sent) => sent.body), ["By handler."])
       }).pipe(Effect.provide(runtime(mail.url, SessionStore.layerMemory, model)))
     ))
 
