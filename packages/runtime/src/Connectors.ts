@@ -170,12 +170,14 @@ export const of = (connectors: ReadonlyArray<Connector>): Service => ({
  * @example
  * ```ts
  * import { Connectors } from "@parley/runtime"
- * import { McpConnector } from "@parley/mcp"
+ * import { Effect } from "effect"
  *
- * const ConnectorsLive = Connectors.layerEffect([
- *   Connectors.demoMailbox({ source: "demo" }),
- *   McpConnector.http({ source: "mail", url: "http://127.0.0.1:3001/mcp" })
- * ])
+ * // an effect that makes a connector (`McpConnector.http({ source, url })` of `@parley/mcp` is one)
+ * const crm = Effect.acquireRelease(
+ *   Effect.sync(() => Connectors.make("crm", [])),
+ *   () => Effect.log("crm connection closed")
+ * )
+ * const ConnectorsLive = Connectors.layerEffect([Connectors.demoMailbox(), crm])
  * ```
  *
  * @since 0.1.0
