@@ -1,11 +1,11 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, vi } from "@effect/vitest"
 import type { Callback, Ids, TurnState } from "@parley/core"
 import { Agent, Answer, CallbackHandler, Session, Turn } from "@parley/core"
 import { McpConnector } from "@parley/mcp"
 import { Connectors, Credentials, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -104,8 +104,14 @@ const withServer = <A, E, R>(body: (mail: OAuthMail, model: ScriptedModel.Servic
 
 describe("MCP OAuth sign-in", () => {
   it.live("a 401 opens a sign-in whose URL works; the code's answer resumes the same call; tokens stay encrypted", () =>
-    withServer((mail, model) =>
-      Effect.gen(function*() {
+    withServer((mail, model) => {
+      const lines: Array<string> = []
+      const consoles = (["log", "info", "warn", "error", "debug"] as const).map((level) =>
+        vi.spyOn(console, level).mockImplementation((...args: Array<unknown>) =>
+          void lines.push(args.map(String).join(" "))
+        )
+      )
+      return Effect.gen(function*() {
         const store = yield* SessionStore.SessionStore
         const session = yield* Agent.startSession(assistant)
         const { codes, signIns, state } = yield* send(session, "See you at 8.")
@@ -128,8 +134,16 @@ describe("MCP OAuth sign-in", () => {
         assert.notInclude(log, codes[0])
         assert.notInclude(log, tokens[0])
         assert.include(log, "SignInAnswer")
-      }).pipe(Effect.provide(runtime(mail.url, SessionStore.layerMemory, model)))
-    ))
+        // Never logged: every log line of the run (all levels) and the console, without the code or a token.
+        const logged = lines.join("\n")
+        for (const secret of [codes[0], tokens[0]]) assert.notInclude(logged, secret)
+      }).pipe(
+        Effect.provide(runtime(mail.url, SessionStore.layerMemory, model)),
+        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))),
+        Logger.withMinimumLogLevel(LogLevel.All),
+        Effect.ensuring(Effect.sync(() => consoles.forEach((spy) => spy.mockRestore())))
+      )
+    }))
 
   it.live("by handler: a signIn handler follows the URL itself and answers with the code while the run waits", () =>
     withServer((mail, model) =>
