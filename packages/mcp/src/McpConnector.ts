@@ -109,6 +109,11 @@ export interface OAuthOptions {
   /** A client registered beforehand (else the SDK registers one per session tree). */
   readonly clientId?: string | undefined
   readonly clientSecret?: string | undefined
+  /**
+   * How long a session tree's connection stays open unused (each tree signs in with its own tokens, on its own
+   * connection). Its next call connects again, with the tokens kept in the store. Default: 1 minute.
+   */
+  readonly idleTimeToLive?: Duration.DurationInput | undefined
 }
 
 const httpTransport =
@@ -147,7 +152,12 @@ export function http(
       ...common(options),
       kind: "http",
       transport: httpTransport(options),
-      oauth: { options: oauth, url: new URL(options.url), credentials }
+      oauth: {
+        options: oauth,
+        url: new URL(options.url),
+        credentials,
+        idleTimeToLive: Duration.decode(oauth.idleTimeToLive ?? "1 minute")
+      }
     }))
 }
 

@@ -5,7 +5,7 @@ import { McpConnector } from "@parley/mcp"
 import { Connectors, Credentials, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -40,10 +40,15 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
   return ScriptedModel.text(`${last.isFailure ? "failed" : "ok"}: ${JSON.stringify(last.result)}`)
 }
 
-const runtime = (url: string, store: Layer.Layer<SessionStore.SessionStore, unknown>, model: ScriptedModel.Service) =>
+const runtime = (
+  url: string,
+  store: Layer.Layer<SessionStore.SessionStore, unknown>,
+  model: ScriptedModel.Service,
+  idleTimeToLive?: Duration.DurationInput
+) =>
   LocalTransport.layer.pipe(
     Layer.provide([
-      Connectors.layerEffect([McpConnector.http({ source: "mail", url, oauth: { redirectUrl } })]).pipe(
+      Connectors.layerEffect([McpConnector.http({ source: "mail", url, oauth: { redirectUrl, idleTimeToLive } })]).pipe(
         Layer.provide(Credentials.layer(key))
       ),
       RuntimeTools.layerEmpty,
@@ -190,6 +195,27 @@ describe("MCP OAuth sign-in", () => {
         assert.strictEqual(mail.counts.codes, 2)
         assert.deepStrictEqual(mail.seen.sent.map((sent) => sent.body), ["First.", "Second."])
       }).pipe(Effect.provide(runtime(mail.url, SessionStore.layerMemory, model)))
+    ))
+
+  it.live("a tree's connection closes once idle; its next call connects again with the kept tokens, no sign-in", () =>
+    withServer((mail, model) =>
+      Effect.gen(function*() {
+        const session = yield* Agent.startSession(assistant)
+        yield* send(session, "First.")
+        const opened = mail.initializes()
+        yield* send(session, "Second, at once.")
+        assert.strictEqual(mail.initializes(), opened, "the tree's connection is reused while in use")
+        yield* Effect.sleep(Duration.millis(2500))
+        const { signIns, state } = yield* send(session, "Third, after a pause.")
+        assert.strictEqual(mail.initializes(), opened + 1, "a new connection after the idle one closed")
+        assert.strictEqual(signIns.length, 0)
+        assert.strictEqual(text(state), "ok: \"Sent to camille@example.com.\"")
+        assert.deepStrictEqual(mail.seen.sent.map((sent) => sent.body), [
+          "First.",
+          "Second, at once.",
+          "Third, after a pause."
+        ])
+      }).pipe(Effect.provide(runtime(mail.url, SessionStore.layerMemory, model, "1 second")))
     ))
 
   it.live("a code the authorization server refuses fails the answer with AnswerMismatch; the sign-in stays open", () =>

@@ -17,6 +17,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { McpConnectError } from "../McpError.js"
 import * as OAuth from "./oauth.js"
@@ -38,6 +39,8 @@ export interface Options {
     readonly options: OAuth.Options
     readonly url: URL
     readonly credentials: Credentials.Service
+    /** How long a tree's connection stays open unused. */
+    readonly idleTimeToLive?: Duration.Duration | undefined
   } | undefined
 }
 
@@ -114,78 +117,112 @@ export const make = (options: Options): Effect.Effect<Connectors.Connector, McpC
      * A connection slot. The shared one (`lists`) lists the tools at each connection and on `list_changed`; a tree's
      * (OAuth) signs its requests in with the tree's tokens.
      */
-    const link = (lists: boolean, signIn?: OAuth.TreeProvider): Effect.Effect<Link> =>
-      Effect.map(Effect.makeSemaphore(1), (lock) => {
-        let current: Connection | undefined = undefined
-        const drop = (connection: Connection, reason: string) =>
-          Effect.suspend(() => {
-            if (current === connection) current = undefined
-            return Deferred.fail(connection.lost, reason).pipe(
-              Effect.zipRight(Effect.promise(() => connection.client.close().catch(() => undefined)))
-            )
-          })
-        const refresh = (connection: Connection) =>
-          Effect.tryPromise(() => listAll(connection.client)).pipe(
-            Effect.flatMap((listed) => Effect.sync(() => current === connection && setTools(listed))),
-            Effect.catchAll((error) =>
-              Effect.logWarning(`The ${source} MCP server's new tool list could not be read: ${describe(error)}`)
-            )
+    const link = (lists: boolean, signIn?: OAuth.TreeProvider): Link => {
+      const lock = Effect.unsafeMakeSemaphore(1)
+      let current: Connection | undefined = undefined
+      const drop = (connection: Connection, reason: string) =>
+        Effect.suspend(() => {
+          if (current === connection) current = undefined
+          return Deferred.fail(connection.lost, reason).pipe(
+            Effect.zipRight(Effect.promise(() => connection.client.close().catch(() => undefined)))
           )
-        const open = Effect.gen(function*() {
-          const lost = yield* Deferred.make<never, string>()
-          let connection: Connection | undefined = undefined
-          const client = new Client({ name: "parley", version: "0.1.0" }, {
-            ...(lists
-              ? {
-                listChanged: {
-                  tools: {
-                    autoRefresh: false,
-                    debounceMs: 0,
-                    onChanged: () => {
-                      if (connection !== undefined) runFork(refresh(connection))
-                    }
+        })
+      const refresh = (connection: Connection) =>
+        Effect.tryPromise(() => listAll(connection.client)).pipe(
+          Effect.flatMap((listed) => Effect.sync(() => current === connection && setTools(listed))),
+          Effect.catchAll((error) =>
+            Effect.logWarning(`The ${source} MCP server's new tool list could not be read: ${describe(error)}`)
+          )
+        )
+      const open = Effect.gen(function*() {
+        const lost = yield* Deferred.make<never, string>()
+        let connection: Connection | undefined = undefined
+        const client = new Client({ name: "parley", version: "0.1.0" }, {
+          ...(lists
+            ? {
+              listChanged: {
+                tools: {
+                  autoRefresh: false,
+                  debounceMs: 0,
+                  onChanged: () => {
+                    if (connection !== undefined) runFork(refresh(connection))
                   }
                 }
               }
-              : {})
-          })
-          const transport = options.transport((reason) => {
-            if (connection !== undefined) runFork(drop(connection, reason))
-          }, signIn?.provider)
-          yield* Effect.tryPromise({ try: () => client.connect(transport), catch: (cause) => cause })
-          connection = { client, lost }
-          const made = connection
-          client.onclose = () => runFork(drop(made, `the ${source} MCP server closed the connection`))
-          if (lists) {
-            const listed = yield* Effect.tryPromise({
-              try: () => listAll(client),
-              catch: (cause) => connectError("listTools", cause)
-            }).pipe(Effect.tapError(() => drop(made, "its tools could not be listed")))
-            setTools(listed)
-          }
-          current = made
-          return made
+            }
+            : {})
         })
-        const made: Link = {
-          get: lock.withPermits(1)(Effect.suspend(() => current === undefined ? open : Effect.succeed(current))),
-          drop,
-          current: () => current,
-          signIn
+        const transport = options.transport((reason) => {
+          if (connection !== undefined) runFork(drop(connection, reason))
+        }, signIn?.provider)
+        yield* Effect.tryPromise({ try: () => client.connect(transport), catch: (cause) => cause })
+        connection = { client, lost }
+        const made = connection
+        client.onclose = () => runFork(drop(made, `the ${source} MCP server closed the connection`))
+        if (lists) {
+          const listed = yield* Effect.tryPromise({
+            try: () => listAll(client),
+            catch: (cause) => connectError("listTools", cause)
+          }).pipe(Effect.tapError(() => drop(made, "its tools could not be listed")))
+          setTools(listed)
         }
-        links.add(made)
+        current = made
         return made
       })
+      const made: Link = {
+        get: lock.withPermits(1)(Effect.suspend(() => current === undefined ? open : Effect.succeed(current))),
+        drop,
+        current: () => current,
+        signIn
+      }
+      links.add(made)
+      return made
+    }
 
-    const shared = yield* link(true)
+    const shared = link(true)
     const providers = options.oauth === undefined
       ? undefined
       : OAuth.make(source, options.oauth.options, options.oauth.credentials, runPromise)
-    const trees = new Map<string, Link>()
-    const linkOf = (treeId: SessionId): Effect.Effect<Link> => {
-      if (providers === undefined) return Effect.succeed(shared)
-      const known = trees.get(treeId)
-      if (known !== undefined) return Effect.succeed(known)
-      return Effect.tap(link(false, providers(treeId)), (made) => Effect.sync(() => trees.set(treeId, made)))
+    // A tree's connection (OAuth) while it is used, closed once idle for `idleTimeToLive`: its credentials stay in the
+    // store, and its next call connects again. The busy count keeps a connection in use from being swept.
+    const trees = new Map<string, { readonly link: Link; busy: number; lastUsed: number }>()
+    const idle = Duration.toMillis(options.oauth?.idleTimeToLive ?? Duration.minutes(1))
+    const withLink = <A, E>(treeId: SessionId, use: (slot: Link) => Effect.Effect<A, E>): Effect.Effect<A, E> => {
+      if (providers === undefined) return use(shared)
+      return Effect.acquireUseRelease(
+        Effect.sync(() => {
+          let entry = trees.get(treeId)
+          if (entry === undefined) {
+            entry = { link: link(false, providers(treeId)), busy: 0, lastUsed: Date.now() }
+            trees.set(treeId, entry)
+          }
+          entry.busy++
+          return entry
+        }),
+        (entry) => use(entry.link),
+        (entry) =>
+          Effect.sync(() => {
+            entry.busy--
+            entry.lastUsed = Date.now()
+          })
+      )
+    }
+    const sweep = Effect.suspend(() => {
+      const now = Date.now()
+      const closing: Array<Effect.Effect<void>> = []
+      for (const [treeId, entry] of trees) {
+        if (entry.busy > 0 || now - entry.lastUsed < idle) continue
+        trees.delete(treeId)
+        links.delete(entry.link)
+        const current = entry.link.current()
+        if (current !== undefined) closing.push(entry.link.drop(current, "idle"))
+      }
+      return Effect.all(closing, { discard: true })
+    })
+    if (providers !== undefined) {
+      yield* Effect.forkScoped(
+        Effect.repeat(sweep, Schedule.spaced(Duration.millis(Math.max(10, Math.floor(idle / 2)))))
+      )
     }
 
     const request = (connection: Connection, name: string, args: unknown) =>
@@ -218,7 +255,7 @@ export const make = (options: Options): Effect.Effect<Connectors.Connector, McpC
       args: unknown,
       context: Connectors.CallContext
     ): Effect.Effect<unknown, string | Connectors.SignInRequired> =>
-      Effect.flatMap(linkOf(context.treeId), (slot) =>
+      withLink(context.treeId, (slot) =>
         slot.get.pipe(
           Effect.flatMap((first) =>
             request(first, name, args).pipe(
@@ -257,8 +294,7 @@ export const make = (options: Options): Effect.Effect<Connectors.Connector, McpC
           return yield* Effect.fail(`${source} takes no credential`)
         }
         const oauth = options.oauth
-        const slot = yield* linkOf(treeId)
-        const tree = slot.signIn ?? providers(treeId)
+        const tree = providers(treeId)
         if (grant.tokens !== undefined) {
           const tokens = grant.tokens
           return yield* Effect.tryPromise({

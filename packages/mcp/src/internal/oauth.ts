@@ -119,5 +119,14 @@ export const make = (
     saveDiscoveryState: (discovery) => update((current) => ({ ...current, discovery })),
     discoveryState: async () => (await stored()).discovery
   }
-  return { provider, authorizationUrl: () => authorizationUrl, stored }
+  return {
+    provider,
+    // Taken once: a later 401 that asks for no new authorization does not reuse this one.
+    authorizationUrl: () => {
+      const url = authorizationUrl
+      authorizationUrl = undefined
+      return url
+    },
+    stored
+  }
 }

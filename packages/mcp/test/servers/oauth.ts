@@ -106,6 +106,8 @@ export interface OAuthMail {
   readonly url: string
   readonly seen: Observed
   readonly counts: { readonly codes: number; readonly tokens: number; readonly refreshes: number }
+  /** The MCP sessions the clients opened (`initialize` requests). */
+  readonly initializes: () => number
   /** The access tokens issued so far. */
   readonly accessTokens: () => ReadonlyArray<string>
   readonly expireAccessTokens: () => void
@@ -144,7 +146,9 @@ export const serveOAuthMail: Effect.Effect<OAuthMail, never, Scope.Scope> = Effe
     verifier: provider,
     resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl)
   })
+  let initializes = 0
   app.all("/mcp", express.json(), (req, res, next) => {
+    if (req.method === "POST" && req.body?.method === "initialize") initializes++
     // Listing needs no sign-in; a call does.
     if (req.method === "POST" && req.body?.method === "tools/call") return bearer(req, res, next)
     next()
@@ -163,6 +167,7 @@ export const serveOAuthMail: Effect.Effect<OAuthMail, never, Scope.Scope> = Effe
     url: mcpUrl.toString(),
     seen,
     counts: provider.counts,
+    initializes: () => initializes,
     accessTokens: () => [...provider.access.keys()],
     expireAccessTokens: () => {
       for (const [key, info] of provider.access) provider.access.set(key, { ...info, expiresAt: 1 })
