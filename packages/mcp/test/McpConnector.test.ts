@@ -119,6 +119,19 @@ describe("McpConnector over Streamable HTTP", () => {
       yield* eventually("the server saw the cancellation", () => mail.seen.cancelled.length === 1)
     })))
 
+  it.live("a call past its timeout ends with a tool error (and the server is told to stop)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const mail = yield* serveMail
+      const connector = yield* McpConnector.http({ source: "mail", url: mail.url, timeout: "300 millis" })
+      const error = yield* within("the call", Effect.flip(tool(connector, "wait_forever").run({}, context)), 5)
+      assert.include(error, "The mail server could not run wait_forever")
+      assert.include(String(error).toLowerCase(), "timed out")
+      yield* eventually("the server saw the cancellation", () => mail.seen.cancelled.length === 1)
+      // The connection stays: the next call needs no new session.
+      yield* tool(connector, "list_messages").run({}, context)
+      assert.strictEqual(mail.sessions(), 1)
+    })))
+
   it.live("list_changed: the new tool is listed and the revision grows", () =>
     Effect.scoped(Effect.gen(function*() {
       const mail = yield* serveMail
