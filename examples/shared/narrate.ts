@@ -105,7 +105,7 @@ const describeAnswer = (callback: Callback.Callback, answer: Answer.Answer): str
       const source = (id: string) =>
         callback._tag === "OpenSignIn" ? callback.requests.find((request) => request.id === id)?.source ?? id : id
       return [
-        answer.connected.length > 0 ? `connect ${answer.connected.map(source).join(", ")}` : [],
+        answer.connected.length > 0 ? `connect ${answer.connectedIds.map(source).join(", ")}` : [],
         answer.denied.length > 0 ? `deny ${answer.denied.map(source).join(", ")}` : []
       ].flat().join("; ")
     }

@@ -3,7 +3,8 @@
  * models — and the narration of what happens.
  *
  * - `runtimeLayer(models)` is the seam: `SqlRuntime.layerSqlite` from `@parley/store-sql` (the in-process engine
- *   over the sessions' SQLite file), with the demo `gmail` mailbox as the only connector, `models` resolving the
+ *   over the sessions' SQLite file), with the demo `gmail` mailbox as the only connector (a real MCP server on
+ *   127.0.0.1, `mailServer.ts`), `models` resolving the
  *   model of each agent (the root and every subagent), and its `Transport` narrated (`narrate.ts`: a line per
  *   callback and per finished turn).
  * - The file is `.parley/sessions.db` at the repository root (the folder is created when missing), so what
@@ -24,7 +25,8 @@
 import { FetchHttpClient } from "@effect/platform"
 import { HttpServer } from "@effect/platform"
 import { MistralModels } from "@parley/mistral"
-import { Connectors, Models } from "@parley/runtime"
+import type { Connectors } from "@parley/runtime"
+import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
 import { SqlRuntime } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
@@ -32,6 +34,7 @@ import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Record } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as MailServer from "./mailServer.js"
 import * as Narrate from "./narrate.js"
 
 /** A scripted brain: decides each model reply from the conversation so far. */
@@ -47,11 +50,15 @@ export const sessionsFile = (env: { readonly [name: string]: string | undefined 
  * the program.
  */
 const local = (models: Models.Service) =>
-  Layer.orDie(SqlRuntime.layerSqlite({ filename: sessionsFile(), connectors: [Connectors.demoMailbox()], models }))
+  Layer.orDie(withGmail((gmail) => SqlRuntime.layerSqlite({ filename: sessionsFile(), connectors: [gmail], models })))
 
 /** The same with every agent on the `LanguageModel` in context. */
 const localOnContext = () =>
-  Layer.orDie(SqlRuntime.layerSqlite({ filename: sessionsFile(), connectors: [Connectors.demoMailbox()] }))
+  Layer.orDie(withGmail((gmail) => SqlRuntime.layerSqlite({ filename: sessionsFile(), connectors: [gmail] })))
+
+/** A layer made with the `gmail` connector: the mail MCP server (`mailServer.ts`) runs as long as the layer. */
+const withGmail = <A, E, R>(make: (gmail: Connectors.Connector) => Layer.Layer<A, E, R>) =>
+  Layer.unwrapScoped(Effect.map(MailServer.gmail, make))
 
 /** Whether the examples drive their sessions over HTTP (`PARLEY_EXAMPLES_TRANSPORT=http`). */
 export const overHttp = process.env.PARLEY_EXAMPLES_TRANSPORT === "http"
@@ -72,7 +79,7 @@ const overHttpLayer = (models: Models.Service) =>
       port: 0,
       keys: ParleyServer.parseKeys(`${exampleKey}:examples`),
       models,
-      connectors: [Connectors.demoMailbox()],
+      connectors: [yield* MailServer.gmail],
       log: false
     }))
     const address = Context.get(server, HttpServer.HttpServer).address

@@ -69,15 +69,57 @@ export class ClientToolResult
 }
 
 /**
- * The answer to a sign-in: which requests (by id) were connected and which denied. It must name every request.
+ * OAuth tokens, in the token endpoint's wire form (RFC 6749 §5.1): for a client that completed the authorization
+ * itself and hands the runtime the result.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class TokenSet extends Schema.Class<TokenSet>("@parley/core/Answer/TokenSet")({
+  access_token: Schema.String,
+  token_type: Schema.String,
+  refresh_token: Schema.optional(Schema.String),
+  expires_in: Schema.optional(Schema.Number),
+  scope: Schema.optional(Schema.String)
+}) {}
+
+/**
+ * A request connected with a credential: the authorization `code` the authorization server gave the person who opened
+ * the request's `authorizationUrl` (with its `state`, when the redirect carried one), or the `tokens` of a flow the
+ * client completed itself. The runtime exchanges or keeps the credential before the answer is stored: the answer in
+ * the log names the request only.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class SignInGrant extends Schema.Class<SignInGrant>("@parley/core/Answer/SignInGrant")({
+  /** The request's id (for a connector's sign-in, its source). */
+  id: Schema.String,
+  code: Schema.optional(Schema.String),
+  state: Schema.optional(Schema.String),
+  tokens: Schema.optional(TokenSet)
+}) {}
+
+/**
+ * The answer to a sign-in: which requests (by id) were connected and which denied. It must name every request. A
+ * request that asked for an authorization (its `authorizationUrl`) is connected with a `SignInGrant` carrying the code.
  *
  * @since 0.1.0
  * @category Schemas
  */
 export class SignInAnswer extends Schema.TaggedClass<SignInAnswer>("@parley/core/Answer/SignInAnswer")("SignInAnswer", {
-  connected: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  connected: Schema.optionalWith(Schema.Array(Schema.Union(Schema.String, SignInGrant)), { default: () => [] }),
   denied: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
-}) {}
+}) {
+  /**
+   * The ids of the connected requests.
+   *
+   * @since 0.1.0
+   */
+  get connectedIds(): ReadonlyArray<string> {
+    return this.connected.map((entry) => (typeof entry === "string" ? entry : entry.id))
+  }
+}
 
 /**
  * @since 0.1.0
@@ -128,14 +170,14 @@ export const expectedFor = (callback: Callback): ReadonlyArray<Answer["_tag"]> =
 
 const signInIssues = (requested: ReadonlyArray<string>, answer: SignInAnswer): ReadonlyArray<string> => {
   const issues: Array<string> = []
-  const named = [...answer.connected, ...answer.denied]
+  const named = [...answer.connectedIds, ...answer.denied]
   const unknown = named.filter((id) => !requested.includes(id))
   if (unknown.length > 0) {
     issues.push(`names unknown sign-in requests ${unknown.join(", ")} (requested: ${requested.join(", ")})`)
   }
   const missing = requested.filter((id) => !named.includes(id))
   if (missing.length > 0) issues.push(`does not name ${missing.join(", ")}`)
-  const both = [...new Set(answer.connected.filter((id) => answer.denied.includes(id)))]
+  const both = [...new Set(answer.connectedIds.filter((id) => answer.denied.includes(id)))]
   if (both.length > 0) issues.push(`names ${both.join(", ")} as both connected and denied`)
   const repeated = named.filter((id, i) => named.indexOf(id) !== i && !both.includes(id))
   if (repeated.length > 0) issues.push(`names ${[...new Set(repeated)].join(", ")} more than once`)

@@ -99,7 +99,14 @@ export class SignInRequest extends Schema.Class<SignInRequest>("@parley/core/Cal
   id: Schema.String,
   source: Schema.String,
   /** The tool call that needs the connector. */
-  toolCallId: Schema.optional(Schema.String)
+  toolCallId: Schema.optional(Schema.String),
+  /**
+   * Where a person signs in, when the connector's server asked for an OAuth authorization: open it, and answer with
+   * the code the authorization server redirects with (`SignInGrant`).
+   */
+  authorizationUrl: Schema.optional(Schema.String),
+  /** The scopes the authorization asks for. */
+  scopes: Schema.optional(Schema.Array(Schema.String))
 }) {}
 
 const common = {

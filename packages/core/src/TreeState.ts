@@ -568,7 +568,9 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
       }
       if (callback._tag !== "OpenSignIn" || event.answer?._tag !== "SignInAnswer") return next
       const answer = event.answer
-      const sources = callback.requests.filter((request) => answer.connected.includes(request.id)).map((r) => r.source)
+      const sources = callback.requests.filter((request) => answer.connectedIds.includes(request.id)).map((r) =>
+        r.source
+      )
       return updateSession(next, callback.sessionId, (session) => ({
         ...session,
         connected: [...new Set([...session.connected, ...sources])]

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Answer, ParleyError } from "@parley/core"
 import type { Callback } from "@parley/core"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import * as F from "./fixtures.js"
 
 const kinds: ReadonlyArray<{
@@ -191,5 +191,53 @@ describe("Answer constructors and guards", () => {
       assert.isTrue(Answer.isKeepCallbackOpen(new Answer.KeepCallbackOpen()))
       for (const answer of F.answers) assert.isFalse(Answer.isKeepCallbackOpen(answer))
       assert.isFalse(Answer.isKeepCallbackOpen({ _tag: "KeepCallbackOpen" }))
+    }))
+})
+
+describe("SignInAnswer with a credential (SignInGrant)", () => {
+  const grant = new Answer.SignInGrant({ id: "gmail", code: "the-code", state: "the-state" })
+
+  it.effect("crosses the wire: encoded as JSON and decoded as the same grant", () =>
+    Effect.gen(function*() {
+      const answer = new Answer.SignInAnswer({ connected: [grant], denied: ["calendar"] })
+      const json = JSON.parse(JSON.stringify(yield* Schema.encode(Answer.Answer)(answer)))
+      assert.deepStrictEqual(json, {
+        _tag: "SignInAnswer",
+        connected: [{ id: "gmail", code: "the-code", state: "the-state" }],
+        denied: ["calendar"]
+      })
+      const decoded = yield* Schema.decodeUnknown(Answer.Answer)(json)
+      assert.strictEqual(decoded._tag, "SignInAnswer")
+      if (decoded._tag !== "SignInAnswer") return
+      assert.deepStrictEqual(decoded.connectedIds, ["gmail"])
+      assert.instanceOf(decoded.connected[0], Answer.SignInGrant)
+      const tokens = yield* Schema.decodeUnknown(Answer.Answer)({
+        _tag: "SignInAnswer",
+        connected: [{ id: "gmail", tokens: { access_token: "at", token_type: "Bearer", expires_in: 60 } }]
+      })
+      assert.deepStrictEqual(tokens._tag === "SignInAnswer" ? tokens.connectedIds : [], ["gmail"])
+    }))
+
+  it.effect("names requests like ids: a grant for a request is valid, one for another request is not", () =>
+    Effect.gen(function*() {
+      const forGmail = new Answer.SignInGrant({ id: "req_gmail", code: "the-code" })
+      const ok = yield* Answer.validate(
+        F.signIn,
+        new Answer.SignInAnswer({ connected: [forGmail], denied: ["req_drive"] })
+      )
+      assert.strictEqual(ok._tag, "SignInAnswer")
+      const unknown = yield* mismatch(
+        F.signIn,
+        new Answer.SignInAnswer({
+          connected: [forGmail, new Answer.SignInGrant({ id: "calendar", code: "c" })],
+          denied: ["req_drive"]
+        })
+      )
+      assert.include(unknown.message, "names unknown sign-in requests calendar")
+      const both = yield* mismatch(
+        F.signIn,
+        new Answer.SignInAnswer({ connected: [forGmail], denied: ["req_gmail", "req_drive"] })
+      )
+      assert.include(both.message, "names req_gmail as both connected and denied")
     }))
 })

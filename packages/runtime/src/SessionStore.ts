@@ -293,6 +293,15 @@ export interface Service {
   readonly saveSnapshot: (treeId: SessionId, snapshot: Snapshot) => Effect.Effect<void, StoreError>
   /** The tree's latest snapshot, if one was saved. */
   readonly loadSnapshot: (treeId: SessionId) => Effect.Effect<Option.Option<Snapshot>, StoreError>
+  /**
+   * Keeps a secret of a tree under `name` (a connector's credentials), replacing the one it had. The store keeps the
+   * value as it is given: `Credentials` encrypts it first, so the store only ever holds ciphertext.
+   */
+  readonly saveSecret: (treeId: SessionId, name: string, value: string) => Effect.Effect<void, StoreError>
+  /** The secret of a tree under `name`, as it was saved. */
+  readonly loadSecret: (treeId: SessionId, name: string) => Effect.Effect<Option.Option<string>, StoreError>
+  /** Forgets the secret of a tree under `name`. */
+  readonly deleteSecret: (treeId: SessionId, name: string) => Effect.Effect<void, StoreError>
 }
 
 /**

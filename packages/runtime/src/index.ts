@@ -6,6 +6,13 @@
 export * as Connectors from "./Connectors.js"
 
 /**
+ * Credentials of a session tree (a connector's OAuth tokens), encrypted at rest with `PARLEY_SECRET_KEY`.
+ *
+ * @since 0.1.0
+ */
+export * as Credentials from "./Credentials.js"
+
+/**
  * The engine: runs agent turns on an event-sourced log.
  *
  * @since 0.1.0

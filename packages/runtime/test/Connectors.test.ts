@@ -75,3 +75,48 @@ describe("Connectors: a defect in a connector tool", () => {
       }))
   }
 })
+
+describe("Connectors: a sign-in answered with a credential", () => {
+  it.effect("a connector that takes no credential refuses the grant with AnswerMismatch; the sign-in stays open", () =>
+    Effect.gen(function*() {
+      const model = yield* ScriptedModel.fromFunction((call) =>
+        ScriptedModel.toolResults(call).length === 0
+          ? ScriptedModel.toolCall("gmail_latest_email", {})
+          : ScriptedModel.text("done")
+      )
+      const engine = LocalTransport.layer.pipe(
+        Layer.provide([
+          SessionStore.layerMemory,
+          Connectors.layer([Connectors.demoMailbox()]),
+          RuntimeTools.layerEmpty,
+          Models.layer(Models.single(model.languageModel))
+        ])
+      )
+      const gmailAgent = Agent.make({
+        name: "mail",
+        model: "scripted",
+        instructions: "Read mail.",
+        connectors: ["gmail"]
+      })
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(gmailAgent)
+        const blocked = yield* within("Session.run", Session.run(session, "Mail?"))
+        assert.strictEqual(blocked._tag, "Blocked")
+        if (blocked._tag !== "Blocked") return
+        const [callback] = blocked.callbacks
+        const turn = yield* Session.turn(session, blocked.turnId)
+        const error = yield* Effect.flip(Turn.answer(
+          turn,
+          callback.id,
+          new Answer.SignInAnswer({ connected: [new Answer.SignInGrant({ id: "gmail", code: "a-code" })] })
+        ))
+        assert.strictEqual(error._tag, "AnswerMismatch")
+        assert.include(error.message, "the sign-in to gmail takes no credential: connect it by its id")
+        assert.deepStrictEqual((yield* Turn.openCallbacks(turn)).map((open) => open.id), [callback.id])
+        // Connected by id, the same call runs.
+        yield* Turn.answer(turn, callback.id, new Answer.SignInAnswer({ connected: ["gmail"] }))
+        const state = yield* within("Turn.result", Turn.result(turn, { after: blocked }))
+        assert.strictEqual(state._tag, "Completed")
+      }).pipe(Effect.provide(engine))
+    }))
+})

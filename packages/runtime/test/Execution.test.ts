@@ -45,7 +45,7 @@ const agent = Agent.make({
 
 const env = {
   toolsOf: (spec: AgentSpec.AgentSpec) =>
-    Either.getOrElse(resolveTools(spec, { get: () => Option.none() }), () => new Map())
+    Either.getOrElse(resolveTools(spec, { get: () => Option.none(), revision: () => 0 }), () => new Map())
 }
 
 /** Decides the commands one after another from the empty tree, each with its executor; returns the state and the events. */

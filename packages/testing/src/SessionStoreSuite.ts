@@ -47,6 +47,7 @@ import { leases } from "./internal/sessionStoreSuite/leases.js"
 import { live } from "./internal/sessionStoreSuite/live.js"
 import { log } from "./internal/sessionStoreSuite/log.js"
 import { processes } from "./internal/sessionStoreSuite/processes.js"
+import { secrets } from "./internal/sessionStoreSuite/secrets.js"
 import { snapshots } from "./internal/sessionStoreSuite/snapshots.js"
 
 /**
@@ -85,4 +86,5 @@ export const suite = (
     leases(makeDatabase)
     processes(makeDatabase)
     snapshots(makeDatabase)
+    secrets(makeDatabase)
   })

@@ -2,7 +2,6 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import { hasSubagentTools } from "@parley/core/AgentSpec"
 import { AgentInvalid } from "@parley/core/ParleyError"
 import { ToolSpec } from "@parley/core/ToolSpec"
-import type * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as Connectors from "../Connectors.js"
@@ -21,7 +20,9 @@ export type ResolvedTool =
     readonly _tag: "connector"
     readonly spec: ToolSpec
     readonly source: string
-    readonly run: (args: unknown) => Effect.Effect<unknown, string>
+    /** The session connects the source (a sign-in answered by id) before the first call. */
+    readonly askFirst: boolean
+    readonly run: Connectors.ConnectorTool["run"]
   }
 
 export const invalid = (agent: AgentSpec, issues: ReadonlyArray<string>) =>
@@ -46,7 +47,13 @@ export const resolveTools = (
       continue
     }
     for (const tool of connector.value.tools) {
-      add(`${source}_${tool.spec.name}`, { _tag: "connector", spec: tool.spec, source, run: tool.run })
+      add(`${source}_${tool.spec.name}`, {
+        _tag: "connector",
+        spec: tool.spec,
+        source,
+        askFirst: connector.value.askFirst ?? true,
+        run: tool.run
+      })
     }
   }
   if (hasSubagentTools(agent) && agent.subagents.length > 0) {

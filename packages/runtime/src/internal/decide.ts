@@ -32,7 +32,7 @@ import { Completed } from "@parley/core/TurnState"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import { checkClientToolResult } from "./jsonSchema.js"
-import { advance, authorize, execute, settleWait, startedBy, toolOf } from "./toolCalls.js"
+import { advance, authorize, execute, openSignIn, settleWait, startedBy, toolOf } from "./toolCalls.js"
 import type { Env } from "./tx.js"
 import {
   cancelSubtree,
@@ -88,6 +88,15 @@ export type Command =
     readonly toolCallId: string
     readonly isFailure: boolean
     readonly result: unknown
+  }
+  | {
+    /** A connector's server asked for an authorization: the call waits on a sign-in that carries its URL. */
+    readonly _tag: "ToolNeedsSignIn"
+    readonly turnId: TurnId
+    readonly toolCallId: string
+    readonly source: string
+    readonly authorizationUrl: string
+    readonly scopes: ReadonlyArray<string>
   }
   | { readonly _tag: "WorkFailed"; readonly turnId: TurnId; readonly error: ParleyError }
   | { readonly _tag: "Expire"; readonly callbackId: CallbackId }
@@ -314,6 +323,13 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
       const call = turn?.calls.find((candidate) => candidate.toolCallId === command.toolCallId)
       if (turn === undefined || call === undefined || call.stage._tag !== "Executing") return Either.right(undefined)
       complete(tx, turn, call, { isFailure: command.isFailure, result: command.result })
+      return Either.right(undefined)
+    }
+    case "ToolNeedsSignIn": {
+      const turn = tx.turn(command.turnId)
+      const call = turn?.calls.find((candidate) => candidate.toolCallId === command.toolCallId)
+      if (turn === undefined || call === undefined || call.stage._tag !== "Executing") return Either.right(undefined)
+      openSignIn(tx, turn, call, command.source, { authorizationUrl: command.authorizationUrl, scopes: command.scopes })
       return Either.right(undefined)
     }
     case "WorkFailed": {

@@ -50,6 +50,7 @@ import * as Mailbox from "./engine/mailbox.js"
 import * as Ownership from "./engine/ownership.js"
 import * as Reconcile from "./engine/reconcile.js"
 import * as Trees from "./engine/trees.js"
+import * as SignIn from "./signIn.js"
 import * as Snapshots from "./snapshots.js"
 import * as Validation from "./validation.js"
 import * as Work from "./work.js"
@@ -66,14 +67,19 @@ export interface Services {
 const definitions = (services: Services) => {
   const { connectors, models, runtimeTools } = services
   const noTools: ReadonlyMap<string, ResolvedTool> = new Map()
-  const toolsCache = new WeakMap<AgentSpec, ReadonlyMap<string, ResolvedTool>>()
+  // Resolved again once a connector's tools changed (an MCP server's list_changed): the next model step sees them.
+  const toolsCache = new WeakMap<
+    AgentSpec,
+    { readonly revision: number; readonly tools: ReadonlyMap<string, ResolvedTool> }
+  >()
   const toolsOf = (agent: AgentSpec) => {
-    let tools = toolsCache.get(agent)
-    if (tools === undefined) {
-      tools = Either.getOrElse(resolveTools(agent, connectors), () => noTools)
-      toolsCache.set(agent, tools)
+    const revision = connectors.revision()
+    let cached = toolsCache.get(agent)
+    if (cached === undefined || cached.revision !== revision) {
+      cached = { revision, tools: Either.getOrElse(resolveTools(agent, connectors), () => noTools) }
+      toolsCache.set(agent, cached)
     }
-    return tools
+    return cached.tools
   }
   const modelCache = new WeakMap<AgentSpec, LanguageModel.Service>()
   const modelOf = (agent: AgentSpec) =>
@@ -130,5 +136,5 @@ export const make = (
     Object.assign(core, { deadlines: yield* Follow.deadlines(core) })
     yield* Follow.changes(core)
     yield* Ownership.recover(core)
-    return Facade.make(core, { validate, marked })
+    return Facade.make(core, { validate, marked, completeSignIn: SignIn.make(services.connectors) })
   })

@@ -36,6 +36,8 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
   const expiries = new Map<CallbackId, number>()
   /** Owners and when their heartbeat lapses (epoch millis). */
   const owners = new Map<string, number>()
+  /** Secrets of trees by tree and name: ciphertext, as `Credentials` gives it. */
+  const secrets = new Map<string, string>()
   const isAlive = (owner: string | undefined, now: number) => owner !== undefined && (owners.get(owner) ?? 0) > now
 
   // The subscribers of trees' events: the fan-out every store shares (`Fanout`).
@@ -166,7 +168,10 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
         if (log === undefined || (log.snapshot !== undefined && log.snapshot.seq > snapshot.seq)) return
         log.snapshot = { seq: snapshot.seq, version: snapshot.version, state: snapshot.state }
       }),
-    loadSnapshot: (treeId) => Effect.sync(() => Option.fromNullable(logs.get(treeId)?.snapshot))
+    loadSnapshot: (treeId) => Effect.sync(() => Option.fromNullable(logs.get(treeId)?.snapshot)),
+    saveSecret: (treeId, name, value) => Effect.sync(() => void secrets.set(`${treeId}\u0000${name}`, value)),
+    loadSecret: (treeId, name) => Effect.sync(() => Option.fromNullable(secrets.get(`${treeId}\u0000${name}`))),
+    deleteSecret: (treeId, name) => Effect.sync(() => void secrets.delete(`${treeId}\u0000${name}`))
   }
   return service
 })

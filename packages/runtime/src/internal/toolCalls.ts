@@ -218,6 +218,25 @@ export const startedBy = (call: TreeState.Call, executor: Executor | undefined):
   call.stage._tag === "Executing" && executor !== undefined && call.stage.executor !== undefined &&
   call.stage.executor.owner === executor.owner && call.stage.executor.epoch === executor.epoch
 
+/**
+ * The call waits on a sign-in to `source`: before its first call (the connector asks first), or because the
+ * connector's server asked for an authorization (its URL and scopes). Sign-ins wait as long as approvals.
+ */
+export const openSignIn = (
+  tx: Tx,
+  turn: TreeState.Turn,
+  call: TreeState.Call,
+  source: string,
+  authorization?: { readonly authorizationUrl: string; readonly scopes: ReadonlyArray<string> }
+) =>
+  openCallback(tx, turn, "approval", (fields) =>
+    new OpenSignIn({
+      ...fields,
+      requests: [
+        new SignInRequest({ id: source, source, toolCallId: call.toolCallId, ...authorization }, noValidation)
+      ]
+    }, noValidation))
+
 /** The call is allowed: run it the way its kind runs. */
 export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool: ResolvedTool) => {
   switch (tool._tag) {
@@ -233,15 +252,8 @@ export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool
     case "runtime":
       return execute(tx, turn, call)
     case "connector": {
-      if (tx.session(turn.sessionId)?.connected.includes(tool.source)) return execute(tx, turn, call)
-      // Sign-ins wait as long as approvals.
-      return openCallback(tx, turn, "approval", (fields) =>
-        new OpenSignIn({
-          ...fields,
-          requests: [
-            new SignInRequest({ id: tool.source, source: tool.source, toolCallId: call.toolCallId }, noValidation)
-          ]
-        }, noValidation))
+      if (!tool.askFirst || tx.session(turn.sessionId)?.connected.includes(tool.source)) return execute(tx, turn, call)
+      return openSignIn(tx, turn, call, tool.source)
     }
     case "builtin":
       if (tool.builtin === "wait") return settleWait(tx, turn, call)
@@ -308,7 +320,8 @@ export const advance = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, reco
       if (answer?._tag !== "SignInAnswer") {
         return complete(tx, turn, call, unanswered(record.resolution, `sign-in to ${source}`))
       }
-      if (tool !== undefined && tx.session(turn.sessionId)?.connected.includes(source)) {
+      // This answer decides (a source connected before and denied now stays unused: "must reconnect" was refused).
+      if (tool !== undefined && answer.connectedIds.includes(callback.requests[0].id)) {
         return proceed(tx, turn, call, tool)
       }
       return complete(

@@ -18,6 +18,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Connectors from "../Connectors.js"
 import type * as RuntimeTools from "../RuntimeTools.js"
 import type * as SessionStore from "../SessionStore.js"
 import type { ResolvedTool } from "./agentTools.js"
@@ -80,6 +81,8 @@ export interface Tree {
 interface Outcome {
   readonly isFailure: boolean
   readonly result: unknown
+  /** The connector's server asked for a sign-in: the call waits on it instead of ending. */
+  readonly signIn?: Connectors.SignInRequired | undefined
 }
 
 /**
@@ -251,9 +254,14 @@ export const make = (deps: {
   ): Effect.Effect<Outcome> | undefined => {
     switch (tool?._tag) {
       case "connector":
-        return Effect.suspend(() => tool.run(call.arguments)).pipe(
+        return Effect.suspend(() =>
+          tool.run(call.arguments, { treeId: tree.treeId, sessionId: turn.sessionId, toolCallId: call.toolCallId })
+        ).pipe(
           Effect.match({
-            onFailure: (result): Outcome => ({ isFailure: true, result }),
+            onFailure: (result): Outcome =>
+              result instanceof Connectors.SignInRequired
+                ? { isFailure: true, result: undefined, signIn: result }
+                : { isFailure: true, result },
             onSuccess: (result): Outcome => ({ isFailure: false, result })
           })
         )
@@ -283,14 +291,23 @@ export const make = (deps: {
     // window durability.md describes.
     const guarded = Effect.suspend(() => tree.owned() ? Effect.asSome(run) : Effect.succeedNone)
     return guarded.pipe(
-      Effect.flatMap((outcome) =>
-        Option.isNone(outcome) ? Effect.void : tree.report(key, {
-          _tag: "ToolFinished",
-          turnId: turn.turnId,
-          toolCallId: call.toolCallId,
-          ...outcome.value
-        })
-      ),
+      Effect.flatMap((outcome) => {
+        if (Option.isNone(outcome)) return Effect.void
+        const { isFailure, result, signIn } = outcome.value
+        return tree.report(
+          key,
+          signIn !== undefined && tool?._tag === "connector"
+            ? {
+              _tag: "ToolNeedsSignIn",
+              turnId: turn.turnId,
+              toolCallId: call.toolCallId,
+              source: tool.source,
+              authorizationUrl: signIn.authorizationUrl,
+              scopes: signIn.scopes
+            }
+            : { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, isFailure, result }
+        )
+      }),
       // A defect of the tool's code (a connector's, a handler's) ends the turn Failed.
       Effect.catchAllDefect((defect) =>
         tree.report(key, {

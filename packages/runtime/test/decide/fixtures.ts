@@ -75,10 +75,25 @@ export const gmail = Connectors.make("gmail", [
   { name: "latest_email", description: "The latest email.", run: () => Effect.succeed({ subject: "Hi" }) }
 ])
 
+/** A connector that signs in on its server's demand (an MCP server behind OAuth): its calls run without asking first. */
+export const mail: Connectors.Connector = {
+  ...Connectors.make("mail", [
+    { name: "send_message", description: "Send an email.", run: () => Effect.succeed("Sent.") }
+  ]),
+  askFirst: false
+}
+
+/** The agent of the sign-in rules: it has the `mail` connector too. */
+export const mailer = AgentSpec.make({ ...assistant, name: "mailer", connectors: ["gmail", "mail"] })
+
 export const env: Env = {
   toolsOf: (spec) =>
     Either.getOrElse(
-      resolveTools(spec, { get: (source) => (source === "gmail" ? Option.some(gmail) : Option.none()) }),
+      resolveTools(spec, {
+        get: (source) =>
+          source === "gmail" ? Option.some(gmail) : source === "mail" ? Option.some(mail) : Option.none(),
+        revision: () => 0
+      }),
       () => new Map()
     )
 }

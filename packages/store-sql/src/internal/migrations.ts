@@ -114,6 +114,19 @@ const changeNumbers = Effect.gen(function*() {
   })
 })
 
+const addSecrets = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  // Secrets of a tree (a connector's OAuth tokens and its sign-in in progress), by name: ciphertext only — the runtime's
+  // `Credentials` encrypts them with PARLEY_SECRET_KEY before they get here. Never in the log.
+  yield* sql`CREATE TABLE parley_secrets (
+    tree_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (tree_id, name)
+  )`
+})
+
 // Paused trees are claimed without being loaded: a tree knows whether its last append ended with `TurnBlocked`
 // (`paused`), and each callback when it expires (`expires_at`, epoch millis; none for a callback without a deadline).
 // Trees stored before are not paused until their next append: recovery loads them, as it did.
@@ -129,5 +142,6 @@ export const loader: Migrator.Loader = Migrator.fromRecord({
   "0002_leases": addLeases,
   "0003_snapshots": addSnapshots,
   "0004_change_numbers": changeNumbers,
+  "0005_secrets": addSecrets,
   "0006_paused_trees": pausedTrees
 })

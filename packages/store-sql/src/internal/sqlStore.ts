@@ -353,6 +353,30 @@ export const make = (
     })
 
     // -------------------------------------------------------------------------
+    // Secrets of trees: ciphertext by name, replaced whole
+    // -------------------------------------------------------------------------
+
+    const saveSecret = (treeId: SessionId, name: string, value: string) =>
+      sql`INSERT INTO parley_secrets (tree_id, name, value) VALUES (${treeId}, ${name}, ${value})
+        ON CONFLICT (tree_id, name) DO UPDATE SET value = excluded.value`.pipe(
+        Effect.asVoid,
+        Effect.mapError(storeError("saveSecret", `could not save a secret of tree ${treeId}`))
+      )
+
+    const loadSecret = (treeId: SessionId, name: string) =>
+      sql<{ readonly value: string }>`SELECT value FROM parley_secrets WHERE tree_id = ${treeId} AND name = ${name}`
+        .pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]?.value)),
+          Effect.mapError(storeError("loadSecret", `could not read a secret of tree ${treeId}`))
+        )
+
+    const deleteSecret = (treeId: SessionId, name: string) =>
+      sql`DELETE FROM parley_secrets WHERE tree_id = ${treeId} AND name = ${name}`.pipe(
+        Effect.asVoid,
+        Effect.mapError(storeError("deleteSecret", `could not delete a secret of tree ${treeId}`))
+      )
+
+    // -------------------------------------------------------------------------
     // Snapshots of the projection: the latest per tree, written outside the appends' transactions
     // -------------------------------------------------------------------------
 
@@ -934,7 +958,10 @@ export const make = (
         )
       },
       saveSnapshot,
-      loadSnapshot
+      loadSnapshot,
+      saveSecret,
+      loadSecret,
+      deleteSecret
     }
     return service
   })

@@ -22,6 +22,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as SessionStore from "../../SessionStore.js"
+import type * as SignIn from "../signIn.js"
 import { noValidation } from "../tx.js"
 import type * as Validation from "../validation.js"
 import type { Actor, Core } from "./core.js"
@@ -40,10 +41,13 @@ export const make = (
     readonly validate: ReturnType<typeof Validation.make>
     /** The definition a session stores: the tools this runtime runs marked. */
     readonly marked: (agent: AgentSpec) => AgentSpec
+    /** Completes the sign-ins an answer carries credentials for (`signIn.ts`). */
+    readonly completeSignIn: ReturnType<typeof SignIn.make>
   }
 ): Transport.Service => {
   const { owner, runsWork, store } = core
   const { marked, validate } = definitions
+  const options = definitions
 
   /**
    * The session's events from `from` on in a mailbox (its tree's, for a root session), the store's errors turned into
@@ -198,13 +202,18 @@ export const make = (
             const id = callbackId.right as CallbackId
             yield* core.afterCatchingUp(
               actor,
-              core.submit(actor, {
-                _tag: "Answer",
-                sessionId,
-                turnId: turnId.right as TurnId,
-                callbackId: id,
-                answer: answer.right
-              }),
+              // A sign-in's credentials are exchanged and kept first: the answer stored names the requests only.
+              Effect.suspend(() => options.completeSignIn(actor.treeId, actor.state, id, answer.right)).pipe(
+                Effect.flatMap((stored) =>
+                  core.submit(actor, {
+                    _tag: "Answer",
+                    sessionId,
+                    turnId: turnId.right as TurnId,
+                    callbackId: id,
+                    answer: stored
+                  })
+                )
+              ),
               (error) =>
                 error._tag === "TurnNotFound" ||
                 (error._tag === "CallbackNotOpen" && TreeState.callback(actor.state, id) === undefined)

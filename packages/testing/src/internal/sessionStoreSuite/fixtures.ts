@@ -120,6 +120,9 @@ export interface Store {
   }) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
   readonly saveSnapshot: (treeId: SessionId, snapshot: Snapshot) => Effect.Effect<void, StoreError>
   readonly loadSnapshot: (treeId: SessionId) => Effect.Effect<Option.Option<Snapshot>, StoreError>
+  readonly saveSecret: (treeId: SessionId, name: string, value: string) => Effect.Effect<void, StoreError>
+  readonly loadSecret: (treeId: SessionId, name: string) => Effect.Effect<Option.Option<string>, StoreError>
+  readonly deleteSecret: (treeId: SessionId, name: string) => Effect.Effect<void, StoreError>
 }
 
 /** A store's `changes` as a `Stream`. */
