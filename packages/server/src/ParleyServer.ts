@@ -45,6 +45,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
+import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { TransportFailure } from "@parley/core/ParleyError"
 import { ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
@@ -97,6 +98,8 @@ export interface Options {
   readonly heartbeat?: Duration.DurationInput | undefined
   /** One log line per request (default `true`). */
   readonly log?: boolean | undefined
+  /** The agents `GET /agents` offers (the session app lists them; default: none). */
+  readonly agents?: ReadonlyArray<AgentSpec> | undefined
 }
 
 /**
@@ -141,6 +144,7 @@ const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
       Handlers.sessions(transport, tenants, access),
       Handlers.turns(transport, access, { maxMessageLength: options.maxMessageLength ?? 100_000 }),
       Handlers.callbacks(transport, access),
+      Handlers.agents(options.agents ?? []),
       Sse.events(transport, access, {
         maxStreams: options.maxStreamsPerKey ?? 1_000,
         heartbeat: Duration.decode(options.heartbeat ?? "15 seconds"),

@@ -2,6 +2,7 @@
  * The handlers of `ProtocolApi`'s JSON routes over the `Transport`: every lookup is scoped to the request's tenant.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import type { TransportFailure } from "@parley/core/ParleyError"
 import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
@@ -26,6 +27,9 @@ const uniform = <A, E extends { readonly _tag: string }, R>(sessionId: SessionId
     (error): error is Extract<E, { readonly _tag: "SessionNotFound" }> => error._tag === "SessionNotFound",
     () => Effect.fail(notFound(sessionId))
   )
+
+export const agents = (list: ReadonlyArray<AgentSpec>) =>
+  HttpApiBuilder.group(ProtocolApi, "agents", (handlers) => handlers.handle("list", () => Effect.succeed(list)))
 
 export const sessions = (transport: Transport.Service, tenants: Sessions.Service, access: Access) =>
   HttpApiBuilder.group(ProtocolApi, "sessions", (handlers) =>
