@@ -1,7 +1,8 @@
 /**
  * The Parley session server: `@parley/core`'s `ProtocolApi` implemented over the engine (`Transport`) with
  * `HttpApiBuilder`, served by an `HttpServer` (`@effect/platform-node`'s in `layerSqlite` / `layerPg`). It serves
- * the OpenAPI document at `/openapi.json` and a Scalar page at `/docs`.
+ * the session app at `/` (a page to start sessions of the server's `agents`, watch their turns and answer their
+ * callbacks), the OpenAPI document at `/openapi.json` and a Scalar page at `/docs`.
  *
  * - **Keys and tenants**: every API route needs `Authorization: Bearer <key>`; each key belongs to a tenant, which
  *   sees only its own sessions (another tenant's id answers 404 exactly like an unknown one). Keys are compared in
@@ -40,7 +41,6 @@ import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -69,6 +69,7 @@ import * as Handlers from "./internal/handlers.js"
 import * as RequestLog from "./internal/requestLog.js"
 import * as Sessions from "./internal/sessions.js"
 import * as Sse from "./internal/sse.js"
+import * as WebApp from "./internal/webApp.js"
 
 /**
  * An API key and the tenant it belongs to.
@@ -173,6 +174,7 @@ export const layer = (
     // Runs before the HTTP server closes: the streams end and new requests are refused (503, the connection closed),
     // so the server does not wait on clients that reconnect.
     yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
+    const app = WebApp.responses(yield* WebApp.assets)
     return HttpApiBuilder.serve(
       RequestLog.middleware({
         maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
@@ -184,7 +186,11 @@ export const layer = (
       Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
       Layer.provide(
         HttpApiBuilder.Router.use((router) =>
-          router.get("/", Effect.succeed(HttpServerResponse.redirect("/docs", { status: 302 })))
+          Effect.all([
+            router.get("/", app.html),
+            router.get("/app/app.js", app.js),
+            router.get("/app/app.css", app.css)
+          ])
         )
       ),
       Layer.provide(apiLayer(options, shutdown))
