@@ -51,6 +51,8 @@ describe.sequential("session app", () => {
         yield* promise(() => card.waitFor())
         assert.include(yield* promise(() => card.innerText()), "\"service\": \"api\"")
         assert.include(yield* promise(() => card.innerText()), "destructive", "its annotations")
+        // the list view: what waits across the tenant's sessions
+        yield* promise(() => page.locator("#waiting").getByText(/^approval client\.deploy · ses_/).waitFor())
         yield* App.screenshot(page, "1-approval")
         yield* promise(() => card.getByRole("button", { name: "Allow" }).click())
         yield* promise(() => finalAnswer(page, "Deployed the api."))
