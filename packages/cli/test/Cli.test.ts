@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Answer, Transport as TransportModule } from "@parley/core"
 import type { Transport } from "@parley/core"
 import { Effect, Schedule, Schema, Stream } from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Fixture from "./fixtures/server.js"
 
@@ -212,6 +213,32 @@ describe.sequential("parley", () => {
         assert.deepStrictEqual(followed, followed.map((_, index) => index), "no gap, no duplicate across the restart")
         assert.match(follower.stdout(), /CallbackResolved cb_\S+ answered AllowApproval/)
         assert.match(follower.stdout(), /TurnEnded Completed You are in \{"city":"Lyon"\}\./)
+      }),
+    { timeout: 180_000 }
+  )
+
+  it.scopedLive(
+    "serve: --port and --database; the local key in ./.parley/api-key, which the other commands find from here",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* Fixture.tempDir
+        const database = path.join(dir, "elsewhere.db")
+        const server = yield* Fixture.spawnParley(
+          ["serve", "--port", "0", "--database", database, "--log-format", "json"],
+          { PARLEY_API_KEY: "" },
+          dir
+        )
+        yield* server.waitFor("npx parley callbacks list")
+        const url = /session app: (\S+)\//.exec(server.stdout())?.[1] ?? ""
+        assert.include(server.stdout(), `Parley server on ${url} (${database})`)
+        assert.include(server.stdout(), `API key (kept in ${path.join(dir, ".parley", "api-key")})`)
+        assert.isTrue(fs.existsSync(database))
+        const listed = yield* Fixture.parley(["callbacks", "list"], { PARLEY_URL: url, PARLEY_API_KEY: "" }, dir)
+        assert.strictEqual(listed.code, 0, listed.stderr)
+        assert.strictEqual(listed.stdout.trim(), "nothing waits for an answer")
+        assert.match(server.stdout(), /"route":"\/callbacks".*"status":200|"status":200.*"route":"\/callbacks"/)
+        const page = yield* Effect.promise(() => fetch(`${url}/`).then((response) => response.text()))
+        assert.include(page, "<title>Parley</title>", "the session app at /")
       }),
     { timeout: 180_000 }
   )
