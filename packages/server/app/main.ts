@@ -252,13 +252,11 @@ const render = (event: Event) => {
     case "CallbackResolved":
       return resolved(event)
     case "TurnEnded": {
-      const state = event.state as { _tag: string; text?: string; error?: { message?: string } }
+      const state = event.state as { _tag: string; error?: { message?: string } }
       void loadWaiting()
       return line(
         event,
-        state._tag === "Completed"
-          ? `${state.text ?? ""}`
-          : `${state._tag}${state.error?.message ? `: ${state.error.message}` : ""}`,
+        `Turn ${state._tag.toLowerCase()}${state.error?.message ? `: ${state.error.message}` : ""}`,
         "final"
       )
     }

@@ -24,9 +24,11 @@ const shownSeqs = (page: Page) =>
     )
   )
 
-/** Waits for the turn's final answer (its `TurnEnded` line). */
-const finalAnswer = (page: Page, text: string) =>
-  page.locator("#events li[data-tag=TurnEnded]").filter({ hasText: text }).waitFor()
+/** Waits for the turn's end and its final answer (the assistant's message). */
+const finalAnswer = async (page: Page, text: string) => {
+  await page.locator("#events li[data-tag=TurnEnded]").filter({ hasText: "Turn completed" }).waitFor()
+  await page.locator("#events li.assistant").filter({ hasText: text }).waitFor()
+}
 
 /** Presses Tab until the focused element is the button `name` (at most 60 times). */
 const tabTo = (page: Page, name: string) =>
@@ -107,6 +109,7 @@ describe.sequential("session app", () => {
       assert.isTrue(yield* tabTo(page, "Start session"))
       yield* promise(() => page.keyboard.press("Enter"))
       yield* promise(() => page.getByRole("heading", { name: /^Session ses_/ }).waitFor())
+      yield* promise(() => page.locator("#message-input:focus").waitFor()) // the page moved the focus to the message
       yield* promise(() => page.keyboard.type("Deploy the api"))
       yield* promise(() => page.keyboard.press("Enter"))
       yield* promise(() => page.locator("article.callback").waitFor())
