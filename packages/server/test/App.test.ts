@@ -121,7 +121,7 @@ describe.sequential("session app", () => {
     }), { timeout: 120_000 })
 
   it.scopedLive(
-    "(3) a client tool's form: an invalid value is refused in the page, a valid result is sent",
+    "(3) a client tool's form: an invalid value refused in the page, the server's 422 shown, a valid result sent",
     () =>
       Effect.gen(function*() {
         const url = yield* App.start
@@ -131,6 +131,7 @@ describe.sequential("session app", () => {
         yield* promise(() => card.waitFor())
         yield* promise(async () => {
           await card.getByLabel("city", { exact: true }).fill("Lyon")
+          await card.getByLabel("code", { exact: true }).fill("LY")
           await card.getByLabel("population", { exact: true }).fill("many")
           await card.getByLabel("country", { exact: true }).selectOption("France")
           await card.getByLabel("lat", { exact: true }).fill("45.76")
@@ -145,10 +146,18 @@ describe.sequential("session app", () => {
         assert.strictEqual(yield* promise(() => page.locator("#events li[data-tag=CallbackResolved]").count()), 0)
         yield* promise(() => card.getByLabel("population", { exact: true }).fill("522250"))
         yield* promise(() => card.getByRole("button", { name: "Send result" }).click())
+        // the page sends it; the server still disagrees (a 3-letter code): its 422 and reason are shown, nothing stored
+        const refusal = card.getByRole("alert").filter({ hasText: "The server refused the answer (422)" })
+        yield* promise(() => refusal.waitFor())
+        assert.include(yield* promise(() => refusal.innerText()), "code")
+        yield* App.screenshot(page, "3-server-422")
+        assert.strictEqual(yield* promise(() => page.locator("#events li[data-tag=CallbackResolved]").count()), 0)
+        yield* promise(() => card.getByLabel("code", { exact: true }).fill("LYS"))
+        yield* promise(() => card.getByRole("button", { name: "Send result" }).click())
         yield* promise(() =>
           finalAnswer(
             page,
-            "Noted: {\"city\":\"Lyon\",\"population\":522250,\"country\":\"France\",\"position\":{\"lat\":45.76,\"lon\":4.84},\"capital\":false}."
+            "Noted: {\"city\":\"Lyon\",\"code\":\"LYS\",\"population\":522250,\"country\":\"France\",\"position\":{\"lat\":45.76,\"lon\":4.84},\"capital\":false}."
           )
         )
         const overflow = yield* promise(() =>
