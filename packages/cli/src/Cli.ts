@@ -6,6 +6,17 @@
  * Exit codes: 0 done, 1 failed (one line on stderr and a hint), 2 usage or validation (a wrong option, an answer that
  * does not fit its callback: nothing was sent).
  *
+ * @example
+ * ```ts
+ * import { Cli } from "@parley/cli"
+ * import { Effect } from "effect"
+ *
+ * // the command line in, the exit code out (what the `parley` executable runs)
+ * const listJson = Cli.run(["node", "parley", "callbacks", "list", "--json"]).pipe(
+ *   Effect.flatMap((code) => Effect.sync(() => process.exit(code)))
+ * )
+ * ```
+ *
  * @since 0.1.0
  */
 import * as Command from "@effect/cli/Command"

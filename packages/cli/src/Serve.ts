@@ -13,6 +13,24 @@
  * | `apiKeys` | `PARLEY_API_KEYS` | one local key, created in `<dataDir>/api-key` (mode 0600) |
  * | `logFormat` | `PARLEY_LOG_FORMAT` | `logfmt` (`json`, `pretty`) |
  *
+ * @example
+ * ```ts
+ * import { Serve } from "@parley/cli"
+ * import { Agent } from "@parley/core"
+ * import { Models } from "@parley/runtime"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Effect } from "effect"
+ *
+ * const greeter = Agent.make({ name: "greeter", instructions: "Say hello." })
+ * const demo: Serve.Demo = {
+ *   models: Effect.map(ScriptedModel.fromFunction(() => ScriptedModel.text("Hello!")), (scripted) =>
+ *     Models.single(scripted.languageModel)),
+ *   agents: [greeter.spec]
+ * }
+ * // `npm start`'s server: its settings from the environment; it runs until Ctrl-C (under NodeRuntime.runMain)
+ * const server = Serve.launch(Serve.settingsFromEnv(process.env, ".parley"), demo)
+ * ```
+ *
  * @since 0.1.0
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
