@@ -73,6 +73,8 @@ describe("npm start", () => {
           )
         )
         assert.deepStrictEqual(agents.map((agent) => agent.name), ["assistant", "shop", "ops"])
+        const page = yield* Effect.promise(() => fetch(`${url}/`).then((response) => response.text()))
+        assert.include(page, "<title>Parley</title>", "the session app at the URL it printed")
         const refused = yield* Effect.promise(() => fetch(`${url}/agents`))
         assert.strictEqual(refused.status, 401, "the API needs the key")
         assert.isTrue(fs.existsSync(path.join(dataDir, "sessions.db")), "sessions in <data dir>/sessions.db")

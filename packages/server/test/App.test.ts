@@ -2,8 +2,8 @@
  * The session app in a real browser (headless Chromium, playwright-core) against a real server: (1) approve with a
  * click and see the final answer; (2) the CLI answers (`parley answer <id> allow`, a child process) and the button
  * disappears within a second, the page saying it was answered elsewhere; (5) keyboard only; (3) a client tool's form
- * refuses an invalid value, then sends a valid one; (4) a reload mid-turn shows every event once. Each test saves a
- * screenshot under `test-output/app/`.
+ * refuses an invalid value, shows the server's 422, then sends a valid result; a sign-in, Connect per source; (4) a
+ * reload mid-turn shows every event once. Each test saves a screenshot under `test-output/app/`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -165,6 +165,29 @@ describe.sequential("session app", () => {
         )
         assert.isFalse(overflow, "the layout holds at a phone's width")
         yield* App.screenshot(page, "3-sent")
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scopedLive(
+    "a sign-in: Connect or Deny per source, sent once every source is decided",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* App.start
+        const page = yield* App.openApp(yield* App.browser, url)
+        yield* App.startTurn(page, "reader", "What is my latest email about?")
+        const card = page.getByRole("article", { name: "sign_in gmail" })
+        yield* promise(() => card.waitFor())
+        yield* promise(() => card.getByRole("button", { name: "Send" }).click())
+        assert.strictEqual(
+          yield* promise(() => card.getByRole("alert").innerText()),
+          "Not sent: choose Connect or Deny for every source."
+        )
+        yield* promise(() => card.getByRole("group", { name: "gmail" }).getByLabel("Connect").check())
+        yield* App.screenshot(page, "sign-in")
+        yield* promise(() => card.getByRole("button", { name: "Send" }).click())
+        yield* promise(() => finalAnswer(page, "Your latest email is about lunch."))
+        assert.include(yield* promise(() => page.locator("#events").innerText()), "(SignInAnswer)")
       }),
     { timeout: 120_000 }
   )
