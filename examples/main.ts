@@ -1,5 +1,5 @@
 /**
- * `npm start`: the walkthrough of every guide's examples, in order. Each folder holds one guide's programs and its
+ * `npm run demo`: the walkthrough of every guide's examples, in order. Each folder holds one guide's programs and its
  * own `main.ts`; this file only runs them one after the other.
  *
  * The examples run offline: every agent's model is a scripted brain (`ScriptedModel` from `@parley/testing`) that

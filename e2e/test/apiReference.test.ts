@@ -32,6 +32,7 @@ const packages = fs.readdirSync(path.join(repoDir, "packages")).filter((name) =>
 describe.concurrent("API reference", () => {
   it("every package has a docgen.json", () => {
     assert.deepStrictEqual(packages, [
+      "cli",
       "core",
       "mistral",
       "policy",

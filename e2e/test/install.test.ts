@@ -190,6 +190,26 @@ describe("the packed packages", () => {
         assert.include(lines.find((line) => line.startsWith("store_sql ")), "SqlRuntime")
         assert.include(lines, "Turn.answer function")
         assert.include(lines, "internal: ERR_PACKAGE_PATH_NOT_EXPORTED")
+        // the parley command, installed: its bin runs the package's build
+        const help = yield* run(process.execPath, [path.join("node_modules", ".bin", "parley"), "--help"], {
+          cwd: app,
+          env: outsideEnv()
+        })
+        assert.include(help.stdout, "See what waits in Parley sessions")
+        const unreachable = yield* run(
+          process.execPath,
+          [
+            path.join("node_modules", ".bin", "parley"),
+            "callbacks",
+            "list",
+            "--url",
+            "http://127.0.0.1:9",
+            "--key",
+            "k"
+          ],
+          { cwd: app, env: outsideEnv() }
+        ).pipe(Effect.flip)
+        assert.include(String(unreachable), "cannot reach a Parley server at http://127.0.0.1:9")
       }).pipe(Effect.scoped),
     { timeout: 600_000 }
   )

@@ -76,7 +76,7 @@ export const answerLocation = CallbackHandler.of({
 
 /**
  * The three handlers as one layer: provide it around `Agent.run`, `Session.run` or `Turn.result`. (`Narrate.handlers`
- * only names them, for the lines `npm start` prints; `CallbackHandler.layer([approveReads, ...])` is the same layer.)
+ * only names them, for the lines `npm run demo` prints; `CallbackHandler.layer([approveReads, ...])` is the same layer.)
  */
 export const Handlers = CallbackHandler.layer(Narrate.handlers({ approveReads, answerLocation, refuseSignIns }))
 

@@ -1,5 +1,5 @@
 /**
- * The narration of `npm start`: what Parley did, one readable line per callback and one per finished turn.
+ * The narration of `npm run demo`: what Parley did, one readable line per callback and one per finished turn.
  *
  * ```
  *   » approval client.get_location {"precision":"city"} → approveReads: allow

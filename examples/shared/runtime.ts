@@ -8,7 +8,7 @@
  *   model of each agent (the root and every subagent), and its `Transport` narrated (`narrate.ts`: a line per
  *   callback and per finished turn).
  * - The file is `.parley/sessions.db` at the repository root (the folder is created when missing), so what
- *   `npm start` ran stays on disk.
+ *   `npm run demo` ran stays on disk.
  *   `PARLEY_SESSIONS_DB` names another file (the examples test gives each run a temporary one; `:memory:` keeps
  *   them in memory).
  * - `offlineRuntime(brain)`: one scripted brain for every agent (`ScriptedModel.layerFunction`: every agent runs on

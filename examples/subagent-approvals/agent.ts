@@ -20,7 +20,7 @@ export const PRICES: { readonly [product: string]: string } = { atlas: "1,200 EU
 
 /**
  * A tool with a handler: the SDK answers its calls by running the handler, in whichever session calls it.
- * (`Narrate.toolHandler` only names the handler, for the lines `npm start` prints.)
+ * (`Narrate.toolHandler` only names the handler, for the lines `npm run demo` prints.)
  */
 export const lookupPrice = Tool.make("lookup_price", {
   description: "Price of one product.",

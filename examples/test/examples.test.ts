@@ -2,7 +2,7 @@
  * Every example folder is a runnable program whose output is part of its guide: run each folder's `main.ts` as a
  * real process (as a reader would, with `tsx`, offline) and compare what it prints with `expected-output.txt`.
  *
- * What a program prints is the guide's own lines plus the narration of `npm start` (lines starting with `  » `: one
+ * What a program prints is the guide's own lines plus the narration of `npm run demo` (lines starting with `  » `: one
  * per callback, one per finished turn; see `shared/narrate.ts`). Both are checked exactly: the whole output against
  * `expected-output.txt`, and the guide's lines alone, in order, against the "Output:" blocks of the guide in
  * `docs/guides/`.
@@ -30,7 +30,7 @@ const { FORCE_COLOR: _force, MISTRAL_API_KEY: _apiKey, NO_COLOR: _noColor, ...of
 
 /**
  * Runs `tsx <file>` from the examples folder and returns its stdout; fails with stderr when it exits non-zero. Each
- * run keeps its sessions in a SQLite file of its own, in a temporary folder removed afterwards (`npm start` uses
+ * run keeps its sessions in a SQLite file of its own, in a temporary folder removed afterwards (`npm run demo` uses
  * `.parley/sessions.db`; runs at once must not share a file).
  */
 const runExample = (file: string, env: { readonly [name: string]: string } = {}) =>
@@ -118,7 +118,7 @@ describe.concurrent("examples", () => {
   }
 
   it.live(
-    "npm start narrates each callback (kind, tool id, arguments, who answered, the answer), then the state",
+    "npm run demo narrates each callback (kind, tool id, arguments, who answered, the answer), then the state",
     () =>
       Effect.gen(function*() {
         const stdout = yield* runExample(path.join("callbacks", "main.ts"))
@@ -157,7 +157,7 @@ describe.concurrent("examples", () => {
     }), { timeout: 90_000 })
 
   it.live(
-    "main.ts (npm start) says it runs offline, then prints each guide's walkthrough; the README shows its first lines",
+    "main.ts (npm run demo) says it runs offline, then prints each guide's walkthrough; the README shows its first lines",
     () =>
       Effect.gen(function*() {
         const stdout = yield* output("main.ts")
@@ -172,10 +172,10 @@ describe.concurrent("examples", () => {
         )
         assert.isAtLeast(callbacks, 0, "the callbacks walkthrough under its header")
         assert.isAbove(subagents, callbacks, "the subagent approvals walkthrough under its header, after a blank line")
-        // the README's "npm start" block: the first lines of what it prints
+        // the README's "npm run demo" block: the first lines of what it prints
         const readme = fs.readFileSync(path.join(repoDir, "README.md"), "utf8")
-        const shown = /^```\n\$ npm start\n([\s\S]*?)\n```$/m.exec(readme)
-        assert.isNotNull(shown, "README.md shows `$ npm start` and what it prints")
+        const shown = /^```\n\$ npm run demo\n([\s\S]*?)\n```$/m.exec(readme)
+        assert.isNotNull(shown, "README.md shows `$ npm run demo` and what it prints")
         const lines = (shown?.[1] ?? "").split("\n").filter((line) => line !== "…")
         assert.isAtLeast(lines.length, 8)
         assert.deepStrictEqual(lines, stdout.split("\n").slice(0, lines.length))
@@ -184,7 +184,7 @@ describe.concurrent("examples", () => {
   )
 
   it.scopedLive(
-    "npm start keeps its sessions in a SQLite file: .parley/sessions.db at the repository root (a temporary one here)",
+    "npm run demo keeps its sessions in a SQLite file: .parley/sessions.db at the repository root (a temporary one here)",
     () =>
       Effect.gen(function*() {
         const unset = { ...process.env }

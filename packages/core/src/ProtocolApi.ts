@@ -319,6 +319,19 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
 {}
 
 /**
+ * Agents: the definitions the server offers to start sessions of (its demo agents, for the session app); a client
+ * creates a session by posting one of them to `POST /sessions`.
+ *
+ * @since 0.1.0
+ * @category Groups
+ */
+export class AgentsGroup extends HttpApiGroup.make("agents")
+  .add(HttpApiEndpoint.get("list", "/agents").addSuccess(Schema.Array(AgentSpec)))
+  .middleware(Authorization)
+  .annotate(OpenApi.Description, "Agents the server offers: definitions to start sessions of.")
+{}
+
+/**
  * The whole protocol.
  *
  * @since 0.1.0
@@ -329,6 +342,7 @@ export class ProtocolApi extends HttpApi.make("parley")
   .add(TurnsGroup)
   .add(EventsGroup)
   .add(CallbacksGroup)
+  .add(AgentsGroup)
   .addError(TransportFailure, { status: 503 })
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "Parley")

@@ -1,7 +1,8 @@
 /**
  * The Parley session server: `@parley/core`'s `ProtocolApi` implemented over the engine (`Transport`) with
  * `HttpApiBuilder`, served by an `HttpServer` (`@effect/platform-node`'s in `layerSqlite` / `layerPg`). It serves
- * the OpenAPI document at `/openapi.json` and a Scalar page at `/docs`.
+ * the session app at `/` (a page to start sessions of the server's `agents`, watch their turns and answer their
+ * callbacks), the OpenAPI document at `/openapi.json` and a Scalar page at `/docs`.
  *
  * - **Keys and tenants**: every API route needs `Authorization: Bearer <key>`; each key belongs to a tenant, which
  *   sees only its own sessions (another tenant's id answers 404 exactly like an unknown one). Keys are compared in
@@ -40,11 +41,11 @@ import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
+import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { TransportFailure } from "@parley/core/ParleyError"
 import { ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
@@ -68,6 +69,7 @@ import * as Handlers from "./internal/handlers.js"
 import * as RequestLog from "./internal/requestLog.js"
 import * as Sessions from "./internal/sessions.js"
 import * as Sse from "./internal/sse.js"
+import * as WebApp from "./internal/webApp.js"
 
 /**
  * An API key and the tenant it belongs to.
@@ -97,6 +99,8 @@ export interface Options {
   readonly heartbeat?: Duration.DurationInput | undefined
   /** One log line per request (default `true`). */
   readonly log?: boolean | undefined
+  /** The agents `GET /agents` offers (the session app lists them; default: none). */
+  readonly agents?: ReadonlyArray<AgentSpec> | undefined
 }
 
 /**
@@ -142,6 +146,7 @@ const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
       Handlers.sessions(transport, tenants, access, runtimeTools),
       Handlers.turns(transport, access, { maxMessageLength: options.maxMessageLength ?? 100_000 }),
       Handlers.callbacks(transport, access),
+      Handlers.agents(options.agents ?? []),
       Sse.events(transport, access, {
         maxStreams: options.maxStreamsPerKey ?? 1_000,
         heartbeat: Duration.decode(options.heartbeat ?? "15 seconds"),
@@ -172,6 +177,7 @@ export const layer = (
     // Runs before the HTTP server closes: the streams end and new requests are refused (503, the connection closed),
     // so the server does not wait on clients that reconnect.
     yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
+    const app = WebApp.responses(yield* WebApp.assets)
     return HttpApiBuilder.serve(
       RequestLog.middleware({
         maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
@@ -183,7 +189,11 @@ export const layer = (
       Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
       Layer.provide(
         HttpApiBuilder.Router.use((router) =>
-          router.get("/", Effect.succeed(HttpServerResponse.redirect("/docs", { status: 302 })))
+          Effect.all([
+            router.get("/", app.html),
+            router.get("/app/app.js", app.js),
+            router.get("/app/app.css", app.css)
+          ])
         )
       ),
       Layer.provide(apiLayer(options, shutdown))

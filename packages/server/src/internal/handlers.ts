@@ -30,6 +30,9 @@ const uniform = <A, E extends { readonly _tag: string }, R>(sessionId: SessionId
     () => Effect.fail(notFound(sessionId))
   )
 
+export const agents = (list: ReadonlyArray<AgentSpec>) =>
+  HttpApiBuilder.group(ProtocolApi, "agents", (handlers) => handlers.handle("list", () => Effect.succeed(list)))
+
 /** The tools of an agent and of its subagents, at any depth. */
 const toolsOf = (agent: AgentSpec): ReadonlyArray<ToolSpec> => [...agent.tools, ...agent.subagents.flatMap(toolsOf)]
 
