@@ -291,6 +291,18 @@ export class EventsGroup extends HttpApiGroup.make("events")
 {}
 
 /**
+ * Who the client says answers (recorded as the `onBehalfOf` of the key's `ApiKey` principal): the name of the handler
+ * that decided, or a label of the person or program answering by id.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const AnsweredByParams = Schema.Struct({
+  handler: Schema.optional(Schema.String),
+  label: Schema.optional(Schema.String)
+})
+
+/**
  * Callbacks: the open ones across the tenant's sessions (each with the JSON Schema of the answer it expects), and the
  * answer to one by id (the body is an `Answer`, validated as in-process).
  *
@@ -306,6 +318,7 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
   .add(
     HttpApiEndpoint.post("answer", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/answer")
       .setPath(callbackPath)
+      .setUrlParams(AnsweredByParams)
       .setPayload(Answer)
       .addSuccess(HttpApiSchema.NoContent)
       .addError(AnswerMismatch, { status: 422 })

@@ -41,6 +41,7 @@ import type {
   TurnNotFound
 } from "./ParleyError.js"
 import { RuntimeMissing } from "./ParleyError.js"
+import type { Principal } from "./Principal.js"
 import { JsonSchema } from "./ToolSpec.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import { TurnState } from "./TurnState.js"
@@ -119,6 +120,8 @@ export interface AnswerRequest {
   readonly turnId: TurnId
   readonly callbackId: CallbackId
   readonly answer: Answer
+  /** Who answers, recorded on the `CallbackResolved` (none: `Client` without a label). */
+  readonly answeredBy?: Principal | undefined
 }
 
 /**

@@ -27,6 +27,7 @@ import * as Schema from "effect/Schema"
 import { Answer } from "./Answer.js"
 import { Callback } from "./Callback.js"
 import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
+import { Principal } from "./Principal.js"
 import { Final } from "./TurnState.js"
 
 /**
@@ -257,7 +258,9 @@ export class CallbackResolved
     ...common,
     callbackId: CallbackId,
     resolution: Resolution,
-    answer: Schema.optional(Answer)
+    answer: Schema.optional(Answer),
+    /** Who or what gave the answer (events of schema version 1 carry none). */
+    answeredBy: Schema.optional(Principal)
   })
 {}
 

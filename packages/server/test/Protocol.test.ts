@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, HashMap, List, Logger, Schema } from "effect"
+import { keyIdOf } from "../src/internal/auth.js"
 import { brain, locator } from "./fixtures/agents.js"
 import { request, storedLog } from "./fixtures/http.js"
 import type { RuntimeOptions } from "./fixtures/servers.js"
@@ -250,6 +251,18 @@ describe("ParleyServer: bad input", () => {
         body: { _tag: "AllowApproval" }
       })
       assert.strictEqual(allowed.status, 204, allowed.text)
+      // The log says who answered: the API key the request was made with (its id, never the key), and its tenant.
+      const log = yield* request(`${base}/sessions/${sessionId}/events?live=false`, { key: keys.alice })
+      const resolved = log.text.split("\n").filter((line) => line.startsWith("data: "))
+        .map((line) => JSON.parse(line.slice(6)) as { _tag: string; callbackId?: string; answeredBy?: unknown })
+        .find((event) => event._tag === "CallbackResolved" && event.callbackId === callbackId)
+      assert.deepStrictEqual(resolved?.answeredBy, {
+        _tag: "ApiKey",
+        tenant: "alice",
+        keyId: keyIdOf(keys.alice),
+        onBehalfOf: { _tag: "Client" }
+      })
+      assert.notInclude(log.text, keys.alice)
       const again = yield* request(`${base}${answerPath(callbackId)}`, {
         method: "POST",
         key: keys.alice,

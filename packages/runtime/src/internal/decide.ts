@@ -24,6 +24,7 @@ import {
   TurnNotFound
 } from "@parley/core/ParleyError"
 import type { AnswerMismatch } from "@parley/core/ParleyError"
+import type { Principal } from "@parley/core/Principal"
 import { TurnRef } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
 import type { Executor, Reasoning, TurnEvent } from "@parley/core/TurnEvent"
@@ -66,6 +67,8 @@ export type Command =
     readonly turnId: TurnId
     readonly callbackId: CallbackId
     readonly answer: Answer
+    /** Who answers (the façade always says; a command without it records none). */
+    readonly answeredBy?: Principal | undefined
   }
   | { readonly _tag: "Cancel"; readonly sessionId: SessionId }
   | {
@@ -245,7 +248,7 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         return Either.left(notOpen(command.callbackId, "it expired"))
       }
       return Either.map(validateAnswer(tx, command), (valid) => {
-        resolve(tx, valid, "answered", command.answer)
+        resolve(tx, valid, "answered", command.answer, command.answeredBy)
         return undefined
       })
     }

@@ -4,6 +4,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type { SessionId } from "@parley/core/Ids"
 import type { TransportFailure } from "@parley/core/ParleyError"
+import { ApiKey, Client, Handler } from "@parley/core/Principal"
 import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
 import type * as Transport from "@parley/core/Transport"
 import type { TurnSnapshot } from "@parley/core/Transport"
@@ -124,11 +125,19 @@ export const callbacks = (transport: Transport.Service, access: Access) =>
             )
           })
         }))
-      .handle("answer", ({ path, payload }) =>
+      .handle("answer", ({ path, payload, urlParams }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
           yield* access.owned(tenant.id, path.sessionId)
-          yield* uniform(path.sessionId, transport.answer({ ...path, answer: payload }))
+          // Who answered is the key the request was authenticated with; what the client says is kept as its claim.
+          const answeredBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            onBehalfOf: urlParams.handler !== undefined
+              ? new Handler({ name: urlParams.handler })
+              : new Client({ label: urlParams.label })
+          })
+          yield* uniform(path.sessionId, transport.answer({ ...path, answer: payload, answeredBy }))
         })))
 
 /** The `Option` of a header's `seq`: the event after it is where a stream resumes. */

@@ -9,6 +9,7 @@ import type { CallbackId, TurnId } from "@parley/core/Ids"
 import { CallbackId as CallbackIdSchema, newSessionId, SessionId, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import type { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { AnswerMismatch, CallbackNotOpen, TurnNotFound } from "@parley/core/ParleyError"
+import { Client, Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
@@ -31,6 +32,9 @@ const decodeSessionId = Schema.decodeUnknownEither(SessionId)
 const decodeTurnId = Schema.decodeUnknownEither(TurnIdSchema)
 const decodeCallbackId = Schema.decodeUnknownEither(CallbackIdSchema)
 const decodeAnswer = Schema.decodeUnknownEither(AnswerSchema)
+const decodePrincipal = Schema.decodeUnknownEither(Principal)
+/** A request that does not say who answers was sent by a program, by id: an unlabelled `Client`. */
+const anonymous = new Client({})
 const decodeKind = Schema.decodeUnknownEither(CallbackKind)
 
 export const make = (
@@ -169,6 +173,9 @@ export const make = (
         const turnId = decodeTurnId(fields.turnId)
         const callbackId = decodeCallbackId(fields.callbackId)
         const answer = decodeAnswer(fields.answer)
+        const answeredBy = fields.answeredBy === undefined
+          ? Either.right(anonymous)
+          : decodePrincipal(fields.answeredBy)
         return yield* core.withTree("answer", fields.sessionId, (actor, sessionId) =>
           Effect.gen(function*() {
             if (Either.isLeft(turnId)) {
@@ -195,6 +202,14 @@ export const make = (
                 reason: `the answer does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answer.left)}`
               })
             }
+            if (Either.isLeft(answeredBy)) {
+              return yield* new AnswerMismatch({
+                module: "Turn",
+                method: "answer",
+                callbackId: callbackId.right,
+                reason: `answeredBy does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answeredBy.left)}`
+              })
+            }
             const id = callbackId.right as CallbackId
             yield* core.afterCatchingUp(
               actor,
@@ -203,7 +218,8 @@ export const make = (
                 sessionId,
                 turnId: turnId.right as TurnId,
                 callbackId: id,
-                answer: answer.right
+                answer: answer.right,
+                answeredBy: answeredBy.right
               }),
               (error) =>
                 error._tag === "TurnNotFound" ||
