@@ -169,7 +169,7 @@ const narrated = (transport: Transport.Service, colour: boolean): Transport.Serv
       // the turn's events may have told them already; each is told once).
       yield* transport.events(request.sessionId, snapshot.value.cursor).pipe(
         Stream.takeUntil((event) => event._tag === "CallbackResolved" && event.callbackId === callback.id),
-                Stream.runForEach(tell),
+        Stream.runForEach(tell),
         Effect.ignore,
         // Read interruptibly: the stream's reader is a fiber of its own, which must stop when the stream ends.
         Effect.interruptible
