@@ -23,6 +23,7 @@
  *
  * @since 0.1.0
  */
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { Answer } from "./Answer.js"
 import { Callback } from "./Callback.js"
@@ -36,7 +37,36 @@ import { Final } from "./TurnState.js"
  * @since 0.1.0
  * @category Models
  */
-export const schemaVersion = 1
+export const schemaVersion = 2
+
+/**
+ * The steps from each older version to the next, as functions of the encoded (JSON) event: `upcasts[n - 1]` turns
+ * an event written at version `n` into its form at version `n + 1`.
+ *
+ * - 1 → 2: `CallbackResolved` gained `answeredBy`, `AllowApproval` gained `arguments` and `remember`, and the grant
+ *   events are new: every addition is optional, so a version-1 event reads as it is. Its `answeredBy` stays absent
+ *   (nobody recorded who answered), never invented.
+ */
+const upcasts: ReadonlyArray<(encoded: unknown) => unknown> = [
+  (encoded) => encoded
+]
+
+/**
+ * An event's encoded form, written at `version`, brought to the current `schemaVersion` (then decode it with
+ * `TurnEvent`). A version this code does not know — older than 1, or newer than it reads — is a `Left` saying so.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const upcast = (version: number, encoded: unknown): Either.Either<unknown, string> => {
+  if (!Number.isSafeInteger(version) || version < 1) return Either.left(`schema version ${version} is not a version`)
+  if (version > schemaVersion) {
+    return Either.left(`schema version ${version} is newer than this code reads (${schemaVersion}): upgrade Parley`)
+  }
+  let current = encoded
+  for (let from = version; from < schemaVersion; from++) current = upcasts[from - 1](current)
+  return Either.right(current)
+}
 
 const common = {
   sessionId: SessionId,

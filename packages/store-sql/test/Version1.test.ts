@@ -3,11 +3,13 @@
  * `fixtures/version1/write.ts` with the code of main on 2026-12-03, before the first event schema change. Today's
  * runtime opens a copy of it, folds the tree, answers the open approval and the turn completes.
  */
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, Answer, CallbackHandler, Ids, Inbox, Session, Turn } from "@parley/core"
+import { Agent, Answer, CallbackHandler, Ids, Inbox, Session, Turn, TurnEvent } from "@parley/core"
 import { SqlRuntime, SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Layer } from "effect"
+import { Effect, Either, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { sqliteFile, storeOf } from "./databases.js"
@@ -47,5 +49,43 @@ describe("a SQLite file written at event schema version 1", () => {
       assert.strictEqual(state._tag === "Completed" && state.text, "Told everyone.")
       const after = yield* store.read(sessionId, 0)
       assert.strictEqual(after[after.length - 1]._tag, "TurnEnded")
+      // The old rows stay as they were written; the new ones are of the current version and say who answered.
+      const rows = yield* rowsOf(filename, SESSION)
+      assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq < 20).map((row) => row.version))], [1])
+      assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq >= 20).map((row) => row.version))], [
+        TurnEvent.schemaVersion
+      ])
+      const answeredBy = after.flatMap((event) =>
+        event._tag === "CallbackResolved" ? [event.answeredBy === undefined ? "none" : event.answeredBy._tag] : []
+      )
+      // Version 1 recorded nobody: the upcast leaves it absent rather than guess.
+      assert.deepStrictEqual(answeredBy, ["none", "none", "Client", "Handler"])
+    }))
+
+  it.scoped("a row of a version newer than the code is a StoreError saying so, and nothing is rewritten", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      fs.copyFileSync(FIXTURE, filename)
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE parley_events SET version = 99 WHERE tree_id = ${SESSION} AND seq = 19`
+      }).pipe(Effect.provide(SqliteClient.layer({ filename })))
+      const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
+      const sessionId = yield* Ids.sessionId(SESSION)
+      const error = yield* Effect.flip(store.read(sessionId, 0))
+      assert.strictEqual(error._tag, "StoreError")
+      assert.include(error.message, "event 19 of tree")
+      assert.include(error.message, "schema version 99 is newer than this code reads (2): upgrade Parley")
+      // Nothing was rewritten: the version-1 rows and the unknown one are as they were.
+      const rows = yield* rowsOf(filename, SESSION)
+      assert.deepStrictEqual(rows.map((row) => row.version), [...Array(19).fill(1), 99])
+      assert.deepStrictEqual(TurnEvent.upcast(0, {}), Either.left("schema version 0 is not a version"))
     }))
 })
+
+const rowsOf = (filename: string, treeId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ readonly seq: number; readonly version: number }>`
+      SELECT seq, version FROM parley_events WHERE tree_id = ${treeId} ORDER BY seq`
+  }).pipe(Effect.provide(SqliteClient.layer({ filename })))
