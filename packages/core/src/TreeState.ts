@@ -398,6 +398,33 @@ const updateCall = (state: TreeState, turnId: TurnId, toolCallId: string, stage:
     calls: turn.calls.map((call) => (call.toolCallId === toolCallId ? { ...call, stage } : call))
   }))
 
+/**
+ * An approval that edited its call: the call runs with the approved arguments, and the conversation shows the call
+ * as made with them (the model's own arguments stay in its `ToolCallStarted`, the approved ones in the answer).
+ */
+const editCall = (state: TreeState, callback: Callback, answer: Answer | undefined): TreeState => {
+  if (callback._tag !== "OpenApproval" || answer?._tag !== "AllowApproval" || answer.arguments === undefined) {
+    return state
+  }
+  const { toolCallId } = callback.request
+  const edited = answer.arguments
+  const next = updateTurn(state, callback.turnId, (turn) => ({
+    ...turn,
+    calls: turn.calls.map((call) => (call.toolCallId === toolCallId ? { ...call, arguments: edited } : call))
+  }))
+  return updateSession(next, callback.sessionId, (session) => ({
+    ...session,
+    conversation: session.conversation.map((message) =>
+      message.role === "assistant" && message.toolCalls.some((call) => call.id === toolCallId)
+        ? {
+          ...message,
+          toolCalls: message.toolCalls.map((call) => call.id === toolCallId ? { ...call, params: edited } : call)
+        }
+        : message
+    )
+  }))
+}
+
 const last = <A>(items: ReadonlyArray<A>): A | undefined => items[items.length - 1]
 
 /** Adds to the assistant message of `step`, or starts it. */
@@ -566,6 +593,7 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
         }),
         open: state.open.filter((id) => id !== event.callbackId)
       }
+      if (callback._tag === "OpenApproval") return editCall(next, callback, event.answer)
       if (callback._tag !== "OpenSignIn" || event.answer?._tag !== "SignInAnswer") return next
       const answer = event.answer
       const sources = callback.requests.filter((request) => answer.connected.includes(request.id)).map((r) => r.source)

@@ -162,6 +162,14 @@ describe("ParleyServer: bad input", () => {
           "AnswerMismatch"
         ],
         [
+          "an approval whose edited arguments do not fit the tool's parameters",
+          "POST",
+          answerPath(callbackId),
+          { body: { _tag: "AllowApproval", arguments: "everywhere" } },
+          422,
+          "AnswerMismatch"
+        ],
+        [
           "a sign-in answer to an approval",
           "POST",
           answerPath(callbackId),

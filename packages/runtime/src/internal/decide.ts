@@ -32,7 +32,7 @@ import { CancelRequested, MessageAborted, MessageCompleted, ToolCallStarted, Tur
 import { Completed } from "@parley/core/TurnState"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
-import { checkClientToolResult } from "./jsonSchema.js"
+import { checkClientToolResult, checkEdit } from "./jsonSchema.js"
 import { advance, authorize, execute, settleWait, startedBy, toolOf } from "./toolCalls.js"
 import type { Env } from "./tx.js"
 import {
@@ -207,6 +207,11 @@ const validateAnswer = (
   const kind = Either.flatMap(
     Answers.validateSync(callback, answer),
     (): Either.Either<TreeState.CallbackRecord, AnswerMismatch> => {
+      if (callback._tag === "OpenApproval" && answer._tag === "AllowApproval" && answer.arguments !== undefined) {
+        const agent = tx.session(callback.sessionId)?.agent
+        const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
+        return Either.map(checkEdit(callback, tool?.spec.parameters, answer.arguments), () => record)
+      }
       if (callback._tag !== "OpenClientToolCall" || answer._tag !== "ClientToolResult") return Either.right(record)
       // The tool of the session whose callback it is (a subagent's tool may share its id with the root's).
       const spec = tx.session(callback.sessionId)?.agent.tools.find((tool) => tool.id === callback.request.tool.id) ??
