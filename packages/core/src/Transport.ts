@@ -35,6 +35,7 @@ import type {
   AnswerMismatch,
   CallbackAlreadyAnswered,
   CallbackNotOpen,
+  GrantNotFound,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
@@ -43,7 +44,7 @@ import type {
 import { RuntimeMissing } from "./ParleyError.js"
 import type { Principal } from "./Principal.js"
 import { JsonSchema } from "./ToolSpec.js"
-import type { TurnEvent } from "./TurnEvent.js"
+import type { ApprovalGranted, TurnEvent } from "./TurnEvent.js"
 import { TurnState } from "./TurnState.js"
 
 /**
@@ -128,6 +129,18 @@ export interface AnswerRequest {
  * @since 0.1.0
  * @category Models
  */
+export interface RevokeGrantRequest {
+  /** The session of the grant, or its tree's root. */
+  readonly sessionId: SessionId
+  readonly grantId: string
+  /** Who revokes, recorded on the `GrantRevoked` (none: `Client` without a label). */
+  readonly revokedBy?: Principal | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
 export interface Service {
   /** Creates a session running `agent`; the definition is validated first. */
   readonly createSession: (
@@ -173,6 +186,17 @@ export interface Service {
     void,
     AnswerMismatch | CallbackNotOpen | CallbackAlreadyAnswered | SessionNotFound | TurnNotFound | TransportFailure
   >
+  /**
+   * The grants in force for the session (`ApprovalGranted` not revoked): its own and its tree's; for a root session,
+   * every grant of its tree.
+   */
+  readonly grants: (
+    sessionId: SessionId
+  ) => Effect.Effect<ReadonlyArray<ApprovalGranted>, SessionNotFound | TransportFailure>
+  /** Revokes a grant (a `GrantRevoked` event): calls of its tool ask again. */
+  readonly revokeGrant: (
+    request: RevokeGrantRequest
+  ) => Effect.Effect<void, GrantNotFound | SessionNotFound | TransportFailure>
   /** Cancels the session: its running turn ends `Cancelled`, open callbacks are resolved `cancelled`. */
   readonly cancel: (sessionId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure>
   /**

@@ -25,7 +25,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { Answer } from "./Answer.js"
+import { Answer, Remember } from "./Answer.js"
 import { Callback } from "./Callback.js"
 import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
 import { Principal } from "./Principal.js"
@@ -295,6 +295,41 @@ export class CallbackResolved
 {}
 
 /**
+ * An approval answered with `remember` became a grant: later calls of `toolPattern` (a stable tool id) in its scope —
+ * the session `sessionId` (`session`), or the whole tree (`tree`) — are decided by it without asking, while the
+ * permission policy still says `ask` (a policy `deny` or `allow` decides first). `grantId` is `grant_<seq>`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ApprovalGranted
+  extends Schema.TaggedClass<ApprovalGranted>("@parley/core/TurnEvent/ApprovalGranted")("ApprovalGranted", {
+    ...common,
+    grantId: Schema.String,
+    toolPattern: Schema.String,
+    decision: Schema.Literal("allow", "deny"),
+    scope: Remember,
+    grantedBy: Principal,
+    /** The approval whose answer made the grant. */
+    callbackId: CallbackId
+  })
+{}
+
+/**
+ * A grant was revoked (`Session.revokeGrant`): calls of its tool ask again.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class GrantRevoked
+  extends Schema.TaggedClass<GrantRevoked>("@parley/core/TurnEvent/GrantRevoked")("GrantRevoked", {
+    ...common,
+    grantId: Schema.String,
+    revokedBy: Principal
+  })
+{}
+
+/**
  * A subagent started as a child session.
  *
  * @since 0.1.0
@@ -376,6 +411,8 @@ export type TurnEvent =
   | ToolCallCompleted
   | CallbackOpened
   | CallbackResolved
+  | ApprovalGranted
+  | GrantRevoked
   | SubagentStarted
   | SubagentEnded
   | TurnBlocked
@@ -398,6 +435,8 @@ export const TurnEvent: Schema.Union<[
   typeof ToolCallCompleted,
   typeof CallbackOpened,
   typeof CallbackResolved,
+  typeof ApprovalGranted,
+  typeof GrantRevoked,
   typeof SubagentStarted,
   typeof SubagentEnded,
   typeof TurnBlocked,
@@ -415,6 +454,8 @@ export const TurnEvent: Schema.Union<[
   ToolCallCompleted,
   CallbackOpened,
   CallbackResolved,
+  ApprovalGranted,
+  GrantRevoked,
   SubagentStarted,
   SubagentEnded,
   TurnBlocked,

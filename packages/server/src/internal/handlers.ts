@@ -55,6 +55,23 @@ export const sessions = (transport: Transport.Service, tenants: Sessions.Service
           const tenant = yield* Tenant
           yield* access.owned(tenant.id, path.sessionId)
           yield* uniform(path.sessionId, transport.cancel(path.sessionId))
+        }))
+      .handle("grants", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          return yield* uniform(path.sessionId, transport.grants(path.sessionId))
+        }))
+      .handle("revokeGrant", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          const revokedBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            onBehalfOf: new Client({ label: urlParams.label })
+          })
+          yield* uniform(path.sessionId, transport.revokeGrant({ ...path, revokedBy }))
         })))
 
 /** Waits until the turn ended or is blocked, or `timeout` passed: the snapshot then. */

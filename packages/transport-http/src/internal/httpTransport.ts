@@ -182,6 +182,19 @@ export const make = (options: Options) =>
           ])
         )
       },
+      grants: (sessionId) =>
+        isSessionId(sessionId)
+          ? client.sessions.grants({ path: { sessionId } }).pipe(typed("grants", ["SessionNotFound"]))
+          : Effect.fail(sessionNotFound("grants", sessionId)),
+      revokeGrant: (request) => {
+        const { grantId, revokedBy, sessionId } = request
+        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("revokeGrant", sessionId))
+        const by = revokedBy === undefined ? undefined : Principal.claimed(revokedBy)
+        const urlParams = by?._tag === "Client" && by.label !== undefined ? { label: by.label } : {}
+        return client.sessions.revokeGrant({ path: { sessionId, grantId: String(grantId) }, urlParams }).pipe(
+          typed("revokeGrant", ["GrantNotFound", "SessionNotFound"])
+        )
+      },
       cancel: (sessionId) =>
         isSessionId(sessionId)
           ? client.sessions.cancel({ path: { sessionId } }).pipe(typed("cancel", ["SessionNotFound"]))

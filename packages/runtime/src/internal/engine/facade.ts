@@ -143,6 +143,7 @@ export const make = (
             AnswerMismatch: (error) => Effect.fail(failure("sendMessage", error)),
             CallbackNotOpen: (error) => Effect.fail(failure("sendMessage", error)),
             CallbackAlreadyAnswered: (error) => Effect.fail(failure("sendMessage", error)),
+            GrantNotFound: (error) => Effect.fail(failure("sendMessage", error)),
             TurnNotFound: (error) => Effect.fail(failure("sendMessage", error))
           })
         )),
@@ -220,7 +221,7 @@ export const make = (
                 callbackId: id,
                 answer: answer.right,
                 answeredBy: answeredBy.right
-              }),
+              }).pipe(Effect.catchTag("GrantNotFound", (error) => Effect.fail(failure("answer", error)))),
               (error) =>
                 error._tag === "TurnNotFound" ||
                 (error._tag === "CallbackNotOpen" && TreeState.callback(actor.state, id) === undefined)
@@ -282,6 +283,38 @@ export const make = (
           ).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), { concurrency: 16 })
         return found.flat()
       }),
+    grants: (sessionId) =>
+      core.withTree(
+        "grants",
+        sessionId,
+        (actor, id) =>
+          Effect.as(core.caughtUp(actor, "grants"), undefined).pipe(Effect.map(() =>
+            actor.state.grants.filter((grant) =>
+              id === actor.treeId || grant.scope === "tree" || grant.sessionId === id
+            )
+          )),
+        { read: true }
+      ),
+    revokeGrant: (request) =>
+      core.withTree("revokeGrant", request.sessionId, (actor, id) =>
+        core.afterCatchingUp(
+          actor,
+          core.submit(actor, {
+            _tag: "RevokeGrant",
+            sessionId: id,
+            grantId: String(request.grantId),
+            revokedBy: request.revokedBy ?? anonymous
+          }),
+          (error) => error._tag === "GrantNotFound"
+        ).pipe(
+          Effect.asVoid,
+          Effect.catchTags({
+            AnswerMismatch: (error) => Effect.fail(failure("revokeGrant", error)),
+            CallbackNotOpen: (error) => Effect.fail(failure("revokeGrant", error)),
+            CallbackAlreadyAnswered: (error) => Effect.fail(failure("revokeGrant", error)),
+            TurnNotFound: (error) => Effect.fail(failure("revokeGrant", error))
+          })
+        )),
     cancel: (sessionId) =>
       core.withTree("cancel", sessionId, (actor, id) =>
         core.submit(actor, { _tag: "Cancel", sessionId: id }).pipe(
@@ -290,6 +323,7 @@ export const make = (
             AnswerMismatch: (error) => Effect.fail(failure("cancel", error)),
             CallbackNotOpen: (error) => Effect.fail(failure("cancel", error)),
             CallbackAlreadyAnswered: (error) => Effect.fail(failure("cancel", error)),
+            GrantNotFound: (error) => Effect.fail(failure("cancel", error)),
             TurnNotFound: (error) => Effect.fail(failure("cancel", error))
           })
         ))
