@@ -279,6 +279,41 @@ describe("ParleyServer: bad input", () => {
       assert.strictEqual(again.status, 409, again.text)
     }))
 
+  it.scopedLive("grants over HTTP: an answer with remember lists one; DELETE revokes it (204), then 404 GrantNotFound", () =>
+    Effect.gen(function*() {
+      const base = yield* server()
+      const { callbackId, sessionId, turnId } = yield* blockedSession(base)
+      const answered = yield* request(
+        `${base}/sessions/${sessionId}/turns/${turnId}/callbacks/${callbackId}/answer?label=alice`,
+        { method: "POST", key: keys.alice, body: { _tag: "AllowApproval", remember: "session" } }
+      )
+      assert.strictEqual(answered.status, 204, answered.text)
+      const listed = yield* request(`${base}/sessions/${sessionId}/grants`, { key: keys.alice })
+      assert.strictEqual(listed.status, 200, listed.text)
+      const grants = listed.json as Array<{ grantId: string; toolPattern: string; scope: string; grantedBy: unknown }>
+      assert.deepStrictEqual(grants.map((grant) => [grant.toolPattern, grant.scope]), [[
+        "client.get_location",
+        "session"
+      ]])
+      assert.deepStrictEqual(grants[0].grantedBy, {
+        _tag: "ApiKey",
+        tenant: "alice",
+        keyId: keyIdOf(keys.alice),
+        onBehalfOf: { _tag: "Client", label: "alice" }
+      })
+      // Another tenant sees no such session.
+      const foreign = yield* request(`${base}/sessions/${sessionId}/grants`, { key: keys.bob })
+      assert.strictEqual(foreign.status, 404)
+      const path = `${base}/sessions/${sessionId}/grants/${grants[0].grantId}`
+      const revoked = yield* request(path, { method: "DELETE", key: keys.alice })
+      assert.strictEqual(revoked.status, 204, revoked.text)
+      const again = yield* request(path, { method: "DELETE", key: keys.alice })
+      assert.strictEqual(again.status, 404, again.text)
+      assert.strictEqual((again.json as { _tag?: string })._tag, "GrantNotFound")
+      const after = yield* request(`${base}/sessions/${sessionId}/grants`, { key: keys.alice })
+      assert.deepStrictEqual(after.json, [])
+    }))
+
   it.scopedLive("a key holds at most maxStreamsPerKey event streams (429 beyond); a closed one frees its place", () =>
     Effect.gen(function*() {
       const base = yield* server({ maxStreamsPerKey: 2 })
