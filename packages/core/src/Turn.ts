@@ -273,6 +273,9 @@ export const result = <R = never>(
     const move: Effect.Effect<void, SessionNotFound | TransportFailure> = Effect.flatMap(
       events.takeAll,
       ([batch, done]) => {
+        // A callback opened and resolved in the same batch (a grant answered it in the same append) was never open for
+        // a handler: it is known closed before its opening is read, so no handler starts for it.
+        for (const event of batch) if (event._tag === "CallbackResolved") closed.add(event.callbackId)
         const moved = Queue.offerAll(signals, Chunk.map(batch, (event): Signal => ({ _tag: "Event", event })))
         return done ?
           Effect.zipRight(moved, Queue.offer(signals, { _tag: "StreamEnded", error: undefined })) :

@@ -3,7 +3,7 @@
  * themselves are in `decide/Edits.test.ts` and `decide/Grants.test.ts`; here real turns run the tool and call the model.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, Answer, Principal, Session, Turn, type TurnEvent } from "@parley/core"
+import { Agent, Answer, CallbackHandler, Principal, Session, Turn, type TurnEvent } from "@parley/core"
 import { LocalTransport } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
@@ -101,8 +101,16 @@ describe("remembered grants", () => {
       ])
       assert.deepStrictEqual(grants[0].grantedBy, new Principal.Client({ label: "alice" }))
 
-      // The next call of the tool in this session: no callback waits, the grant answered it.
-      const second = yield* Session.run(session, "Mail b.")
+      // The next call of the tool in this session: no callback waits, the grant answered it (no handler was asked).
+      let asked = 0
+      const second = yield* Session.run(session, "Mail b.").pipe(
+        Effect.provide(
+          CallbackHandler.layer({
+            approval: () => Effect.sync(() => asked++).pipe(Effect.as(new Answer.KeepCallbackOpen()))
+          })
+        )
+      )
+      assert.strictEqual(asked, 0)
       assert.strictEqual(second._tag, "Completed")
       assert.deepStrictEqual(sent, [{ to: "a@x.io", body: "Hi." }, { to: "b@x.io", body: "Hi." }])
       const events = Chunk.toReadonlyArray(
