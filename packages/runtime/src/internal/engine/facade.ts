@@ -288,11 +288,11 @@ export const make = (
         "grants",
         sessionId,
         (actor, id) =>
-          Effect.as(core.caughtUp(actor, "grants"), undefined).pipe(Effect.map(() =>
+          Effect.map(core.caughtUp(actor, "grants"), () =>
+            // A root session lists its whole tree's grants; a subagent its own and the tree's.
             actor.state.grants.filter((grant) =>
               id === actor.treeId || grant.scope === "tree" || grant.sessionId === id
-            )
-          )),
+            )),
         { read: true }
       ),
     revokeGrant: (request) =>
