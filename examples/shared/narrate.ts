@@ -9,62 +9,37 @@
  * ```
  *
  * A callback line says the kind, the tool id and the arguments (the sources, for a sign-in), which subagent asked
- * (when one did), who answered — the name of a handler, or `by id` — and the answer. It is printed when the answer
- * wins, so a callback answered twice is told once, by its winner.
+ * (when one did), who answered — the `answeredBy` of its `CallbackResolved`, read from the log: the name of a
+ * handler, or `by id` — and the answer. It is printed when the answer wins, so a callback answered twice is told
+ * once, by its winner.
  *
  * - `layer(runtime)` decorates the runtime's `Transport`: every answer goes through `transport.answer`, whoever sends
  *   it (a handler while `Turn.result` waits, or the program by id), and every turn ends with a `TurnEnded` event.
- * - `handlers({ approveReads, ... })` and `toolHandler(name, fn)` name the handlers, so that a line can say which one
- *   answered; an answer from no named handler was sent by id.
+ * - `handlers({ approveReads, ... })` names the handlers (`CallbackHandler.named`), as `Tool.make`'s `handlerName`
+ *   names a tool's handler: the log then records each answer's handler, and a line says which one answered.
  *
  * Lines start with `  » ` (so a reader, and the examples test, tell them from the guides' own output). They are
  * coloured when stdout is a terminal (`NO_COLOR` turns colours off, `FORCE_COLOR` on), plain otherwise.
  */
-import type { Callback, ParleyError, TurnEvent, TurnState } from "@parley/core"
-import { Answer, CallbackHandler, Transport } from "@parley/core"
-import type { ClientTool } from "@parley/tools"
-import { Console, Effect, Layer, Mailbox, Stream } from "effect"
+import type { Answer, Callback, ParleyError, TurnEvent, TurnState } from "@parley/core"
+import { CallbackHandler, Principal, Transport } from "@parley/core"
+import { Console, Effect, Layer, Mailbox, Option, Stream } from "effect"
 
 type SessionNotFound = ParleyError.SessionNotFound
 type TransportFailure = ParleyError.TransportFailure
 
 // ----------------------------------------------------------------------------
-// Who answered
+// Handler names
 // ----------------------------------------------------------------------------
 
-/** The handler that answered each callback, by callback id; a callback missing here was answered by id. */
-const answeredBy = new Map<string, string>()
-
-const remember = (callbackId: string, name: string) => Effect.sync(() => answeredBy.set(callbackId, name))
-
-/** Names each handler (the record's keys), in order: give the result to `CallbackHandler.layer`. */
+/**
+ * Names each handler (the record's keys), in order: give the result to `CallbackHandler.layer`. The name is what the
+ * log records as `answeredBy` for its answers (`CallbackHandler.named`); the lines read it from there.
+ */
 export const handlers = (
   named: { readonly [name: string]: CallbackHandler.Handlers | CallbackHandler.Service }
 ): ReadonlyArray<CallbackHandler.Service> =>
-  Object.entries(named).map(([name, handler]) => {
-    const service = CallbackHandler.make(handler)
-    return {
-      handle: (callback, context) =>
-        Effect.tap(
-          service.handle(callback, context),
-          (decision) => decision._tag === "KeepCallbackOpen" ? Effect.void : remember(callback.id, name)
-        )
-    }
-  })
-
-/** Names the handler of a `Tool.make` tool. */
-export const toolHandler = <P, S, F = never>(
-  name: string,
-  fn: ClientTool.Handler<P, S, F>
-): ClientTool.Handler<P, S, F> =>
-(params, callback) => {
-  const result = fn(params, callback)
-  if (!Effect.isEffect(result)) {
-    if (!Answer.isKeepCallbackOpen(result)) answeredBy.set(callback.id, name)
-    return result
-  }
-  return Effect.tap(result, (value) => Answer.isKeepCallbackOpen(value) ? Effect.void : remember(callback.id, name))
-}
+  Object.entries(named).map(([name, handler]) => CallbackHandler.named(name, handler))
 
 // ----------------------------------------------------------------------------
 // Lines
@@ -118,17 +93,20 @@ const kindColour: { readonly [kind in Callback.Kind]: number } = { approval: 33,
 export const callbackLine = (
   callback: Callback.Callback,
   answer: Answer.Answer,
-  who: string | undefined,
+  who: Principal.Principal | undefined,
   subagent: string | undefined,
   colour: boolean
 ): string => {
   const c = paint(colour)
+  // Over HTTP the log holds the API key and, as the client's word, who answered: the line shows the latter.
+  const claimed = who === undefined ? undefined : Principal.claimed(who)
+  const by = claimed === undefined ? "by id" : Principal.describe(claimed)
   return prefix + [
     c(1, c(kindColour[callback.kind], callback.kind)),
     subject(callback),
     ...(subagent === undefined ? [] : [c(2, `from ${subagent}`)]),
     "→",
-    `${who === undefined ? c(33, "by id") : c(32, who)}: ${describeAnswer(callback, answer)}`
+    `${claimed === undefined || claimed._tag === "Client" ? c(33, by) : c(32, by)}: ${describeAnswer(callback, answer)}`
   ].join(" ")
 }
 
@@ -154,79 +132,70 @@ const narrated = (transport: Transport.Service, colour: boolean): Transport.Serv
   const ended = new Set<string>()
   const agentOf = (sessionId: Callback.Callback["sessionId"]) =>
     transport.getSession(sessionId).pipe(Effect.map((info) => info.agent), Effect.orElseSucceed(() => "?"))
-  /** The line of a turn that ended, once per turn. */
+  /** The callbacks answered through this transport: what their lines show (the log names who answered). */
+  const asked = new Map<string, { readonly callback: Callback.Callback; readonly subagent: string | undefined }>()
+  const told = new Set<string>()
+  /** The line of an answered callback, once, from its `CallbackResolved`: the winning answer and its `answeredBy`. */
+  const tell = (event: TurnEvent.TurnEvent) =>
+    Effect.suspend(() => {
+      if (event._tag !== "CallbackResolved" || event.answer === undefined || told.has(event.callbackId)) {
+        return Effect.void
+      }
+      const entry = asked.get(event.callbackId)
+      if (entry === undefined) return Effect.void
+      told.add(event.callbackId)
+      asked.delete(event.callbackId)
+      return Console.log(callbackLine(entry.callback, event.answer, event.answeredBy, entry.subagent, colour))
+    })
+  /** The lines of answered callbacks, and of a turn that ended (once per turn), in the log's order. */
   const announce = (sessionId: Callback.Callback["sessionId"]) => (event: TurnEvent.TurnEvent) =>
     event._tag === "TurnEnded" && event.sessionId === sessionId && !ended.has(event.turnId)
       ? Effect.flatMap(
         Effect.sync(() => ended.add(event.turnId)),
         () => Effect.flatMap(agentOf(sessionId), (agent) => Console.log(endLine(agent, event.state, colour)))
       )
-      : Effect.void
-  // The lines of answers given at once come in the order the answers were given, not the order they returned in: the
-  // same over HTTP (where concurrent answers race) as in-process.
-  let tickets = 0
-  let printed = 0
-  const lines = new Map<number, string | undefined>()
-  const settle = (ticket: number, line: string | undefined) =>
-    Effect.suspend(() => {
-      lines.set(ticket, line)
-      const ready: Array<string> = []
-      while (lines.has(printed)) {
-        const next = lines.get(printed)
-        lines.delete(printed)
-        printed += 1
-        if (next !== undefined) ready.push(next)
-      }
-      return Effect.forEach(ready, (text) => Console.log(text), { discard: true })
-    })
-  const answer = (request: Transport.AnswerRequest, ticket: number) =>
+      : tell(event)
+  const answer = (request: Transport.AnswerRequest) =>
     Effect.gen(function*() {
-      const open = yield* transport.snapshot(request.sessionId, request.turnId).pipe(
-        Effect.map((snapshot) => snapshot.callbacks),
-        Effect.orElseSucceed((): ReadonlyArray<Callback.Callback> => [])
-      )
-      const callback = open.find((candidate) => candidate.id === request.callbackId)
-      const subagent = callback === undefined || callback.sessionId === request.sessionId
-        ? undefined
-        : yield* agentOf(callback.sessionId)
-      // The line comes just before the answer is sent: before anything the answer causes, in-process as over HTTP
-      // (where the events an answer causes may arrive before its reply). An answer that fails takes its line back
-      // only if it was not printed yet.
-      const who = callback === undefined ? undefined : answeredBy.get(callback.id)
-      if (callback !== undefined) answeredBy.delete(callback.id)
-      yield* settle(
-        ticket,
-        callback === undefined ? undefined : callbackLine(callback, request.answer, who, subagent, colour)
-      )
+      const snapshot = yield* Effect.option(transport.snapshot(request.sessionId, request.turnId))
+      const callback = Option.getOrUndefined(snapshot)?.callbacks.find((open) => open.id === request.callbackId)
+      if (callback !== undefined) {
+        const subagent = callback.sessionId === request.sessionId ? undefined : yield* agentOf(callback.sessionId)
+        asked.set(callback.id, { callback, subagent })
+      }
       yield* transport.answer(request)
+      if (callback === undefined || Option.isNone(snapshot)) return
+      // The answer is in the log: tell the answers stored since the snapshot, up to this one, in order (a reader of
+      // the turn's events may have told them already; each is told once).
+      yield* transport.events(request.sessionId, snapshot.value.cursor).pipe(
+        Stream.takeUntil((event) => event._tag === "CallbackResolved" && event.callbackId === callback.id),
+        Stream.runForEach(tell),
+        Effect.ignore,
+        // Read interruptibly: the stream's reader is a fiber of its own, which must stop when the stream ends.
+        Effect.interruptible
+      )
     })
   return {
     ...transport,
-    answer: (request) =>
-      Effect.suspend(() => {
-        const ticket = tickets++
-        // Once a handler decided, its answer is sent even if the wait ends meanwhile (a root turn may end while a
-        // handler answers a subagent of an earlier turn): the same in-process as over HTTP, where answering is slower.
-        return Effect.uninterruptible(answer(request, ticket)).pipe(
-          Effect.onExit((exit) => (exit._tag === "Failure" ? settle(ticket, undefined) : Effect.void))
-        )
-      }),
+    // Once a handler decided, its answer is sent even if the wait ends meanwhile (a root turn may end while a handler
+    // answers a subagent of an earlier turn): the same in-process as over HTTP, where answering is slower.
+    answer: (request) => Effect.uninterruptible(answer(request)),
     events: (sessionId, from) => transport.events(sessionId, from).pipe(Stream.tap(announce(sessionId))),
     // What `Turn.result` reads: each batch is told before it is handed on, so the line comes before the result.
     subscribe: (sessionId, from) =>
       Effect.gen(function*() {
         const source = yield* transport.subscribe(sessionId, from)
-        const told = yield* Mailbox.make<TurnEvent.TurnEvent, SessionNotFound | TransportFailure>()
+        const relay = yield* Mailbox.make<TurnEvent.TurnEvent, SessionNotFound | TransportFailure>()
         const move: Effect.Effect<void, SessionNotFound | TransportFailure> = Effect.flatMap(
           source.takeAll,
           ([batch, done]) =>
             Effect.forEach(batch, announce(sessionId), { discard: true }).pipe(
-              Effect.zipRight(told.offerAll(batch)),
-              Effect.zipRight(done ? told.end : move)
+              Effect.zipRight(relay.offerAll(batch)),
+              Effect.zipRight(done ? relay.end : move)
             )
         )
-        yield* Effect.forkScoped(Effect.catchAll(move, (error) => told.fail(error)))
-        return told
+        yield* Effect.forkScoped(Effect.catchAll(move, (error) => relay.fail(error)))
+        return relay
       })
   }
 }

@@ -10,7 +10,6 @@
 import { Agent, AgentSpec, Answer, CallbackHandler } from "@parley/core"
 import { Tool } from "@parley/tools"
 import { Schema } from "effect"
-import * as Narrate from "../shared/narrate.js"
 
 // ----------------------------------------------------------------------------
 // The example agent
@@ -20,13 +19,14 @@ export const PRICES: { readonly [product: string]: string } = { atlas: "1,200 EU
 
 /**
  * A tool with a handler: the SDK answers its calls by running the handler, in whichever session calls it.
- * (`Narrate.toolHandler` only names the handler, for the lines `npm run demo` prints.)
+ * (`handlerName` is the name the log records for its answers, which the lines `npm run demo` prints read.)
  */
 export const lookupPrice = Tool.make("lookup_price", {
   description: "Price of one product.",
   parameters: { product: Schema.String },
-  success: Schema.Struct({ price: Schema.String })
-}, Narrate.toolHandler("lookupPrice", ({ product }) => ({ price: PRICES[product.toLowerCase()] ?? "unknown" })))
+  success: Schema.Struct({ price: Schema.String }),
+  handlerName: "lookupPrice"
+}, ({ product }) => ({ price: PRICES[product.toLowerCase()] ?? "unknown" }))
 
 /** The subagent: looks up one product. It cannot start subagents of its own. */
 export const researcher = Agent.make({
@@ -71,8 +71,9 @@ export const pricePolicy = CallbackHandler.of({
 /** A tool that acts: deploys the service. */
 export const deploy = Tool.make("deploy", {
   description: "Deploy the service.",
-  success: Schema.Struct({ deployed: Schema.Boolean })
-}, Narrate.toolHandler("deploy", () => ({ deployed: true })))
+  success: Schema.Struct({ deployed: Schema.Boolean }),
+  handlerName: "deploy"
+}, () => ({ deployed: true }))
 
 export const deployer = Agent.make({
   name: "deployer",

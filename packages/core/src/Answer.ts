@@ -23,19 +23,44 @@ import type { Callback } from "./Callback.js"
 import { AnswerMismatch } from "./ParleyError.js"
 
 /**
+ * How long an approval answer holds (`remember`): for later calls of the same tool id in the asking session
+ * (`session`), or anywhere in its tree, subagents included (`tree`). Without it, the answer is for this call only.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Remember = Schema.Literal("session", "tree")
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type Remember = typeof Remember.Type
+
+/**
+ * Allows the call. `arguments` (optional) are corrected arguments: checked against the tool's parameters like the
+ * model's, the call then runs with them and the model sees the call as made with them. `remember` grants later calls
+ * of the same tool without asking (see `Remember`).
+ *
  * @since 0.1.0
  * @category Schemas
  */
 export class AllowApproval
-  extends Schema.TaggedClass<AllowApproval>("@parley/core/Answer/AllowApproval")("AllowApproval", {})
+  extends Schema.TaggedClass<AllowApproval>("@parley/core/Answer/AllowApproval")("AllowApproval", {
+    arguments: Schema.optional(Schema.Unknown),
+    remember: Schema.optional(Remember)
+  })
 {}
 
 /**
+ * Denies the call, with a reason the model sees. `remember` denies later calls of the same tool without asking.
+ *
  * @since 0.1.0
  * @category Schemas
  */
 export class DenyApproval extends Schema.TaggedClass<DenyApproval>("@parley/core/Answer/DenyApproval")("DenyApproval", {
-  reason: Schema.optional(Schema.String)
+  reason: Schema.optional(Schema.String),
+  remember: Schema.optional(Remember)
 }) {}
 
 /**

@@ -4,7 +4,8 @@
  * Handlers come as a record keyed by callback kind — `approval`, `clientTool`, `signIn`, each optional — turned
  * into a Layer. A handler returns an answer, or `KeepCallbackOpen` to leave the callback to a person (it then comes
  * back in `Blocked`), either as a plain value or as an `Effect`. Several handler records compose: the first that does
- * not keep the callback open answers.
+ * not keep the callback open answers. Each answer is recorded with the handler that gave it (`answeredBy: Handler {
+ * name }` on its `CallbackResolved`): a record's `name`, a `named(...)` wrapper's, or the layer's `name` option.
  *
  * @example
  * ```ts
@@ -28,6 +29,7 @@ import { AllowApproval as Allow, KeepCallbackOpen, SignInAnswer } from "./Answer
 
 import type { ApprovalRequest, Callback, OpenApproval, OpenClientToolCall, OpenSignIn } from "./Callback.js"
 import type { SessionId, ToolId, TurnId } from "./Ids.js"
+import * as Principal from "./Principal.js"
 
 /**
  * Where a callback comes from and who is waiting for it.
@@ -69,6 +71,8 @@ export type Result<A> = A | KeepCallbackOpen | Effect.Effect<A | KeepCallbackOpe
  * @category Models
  */
 export interface Handlers {
+  /** The name a `CallbackResolved` records for this record's answers (`answeredBy: Handler { name }`). */
+  readonly name?: string | undefined
   readonly approval?: (context: ApprovalContext, request: ApprovalRequest) => Result<AllowApproval | DenyApproval>
   readonly clientTool?: (callback: OpenClientToolCall, context: Context) => Result<ClientToolResult>
   readonly signIn?: (callback: OpenSignIn, context: Context) => Result<SignInAnswer>
@@ -80,7 +84,60 @@ export interface Handlers {
  */
 export interface Service {
   readonly handle: (callback: Callback, context: Context) => Effect.Effect<Answer | KeepCallbackOpen>
+  /** The name its answers are recorded with, unless a member of a composed service has its own. */
+  readonly name?: string | undefined
 }
+
+/**
+ * A handler's answer and the handler that gave it (see `decide`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Decided {
+  readonly _tag: "Decided"
+  readonly answer: Answer
+  readonly answeredBy: Principal.Handler
+}
+
+/** The name of an answer no handler, record or layer named. */
+const defaultName = "handler"
+
+type Decide = (callback: Callback, context: Context, fallback: string) => Effect.Effect<Decided | KeepCallbackOpen>
+
+/** How composed and named services tell which member answered. */
+const deciders = new WeakMap<Service, Decide>()
+
+const decideWithService = (
+  service: Service,
+  callback: Callback,
+  context: Context,
+  fallback: string
+): Effect.Effect<Decided | KeepCallbackOpen> => {
+  const name = service.name ?? fallback
+  const decide = deciders.get(service)
+  if (decide !== undefined) return decide(callback, context, name)
+  return Effect.map(
+    service.handle(callback, context),
+    (decision): Decided | KeepCallbackOpen =>
+      decision._tag === "KeepCallbackOpen"
+        ? decision
+        : { _tag: "Decided", answer: decision, answeredBy: new Principal.Handler({ name }) }
+  )
+}
+
+/**
+ * Runs the handler on a callback and says which handler answered: the innermost name among the answering record (its
+ * `name`), the services around it (`named`, a layer's `name`), or `"handler"`. `named` renames what it wraps.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const decide = (
+  service: Service,
+  callback: Callback,
+  context: Context
+): Effect.Effect<Decided | KeepCallbackOpen> => decideWithService(service, callback, context, defaultName)
 
 /**
  * @since 0.1.0
@@ -108,7 +165,8 @@ const fromHandlers = (handlers: Handlers): Service => ({
   }
 })
 
-const toService = (handler: Handlers | Service): Service => "handle" in handler ? handler : fromHandlers(handler)
+const toService = (handler: Handlers | Service): Service =>
+  "handle" in handler ? handler : { ...fromHandlers(handler), name: handler.name }
 
 /**
  * Helps inference when a handler record is written apart from `layer`.
@@ -126,16 +184,59 @@ export const of = (handlers: Handlers): Handlers => handlers
  */
 export const make = (...handlers: ReadonlyArray<Handlers | Service>): Service => {
   const services = handlers.map(toService)
-  return {
+  const decideAll: Decide = (callback, context, fallback) =>
+    Effect.gen(function*() {
+      for (const service of services) {
+        const decision = yield* decideWithService(service, callback, context, fallback)
+        if (decision._tag !== "KeepCallbackOpen") return decision
+      }
+      return keep
+    })
+  const service: Service = {
     handle: (callback, context) =>
-      Effect.gen(function*() {
-        for (const service of services) {
-          const decision = yield* service.handle(callback, context)
-          if (decision._tag !== "KeepCallbackOpen") return decision
-        }
-        return keep
-      })
+      Effect.map(
+        decideAll(callback, context, defaultName),
+        (decision) => decision._tag === "KeepCallbackOpen" ? decision : decision.answer
+      )
   }
+  deciders.set(service, decideAll)
+  return service
+}
+
+/**
+ * Names a handler: its answers are recorded as `Handler { name }`, whatever the records inside it are called.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const named = (name: string, handler: Handlers | Service | ReadonlyArray<Handlers | Service>): Service => {
+  const inner = Array.isArray(handler) ? make(...handler) : toService(handler as Handlers | Service)
+  const decideNamed: Decide = (callback, context) =>
+    Effect.map(
+      decideWithService(inner, callback, context, name),
+      (decision): Decided | KeepCallbackOpen =>
+        decision._tag === "KeepCallbackOpen" ? decision : { ...decision, answeredBy: new Principal.Handler({ name }) }
+    )
+  const service: Service = { handle: inner.handle, name }
+  deciders.set(service, decideNamed)
+  return service
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface LayerOptions {
+  /** The name recorded for answers of members that have none of their own (default `"handler"`). */
+  readonly name?: string | undefined
+}
+
+const build = (handlers: Handlers | Service | ReadonlyArray<Handlers | Service>, options?: LayerOptions): Service => {
+  const service = Array.isArray(handlers) ? make(...handlers) : make(handlers as Handlers | Service)
+  if (options?.name === undefined) return service
+  const named: Service = { handle: service.handle, name: options.name }
+  deciders.set(named, (callback, context, fallback) => decideWithService(service, callback, context, fallback))
+  return named
 }
 
 /**
@@ -152,8 +253,10 @@ export const keepOpen: Service = make()
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (handlers: Handlers | Service | ReadonlyArray<Handlers | Service>): Layer.Layer<CallbackHandler> =>
-  Layer.succeed(CallbackHandler, Array.isArray(handlers) ? make(...handlers) : make(handlers as Handlers | Service))
+export const layer = (
+  handlers: Handlers | Service | ReadonlyArray<Handlers | Service>,
+  options?: LayerOptions
+): Layer.Layer<CallbackHandler> => Layer.succeed(CallbackHandler, build(handlers, options))
 
 /**
  * The handler layer, built by an Effect: for handlers that use services.
@@ -162,12 +265,9 @@ export const layer = (handlers: Handlers | Service | ReadonlyArray<Handlers | Se
  * @category Layers
  */
 export const layerEffect = <E, R>(
-  handlers: Effect.Effect<Handlers | Service | ReadonlyArray<Handlers | Service>, E, R>
-): Layer.Layer<CallbackHandler, E, R> =>
-  Layer.effect(
-    CallbackHandler,
-    Effect.map(handlers, (h) => (Array.isArray(h) ? make(...h) : make(h as Handlers | Service)))
-  )
+  handlers: Effect.Effect<Handlers | Service | ReadonlyArray<Handlers | Service>, E, R>,
+  options?: LayerOptions
+): Layer.Layer<CallbackHandler, E, R> => Layer.effect(CallbackHandler, Effect.map(handlers, (h) => build(h, options)))
 
 /**
  * Allows tool calls whose tool declares that it only reads (`readOnlyHint`); leaves the others open.
@@ -176,6 +276,7 @@ export const layerEffect = <E, R>(
  * @category Constructors
  */
 export const allowReadOnly: Handlers = {
+  name: "allowReadOnly",
   approval: (_context, request) => (request.tool.annotations.readOnlyHint ? new Allow() : keep)
 }
 
@@ -186,6 +287,7 @@ export const allowReadOnly: Handlers = {
  * @category Constructors
  */
 export const allowTools = (ids: ReadonlyArray<ToolId | string>): Handlers => ({
+  name: "allowTools",
   approval: (_context, request) => (ids.includes(request.tool.id) ? new Allow() : keep)
 })
 
@@ -196,6 +298,7 @@ export const allowTools = (ids: ReadonlyArray<ToolId | string>): Handlers => ({
  * @category Constructors
  */
 export const denyAllSignIns: Handlers = {
+  name: "denyAllSignIns",
   signIn: (callback) => new SignInAnswer({ connected: [], denied: callback.requests.map((request) => request.id) })
 }
 
@@ -208,7 +311,14 @@ export const denyAllSignIns: Handlers = {
  */
 export const scopedToWaitingTurn = (handler: Handlers | Service): Service => {
   const service = toService(handler)
-  return {
-    handle: (callback, context) => (context.fromWaitingTurn ? service.handle(callback, context) : Effect.succeed(keep))
+  const scoped: Service = {
+    handle: (callback, context) => (context.fromWaitingTurn ? service.handle(callback, context) : Effect.succeed(keep)),
+    name: service.name
   }
+  deciders.set(
+    scoped,
+    (callback, context, fallback) =>
+      context.fromWaitingTurn ? decideWithService(service, callback, context, fallback) : Effect.succeed(keep)
+  )
+  return scoped
 }

@@ -34,10 +34,12 @@ import type {
 } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
 import { CallbackNotOpen } from "./ParleyError.js"
+import * as Principal from "./Principal.js"
 import type { ListOpenFilter, OpenCallback } from "./Transport.js"
 import type { Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
 import type { Service as TransportService } from "./Transport.js"
+import type { AnswerOptions } from "./Turn.js"
 
 /**
  * The callbacks open right now, oldest first within a tree; optionally of one session or one kind.
@@ -69,7 +71,8 @@ export const listOpen = (
  */
 export const answer = (
   open: OpenCallback | Callback | CallbackId | string,
-  answer: Answer
+  answer: Answer,
+  options?: AnswerOptions
 ): Effect.Effect<
   void,
   | AnswerMismatch
@@ -91,7 +94,8 @@ export const answer = (
       sessionId: callback.sessionId,
       turnId: callback.turnId,
       callbackId: callback.id,
-      answer
+      answer,
+      answeredBy: new Principal.Client({ label: options?.label })
     })
   })
 

@@ -107,6 +107,28 @@ export class CallbackNotOpen
 }
 
 /**
+ * The session has no grant in force with this id (never granted, or already revoked). Nothing was changed.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class GrantNotFound
+  extends Schema.TaggedError<GrantNotFound>("@parley/core/ParleyError/GrantNotFound")("GrantNotFound", {
+    ...common,
+    sessionId: Schema.String,
+    grantId: Schema.String
+  })
+{
+  /**
+   * @since 0.1.0
+   */
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `${where(this)}: session ${this.sessionId} has no grant ${this.grantId} in force${suffix(this.description)}`
+  }
+}
+
+/**
  * Another answer to the callback won first; this one was not stored.
  *
  * @since 0.1.0
@@ -355,6 +377,7 @@ export type ParleyError =
   | AnswerMismatch
   | CallbackNotOpen
   | CallbackAlreadyAnswered
+  | GrantNotFound
   | SessionNotFound
   | TurnNotFound
   | PolicyInvalid
@@ -375,6 +398,7 @@ export const ParleyError: Schema.Union<[
   typeof AnswerMismatch,
   typeof CallbackNotOpen,
   typeof CallbackAlreadyAnswered,
+  typeof GrantNotFound,
   typeof SessionNotFound,
   typeof TurnNotFound,
   typeof PolicyInvalid,
@@ -390,6 +414,7 @@ export const ParleyError: Schema.Union<[
   AnswerMismatch,
   CallbackNotOpen,
   CallbackAlreadyAnswered,
+  GrantNotFound,
   SessionNotFound,
   TurnNotFound,
   PolicyInvalid,

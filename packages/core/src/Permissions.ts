@@ -33,13 +33,16 @@ export type Decision = typeof Decision.Type
 
 /**
  * A rule: the tool id patterns it matches (exact ids, or `*` within one dotted segment) and its decision.
+ * `editable: false` (on an `ask` rule) refuses approvals that change the call's arguments
+ * (`AllowApproval({ arguments })`): the person may allow or deny the call as the model made it, nothing else.
  *
  * @since 0.1.0
  * @category Schemas
  */
 export class PermissionRule extends Schema.Class<PermissionRule>("@parley/core/PermissionRule")({
   tools: Schema.Array(Schema.String),
-  decision: Decision
+  decision: Decision,
+  editable: Schema.optional(Schema.Boolean)
 }) {}
 
 /**

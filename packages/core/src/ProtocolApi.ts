@@ -55,12 +55,14 @@ import {
   AnswerMismatch,
   CallbackAlreadyAnswered,
   CallbackNotOpen,
+  GrantNotFound,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
 } from "./ParleyError.js"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "./Transport.js"
+import { ApprovalGranted } from "./TurnEvent.js"
 
 // =============================================================================
 // Errors of the protocol (beyond the core family)
@@ -184,6 +186,18 @@ export const eventStreamContentType = "text/event-stream"
 // =============================================================================
 
 /**
+ * Who the client says answers (recorded as the `onBehalfOf` of the key's `ApiKey` principal): the name of the handler
+ * that decided, or a label of the person or program answering by id.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const AnsweredByParams = Schema.Struct({
+  handler: Schema.optional(Schema.String),
+  label: Schema.optional(Schema.String)
+})
+
+/**
  * Sessions: create (the body is the `AgentSpec`), list (newest first, paged), get, cancel.
  *
  * @since 0.1.0
@@ -217,8 +231,22 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
       .addSuccess(HttpApiSchema.NoContent)
       .addError(SessionNotFound, { status: 404 })
   )
+  .add(
+    HttpApiEndpoint.get("grants", "/sessions/:sessionId/grants")
+      .setPath(sessionPath)
+      .addSuccess(Schema.Array(ApprovalGranted))
+      .addError(SessionNotFound, { status: 404 })
+  )
+  .add(
+    HttpApiEndpoint.del("revokeGrant", "/sessions/:sessionId/grants/:grantId")
+      .setPath(Schema.Struct({ sessionId: SessionId, grantId: Schema.String }))
+      .setUrlParams(AnsweredByParams)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(GrantNotFound, { status: 404 })
+      .addError(SessionNotFound, { status: 404 })
+  )
   .middleware(Authorization)
-  .annotate(OpenApi.Description, "Sessions of the tenant: each runs one agent (and its subagents).")
+  .annotate(OpenApi.Description, "Sessions of the tenant: each runs one agent (and its subagents); its grants.")
 {}
 
 /**
@@ -306,6 +334,7 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
   .add(
     HttpApiEndpoint.post("answer", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/answer")
       .setPath(callbackPath)
+      .setUrlParams(AnsweredByParams)
       .setPayload(Answer)
       .addSuccess(HttpApiSchema.NoContent)
       .addError(AnswerMismatch, { status: 422 })

@@ -23,11 +23,13 @@
 import * as Effect from "effect/Effect"
 import type * as CallbackHandler from "./CallbackHandler.js"
 import type { SessionId, TurnId } from "./Ids.js"
-import type { SessionNotFound, TransportFailure, TurnNotFound } from "./ParleyError.js"
+import type { GrantNotFound, SessionNotFound, TransportFailure, TurnNotFound } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
+import * as Principal from "./Principal.js"
 import type { Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
 import * as Turn from "./Turn.js"
+import type { ApprovalGranted } from "./TurnEvent.js"
 import type { TurnState } from "./TurnState.js"
 
 /**
@@ -100,3 +102,38 @@ export const cancel = (
   session: Session
 ): Effect.Effect<void, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
   Effect.flatMap(transportFor("Session", "cancel"), (transport) => transport.cancel(session.id))
+
+/**
+ * The grants in force for the session: approvals answered with `remember` (its own, and its tree's). Each names its
+ * tool id, decision, scope and who granted it.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const grants = (
+  session: Session
+): Effect.Effect<ReadonlyArray<ApprovalGranted>, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(transportFor("Session", "grants"), (transport) => transport.grants(session.id))
+
+/**
+ * Revokes a grant by its id (`grant_<seq>`): later calls of its tool ask again. Recorded as a `GrantRevoked` event
+ * naming who revoked it (a `Client` with the `label` given). An unknown or already revoked grant fails with
+ * `GrantNotFound`, and nothing is recorded.
+ *
+ * @since 0.1.0
+ * @category Accessors
+ */
+export const revokeGrant = (
+  session: Session,
+  grantId: string,
+  options?: { readonly label?: string | undefined }
+): Effect.Effect<void, GrantNotFound | SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(
+    transportFor("Session", "revokeGrant"),
+    (transport) =>
+      transport.revokeGrant({
+        sessionId: session.id,
+        grantId,
+        revokedBy: new Principal.Client({ label: options?.label })
+      })
+  )

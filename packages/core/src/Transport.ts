@@ -35,14 +35,16 @@ import type {
   AnswerMismatch,
   CallbackAlreadyAnswered,
   CallbackNotOpen,
+  GrantNotFound,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
 } from "./ParleyError.js"
 import { RuntimeMissing } from "./ParleyError.js"
+import type { Principal } from "./Principal.js"
 import { JsonSchema } from "./ToolSpec.js"
-import type { TurnEvent } from "./TurnEvent.js"
+import type { ApprovalGranted, TurnEvent } from "./TurnEvent.js"
 import { TurnState } from "./TurnState.js"
 
 /**
@@ -119,6 +121,20 @@ export interface AnswerRequest {
   readonly turnId: TurnId
   readonly callbackId: CallbackId
   readonly answer: Answer
+  /** Who answers, recorded on the `CallbackResolved` (none: `Client` without a label). */
+  readonly answeredBy?: Principal | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RevokeGrantRequest {
+  /** The session of the grant, or its tree's root. */
+  readonly sessionId: SessionId
+  readonly grantId: string
+  /** Who revokes, recorded on the `GrantRevoked` (none: `Client` without a label). */
+  readonly revokedBy?: Principal | undefined
 }
 
 /**
@@ -170,6 +186,17 @@ export interface Service {
     void,
     AnswerMismatch | CallbackNotOpen | CallbackAlreadyAnswered | SessionNotFound | TurnNotFound | TransportFailure
   >
+  /**
+   * The grants in force for the session (`ApprovalGranted` not revoked): its own and its tree's; for a root session,
+   * every grant of its tree.
+   */
+  readonly grants: (
+    sessionId: SessionId
+  ) => Effect.Effect<ReadonlyArray<ApprovalGranted>, SessionNotFound | TransportFailure>
+  /** Revokes a grant (a `GrantRevoked` event): calls of its tool ask again. */
+  readonly revokeGrant: (
+    request: RevokeGrantRequest
+  ) => Effect.Effect<void, GrantNotFound | SessionNotFound | TransportFailure>
   /** Cancels the session: its running turn ends `Cancelled`, open callbacks are resolved `cancelled`. */
   readonly cancel: (sessionId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure>
   /**

@@ -49,7 +49,7 @@ import {
 } from "./Ids.js"
 import type { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
 import type { JsonSchema } from "./ToolSpec.js"
-import { Executor, Reasoning, Resolution, TurnCause } from "./TurnEvent.js"
+import { ApprovalGranted, Executor, Reasoning, Resolution, TurnCause } from "./TurnEvent.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import { Blocked, Final } from "./TurnState.js"
 
@@ -198,6 +198,8 @@ export interface TreeState {
   readonly open: ReadonlyArray<CallbackId>
   /** The `seq` of a `TurnBlocked` that nothing happened after. */
   readonly blockedAt: number | undefined
+  /** The grants in force (`ApprovalGranted` not revoked), oldest first. */
+  readonly grants: ReadonlyArray<ApprovalGranted>
 }
 
 // =============================================================================
@@ -282,7 +284,8 @@ const TreeStateSchema = Schema.Struct({
   turns: Schema.HashMap({ key: TurnIdSchema, value: TurnSchema }),
   callbacks: Schema.HashMap({ key: CallbackIdSchema, value: CallbackRecordSchema }),
   open: Schema.Array(CallbackIdSchema),
-  blockedAt: Schema.UndefinedOr(Schema.Number)
+  blockedAt: Schema.UndefinedOr(Schema.Number),
+  grants: Schema.Array(ApprovalGranted)
 }).annotations({ identifier: "TreeState" })
 
 /**
@@ -309,7 +312,7 @@ export const TreeState: Schema.Schema<TreeState, TreeStateEncoded> = TreeStateSc
  * @since 0.1.0
  * @category Schemas
  */
-export const snapshotVersion = 1
+export const snapshotVersion = 2
 
 const TreeStateJson = Schema.parseJson(TreeStateSchema)
 const encodeJson = Schema.encodeEither(TreeStateJson)
@@ -373,7 +376,8 @@ export const empty = (header: Header): TreeState => ({
   turns: HashMap.empty(),
   callbacks: HashMap.empty(),
   open: [],
-  blockedAt: undefined
+  blockedAt: undefined,
+  grants: []
 })
 
 // =============================================================================
@@ -397,6 +401,33 @@ const updateCall = (state: TreeState, turnId: TurnId, toolCallId: string, stage:
     ...turn,
     calls: turn.calls.map((call) => (call.toolCallId === toolCallId ? { ...call, stage } : call))
   }))
+
+/**
+ * An approval that edited its call: the call runs with the approved arguments, and the conversation shows the call
+ * as made with them (the model's own arguments stay in its `ToolCallStarted`, the approved ones in the answer).
+ */
+const editCall = (state: TreeState, callback: Callback, answer: Answer | undefined): TreeState => {
+  if (callback._tag !== "OpenApproval" || answer?._tag !== "AllowApproval" || answer.arguments === undefined) {
+    return state
+  }
+  const { toolCallId } = callback.request
+  const edited = answer.arguments
+  const next = updateTurn(state, callback.turnId, (turn) => ({
+    ...turn,
+    calls: turn.calls.map((call) => (call.toolCallId === toolCallId ? { ...call, arguments: edited } : call))
+  }))
+  return updateSession(next, callback.sessionId, (session) => ({
+    ...session,
+    conversation: session.conversation.map((message) =>
+      message.role === "assistant" && message.toolCalls.some((call) => call.id === toolCallId)
+        ? {
+          ...message,
+          toolCalls: message.toolCalls.map((call) => call.id === toolCallId ? { ...call, params: edited } : call)
+        }
+        : message
+    )
+  }))
+}
 
 const last = <A>(items: ReadonlyArray<A>): A | undefined => items[items.length - 1]
 
@@ -566,6 +597,7 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
         }),
         open: state.open.filter((id) => id !== event.callbackId)
       }
+      if (callback._tag === "OpenApproval") return editCall(next, callback, event.answer)
       if (callback._tag !== "OpenSignIn" || event.answer?._tag !== "SignInAnswer") return next
       const answer = event.answer
       const sources = callback.requests.filter((request) => answer.connectedIds.includes(request.id)).map((r) =>
@@ -599,6 +631,10 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
       return state
     case "TurnBlocked":
       return { ...state, blockedAt: event.seq }
+    case "ApprovalGranted":
+      return { ...state, grants: [...state.grants, event] }
+    case "GrantRevoked":
+      return { ...state, grants: state.grants.filter((grant) => grant.grantId !== event.grantId) }
     case "TurnEnded": {
       const next = updateTurn(state, event.turnId, (turn) => ({
         ...turn,
@@ -830,4 +866,19 @@ export const answerSchema = (state: TreeState, cb: Callback): JsonSchema => {
       }
     }
   }
+}
+
+/**
+ * The grant that decides a call of `toolId` in `sessionId` without asking, if any: the latest in force whose tool is
+ * that id and whose scope covers the session (its own session, or the whole tree).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const grantFor = (state: TreeState, sessionId: SessionId, toolId: string): ApprovalGranted | undefined => {
+  for (let i = state.grants.length - 1; i >= 0; i--) {
+    const grant = state.grants[i]
+    if (grant.toolPattern === toolId && (grant.scope === "tree" || grant.sessionId === sessionId)) return grant
+  }
+  return undefined
 }

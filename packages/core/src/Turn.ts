@@ -40,7 +40,7 @@ import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import type { Answer, KeepCallbackOpen } from "./Answer.js"
+import type { Answer } from "./Answer.js"
 import type { Callback } from "./Callback.js"
 import * as CallbackHandler from "./CallbackHandler.js"
 import type { CallbackId, SessionId, TurnId } from "./Ids.js"
@@ -53,6 +53,7 @@ import type {
 } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
 import { HandlerFailed, TransportFailure } from "./ParleyError.js"
+import * as Principal from "./Principal.js"
 import type { Service as TransportService, TurnSnapshot } from "./Transport.js"
 import type { Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
@@ -197,7 +198,7 @@ export const result = <R = never>(
     const decide = (callback: Callback): Effect.Effect<Decision, ResultError> =>
       Effect.gen(function*() {
         if (handler === undefined) return "kept"
-        const decision = yield* Effect.exit(handler.handle(callback, {
+        const decision = yield* Effect.exit(CallbackHandler.decide(handler, callback, {
           session: { id: callback.sessionId, turnId: callback.turnId },
           waiting,
           fromWaitingTurn: (callback.rootTurnId ?? callback.turnId) === turn.turnId
@@ -213,11 +214,16 @@ export const result = <R = never>(
             cause: Cause.squash(decision.cause)
           })
         }
-        const answer: Answer | KeepCallbackOpen = decision.value
-        if (answer._tag === "KeepCallbackOpen") return "kept"
+        const decided = decision.value
+        if (decided._tag === "KeepCallbackOpen") return "kept"
         answering.add(callback.id)
         // Another client may have answered first: that answer stands.
-        yield* transport.answer({ ...waiting, callbackId: callback.id, answer }).pipe(
+        yield* transport.answer({
+          ...waiting,
+          callbackId: callback.id,
+          answer: decided.answer,
+          answeredBy: decided.answeredBy
+        }).pipe(
           Effect.catchTags({ CallbackNotOpen: () => Effect.void, CallbackAlreadyAnswered: () => Effect.void })
         )
         return "answered"
@@ -267,6 +273,9 @@ export const result = <R = never>(
     const move: Effect.Effect<void, SessionNotFound | TransportFailure> = Effect.flatMap(
       events.takeAll,
       ([batch, done]) => {
+        // A callback opened and resolved in the same batch (a grant answered it in the same append) was never open for
+        // a handler: it is known closed before its opening is read, so no handler starts for it.
+        for (const event of batch) if (event._tag === "CallbackResolved") closed.add(event.callbackId)
         const moved = Queue.offerAll(signals, Chunk.map(batch, (event): Signal => ({ _tag: "Event", event })))
         return done ?
           Effect.zipRight(moved, Queue.offer(signals, { _tag: "StreamEnded", error: undefined })) :
@@ -373,7 +382,8 @@ export const events = (
 export const answer = (
   turn: Turn,
   callbackId: CallbackId,
-  answer: Answer
+  answer: Answer,
+  options?: AnswerOptions
 ): Effect.Effect<
   void,
   | AnswerMismatch
@@ -387,8 +397,26 @@ export const answer = (
 > =>
   Effect.flatMap(
     transportFor("Turn", "answer"),
-    (transport) => transport.answer({ sessionId: turn.sessionId, turnId: turn.turnId, callbackId, answer })
+    (transport) =>
+      transport.answer({
+        sessionId: turn.sessionId,
+        turnId: turn.turnId,
+        callbackId,
+        answer,
+        answeredBy: new Principal.Client({ label: options?.label })
+      })
   )
+
+/**
+ * Who answers by id: `label` is recorded on the answer's `CallbackResolved` (`answeredBy: Client { label }`), e.g. the
+ * user who clicked "approve".
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface AnswerOptions {
+  readonly label?: string | undefined
+}
 
 /**
  * The callbacks open in the turn's tree right now (a root turn lists its subagents' too).

@@ -23,10 +23,12 @@
  *
  * @since 0.1.0
  */
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { Answer } from "./Answer.js"
+import { Answer, Remember } from "./Answer.js"
 import { Callback } from "./Callback.js"
 import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
+import { Principal } from "./Principal.js"
 import { Final } from "./TurnState.js"
 
 /**
@@ -35,7 +37,36 @@ import { Final } from "./TurnState.js"
  * @since 0.1.0
  * @category Models
  */
-export const schemaVersion = 1
+export const schemaVersion = 2
+
+/**
+ * The steps from each older version to the next, as functions of the encoded (JSON) event: `upcasts[n - 1]` turns
+ * an event written at version `n` into its form at version `n + 1`.
+ *
+ * - 1 → 2: `CallbackResolved` gained `answeredBy`, `AllowApproval` gained `arguments` and `remember`, and the grant
+ *   events are new: every addition is optional, so a version-1 event reads as it is. Its `answeredBy` stays absent
+ *   (nobody recorded who answered), never invented.
+ */
+const upcasts: ReadonlyArray<(encoded: unknown) => unknown> = [
+  (encoded) => encoded
+]
+
+/**
+ * An event's encoded form, written at `version`, brought to the current `schemaVersion` (then decode it with
+ * `TurnEvent`). A version this code does not know — older than 1, or newer than it reads — is a `Left` saying so.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const upcast = (version: number, encoded: unknown): Either.Either<unknown, string> => {
+  if (!Number.isSafeInteger(version) || version < 1) return Either.left(`schema version ${version} is not a version`)
+  if (version > schemaVersion) {
+    return Either.left(`schema version ${version} is newer than this code reads (${schemaVersion}): upgrade Parley`)
+  }
+  let current = encoded
+  for (let from = version; from < schemaVersion; from++) current = upcasts[from - 1](current)
+  return Either.right(current)
+}
 
 const common = {
   sessionId: SessionId,
@@ -257,7 +288,44 @@ export class CallbackResolved
     ...common,
     callbackId: CallbackId,
     resolution: Resolution,
-    answer: Schema.optional(Answer)
+    answer: Schema.optional(Answer),
+    /** Who or what gave the answer (events of schema version 1 carry none). */
+    answeredBy: Schema.optional(Principal)
+  })
+{}
+
+/**
+ * An approval answered with `remember` became a grant: later calls of `toolPattern` (a stable tool id) in its scope —
+ * the session `sessionId` (`session`), or the whole tree (`tree`) — are decided by it without asking, while the
+ * permission policy still says `ask` (a policy `deny` or `allow` decides first). `grantId` is `grant_<seq>`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ApprovalGranted
+  extends Schema.TaggedClass<ApprovalGranted>("@parley/core/TurnEvent/ApprovalGranted")("ApprovalGranted", {
+    ...common,
+    grantId: Schema.String,
+    toolPattern: Schema.String,
+    decision: Schema.Literal("allow", "deny"),
+    scope: Remember,
+    grantedBy: Principal,
+    /** The approval whose answer made the grant. */
+    callbackId: CallbackId
+  })
+{}
+
+/**
+ * A grant was revoked (`Session.revokeGrant`): calls of its tool ask again.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class GrantRevoked
+  extends Schema.TaggedClass<GrantRevoked>("@parley/core/TurnEvent/GrantRevoked")("GrantRevoked", {
+    ...common,
+    grantId: Schema.String,
+    revokedBy: Principal
   })
 {}
 
@@ -343,6 +411,8 @@ export type TurnEvent =
   | ToolCallCompleted
   | CallbackOpened
   | CallbackResolved
+  | ApprovalGranted
+  | GrantRevoked
   | SubagentStarted
   | SubagentEnded
   | TurnBlocked
@@ -365,6 +435,8 @@ export const TurnEvent: Schema.Union<[
   typeof ToolCallCompleted,
   typeof CallbackOpened,
   typeof CallbackResolved,
+  typeof ApprovalGranted,
+  typeof GrantRevoked,
   typeof SubagentStarted,
   typeof SubagentEnded,
   typeof TurnBlocked,
@@ -382,6 +454,8 @@ export const TurnEvent: Schema.Union<[
   ToolCallCompleted,
   CallbackOpened,
   CallbackResolved,
+  ApprovalGranted,
+  GrantRevoked,
   SubagentStarted,
   SubagentEnded,
   TurnBlocked,

@@ -62,6 +62,13 @@ export * as ParleyError from "./ParleyError.js"
 export * as Permissions from "./Permissions.js"
 
 /**
+ * Who or what decided a callback (`answeredBy`): a handler, a client, a grant, the policy, an API key.
+ *
+ * @since 0.1.0
+ */
+export * as Principal from "./Principal.js"
+
+/**
  * The HTTP contract of a Parley server (an `HttpApi`, schemas only).
  *
  * @since 0.1.0

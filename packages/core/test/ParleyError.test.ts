@@ -64,6 +64,10 @@ describe("ParleyError messages", () => {
       assert.strictEqual(agentInvalid!.message, "Agent.make: agent assistant is invalid: duplicate tool client.x")
       assert.strictEqual(modelFailure!.message, "Model.generate: model mistral-large-latest failed: HTTP 503")
       assert.strictEqual(transportFailure!.message, "HttpTransport.answer: transport failure: connection refused")
+      assert.strictEqual(
+        F.errors[F.errors.length - 1]!.message,
+        "Session.revokeGrant: session ses_1 has no grant grant_9 in force"
+      )
     }))
 
   it.effect("leave out an absent description", () =>

@@ -6,6 +6,7 @@ import {
   Ids,
   ParleyError,
   Permissions,
+  Principal,
   ToolSpec,
   Transport,
   TurnEvent,
@@ -225,15 +226,38 @@ const events: ReadonlyArray<TurnEvent.TurnEvent> = [
     toolId: Ids.ToolId.make("connector.gmail.latest_email")
   }),
   new TurnEvent.CancelRequested({ ...common, seq: 26 }),
-  new TurnEvent.TurnStarted({ ...common, seq: 27, input: "again", inherited: [F.approvalId] })
+  new TurnEvent.TurnStarted({ ...common, seq: 27, input: "again", inherited: [F.approvalId] }),
+  new TurnEvent.CallbackResolved({
+    ...common,
+    seq: 28,
+    callbackId: F.approvalId,
+    resolution: "answered",
+    answer: new Answer.AllowApproval({ arguments: { precision: "street" }, remember: "tree" }),
+    answeredBy: new Principal.ApiKey({
+      tenant: "acme",
+      keyId: "key_1",
+      onBehalfOf: new Principal.Handler({ name: "approveReads" })
+    })
+  }),
+  new TurnEvent.ApprovalGranted({
+    ...common,
+    seq: 29,
+    grantId: "grant_29",
+    toolPattern: "client.get_location",
+    decision: "allow",
+    scope: "tree",
+    grantedBy: new Principal.Client({ label: "alice" }),
+    callbackId: F.approvalId
+  }),
+  new TurnEvent.GrantRevoked({ ...common, seq: 30, grantId: "grant_29", revokedBy: new Principal.Grant({ id: "x" }) })
 ]
 
 describe("TurnEvent", () => {
   it.effect("round-trips every member through JSON with the union schema", () =>
     Effect.gen(function*() {
       const tags = new Set(events.map((event) => event._tag))
-      assert.strictEqual(tags.size, 16)
-      assert.strictEqual(TurnEvent.TurnEvent.members.length, 16)
+      assert.strictEqual(tags.size, 18)
+      assert.strictEqual(TurnEvent.TurnEvent.members.length, 18)
       for (const event of events) {
         const decoded = yield* roundTrip(TurnEvent.TurnEvent, event)
         assertSame(decoded, event)

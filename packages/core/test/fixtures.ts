@@ -152,7 +152,8 @@ export const errors: ReadonlyArray<ParleyError.ParleyError> = [
     kind: "approval",
     description: "boom"
   }),
-  new ParleyError.RuntimeMissing({ module: "Agent", method: "run", service: "@parley/core/Transport" })
+  new ParleyError.RuntimeMissing({ module: "Agent", method: "run", service: "@parley/core/Transport" }),
+  new ParleyError.GrantNotFound({ module: "Session", method: "revokeGrant", sessionId: "ses_1", grantId: "grant_9" })
 ]
 
 export const completed = new TurnState.Completed({ sessionId, turnId, text: "Lyon, France." })

@@ -296,8 +296,9 @@ describe("MistralLanguageModel replayed session", () => {
       const invalid = yield* send(naive)
       assert.strictEqual(invalid._tag === "HttpResponseError" ? invalid.response.status : 0, 400)
       const invalidBody = invalid._tag === "HttpResponseError" ? invalid.body ?? "" : ""
-      assert.include(invalidBody, "Conversation must start with a user message or system message")
-      assert.include(invalidBody, "\"code\":\"3230\"")
+      // The message-count rules come first, as in mistral-common: six messages, so the last role is checked (and
+      // the leading assistant message is not refused: the first role is checked only for a lone message).
+      assert.include(invalidBody, "Expected last role User or Tool (or Assistant with prefix True) for serving but got")
       const badId = yield* send({
         model: "mistral-large-latest",
         messages: [
@@ -313,7 +314,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.include(badId._tag === "HttpResponseError" ? badId.body ?? "" : "", "\"code\":\"3280\"")
       assert.deepStrictEqual(
         [...new Set(MistralRules.validate(naive).map((violation) => violation.rule))].sort(),
-        ["assistant-content", "first-role", "last-role", "name", "tool-call-id"]
+        ["assistant-content", "last-role", "name", "tool-call-id"]
       )
       assert.deepStrictEqual(server.requests.length, 3)
     }))
@@ -353,14 +354,13 @@ describe("MistralLanguageModel replayed session", () => {
         MistralRules.validate({ model: "m", messages: [...toolTurn, { role: "user", content: "thanks" }] }),
         []
       )
-      // A conversation may not start with an assistant (or tool) message.
+      // The first role is checked only for a lone message: a longer conversation may start with an assistant.
       assert.deepStrictEqual(
         MistralRules.validate({
           model: "m",
           messages: [{ role: "assistant", content: "Hi" }, { role: "user", content: "x" }]
-        })
-          .map((violation) => violation.rule),
-        ["first-role"]
+        }),
+        []
       )
       assert.deepStrictEqual(
         MistralRules.validate({
@@ -414,6 +414,54 @@ describe("MistralLanguageModel replayed session", () => {
       server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
       const accepted = yield* send({ ...base, temperature: 1.5, reasoning_effort: "high", tool_choice: "required" })
       assert.strictEqual(accepted._tag, "Right")
+    }))
+
+  it.scoped("the fake server checks the first role only for one message and the last role only for more", () =>
+    Effect.gen(function*() {
+      const rules = (...roles: ReadonlyArray<string>) =>
+        MistralRules.validate({ model: "m", messages: roles.map((role) => ({ role, content: "x" })) })
+          .map((violation) => `${violation.rule}: ${violation.message}`)
+      // No message at all.
+      assert.deepStrictEqual(rules(), ["first-role: Conversation must have at least one message"])
+      // One message: its role must be user or system; the last-role rule does not apply (a lone system is fine).
+      assert.deepStrictEqual(rules("user"), [])
+      assert.deepStrictEqual(rules("system"), [])
+      assert.deepStrictEqual(rules("assistant"), [
+        "first-role: Conversation must start with a user message or system message"
+      ])
+      // Two or more: the first role is not checked, the last one is.
+      assert.deepStrictEqual(rules("system", "user"), [])
+      assert.deepStrictEqual(rules("assistant", "user"), [])
+      assert.deepStrictEqual(rules("user", "system"), [
+        "last-role: Expected last role User or Tool (or Assistant with prefix True) for serving but got system"
+      ])
+      assert.deepStrictEqual(rules("system", "user", "assistant"), [
+        "last-role: Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant"
+      ])
+      assert.deepStrictEqual(
+        MistralRules.validate({
+          model: "m",
+          messages: [{ role: "user", content: "x" }, { role: "assistant", content: "y", prefix: true }]
+        }),
+        []
+      )
+
+      // Over HTTP: a request whose only message is a system message is answered, as Mistral answers it.
+      const server = yield* FakeServer.make({ validate: true })
+      server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
+      const send = (messages: MistralClient.ChatCompletionRequest["messages"]) =>
+        MistralClient.MistralClient.pipe(
+          Effect.flatMap((client) => client.createChatCompletion({ model: "mistral-small-latest", messages })),
+          Effect.either,
+          Effect.provide(Layers.client(server, { retry: false }))
+        )
+      const lone = yield* send([{ role: "system", content: "Say ok." }])
+      assert.strictEqual(lone._tag, "Right")
+      const trailing = yield* send([{ role: "user", content: "hi" }, { role: "system", content: "Say ok." }])
+      assert.strictEqual(
+        trailing._tag === "Left" && trailing.left._tag === "HttpResponseError" ? trailing.left.response.status : 0,
+        400
+      )
     }))
 
   it.scoped("replays reasoning a Mistral model produced as thinking chunks, where the model's tokenizer takes them", () =>

@@ -149,6 +149,7 @@ export class Evaluation extends Schema.Class<Evaluation>("@parley/policy/Permiss
 export interface RuleInput {
   readonly tools: ReadonlyArray<string>
   readonly decision: Decision
+  readonly editable?: boolean | undefined
 }
 
 /**
@@ -166,13 +167,21 @@ export interface MakeOptions {
 
 /**
  * A rule deciding `decision` for the tool ids that match any of `tools` (one pattern or several). It is checked
- * when the policy is (`make`, `validate`).
+ * when the policy is (`make`, `validate`). `editable: false` forbids approvals with edited arguments for those tools.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const rule = (tools: string | ReadonlyArray<string>, decision: Decision): PermissionRule =>
-  new PermissionRule({ tools: typeof tools === "string" ? [tools] : tools, decision }, true)
+export const rule = (
+  tools: string | ReadonlyArray<string>,
+  decision: Decision,
+  options?: { readonly editable?: boolean | undefined }
+): PermissionRule =>
+  new PermissionRule({
+    tools: typeof tools === "string" ? [tools] : tools,
+    decision,
+    ...(options?.editable === undefined ? {} : { editable: options.editable })
+  }, true)
 
 const quote = (value: unknown): string => JSON.stringify(value)
 
@@ -230,7 +239,7 @@ export const make = (options: MakeOptions = {}): Effect.Effect<PermissionPolicy,
   const policy = new PermissionPolicy({
     default: options.default ?? options.permissionMode ?? "ask",
     rules: (options.rules ?? []).map((input) =>
-      input instanceof PermissionRule ? input : rule(input.tools, input.decision)
+      input instanceof PermissionRule ? input : rule(input.tools, input.decision, { editable: input.editable })
     )
   }, true)
   return checked(policy, "make", contradiction)

@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, HashMap, List, Logger, Schema } from "effect"
+import { keyIdOf } from "../src/internal/auth.js"
 import { brain, locator } from "./fixtures/agents.js"
 import { request, storedLog } from "./fixtures/http.js"
 import type { RuntimeOptions } from "./fixtures/servers.js"
@@ -161,6 +162,14 @@ describe("ParleyServer: bad input", () => {
           "AnswerMismatch"
         ],
         [
+          "an approval whose edited arguments do not fit the tool's parameters",
+          "POST",
+          answerPath(callbackId),
+          { body: { _tag: "AllowApproval", arguments: "everywhere" } },
+          422,
+          "AnswerMismatch"
+        ],
+        [
           "a sign-in answer to an approval",
           "POST",
           answerPath(callbackId),
@@ -250,6 +259,18 @@ describe("ParleyServer: bad input", () => {
         body: { _tag: "AllowApproval" }
       })
       assert.strictEqual(allowed.status, 204, allowed.text)
+      // The log says who answered: the API key the request was made with (its id, never the key), and its tenant.
+      const log = yield* request(`${base}/sessions/${sessionId}/events?live=false`, { key: keys.alice })
+      const resolved = log.text.split("\n").filter((line) => line.startsWith("data: "))
+        .map((line) => JSON.parse(line.slice(6)) as { _tag: string; callbackId?: string; answeredBy?: unknown })
+        .find((event) => event._tag === "CallbackResolved" && event.callbackId === callbackId)
+      assert.deepStrictEqual(resolved?.answeredBy, {
+        _tag: "ApiKey",
+        tenant: "alice",
+        keyId: keyIdOf(keys.alice),
+        onBehalfOf: { _tag: "Client" }
+      })
+      assert.notInclude(log.text, keys.alice)
       const again = yield* request(`${base}${answerPath(callbackId)}`, {
         method: "POST",
         key: keys.alice,
@@ -260,6 +281,41 @@ describe("ParleyServer: bad input", () => {
       const body = JSON.parse(again.text) as { readonly _tag: string; readonly answer?: unknown }
       assert.strictEqual(body._tag, "CallbackAlreadyAnswered")
       assert.deepStrictEqual(body.answer, { _tag: "AllowApproval" })
+    }))
+
+  it.scopedLive("grants over HTTP: an answer with remember lists one; DELETE revokes it (204), then 404 GrantNotFound", () =>
+    Effect.gen(function*() {
+      const base = yield* server()
+      const { callbackId, sessionId, turnId } = yield* blockedSession(base)
+      const answered = yield* request(
+        `${base}/sessions/${sessionId}/turns/${turnId}/callbacks/${callbackId}/answer?label=alice`,
+        { method: "POST", key: keys.alice, body: { _tag: "AllowApproval", remember: "session" } }
+      )
+      assert.strictEqual(answered.status, 204, answered.text)
+      const listed = yield* request(`${base}/sessions/${sessionId}/grants`, { key: keys.alice })
+      assert.strictEqual(listed.status, 200, listed.text)
+      const grants = listed.json as Array<{ grantId: string; toolPattern: string; scope: string; grantedBy: unknown }>
+      assert.deepStrictEqual(grants.map((grant) => [grant.toolPattern, grant.scope]), [[
+        "client.get_location",
+        "session"
+      ]])
+      assert.deepStrictEqual(grants[0].grantedBy, {
+        _tag: "ApiKey",
+        tenant: "alice",
+        keyId: keyIdOf(keys.alice),
+        onBehalfOf: { _tag: "Client", label: "alice" }
+      })
+      // Another tenant sees no such session.
+      const foreign = yield* request(`${base}/sessions/${sessionId}/grants`, { key: keys.bob })
+      assert.strictEqual(foreign.status, 404)
+      const path = `${base}/sessions/${sessionId}/grants/${grants[0].grantId}`
+      const revoked = yield* request(path, { method: "DELETE", key: keys.alice })
+      assert.strictEqual(revoked.status, 204, revoked.text)
+      const again = yield* request(path, { method: "DELETE", key: keys.alice })
+      assert.strictEqual(again.status, 404, again.text)
+      assert.strictEqual((again.json as { _tag?: string })._tag, "GrantNotFound")
+      const after = yield* request(`${base}/sessions/${sessionId}/grants`, { key: keys.alice })
+      assert.deepStrictEqual(after.json, [])
     }))
 
   it.scopedLive("a key holds at most maxStreamsPerKey event streams (429 beyond); a closed one frees its place", () =>

@@ -68,6 +68,7 @@ import { blocked } from "./internal/transportSuite/blocked.js"
 import { cancel } from "./internal/transportSuite/cancel.js"
 import { driving } from "./internal/transportSuite/driving.js"
 import { expiry } from "./internal/transportSuite/expiry.js"
+import { grants } from "./internal/transportSuite/grants.js"
 import { hardening } from "./internal/transportSuite/hardening.js"
 import * as Harness from "./internal/transportSuite/harness.js"
 import { modelFailures } from "./internal/transportSuite/modelFailures.js"
@@ -122,6 +123,7 @@ export const suite = (
     answerValidation(withModel)
     expiry(withModel)
     cancel(withModel)
+    grants(withModel)
     modelFailures(withModel)
     policyAndSignIn(withModel)
     subagents(withModel)

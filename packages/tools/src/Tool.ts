@@ -96,17 +96,21 @@ export const make = <
   F extends ClientTool.ResultSchema = typeof Schema.String
 >(
   name: Name,
-  options: ClientTool.Options<P, S, F>,
+  options: ClientTool.Options<P, S, F> & {
+    /** The name its answers are recorded with (`answeredBy: Handler { name }`); default: the tool's name. */
+    readonly handlerName?: string | undefined
+  },
   handler: ClientTool.Handler<
     Schema.Schema.Type<ClientTool.ParametersOf<P>>,
     Schema.Schema.Type<S>,
     Schema.Schema.Type<F>
   >
 ): Tool<Name, ClientTool.ParametersOf<P>, S, F> => {
-  const tool = ClientTool.make(name, options)
+  const { handlerName, ...definition } = options
+  const tool = ClientTool.make(name, definition as ClientTool.Options<P, S, F>)
   return Object.assign(tool, {
     handler,
-    callbackHandler: CallbackHandler.make({
+    callbackHandler: CallbackHandler.named(handlerName ?? name, {
       clientTool: ClientTool.answers(ClientTool.answer(tool, handler))
     })
   })

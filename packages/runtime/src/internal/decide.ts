@@ -14,24 +14,36 @@
 import { defaultMaxSteps } from "@parley/core/AgentSpec"
 import type { Answer } from "@parley/core/Answer"
 import * as Answers from "@parley/core/Answer"
+import type { Callback } from "@parley/core/Callback"
 import type { CallbackId, SessionId, ToolId, TurnId } from "@parley/core/Ids"
 import type { ParleyError } from "@parley/core/ParleyError"
 import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
+  GrantNotFound,
   SessionNotFound,
   StepLimitReached,
   TurnNotFound
 } from "@parley/core/ParleyError"
 import type { AnswerMismatch } from "@parley/core/ParleyError"
+import type { Principal } from "@parley/core/Principal"
+import { Client } from "@parley/core/Principal"
 import { TurnRef } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
 import type { Executor, Reasoning, TurnEvent } from "@parley/core/TurnEvent"
-import { CancelRequested, MessageAborted, MessageCompleted, ToolCallStarted, TurnBlocked } from "@parley/core/TurnEvent"
+import {
+  ApprovalGranted,
+  CancelRequested,
+  GrantRevoked,
+  MessageAborted,
+  MessageCompleted,
+  ToolCallStarted,
+  TurnBlocked
+} from "@parley/core/TurnEvent"
 import { Completed } from "@parley/core/TurnState"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
-import { checkClientToolResult } from "./jsonSchema.js"
+import { checkClientToolResult, checkEdit } from "./jsonSchema.js"
 import { advance, authorize, execute, openSignIn, settleWait, startedBy, toolOf } from "./toolCalls.js"
 import type { Env } from "./tx.js"
 import {
@@ -66,8 +78,17 @@ export type Command =
     readonly turnId: TurnId
     readonly callbackId: CallbackId
     readonly answer: Answer
+    /** Who answers (the façade always says; a command without it records none). */
+    readonly answeredBy?: Principal | undefined
   }
   | { readonly _tag: "Cancel"; readonly sessionId: SessionId }
+  /** Revokes a grant of the session (or, for a tree grant, of its tree). */
+  | {
+    readonly _tag: "RevokeGrant"
+    readonly sessionId: SessionId
+    readonly grantId: string
+    readonly revokedBy: Principal
+  }
   | {
     readonly _tag: "ModelStepDone"
     readonly turnId: TurnId
@@ -109,6 +130,7 @@ export type Rejection =
   | AnswerMismatch
   | CallbackNotOpen
   | CallbackAlreadyAnswered
+  | GrantNotFound
   | SessionNotFound
   | TurnNotFound
 
@@ -215,6 +237,11 @@ const validateAnswer = (
   const kind = Either.flatMap(
     Answers.validateSync(callback, answer),
     (): Either.Either<TreeState.CallbackRecord, AnswerMismatch> => {
+      if (callback._tag === "OpenApproval" && answer._tag === "AllowApproval" && answer.arguments !== undefined) {
+        const agent = tx.session(callback.sessionId)?.agent
+        const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
+        return Either.map(checkEdit(callback, tool?.spec.parameters, answer.arguments), () => record)
+      }
       if (callback._tag !== "OpenClientToolCall" || answer._tag !== "ClientToolResult") return Either.right(record)
       // The tool of the session whose callback it is (a subagent's tool may share its id with the root's).
       const spec = tx.session(callback.sessionId)?.agent.tools.find((tool) => tool.id === callback.request.tool.id) ??
@@ -235,6 +262,27 @@ const pendingStep = (tx: Tx, command: { readonly turnId: TurnId; readonly messag
   const turn = tx.turn(command.turnId)
   return turn !== undefined && turn.modelPending && turn.step?.messageId === command.messageId ? turn : undefined
 }
+/** An approval answered with `remember` becomes a grant of its tool id, for its session or its whole tree. */
+const remember = (tx: Tx, callback: Callback, answer: Answer, answeredBy: Principal | undefined) => {
+  if (callback._tag !== "OpenApproval") return
+  if (answer._tag !== "AllowApproval" && answer._tag !== "DenyApproval") return
+  const scope = answer.remember
+  if (scope === undefined) return
+  tx.emit((meta) =>
+    new ApprovalGranted({
+      sessionId: callback.sessionId,
+      turnId: callback.turnId,
+      ...meta,
+      grantId: `grant_${meta.seq}`,
+      toolPattern: callback.request.tool.id,
+      decision: answer._tag === "AllowApproval" ? "allow" : "deny",
+      scope,
+      grantedBy: answeredBy ?? new Client({}),
+      callbackId: callback.id
+    }, noValidation)
+  )
+}
+
 const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
   switch (command._tag) {
     case "SendMessage": {
@@ -256,9 +304,35 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         return Either.left(notOpen(command.callbackId, "it expired"))
       }
       return Either.map(validateAnswer(tx, command), (valid) => {
-        resolve(tx, valid, "answered", command.answer)
+        resolve(tx, valid, "answered", command.answer, command.answeredBy)
+        remember(tx, valid.callback, command.answer, command.answeredBy)
         return undefined
       })
+    }
+    case "RevokeGrant": {
+      const grant = tx.state.grants.find((candidate) => candidate.grantId === command.grantId)
+      const members = TreeState.subtree(tx.state, tx.state.treeId).map((member) => member.sessionId)
+      if (grant === undefined || (command.sessionId !== grant.sessionId && command.sessionId !== tx.state.treeId)) {
+        return Either.left(
+          new GrantNotFound({
+            module: "Session",
+            method: "revokeGrant",
+            sessionId: command.sessionId,
+            grantId: command.grantId,
+            ...(members.includes(command.sessionId) ? {} : { description: "no such session in this tree" })
+          })
+        )
+      }
+      tx.emit((meta) =>
+        new GrantRevoked({
+          sessionId: grant.sessionId,
+          turnId: grant.turnId,
+          ...meta,
+          grantId: grant.grantId,
+          revokedBy: command.revokedBy
+        }, noValidation)
+      )
+      return Either.right(undefined)
     }
     case "Cancel": {
       const session = tx.session(command.sessionId)

@@ -1,4 +1,5 @@
 import type { ClientToolResult } from "@parley/core/Answer"
+import type { OpenApproval } from "@parley/core/Callback"
 import type { CallbackId } from "@parley/core/Ids"
 import { AnswerMismatch } from "@parley/core/ParleyError"
 import type { JsonSchema } from "@parley/core/ToolSpec"
@@ -52,5 +53,33 @@ export const checkClientToolResult = (
       callbackId,
       reason: `the client tool result does not match the tool's success schema: ${problems.join("; ")}`
     })
+  )
+}
+
+/**
+ * Checks the arguments of an approval that edits its call (`AllowApproval({ arguments })`): the rule that asked must
+ * let the call be edited (`editable` is not `false`), and the arguments must match the tool's parameters JSON Schema,
+ * the schema the model's own call is made against. A refusal is an `AnswerMismatch`, and nothing is stored.
+ */
+export const checkEdit = (
+  callback: OpenApproval,
+  parameters: JsonSchema | undefined,
+  args: unknown
+): Either.Either<void, AnswerMismatch> => {
+  const mismatch = (reason: string) =>
+    Either.left(new AnswerMismatch({ module: "Turn", method: "answer", callbackId: callback.id, reason }))
+  const decidedBy = callback.request.decidedBy
+  if (decidedBy._tag === "RuleMatched" && decidedBy.rule.editable === false) {
+    return mismatch(
+      `the permission policy does not let calls of ${callback.request.tool.id} be edited (rules[${decidedBy.index}] ` +
+        `is editable: false): allow or deny the call as it was made`
+    )
+  }
+  if (parameters === undefined) return mismatch(`the tool ${callback.request.tool.id} is not known: nothing to edit`)
+  const validate = validatorOf(parameters)
+  if (validate(args)) return Either.void
+  const problems = (validate.errors ?? []).map((error) => `${error.instancePath || "the arguments"} ${error.message}`)
+  return mismatch(
+    `the edited arguments do not match the parameters of ${callback.request.tool.id}: ${problems.join("; ")}`
   )
 }

@@ -3,6 +3,7 @@
  * its kind runs: a client tool's callback, a runtime tool's execution, a connector's sign-in or execution, a
  * builtin), and `advance` once the callback it waited on closed.
  */
+import { AllowApproval, DenyApproval } from "@parley/core/Answer"
 import type { Callback } from "@parley/core/Callback"
 import {
   ApprovalRequest,
@@ -15,7 +16,8 @@ import {
 } from "@parley/core/Callback"
 import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import { PermissionPolicy } from "@parley/core/Permissions"
-import type * as TreeState from "@parley/core/TreeState"
+import { Grant } from "@parley/core/Principal"
+import * as TreeState from "@parley/core/TreeState"
 import type { Executor } from "@parley/core/TurnEvent"
 import { CallbackOpened, SubagentStarted, ToolExecutionStarted, TurnCause } from "@parley/core/TurnEvent"
 import * as Policy from "@parley/policy/PermissionPolicy"
@@ -23,7 +25,17 @@ import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import type { ResolvedTool } from "./agentTools.js"
 import type { Tx } from "./tx.js"
-import { cancelSubtree, complete, failure, noValidation, queueTurn, settleSessions, success, unanswered } from "./tx.js"
+import {
+  cancelSubtree,
+  complete,
+  failure,
+  noValidation,
+  queueTurn,
+  resolve,
+  settleSessions,
+  success,
+  unanswered
+} from "./tx.js"
 
 export const allowAll = new PermissionPolicy({ default: "allow", rules: [] })
 
@@ -275,7 +287,7 @@ export const authorize = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) =>
   if (evaluation.decision === "deny") {
     return complete(tx, turn, call, failure(`The permission policy denies ${tool.spec.id}; the call was not made.`))
   }
-  return openCallback(tx, turn, "approval", (fields) =>
+  openCallback(tx, turn, "approval", (fields) =>
     new OpenApproval({
       ...fields,
       request: new ApprovalRequest({
@@ -285,6 +297,14 @@ export const authorize = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) =>
         decidedBy: evaluation.decidedBy
       }, noValidation)
     }, noValidation))
+  // A grant in force answers at once, in the same append: the approval is on record, answered by the grant.
+  const grant = TreeState.grantFor(tx.state, turn.sessionId, tool.spec.id)
+  const record = grant === undefined ? undefined : TreeState.callback(tx.state, tx.state.open[tx.state.open.length - 1])
+  if (grant === undefined || record === undefined) return
+  const answer = grant.decision === "allow"
+    ? new AllowApproval({}, noValidation)
+    : new DenyApproval({ reason: `a ${grant.scope} grant (${grant.grantId}) denies ${tool.spec.id}` }, noValidation)
+  resolve(tx, record, "answered", answer, new Grant({ id: grant.grantId }, noValidation))
 }
 
 /** The callback the call waited on closed: go on with its answer, or give the model the reason it did not run. */

@@ -6,6 +6,7 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { Answer } from "@parley/core/Answer"
 import type { SessionId, TurnId } from "@parley/core/Ids"
 import type { ParleyError } from "@parley/core/ParleyError"
+import type { Principal } from "@parley/core/Principal"
 import * as TreeState from "@parley/core/TreeState"
 import type { Executor, Resolution, TurnCause, TurnEvent } from "@parley/core/TurnEvent"
 import {
@@ -126,7 +127,13 @@ export const startTurn = (tx: Tx, session: TreeState.Session, turnId: TurnId) =>
   if (started !== undefined) startStep(tx, started)
 }
 
-export const resolve = (tx: Tx, record: TreeState.CallbackRecord, resolution: Resolution, answer?: Answer) => {
+export const resolve = (
+  tx: Tx,
+  record: TreeState.CallbackRecord,
+  resolution: Resolution,
+  answer?: Answer,
+  answeredBy?: Principal
+) => {
   const callback = record.callback
   tx.emit((meta) =>
     new CallbackResolved({
@@ -135,7 +142,8 @@ export const resolve = (tx: Tx, record: TreeState.CallbackRecord, resolution: Re
       ...meta,
       callbackId: callback.id,
       resolution,
-      answer
+      answer,
+      answeredBy
     }, noValidation)
   )
 }

@@ -5,6 +5,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import { AgentInvalid, type TransportFailure } from "@parley/core/ParleyError"
+import { ApiKey, Client, Handler } from "@parley/core/Principal"
 import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
 import type { ToolSpec } from "@parley/core/ToolSpec"
 import type * as Transport from "@parley/core/Transport"
@@ -91,6 +92,23 @@ export const sessions = (
           const tenant = yield* Tenant
           yield* access.owned(tenant.id, path.sessionId)
           yield* uniform(path.sessionId, transport.cancel(path.sessionId))
+        }))
+      .handle("grants", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          return yield* uniform(path.sessionId, transport.grants(path.sessionId))
+        }))
+      .handle("revokeGrant", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          const revokedBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            onBehalfOf: new Client({ label: urlParams.label })
+          })
+          yield* uniform(path.sessionId, transport.revokeGrant({ ...path, revokedBy }))
         })))
 
 /** Waits until the turn ended or is blocked, or `timeout` passed: the snapshot then. */
@@ -161,11 +179,19 @@ export const callbacks = (transport: Transport.Service, access: Access) =>
             )
           })
         }))
-      .handle("answer", ({ path, payload }) =>
+      .handle("answer", ({ path, payload, urlParams }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
           yield* access.owned(tenant.id, path.sessionId)
-          yield* uniform(path.sessionId, transport.answer({ ...path, answer: payload }))
+          // Who answered is the key the request was authenticated with; what the client says is kept as its claim.
+          const answeredBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            onBehalfOf: urlParams.handler !== undefined
+              ? new Handler({ name: urlParams.handler })
+              : new Client({ label: urlParams.label })
+          })
+          yield* uniform(path.sessionId, transport.answer({ ...path, answer: payload, answeredBy }))
         })))
 
 /** The `Option` of a header's `seq`: the event after it is where a stream resumes. */

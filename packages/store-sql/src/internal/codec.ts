@@ -1,6 +1,8 @@
 /**
  * Rows to and from the domain: events and tree headers are stored as JSON of their schemas' encoded form, with the
- * schema version they were written with. A row that does not decode is a `StoreError`, never a defect.
+ * schema version they were written with. A row of an older version is upcast to the current one as it is read
+ * (`TurnEvent.upcast`; the row itself is never rewritten); a row that does not decode, or of a version newer than this
+ * code, is a `StoreError`, never a defect.
  */
 import * as AgentSpec from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
@@ -13,6 +15,8 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 
 const EventJson = Schema.parseJson(TurnEvent.TurnEvent)
+const decodeEventEncoded = Schema.decodeUnknownEither(TurnEvent.TurnEvent)
+const parseJson = Schema.decodeUnknownEither(Schema.parseJson())
 const AgentJson = Schema.parseJson(AgentSpec.AgentSpec)
 const encodeEventJson = Schema.encodeEither(EventJson)
 const decodeEventJson = Schema.decodeUnknownEither(EventJson)
@@ -81,19 +85,24 @@ export const decodeEvent = (
 ): Either.Either<TurnEvent.TurnEvent, StoreError> => {
   const seq = Number(row.seq)
   const where = `event ${seq} of tree ${treeId}`
-  if (Number(row.version) !== TurnEvent.schemaVersion) {
-    return Either.left(
-      new StoreError({
-        method,
-        description: `${where} has schema version ${row.version}; this store reads version ${TurnEvent.schemaVersion}`
-      })
+  const version = Number(row.version)
+  // The current version decodes straight from the text; an older one is parsed, upcast, then decoded.
+  const decoded = version === TurnEvent.schemaVersion
+    ? Either.mapLeft(decodeEventJson(row.event), (error) => `does not decode: ${formatError(error)}`)
+    : Either.flatMap(
+      Either.mapLeft(parseJson(row.event), (error) => `is not JSON: ${formatError(error)}`),
+      (json) =>
+        Either.flatMap(
+          TurnEvent.upcast(version, json),
+          (upcast) =>
+            Either.mapLeft(
+              decodeEventEncoded(upcast),
+              (error) => `(schema version ${version}) does not decode: ${formatError(error)}`
+            )
+        )
     )
-  }
-  return Either.match(decodeEventJson(row.event), {
-    onLeft: (error) =>
-      Either.left(
-        new StoreError({ method, description: `${where} does not decode: ${formatError(error)}`, cause: error })
-      ),
+  return Either.match(decoded, {
+    onLeft: (reason) => Either.left(new StoreError({ method, description: `${where} ${reason}` })),
     onRight: (event) =>
       event.seq === seq
         ? Either.right(event)
@@ -124,8 +133,12 @@ export const encodeTree = (tree: StoredTree): Either.Either<TreeRow, StoreError>
 export const decodeTree = (treeId: SessionId, row: TreeRow): Either.Either<StoredTree, StoreError> => {
   const fail = (description: string, cause?: unknown) =>
     Either.left(new StoreError({ method: "getTree", description: `tree ${treeId}: ${description}`, cause }))
-  if (Number(row.version) !== TurnEvent.schemaVersion) {
-    return fail(`its header has schema version ${row.version}; this store reads version ${TurnEvent.schemaVersion}`)
+  // A header holds the agent definition, whose schema has not changed since version 1: any known version reads.
+  const version = Number(row.version)
+  if (!Number.isSafeInteger(version) || version < 1 || version > TurnEvent.schemaVersion) {
+    return fail(
+      `its header has schema version ${row.version}; this store reads versions 1 to ${TurnEvent.schemaVersion}`
+    )
   }
   const agent = decodeAgentJson(row.agent)
   if (Either.isLeft(agent)) return fail(`its agent does not decode: ${formatError(agent.left)}`, agent.left)

@@ -10,6 +10,7 @@ import {
   TransportFailure,
   TurnNotFound
 } from "@parley/core/ParleyError"
+import * as Principal from "@parley/core/Principal"
 import { ProtocolApi, SendMessage } from "@parley/core/ProtocolApi"
 import type { Service } from "@parley/core/Transport"
 import * as Effect from "effect/Effect"
@@ -161,7 +162,14 @@ export const make = (options: Options) =>
           )
         }
         // The client's request type is one per member of the payload union: any member is fine here.
-        const body = { path: { sessionId, turnId, callbackId }, payload: answer.right } as Parameters<
+        // Who answers travels as the client's claim; the server records it beside the key it checked.
+        const by = request.answeredBy === undefined ? undefined : Principal.claimed(request.answeredBy)
+        const urlParams = by?._tag === "Handler"
+          ? { handler: by.name }
+          : by?._tag === "Client" && by.label !== undefined
+          ? { label: by.label }
+          : {}
+        const body = { path: { sessionId, turnId, callbackId }, urlParams, payload: answer.right } as Parameters<
           typeof client.callbacks.answer
         >[0]
         return inOrder(sessionId, client.callbacks.answer(body)).pipe(
@@ -172,6 +180,19 @@ export const make = (options: Options) =>
             "SessionNotFound",
             "TurnNotFound"
           ])
+        )
+      },
+      grants: (sessionId) =>
+        isSessionId(sessionId)
+          ? client.sessions.grants({ path: { sessionId } }).pipe(typed("grants", ["SessionNotFound"]))
+          : Effect.fail(sessionNotFound("grants", sessionId)),
+      revokeGrant: (request) => {
+        const { grantId, revokedBy, sessionId } = request
+        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("revokeGrant", sessionId))
+        const by = revokedBy === undefined ? undefined : Principal.claimed(revokedBy)
+        const urlParams = by?._tag === "Client" && by.label !== undefined ? { label: by.label } : {}
+        return client.sessions.revokeGrant({ path: { sessionId, grantId: String(grantId) }, urlParams }).pipe(
+          typed("revokeGrant", ["GrantNotFound", "SessionNotFound"])
         )
       },
       cancel: (sessionId) =>

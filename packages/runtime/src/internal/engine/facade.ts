@@ -9,6 +9,7 @@ import type { CallbackId, TurnId } from "@parley/core/Ids"
 import { CallbackId as CallbackIdSchema, newSessionId, SessionId, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import type { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { AnswerMismatch, CallbackNotOpen, TurnNotFound } from "@parley/core/ParleyError"
+import { Client, Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
@@ -32,6 +33,9 @@ const decodeSessionId = Schema.decodeUnknownEither(SessionId)
 const decodeTurnId = Schema.decodeUnknownEither(TurnIdSchema)
 const decodeCallbackId = Schema.decodeUnknownEither(CallbackIdSchema)
 const decodeAnswer = Schema.decodeUnknownEither(AnswerSchema)
+const decodePrincipal = Schema.decodeUnknownEither(Principal)
+/** A request that does not say who answers was sent by a program, by id: an unlabelled `Client`. */
+const anonymous = new Client({})
 const decodeKind = Schema.decodeUnknownEither(CallbackKind)
 
 export const make = (
@@ -143,6 +147,7 @@ export const make = (
             AnswerMismatch: (error) => Effect.fail(failure("sendMessage", error)),
             CallbackNotOpen: (error) => Effect.fail(failure("sendMessage", error)),
             CallbackAlreadyAnswered: (error) => Effect.fail(failure("sendMessage", error)),
+            GrantNotFound: (error) => Effect.fail(failure("sendMessage", error)),
             TurnNotFound: (error) => Effect.fail(failure("sendMessage", error))
           })
         )),
@@ -173,6 +178,9 @@ export const make = (
         const turnId = decodeTurnId(fields.turnId)
         const callbackId = decodeCallbackId(fields.callbackId)
         const answer = decodeAnswer(fields.answer)
+        const answeredBy = fields.answeredBy === undefined
+          ? Either.right(anonymous)
+          : decodePrincipal(fields.answeredBy)
         return yield* core.withTree("answer", fields.sessionId, (actor, sessionId) =>
           Effect.gen(function*() {
             if (Either.isLeft(turnId)) {
@@ -199,6 +207,14 @@ export const make = (
                 reason: `the answer does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answer.left)}`
               })
             }
+            if (Either.isLeft(answeredBy)) {
+              return yield* new AnswerMismatch({
+                module: "Turn",
+                method: "answer",
+                callbackId: callbackId.right,
+                reason: `answeredBy does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answeredBy.left)}`
+              })
+            }
             const id = callbackId.right as CallbackId
             yield* core.afterCatchingUp(
               actor,
@@ -210,9 +226,11 @@ export const make = (
                     sessionId,
                     turnId: turnId.right as TurnId,
                     callbackId: id,
-                    answer: stored
+                    answer: stored,
+                    answeredBy: answeredBy.right
                   })
-                )
+                ),
+                Effect.catchTag("GrantNotFound", (error) => Effect.fail(failure("answer", error)))
               ),
               (error) =>
                 error._tag === "TurnNotFound" ||
@@ -275,6 +293,38 @@ export const make = (
           ).pipe(Effect.catchTag("SessionNotFound", () => Effect.succeed([]))), { concurrency: 16 })
         return found.flat()
       }),
+    grants: (sessionId) =>
+      core.withTree(
+        "grants",
+        sessionId,
+        (actor, id) =>
+          Effect.map(core.caughtUp(actor, "grants"), () =>
+            // A root session lists its whole tree's grants; a subagent its own and the tree's.
+            actor.state.grants.filter((grant) =>
+              id === actor.treeId || grant.scope === "tree" || grant.sessionId === id
+            )),
+        { read: true }
+      ),
+    revokeGrant: (request) =>
+      core.withTree("revokeGrant", request.sessionId, (actor, id) =>
+        core.afterCatchingUp(
+          actor,
+          core.submit(actor, {
+            _tag: "RevokeGrant",
+            sessionId: id,
+            grantId: String(request.grantId),
+            revokedBy: request.revokedBy ?? anonymous
+          }),
+          (error) => error._tag === "GrantNotFound"
+        ).pipe(
+          Effect.asVoid,
+          Effect.catchTags({
+            AnswerMismatch: (error) => Effect.fail(failure("revokeGrant", error)),
+            CallbackNotOpen: (error) => Effect.fail(failure("revokeGrant", error)),
+            CallbackAlreadyAnswered: (error) => Effect.fail(failure("revokeGrant", error)),
+            TurnNotFound: (error) => Effect.fail(failure("revokeGrant", error))
+          })
+        )),
     cancel: (sessionId) =>
       core.withTree("cancel", sessionId, (actor, id) =>
         core.submit(actor, { _tag: "Cancel", sessionId: id }).pipe(
@@ -283,6 +333,7 @@ export const make = (
             AnswerMismatch: (error) => Effect.fail(failure("cancel", error)),
             CallbackNotOpen: (error) => Effect.fail(failure("cancel", error)),
             CallbackAlreadyAnswered: (error) => Effect.fail(failure("cancel", error)),
+            GrantNotFound: (error) => Effect.fail(failure("cancel", error)),
             TurnNotFound: (error) => Effect.fail(failure("cancel", error))
           })
         ))
