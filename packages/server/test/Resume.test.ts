@@ -67,69 +67,77 @@ const assertGapless = (seen: ReadonlyArray<string>, log: ReadonlyArray<string>) 
 
 describe("HttpTransport: dropped event streams", () => {
   for (const how of ["end", "reset"] as const) {
-    it.scopedLive(`the server side drops the stream mid-turn (${how}): Turn.events goes on with no gap, no duplicate`, () =>
+    it.scopedLive(
+      `the server side drops the stream mid-turn (${how}): Turn.events goes on with no gap, no duplicate`,
+      () =>
+        Effect.gen(function*() {
+          const model = yield* ScriptedModel.fromFunction(loopBrain(12))
+          const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
+            runtimeTools: []
+          })
+          const proxy = yield* startProxy(base)
+          let cuts = 0
+          const cutter = yield* Effect.forkScoped(
+            Effect.repeat(
+              Effect.flatMap(proxy.cut(how), (n) => Effect.sync(() => (cuts += n))),
+              Schedule.spaced("15 millis")
+            )
+          )
+          const { log, seen } = yield* Effect.gen(function*() {
+            const session = yield* Agent.startSession(locator)
+            const turn = yield* Session.sendMessage(session, "Where am I, twelve times?")
+            const seen = stored(yield* driveByHand(turn))
+            yield* Fiber.interrupt(cutter)
+            return { seen, log: yield* logOf(turn) }
+          }).pipe(Effect.provide(transportAt(proxy.url)))
+          assert.isAbove(cuts, 0, "some streams were cut")
+          assertGapless(seen, log)
+          assert.strictEqual(seen.filter((entry) => entry.endsWith("CallbackOpened")).length, 24)
+        }),
+      { timeout: 90_000 }
+    ) // 24 callbacks through a proxy that cuts every 15 ms: slow on a loaded machine
+  }
+
+  it.scopedLive(
+    "the client aborts its own stream every few chunks: Turn.events and Turn.result go on",
+    () =>
       Effect.gen(function*() {
-        const model = yield* ScriptedModel.fromFunction(loopBrain(12))
+        const model = yield* ScriptedModel.fromFunction(loopBrain(8))
         const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
           runtimeTools: []
         })
-        const proxy = yield* startProxy(base)
-        let cuts = 0
-        const cutter = yield* Effect.forkScoped(
-          Effect.repeat(
-            Effect.flatMap(proxy.cut(how), (n) => Effect.sync(() => (cuts += n))),
-            Schedule.spaced("15 millis")
+        let aborts = 0
+        // Every event-stream response stops being read after 3 chunks: the client closes the connection.
+        const abortEarly = HttpClient.transformResponse(
+          Effect.map((response: HttpClientResponse.HttpClientResponse) =>
+            response.headers["content-type"]?.startsWith("text/event-stream") === true
+              ? HttpClientResponse.fromWeb(
+                response.request,
+                new Response(
+                  Stream.toReadableStream(
+                    response.stream.pipe(Stream.take(3), Stream.ensuring(Effect.sync(() => (aborts += 1))))
+                  ),
+                  { status: response.status, headers: response.headers as Record<string, string> }
+                )
+              )
+              : response
           )
         )
-        const { log, seen } = yield* Effect.gen(function*() {
+        const { log, result, seen } = yield* Effect.gen(function*() {
           const session = yield* Agent.startSession(locator)
-          const turn = yield* Session.sendMessage(session, "Where am I, twelve times?")
-          const seen = stored(yield* driveByHand(turn))
-          yield* Fiber.interrupt(cutter)
-          return { seen, log: yield* logOf(turn) }
-        }).pipe(Effect.provide(transportAt(proxy.url)))
-        assert.isAbove(cuts, 0, "some streams were cut")
+          const turn = yield* Session.sendMessage(session, "Where am I, eight times?")
+          // The handlers answer while Turn.result waits; Turn.events only reads.
+          const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect))
+          const result = yield* Turn.result(turn).pipe(Effect.provide(handlers))
+          const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+          return { seen, log: yield* logOf(turn), result }
+        }).pipe(Effect.provide(transportAt(base, abortEarly)))
+        assert.isAbove(aborts, 3)
         assertGapless(seen, log)
-        assert.strictEqual(seen.filter((entry) => entry.endsWith("CallbackOpened")).length, 24)
-      }))
-  }
-
-  it.scopedLive("the client aborts its own stream every few chunks: Turn.events and Turn.result go on", () =>
-    Effect.gen(function*() {
-      const model = yield* ScriptedModel.fromFunction(loopBrain(8))
-      const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
-        runtimeTools: []
-      })
-      let aborts = 0
-      // Every event-stream response stops being read after 3 chunks: the client closes the connection.
-      const abortEarly = HttpClient.transformResponse(
-        Effect.map((response: HttpClientResponse.HttpClientResponse) =>
-          response.headers["content-type"]?.startsWith("text/event-stream") === true
-            ? HttpClientResponse.fromWeb(
-              response.request,
-              new Response(
-                Stream.toReadableStream(
-                  response.stream.pipe(Stream.take(3), Stream.ensuring(Effect.sync(() => (aborts += 1))))
-                ),
-                { status: response.status, headers: response.headers as Record<string, string> }
-              )
-            )
-            : response
-        )
-      )
-      const { log, result, seen } = yield* Effect.gen(function*() {
-        const session = yield* Agent.startSession(locator)
-        const turn = yield* Session.sendMessage(session, "Where am I, eight times?")
-        // The handlers answer while Turn.result waits; Turn.events only reads.
-        const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect))
-        const result = yield* Turn.result(turn).pipe(Effect.provide(handlers))
-        const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
-        return { seen, log: yield* logOf(turn), result }
-      }).pipe(Effect.provide(transportAt(base, abortEarly)))
-      assert.isAbove(aborts, 3)
-      assertGapless(seen, log)
-      assert.strictEqual(result._tag, "Completed")
-    }))
+        assert.strictEqual(result._tag, "Completed")
+      }),
+    { timeout: 90_000 }
+  )
 })
 
 describe("HttpTransport: a server killed mid-turn", () => {
