@@ -12,7 +12,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import { messageOf } from "./messageOf.js"
+import { messageOf } from "./errors.js"
 
 /** How long opening a store waits for a write lock by default. */
 export const defaultLockTimeout: Duration.DurationInput = "15 seconds"

@@ -92,3 +92,10 @@ export const make = (dialect: Dialect): Statements => {
     insertRootSession: rowsOf("parley_sessions", sessionColumns, " ON CONFLICT (session_id) DO NOTHING")(1)
   }
 }
+
+/** Rows in chunks of `size` (500 by default): one multi-row statement a chunk, well under the drivers' limits. */
+export const chunksOf = <A>(items: ReadonlyArray<A>, size = 500): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size))
+  return chunks
+}
