@@ -6,11 +6,29 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Snippets from "./snippets.js"
 
 const repoDir = path.resolve(import.meta.dirname, "..", "..")
+
+/** `Snippets.check` in a child process (`snippetsProcess.ts`): the compiler would block this worker for its run. */
+const check = (files: ReadonlyArray<string>, workDir: string) =>
+  Effect.async<ReadonlyArray<Snippets.Problem>, Error>((resume) => {
+    const child = execFile(
+      process.execPath,
+      ["--import", "tsx", path.join(import.meta.dirname, "snippetsProcess.ts"), JSON.stringify({ files, workDir })],
+      { cwd: repoDir, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        resume(
+          error === null
+            ? Effect.succeed(JSON.parse(stdout) as ReadonlyArray<Snippets.Problem>)
+            : Effect.fail(new Error(`the snippets check failed: ${error.message}\n${stderr}`))
+        )
+    )
+    return Effect.sync(() => child.kill())
+  })
 
 const markdownIn = (dir: string) =>
   fs.readdirSync(path.join(repoDir, dir)).filter((file) => file.endsWith(".md")).sort().map((file) => `${dir}/${file}`)
@@ -33,15 +51,15 @@ describe("docs", () => {
   })
 
   it.effect("every ts block compiles", () =>
-    Effect.sync(() => {
-      const problems = Snippets.check(repoDir, docs, path.join(repoDir, "e2e", ".tmp", "snippets"))
+    Effect.gen(function*() {
+      const problems = yield* check(docs, path.join(repoDir, "e2e", ".tmp", "snippets"))
       assert.deepStrictEqual(problems.map((problem) => `${problem.where}: ${problem.message}`), [])
-    }), { timeout: 120_000 })
+    }), { timeout: 180_000 })
 
   it.effect(
     "a block that uses a name nobody declares fails, at its line in the Markdown file",
     () =>
-      Effect.sync(() => {
+      Effect.gen(function*() {
         const dir = path.join(repoDir, "e2e", ".tmp", "broken")
         fs.mkdirSync(dir, { recursive: true })
         fs.writeFileSync(
@@ -49,13 +67,13 @@ describe("docs", () => {
           "# Broken\n\n```ts\nconst agent = Agent.make({ name: \"a\", instructions: \"hi\" })\n```\n\n" +
             "```ts\nconst state = Agent.run(agent, 42)\nconst nope = notDeclaredAnywhere\n```\n"
         )
-        const problems = Snippets.check(repoDir, ["e2e/.tmp/broken/broken.md"], path.join(dir, "work"))
+        const problems = yield* check(["e2e/.tmp/broken/broken.md"], path.join(dir, "work"))
         assert.deepStrictEqual(problems.map((problem) => problem.where), [
           "e2e/.tmp/broken/broken.md:8",
           "e2e/.tmp/broken/broken.md:9"
         ])
         assert.include(problems[1].message, "notDeclaredAnywhere")
       }),
-    { timeout: 120_000 }
+    { timeout: 180_000 }
   )
 })

@@ -92,7 +92,7 @@ export const open = (
      * A write waits for another process's write lock without blocking this process: better-sqlite3's own wait
      * (`busy_timeout`) blocks the thread, so a file held by a stopped process would freeze every fiber here — its
      * heartbeats among them. The connection waits 10 ms at most; a write still locked out tries again after an
-     * asynchronous pause (5 ms, 10 ms, … then every 250 ms), for `busyTimeout` in all, then fails with a `StoreError`
+     * asynchronous pause (5 ms, 10 ms, then every 20 ms), for `busyTimeout` in all, then fails with a `StoreError`
      * naming the lock.
      */
     const awaitingLock = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
@@ -103,7 +103,9 @@ export const open = (
           method: options.method ?? "make",
           what,
           timeoutOption: "busyTimeout",
-          warn: false
+          warn: false,
+          // Another process's write lasts milliseconds: try again soon, as SQLite's own busy handler would.
+          maxDelay: "20 millis"
         })
         : effect
     const transaction = <A, E, R>(

@@ -33,6 +33,8 @@ export interface WaitOptions {
   readonly timeoutOption?: string | undefined
   /** Log once that it waits (default true; the store's writes wait quietly: contention between processes is normal). */
   readonly warn?: boolean | undefined
+  /** The longest pause between two tries (default 250 ms; the store's writes try again every 20 ms at most). */
+  readonly maxDelay?: Duration.DurationInput | undefined
 }
 
 /**
@@ -46,7 +48,7 @@ export const waitForLock = <A, E, R>(
   const timeout = Duration.decode(options.lockTimeout ?? defaultLockTimeout)
   const file = options.filename === undefined ? "the SQLite database" : options.filename
   const schedule = Schedule.exponential("5 millis").pipe(
-    Schedule.union(Schedule.spaced("250 millis")),
+    Schedule.union(Schedule.spaced(options.maxDelay ?? "250 millis")),
     Schedule.upTo(timeout),
     Schedule.whileInput((error: E) => isLocked(error)),
     Schedule.zipRight(Schedule.count),
