@@ -13,18 +13,13 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import type * as SqlStore from "../SqlStore.js"
 import { messageOf } from "./errors.js"
 import * as Migrations from "./migrations.js"
 import * as SqliteLock from "./sqliteLock.js"
 
-export interface Options {
-  readonly synchronous?: "full" | "normal" | undefined
-  readonly busyTimeout?: Duration.DurationInput | undefined
-  readonly pollInterval?: Duration.DurationInput | undefined
-  readonly watch?: boolean | undefined
-  readonly writers?: number | undefined
-  readonly maxBatch?: number | undefined
-  readonly lockTimeout?: Duration.DurationInput | undefined
+/** The public options (`SqlStore.Options`), and what the public constructors add. */
+export interface Options extends SqlStore.Options {
   /** The file the store opens (for its errors and logs), when known. */
   readonly filename?: string | undefined
   /** The public constructor that opens the store (for its errors): `layerSqlite`, or `make` by default. */
