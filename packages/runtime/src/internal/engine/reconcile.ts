@@ -6,11 +6,13 @@
  */
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
 import * as Snapshots from "../snapshots.js"
+import * as Telemetry from "../telemetry.js"
 import { startedBy } from "../toolCalls.js"
 import type * as Work from "../work.js"
 import type { Actor, Core, Reconciler } from "./core.js"
@@ -47,6 +49,44 @@ export const make = (core: Core): Reconciler => {
     }
   }
 
+  /** A tool's tree, whose results also say the outcome on the tool's span when the tree is traced. */
+  const tracedTree = (actor: Actor): Work.Tree => {
+    const tree = workTree(actor)
+    if (actor.traced === undefined) return tree
+    return {
+      ...tree,
+      report: (key, command) =>
+        Effect.zipRight(
+          command._tag === "ToolFinished"
+            ? Effect.annotateCurrentSpan("parley.tool.outcome", command.isFailure ? "error" : "ok")
+            : command._tag === "ToolNeedsSignIn"
+            ? Effect.annotateCurrentSpan("parley.tool.outcome", "sign_in")
+            : Effect.annotateCurrentSpan("parley.tool.outcome", "failed"),
+          tree.report(key, command)
+        )
+    }
+  }
+
+  /** A work item in its span, a child of its turn's, when the tree is traced; else the work item as it is. */
+  const traced = (
+    actor: Actor,
+    turn: TreeState.Turn,
+    name: string,
+    attributes: () => Record<string, unknown>,
+    work: Effect.Effect<void>
+  ) => {
+    const telemetry = actor.traced
+    if (telemetry === undefined) return work
+    return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Telemetry.work(
+        telemetry,
+        Telemetry.turnSpan(telemetry, actor.state, turn.turnId, now),
+        name,
+        { "parley.session.id": turn.sessionId, "parley.turn.id": turn.turnId, ...attributes() },
+        work
+      ))
+  }
+
   /**
    * The work the state calls for, by key: model steps, and the tools whose start this engine recorded under its
    * current lease — never a start recorded by another owner, or by this one at an earlier epoch.
@@ -58,11 +98,23 @@ export const make = (core: Core): Reconciler => {
     for (const turn of TreeState.runningTurns(actor.state)) {
       if (turn.modelPending && turn.step !== undefined) {
         const step = turn.step
-        work.set(`model:${step.messageId}`, () => core.work.modelStep(workTree(actor), turn, step))
+        work.set(`model:${step.messageId}`, () =>
+          traced(actor, turn, "parley.model_step", () => {
+            const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
+            return {
+              "parley.model_step.index": turn.steps - 1,
+              ...(model === undefined ? {} : { "gen_ai.request.model": model })
+            }
+          }, core.work.modelStep(workTree(actor), turn, step)))
       }
       for (const call of turn.calls) {
         if (startedBy(call, lease)) {
-          work.set(`tool:${call.toolCallId}`, () => core.work.runTool(workTree(actor), turn, call))
+          work.set(`tool:${call.toolCallId}`, () =>
+            traced(actor, turn, "parley.tool", () => ({
+              "parley.tool.id": call.toolId,
+              "parley.tool.call_id": call.toolCallId,
+              "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
+            }), core.work.runTool(tracedTree(actor), turn, call)))
         }
       }
     }
@@ -115,8 +167,15 @@ export const make = (core: Core): Reconciler => {
     })
 
   const afterCommit = (actor: Actor, events: ReadonlyArray<TurnEvent>): Effect.Effect<void> =>
-    Effect.suspend(() => {
+    Effect.withFiberRuntime((fiber) => {
       const effects: Array<Effect.Effect<void>> = []
+      if (actor.traced === undefined) {
+        const tracer = Telemetry.tracerOf(fiber)
+        if (tracer !== undefined) actor.traced = Telemetry.make(tracer)
+      }
+      if (actor.traced !== undefined) {
+        effects.push(Telemetry.observe(actor.traced, actor.state, events, actor.lease !== undefined))
+      }
       for (const event of events) {
         if (event._tag === "CallbackOpened" && event.callback.expiresAt !== undefined) {
           effects.push(core.deadlines.schedule(actor.treeId, event.callback.id, event.callback.expiresAt.epochMillis))
