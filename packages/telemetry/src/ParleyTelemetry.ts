@@ -18,11 +18,12 @@
  * @example
  * ```ts
  * import { ParleyTelemetry } from "@parley/telemetry"
- * import { Layer } from "effect"
+ * import { Effect } from "effect"
  *
- * // Everything the program's engine does, sent to a local Jaeger (`docker run -p 16686:16686 -p 4318:4318 jaegertracing/all-in-one`).
- * const Telemetry = ParleyTelemetry.layer({ serviceName: "support-agent" })
- * export const provide = <A, E, R>(layer: Layer.Layer<A, E, R>) => Layer.provideMerge(layer, Telemetry)
+ * const program = Effect.log("a turn") // the program, its runtime layers provided
+ *
+ * // Everything its engine does, sent to a local Jaeger (`docker run -p 16686:16686 -p 4318:4318 jaegertracing/all-in-one`).
+ * export const traced = program.pipe(Effect.provide(ParleyTelemetry.layer({ serviceName: "support-agent" })))
  * ```
  *
  * @since 0.1.0
