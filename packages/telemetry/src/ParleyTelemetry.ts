@@ -28,14 +28,19 @@
  *
  * @since 0.1.0
  */
+import * as Metrics from "@effect/opentelemetry/Metrics"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as Otlp from "@effect/opentelemetry/Otlp"
-import type * as Resource from "@effect/opentelemetry/Resource"
+import * as Resource from "@effect/opentelemetry/Resource"
+import * as OtelTracer from "@effect/opentelemetry/Tracer"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type { MetricReader } from "@opentelemetry/sdk-metrics"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
+import type { NonEmptyReadonlyArray } from "effect/Array"
 import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Tracer from "effect/Tracer"
 
 /**
  * @since 0.1.0
@@ -77,9 +82,16 @@ export interface SdkOptions {
   readonly serviceName: string
   readonly serviceVersion?: string | undefined
   /** Where spans go: e.g. `new SimpleSpanProcessor(new InMemorySpanExporter())`. */
-  readonly spanProcessor: SpanProcessor | ReadonlyArray<SpanProcessor>
+  readonly spanProcessor: SpanProcessor | NonEmptyReadonlyArray<SpanProcessor>
   /** Where metrics go: e.g. `new PeriodicExportingMetricReader({ exporter })`. */
-  readonly metricReader?: MetricReader | ReadonlyArray<MetricReader> | undefined
+  readonly metricReader?: MetricReader | NonEmptyReadonlyArray<MetricReader> | undefined
+  /**
+   * Whether the OpenTelemetry context (`@opentelemetry/api`'s `context.active()`) follows Effect's current span, so
+   * that libraries instrumented with OpenTelemetry itself (an HTTP client's instrumentation) nest their spans under
+   * Parley's. Off by default: it wraps every step of every traced fiber in the SDK's context manager, which costs
+   * the engine about half its speed on the approval loop (`npm run bench -- --only=telemetry`).
+   */
+  readonly propagateContext?: boolean | undefined
 }
 
 /**
@@ -90,12 +102,24 @@ export interface SdkOptions {
  * @since 0.1.0
  * @category Layers
  */
-export const layerSdk = (options: SdkOptions): Layer.Layer<Resource.Resource> =>
-  NodeSdk.layer(() => ({
-    resource: {
-      serviceName: options.serviceName,
-      ...(options.serviceVersion === undefined ? {} : { serviceVersion: options.serviceVersion })
-    },
-    spanProcessor: options.spanProcessor,
-    metricReader: options.metricReader
-  }))
+export const layerSdk = (options: SdkOptions): Layer.Layer<Resource.Resource> => {
+  const resource = Resource.layer({
+    serviceName: options.serviceName,
+    ...(options.serviceVersion === undefined ? {} : { serviceVersion: options.serviceVersion })
+  })
+  const processors = Array.isArray(options.spanProcessor)
+    ? options.spanProcessor as NonEmptyReadonlyArray<SpanProcessor>
+    : options.spanProcessor as SpanProcessor
+  const provider = NodeSdk.layerTracerProvider(processors)
+  const tracer = options.propagateContext === true
+    ? OtelTracer.layer
+    : Layer.unwrapEffect(Effect.map(OtelTracer.make, (otel) =>
+      Layer.setTracer(Tracer.make({
+        span: (name, parent, context, links, startTime, kind, spanOptions) =>
+          otel.span(name, parent, context, links, startTime, kind, spanOptions),
+        context: (execution) => execution()
+      })))).pipe(Layer.provide(OtelTracer.layerTracer))
+  const reader = options.metricReader
+  const metrics = reader === undefined ? Layer.empty : Metrics.layer(() => reader)
+  return Layer.mergeAll(Layer.provide(tracer, provider), metrics).pipe(Layer.provideMerge(resource))
+}

@@ -265,7 +265,7 @@ export const work = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   effect.pipe(
-    Effect.withSpan(name, { attributes, ...(parent === undefined ? {} : { parent }) }),
+    Effect.withSpan(name, { attributes, captureStackTrace: false, ...(parent === undefined ? {} : { parent }) }),
     Effect.withTracer(traced.tracer)
   )
 
@@ -287,6 +287,7 @@ export const append = <A, E, R>(
   return effect.pipe(
     Effect.withSpan("parley.store.append", {
       attributes: { "parley.store.events": events.length, "parley.store.bytes": bytes },
+      captureStackTrace: false,
       ...(parent === undefined ? {} : { parent })
     }),
     Effect.withTracer(traced.tracer)
