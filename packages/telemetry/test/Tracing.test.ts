@@ -150,6 +150,42 @@ describe("tracing", () => {
       assert.strictEqual(turn.attributes["parley.turn.steps"], 1)
     }))
 
+  it.effect("a subagent's turn span is a child of the turn that spawned it", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = tracing()
+      const helper = Agent.make({ name: "helper", instructions: "Say hello." })
+      const parent = Agent.make({ name: "parent", model: "scripted", permissionMode: "allow", subagents: [helper] })
+      const parentModel = yield* ScriptedModel.fromFunction((call) => {
+        const results = ScriptedModel.toolResults(call)
+        const spawned = results.find((result) => result.name === "agents_spawn")
+        if (spawned === undefined) return ScriptedModel.toolCall("agents_spawn", { agent: "helper", task: "Hello." })
+        const waited = results.find((result) => result.name === "agents_wait")
+        if (waited === undefined) {
+          return ScriptedModel.toolCall("agents_wait", {
+            sessionIds: [(spawned.result as { readonly sessionId: string }).sessionId]
+          })
+        }
+        return ScriptedModel.text("The helper said hello.")
+      })
+      const helperModel = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello."))
+      const state = yield* Agent.run(parent, "Go").pipe(
+        Effect.provide(LocalTransport.layer.pipe(Layer.provide([
+          SessionStore.layerMemory,
+          Connectors.layerEmpty,
+          RuntimeTools.layerEmpty,
+          Models.layer(Models.byAgent({ parent: parentModel.languageModel, helper: helperModel.languageModel }))
+        ]))),
+        Effect.provide(layer)
+      )
+      assert.strictEqual(state._tag, "Completed")
+      const turns = named(exporter.getFinishedSpans(), "parley.turn")
+      const root = turns.find((span) => span.attributes["parley.agent.name"] === "parent")
+      const child = turns.find((span) => span.attributes["parley.agent.name"] === "helper")
+      if (root === undefined || child === undefined) return assert.fail(`turn spans: ${turns.length}`)
+      assert.strictEqual(child.parentSpanContext?.spanId, root.spanContext().spanId)
+      assert.strictEqual(child.attributes["parley.turn.state"], "Completed")
+    }))
+
   it.scoped("a turn answered from a second engine over the same SQLite file links its span to the first", () =>
     Effect.gen(function*() {
       const dir = yield* Effect.acquireRelease(

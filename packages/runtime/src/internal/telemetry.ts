@@ -81,6 +81,10 @@ export const callbacksOpen = Metric.counter("parley.callbacks.open", { descripti
 
 const nanos = (millis: number) => BigInt(Math.round(millis)) * 1_000_000n
 
+/** The time of the fiber's clock, as a span's time (nanoseconds). */
+export const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): bigint =>
+  nanos(Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis())
+
 export const contextOf = (span: Tracer.Span) => new TraceContext({ traceId: span.traceId, spanId: span.spanId })
 
 /** A turn span this engine starts (`sendMessage`), before its `TurnQueued` exists: recorded on it, then adopted. */
@@ -94,7 +98,7 @@ export const startTurn = (traced: Traced, fiber: Fiber.RuntimeFiber<unknown, unk
     parent === undefined ? Option.none() : Option.some(parent),
     Context.empty(),
     [],
-    nanos(Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()),
+    nowOf(fiber),
     "internal"
   )
   span.attribute("parley.session.id", attributes.session)

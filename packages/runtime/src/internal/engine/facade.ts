@@ -78,7 +78,7 @@ export const make = (
         (exit) =>
           Effect.sync(() => {
             if (traced.pending.delete(span.spanId)) {
-              span.end(BigInt(Date.now()) * 1_000_000n, exit)
+              span.end(Telemetry.nowOf(fiber), exit)
             }
           })
       )
