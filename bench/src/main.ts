@@ -548,7 +548,7 @@ const program = Effect.gen(function*() {
       yield* Telemetry.section({
         turns: Math.max(options.turns, options.quick ? 300 : 1000),
         warmup: Math.min(options.warmup, 100),
-        rounds: options.quick ? 3 : 5
+        rounds: options.quick ? 4 : 6
       })
     )
   }
