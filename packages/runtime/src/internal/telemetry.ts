@@ -260,7 +260,11 @@ export const close = (traced: Traced, at: number) => {
   traced.pending.clear()
 }
 
-/** Runs a work item in a span (`parley.model_step`, `parley.tool`), a child of its turn's span, under the tracer. */
+/**
+ * Runs a work item in a span (`parley.model_step`, `parley.tool`), a child of its turn's span: `@effect/ai`'s span of
+ * the model call is its child. (Not pinned to the tree's tracer with `Effect.withTracer`: that costs every join of
+ * the work's fibers a comparison of fiber references; the work's fiber has the tracer of the one that started it.)
+ */
 export const work = <A, E, R>(
   traced: Traced,
   parent: Tracer.Span | undefined,
@@ -269,8 +273,7 @@ export const work = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   effect.pipe(
-    Effect.withSpan(name, { attributes, captureStackTrace: false, ...(parent === undefined ? {} : { parent }) }),
-    Effect.withTracer(traced.tracer)
+    Effect.withSpan(name, { attributes, captureStackTrace: false, ...(parent === undefined ? {} : { parent }) })
   )
 
 /**
@@ -315,19 +318,25 @@ export const append = <A, E, R>(
   traced: Traced,
   events: ReadonlyArray<TurnEvent>,
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> => {
-  const first = events[0]
-  const parent = first._tag === "TurnQueued" && first.trace !== undefined
-    ? traced.pending.get(first.trace.spanId) ?? traced.turns.get(first.turnId)
-    : traced.turns.get(first.turnId)
-  let bytes = 0
-  for (const event of events) bytes += sizeOf(event, 0)
-  return effect.pipe(
-    Effect.withSpan("parley.store.append", {
-      attributes: { "parley.store.events": events.length, "parley.store.bytes": bytes },
-      captureStackTrace: false,
-      ...(parent === undefined ? {} : { parent })
-    }),
-    Effect.withTracer(traced.tracer)
-  )
-}
+): Effect.Effect<A, E, R> =>
+  // Made by hand, not with `Effect.withSpan`: nothing runs under it, and leaving the fiber's context alone spares the
+  // fiber references' bookkeeping a span in context costs.
+  Effect.withFiberRuntime((fiber) => {
+    const first = events[0]
+    const parent = first._tag === "TurnQueued" && first.trace !== undefined
+      ? traced.pending.get(first.trace.spanId) ?? traced.turns.get(first.turnId)
+      : traced.turns.get(first.turnId)
+    let bytes = 0
+    for (const event of events) bytes += sizeOf(event, 0)
+    const span = traced.tracer.span(
+      "parley.store.append",
+      parent === undefined ? Option.none() : Option.some(parent),
+      Context.empty(),
+      [],
+      nowOf(fiber),
+      "internal"
+    )
+    span.attribute("parley.store.events", events.length)
+    span.attribute("parley.store.bytes", bytes)
+    return Effect.onExit(effect, (exit) => Effect.sync(() => span.end(nowOf(fiber), exit)))
+  })
