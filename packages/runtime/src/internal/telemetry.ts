@@ -261,7 +261,31 @@ export const close = (traced: Traced, at: number) => {
 }
 
 /**
- * Runs a work item in a span (`parley.model_step`, `parley.tool`), a child of its turn's span: `@effect/ai`'s span of
+ * Runs `f` in a span made by hand (`parley.tool`): nothing under it needs it as a parent, and leaving the fiber's
+ * context alone spares the fiber references' bookkeeping a span in context costs. `f` may set attributes on it.
+ */
+export const manual = <A, E, R>(
+  traced: Traced,
+  parent: Tracer.Span | undefined,
+  name: string,
+  attributes: Record<string, unknown>,
+  f: (span: Tracer.Span) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    const span = traced.tracer.span(
+      name,
+      parent === undefined ? Option.none() : Option.some(parent),
+      Context.empty(),
+      [],
+      nowOf(fiber),
+      "internal"
+    )
+    for (const key in attributes) span.attribute(key, attributes[key])
+    return Effect.onExit(f(span), (exit) => Effect.sync(() => span.end(nowOf(fiber), exit)))
+  })
+
+/**
+ * Runs a work item in a span (`parley.model_step`), a child of its turn's span: `@effect/ai`'s span of
  * the model call is its child. (Not pinned to the tree's tracer with `Effect.withTracer`: that costs every join of
  * the work's fibers a comparison of fiber references; the work's fiber has the tracer of the one that started it.)
  */

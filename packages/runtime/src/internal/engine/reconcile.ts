@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
+import type * as Tracer from "effect/Tracer"
 import * as Snapshots from "../snapshots.js"
 import * as Telemetry from "../telemetry.js"
 import { startedBy } from "../toolCalls.js"
@@ -49,42 +50,67 @@ export const make = (core: Core): Reconciler => {
     }
   }
 
-  /** A tool's tree, whose results also say the outcome on the tool's span when the tree is traced. */
-  const tracedTree = (actor: Actor): Work.Tree => {
+  /** A tool's tree, whose results also say the outcome on the tool's span. */
+  const tracedTree = (actor: Actor, span: Tracer.Span): Work.Tree => {
     const tree = workTree(actor)
-    if (actor.traced === undefined) return tree
     return {
       ...tree,
       report: (key, command) =>
-        Effect.zipRight(
-          command._tag === "ToolFinished"
-            ? Effect.annotateCurrentSpan("parley.tool.outcome", command.isFailure ? "error" : "ok")
-            : command._tag === "ToolNeedsSignIn"
-            ? Effect.annotateCurrentSpan("parley.tool.outcome", "sign_in")
-            : Effect.annotateCurrentSpan("parley.tool.outcome", "failed"),
-          tree.report(key, command)
-        )
+        Effect.suspend(() => {
+          span.attribute(
+            "parley.tool.outcome",
+            command._tag === "ToolFinished"
+              ? (command.isFailure ? "error" : "ok")
+              : command._tag === "ToolNeedsSignIn"
+              ? "sign_in"
+              : "failed"
+          )
+          return tree.report(key, command)
+        })
     }
   }
 
-  /** A work item in its span, a child of its turn's, when the tree is traced; else the work item as it is. */
-  const traced = (
+  /** A model step in its span, a child of its turn's, when the tree is traced; else the model step as it is. */
+  const tracedStep = (
     actor: Actor,
     turn: TreeState.Turn,
-    name: string,
-    attributes: () => Record<string, unknown>,
-    work: Effect.Effect<void>
+    step: { readonly messageId: string; readonly seq: number }
   ) => {
     const telemetry = actor.traced
+    const work = core.work.modelStep(workTree(actor), turn, step)
     if (telemetry === undefined) return work
-    return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Telemetry.work(
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
+      return Telemetry.work(
         telemetry,
         Telemetry.turnSpan(telemetry, actor.state, turn.turnId, now),
-        name,
-        { "parley.session.id": turn.sessionId, "parley.turn.id": turn.turnId, ...attributes() },
+        "parley.model_step",
+        {
+          "parley.session.id": turn.sessionId,
+          "parley.turn.id": turn.turnId,
+          "parley.model_step.index": turn.steps - 1,
+          ...(model === undefined ? {} : { "gen_ai.request.model": model })
+        },
         work
-      ))
+      )
+    })
+  }
+
+  /** A tool's run in its span, a child of its turn's, when the tree is traced; else the run as it is. */
+  const tracedTool = (actor: Actor, turn: TreeState.Turn, call: TreeState.Call) => {
+    const telemetry = actor.traced
+    if (telemetry === undefined) return core.work.runTool(workTree(actor), turn, call)
+    return Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        Telemetry.manual(telemetry, Telemetry.turnSpan(telemetry, actor.state, turn.turnId, now), "parley.tool", {
+          "parley.session.id": turn.sessionId,
+          "parley.turn.id": turn.turnId,
+          "parley.tool.id": call.toolId,
+          "parley.tool.call_id": call.toolCallId,
+          "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
+        }, (span) => core.work.runTool(tracedTree(actor, span), turn, call))
+    )
   }
 
   /**
@@ -98,23 +124,11 @@ export const make = (core: Core): Reconciler => {
     for (const turn of TreeState.runningTurns(actor.state)) {
       if (turn.modelPending && turn.step !== undefined) {
         const step = turn.step
-        work.set(`model:${step.messageId}`, () =>
-          traced(actor, turn, "parley.model_step", () => {
-            const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
-            return {
-              "parley.model_step.index": turn.steps - 1,
-              ...(model === undefined ? {} : { "gen_ai.request.model": model })
-            }
-          }, core.work.modelStep(workTree(actor), turn, step)))
+        work.set(`model:${step.messageId}`, () => tracedStep(actor, turn, step))
       }
       for (const call of turn.calls) {
         if (startedBy(call, lease)) {
-          work.set(`tool:${call.toolCallId}`, () =>
-            traced(actor, turn, "parley.tool", () => ({
-              "parley.tool.id": call.toolId,
-              "parley.tool.call_id": call.toolCallId,
-              "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
-            }), core.work.runTool(tracedTree(actor), turn, call)))
+          work.set(`tool:${call.toolCallId}`, () => tracedTool(actor, turn, call))
         }
       }
     }
