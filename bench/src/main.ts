@@ -3,9 +3,9 @@
  * for CI). Every turn is checked (see `workload.ts`); a failed check stops the bench with a non-zero exit code. A
  * missed target is only marked in the table: it never fails the run.
  *
- * Groups of rows (`--only=memory,sql,micro`): the in-memory store (issue 8), the SQL stores (issue 9: a SQLite file
- * and PostgreSQL; PostgreSQL missing is a skipped row in quick mode and a failure in full mode), the bare
- * `streamText` calls.
+ * Groups of rows (`--only=memory,sql,micro,telemetry`): the in-memory store (issue 8), the SQL stores (issue 9: a
+ * SQLite file and PostgreSQL; PostgreSQL missing is a skipped row in quick mode and a failure in full mode), the bare
+ * `streamText` calls, the cost of the engine's telemetry (issue 20).
  *
  * Sizes: see `options.ts` (`--turns=`, `--paused=`, `--paused-rss=`, `--budget=`, `--calls=`, `--sql-turns=`,
  * `--at-once=`, `--concurrency=`, `--answers=`, `--paused-sql=`, `--sql-budget=`, or `BENCH_*`).
@@ -21,6 +21,7 @@ import { atOnce, canCollect, latency, pauseResume, type Stored, type Variant } f
 import * as Report from "./report.js"
 import * as Stores from "./stores.js"
 import { describeModel, measure, measureSchemaWork, microModels } from "./streamText.js"
+import * as Telemetry from "./telemetry.js"
 
 const options = Options.fromArgs(process.argv.slice(2))
 
@@ -542,6 +543,15 @@ const program = Effect.gen(function*() {
   }
   if (options.only.has("sql")) sections.push(...yield* sqlSections)
   if (options.only.has("micro")) sections.push(yield* microSection)
+  if (options.only.has("telemetry")) {
+    sections.push(
+      yield* Telemetry.section({
+        turns: Math.max(options.turns, options.quick ? 300 : 1000),
+        warmup: Math.min(options.warmup, 100),
+        rounds: options.quick ? 4 : 6
+      })
+    )
+  }
   const [end1] = os.loadavg()
   yield* Console.log(Report.render(sections))
   yield* Console.log(notes)

@@ -18,7 +18,7 @@
  * | `--paused-sql` | `BENCH_PAUSED_SQL` | 100000   | 200      | paused (then resumed) turns in the SQLite child|
  * | `--sql-budget` | `BENCH_SQL_BUDGET` | 900      | 60       | seconds the SQLite child may pause, and resume |
  *
- * `--quick` (or `BENCH_QUICK=1`) picks the quick column. `--only=default,memory,sql,micro` runs some groups of rows only
+ * `--quick` (or `BENCH_QUICK=1`) picks the quick column. `--only=default,memory,sql,micro,telemetry` runs some groups of rows only
  * (default: all). PostgreSQL: `--pg-url=` or `PARLEY_BENCH_PG_URL`, else `PARLEY_TEST_PG_URL`, else
  * `postgres://parley:parley@127.0.0.1:5432/parley_test` (what `scripts/postgres.sh` starts).
  */
@@ -45,9 +45,9 @@ export interface Options {
   readonly pgUrl: string
 }
 
-export type Group = "default" | "memory" | "sql" | "micro"
+export type Group = "default" | "memory" | "sql" | "micro" | "telemetry"
 
-const groups: ReadonlyArray<Group> = ["default", "memory", "sql", "micro"]
+const groups: ReadonlyArray<Group> = ["default", "memory", "sql", "micro", "telemetry"]
 
 const flag = (argv: ReadonlyArray<string>, name: string): Option.Option<string> =>
   Option.fromNullable(argv.find((arg) => arg.startsWith(`--${name}=`))).pipe(

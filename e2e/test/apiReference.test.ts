@@ -40,6 +40,7 @@ describe.concurrent("API reference", () => {
       "runtime",
       "server",
       "store-sql",
+      "telemetry",
       "testing",
       "tools",
       "transport-http"

@@ -49,7 +49,7 @@ import {
 } from "./Ids.js"
 import type { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
 import type { JsonSchema } from "./ToolSpec.js"
-import { ApprovalGranted, Executor, Reasoning, Resolution, TurnCause } from "./TurnEvent.js"
+import { ApprovalGranted, Executor, Reasoning, Resolution, TraceContext, TurnCause } from "./TurnEvent.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import { Blocked, Final } from "./TurnState.js"
 
@@ -137,6 +137,8 @@ export interface Turn {
   /** The `seq` of its `TurnEnded`, once ended. */
   readonly endedSeq: number | undefined
   readonly cause: TurnCause | undefined
+  /** The trace context its `TurnQueued` carries: the span of the turn in the engine that accepted it. */
+  readonly trace: TraceContext | undefined
   readonly status: "queued" | "running" | "ended"
   readonly final: Final | undefined
   /** The turn's latest model step. */
@@ -246,6 +248,7 @@ const TurnSchema = Schema.Struct({
   startedSeq: Schema.UndefinedOr(Schema.Number),
   endedSeq: Schema.UndefinedOr(Schema.Number),
   cause: Schema.UndefinedOr(TurnCause),
+  trace: Schema.UndefinedOr(TraceContext),
   status: Schema.Literal("queued", "running", "ended"),
   final: Schema.UndefinedOr(Final),
   step: Schema.UndefinedOr(Schema.Struct({ messageId: Schema.String, seq: Schema.Number })),
@@ -312,7 +315,7 @@ export const TreeState: Schema.Schema<TreeState, TreeStateEncoded> = TreeStateSc
  * @since 0.1.0
  * @category Schemas
  */
-export const snapshotVersion = 2
+export const snapshotVersion = 3
 
 const TreeStateJson = Schema.parseJson(TreeStateSchema)
 const encodeJson = Schema.encodeEither(TreeStateJson)
@@ -478,6 +481,7 @@ const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
         startedSeq: undefined,
         endedSeq: undefined,
         cause: event.cause,
+        trace: event.trace,
         status: "queued",
         final: undefined,
         step: undefined,

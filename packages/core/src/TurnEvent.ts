@@ -88,8 +88,21 @@ export class TurnCause extends Schema.Class<TurnCause>("@parley/core/TurnEvent/T
 }) {}
 
 /**
+ * The W3C trace context of a turn's first span (`parley.turn`): the trace and span ids, as lowercase hex. A process
+ * that takes the turn up later (another engine, after a restart) links its spans to it, so one trace shows the turn.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class TraceContext extends Schema.Class<TraceContext>("@parley/core/TurnEvent/TraceContext")({
+  traceId: Schema.String,
+  spanId: Schema.String
+}) {}
+
+/**
  * A message was accepted: the turn exists from now on and starts when the session's earlier turns have ended.
- * `cause` names the parent's tool call for a subagent's turn.
+ * `cause` names the parent's tool call for a subagent's turn; `trace` the trace context of the turn's span, when the
+ * engine that accepted it traces (an optional field, added in schema version 2: older events have none).
  *
  * @since 0.1.0
  * @category Schemas
@@ -97,7 +110,8 @@ export class TurnCause extends Schema.Class<TurnCause>("@parley/core/TurnEvent/T
 export class TurnQueued extends Schema.TaggedClass<TurnQueued>("@parley/core/TurnEvent/TurnQueued")("TurnQueued", {
   ...common,
   input: Schema.String,
-  cause: Schema.optional(TurnCause)
+  cause: Schema.optional(TurnCause),
+  trace: Schema.optional(TraceContext)
 }) {}
 
 /**

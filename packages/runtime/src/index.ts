@@ -20,6 +20,13 @@ export * as Credentials from "./Credentials.js"
 export * as Engine from "./Engine.js"
 
 /**
+ * What the engine reports about its work: spans and metrics, with Effect's own `Tracer` and `Metric`.
+ *
+ * @since 0.1.0
+ */
+export * as EngineTelemetry from "./EngineTelemetry.js"
+
+/**
  * The in-process fan-out every store shares: subscribers of a tree's events, gap-free, in mailboxes.
  *
  * @since 0.1.0

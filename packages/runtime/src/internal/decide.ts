@@ -30,7 +30,7 @@ import type { Principal } from "@parley/core/Principal"
 import { Client } from "@parley/core/Principal"
 import { TurnRef } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
-import type { Executor, Reasoning, TurnEvent } from "@parley/core/TurnEvent"
+import type { Executor, Reasoning, TraceContext, TurnEvent } from "@parley/core/TurnEvent"
 import {
   ApprovalGranted,
   CancelRequested,
@@ -71,7 +71,13 @@ export interface ModelToolCall {
 }
 
 export type Command =
-  | { readonly _tag: "SendMessage"; readonly sessionId: SessionId; readonly input: string }
+  | {
+    readonly _tag: "SendMessage"
+    readonly sessionId: SessionId
+    readonly input: string
+    /** The trace context of the turn's span, recorded on its `TurnQueued` (when the engine traces). */
+    readonly trace?: TraceContext | undefined
+  }
   | {
     readonly _tag: "Answer"
     readonly sessionId: SessionId
@@ -293,7 +299,7 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         )
       }
       const cursor = tx.seq
-      const turnId = queueTurn(tx, command.sessionId, command.input, undefined)
+      const turnId = queueTurn(tx, command.sessionId, command.input, undefined, command.trace)
       return Either.right(new TurnRef({ sessionId: command.sessionId, turnId, cursor }, noValidation))
     }
     case "Answer": {

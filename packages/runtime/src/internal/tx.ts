@@ -8,7 +8,7 @@ import type { SessionId, TurnId } from "@parley/core/Ids"
 import type { ParleyError } from "@parley/core/ParleyError"
 import type { Principal } from "@parley/core/Principal"
 import * as TreeState from "@parley/core/TreeState"
-import type { Executor, Resolution, TurnCause, TurnEvent } from "@parley/core/TurnEvent"
+import type { Executor, Resolution, TraceContext, TurnCause, TurnEvent } from "@parley/core/TurnEvent"
 import {
   CallbackResolved,
   ModelStepStarted,
@@ -96,9 +96,15 @@ export const unanswered = (resolution: Resolution | undefined, what: string): To
 // Turns
 // =============================================================================
 
-export const queueTurn = (tx: Tx, sessionId: SessionId, input: string, cause: TurnCause | undefined): TurnId => {
+export const queueTurn = (
+  tx: Tx,
+  sessionId: SessionId,
+  input: string,
+  cause: TurnCause | undefined,
+  trace?: TraceContext | undefined
+): TurnId => {
   const turnId = tx.id("turn", tx.seq) as TurnId
-  tx.emit((meta) => new TurnQueued({ sessionId, turnId, ...meta, input, cause }, noValidation))
+  tx.emit((meta) => new TurnQueued({ sessionId, turnId, ...meta, input, cause, trace }, noValidation))
   return turnId
 }
 

@@ -1,4 +1,5 @@
 import { assert } from "@effect/vitest"
+import type { Ids } from "@parley/core"
 import { Answer, ParleyError, TreeState } from "@parley/core"
 import { Either } from "effect"
 import { oneStep, treeId } from "./fixtures.js"
@@ -17,6 +18,7 @@ import {
   rules,
   send,
   sendTo,
+  sendTraced,
   stepFails,
   workFails
 } from "./spec.js"
@@ -47,6 +49,23 @@ rules("SendMessage", [
     when: send("Second."),
     then: appends(ev("TurnQueued", { turnId: "turn_spec_3", input: "Second." })),
     and: (state) => assert.deepStrictEqual(TreeState.session(state, treeId)?.queue.map(String), ["turn_spec_3"])
+  },
+  {
+    rule: "a traced message: its TurnQueued records the turn span's context, and the turn keeps it",
+    when: sendTraced("Hello.", { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }),
+    then: appends(
+      ev("TurnQueued", {
+        turnId: "turn_spec_0",
+        trace: { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }
+      }),
+      "TurnStarted",
+      "ModelStepStarted"
+    ),
+    and: (state) =>
+      assert.deepStrictEqual(
+        { ...TreeState.turn(state, "turn_spec_0" as Ids.TurnId)?.trace },
+        { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }
+      )
   },
   {
     rule: "a message to a session the tree does not have",

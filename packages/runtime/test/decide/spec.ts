@@ -72,6 +72,15 @@ const turnIdOf = (state: TreeState.TreeState, who: Who) => runningTurn(state, wh
 export const send = (input: string, who: Who = "root") =>
   new Step((state) => ({ _tag: "SendMessage", sessionId: sessionOf(state, who), input }))
 
+/** The user sends a message under a traced engine: the turn's span context comes with it. */
+export const sendTraced = (input: string, trace: { readonly traceId: string; readonly spanId: string }) =>
+  new Step((state) => ({
+    _tag: "SendMessage",
+    sessionId: sessionOf(state, "root"),
+    input,
+    trace: new TurnEventSchemas.TraceContext(trace)
+  }))
+
 /** A message to a session the tree does not have. */
 export const sendTo = (sessionId: string, input: string) =>
   new Step(() => ({ _tag: "SendMessage", sessionId: sessionId as Ids.SessionId, input }))

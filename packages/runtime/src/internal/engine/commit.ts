@@ -16,6 +16,7 @@ import * as Exit from "effect/Exit"
 import type * as SessionStore from "../../SessionStore.js"
 import type { Rejection, Reply } from "../decide.js"
 import { decide } from "../decide.js"
+import * as Telemetry from "../telemetry.js"
 import type { Actor, Commits, Core, Envelope } from "./core.js"
 import { failure, ownersOnly, sleepLive } from "./core.js"
 
@@ -38,6 +39,10 @@ const durabilityOf = (events: ReadonlyArray<TurnEvent>, batch: ReadonlyArray<Env
   }
   return "relaxed"
 }
+
+/** An append in its span when the tree is traced. */
+const traced = <A, E>(actor: Actor, events: ReadonlyArray<TurnEvent>, append: Effect.Effect<A, E>) =>
+  actor.traced === undefined ? append : Telemetry.append(actor.traced, events, append)
 
 export const make = (core: Core): Commits => {
   const { env, store } = core
@@ -88,9 +93,11 @@ export const make = (core: Core): Commits => {
         }
         const appended = events.length === 0
           ? Either.right(undefined)
-          : yield* Effect.either(
+          : yield* Effect.either(traced(
+            actor,
+            events,
             store.append(actor.treeId, actor.state.nextSeq, events, actor.lease, durabilityOf(events, batch))
-          )
+          ))
         if (Either.isRight(appended)) {
           actor.state = state
           if (actor.lease !== undefined && batch.some((envelope) => envelope.command._tag === "Resume")) {

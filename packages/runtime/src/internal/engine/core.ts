@@ -21,6 +21,7 @@ import type * as Deadlines from "../deadlines.js"
 import type { Command, Rejection, Reply } from "../decide.js"
 import type * as Held from "../held.js"
 import type * as Snapshots from "../snapshots.js"
+import type * as Telemetry from "../telemetry.js"
 import type { Env } from "../tx.js"
 import type * as Work from "../work.js"
 
@@ -60,6 +61,8 @@ export interface Actor {
   readonly scope: Scope.CloseableScope
   /** Whether the actor was evicted (its scope closed): a batch still being processed starts and stops no work. */
   closed: boolean
+  /** The tree's spans, once a fiber working on it ran under a tracer (`../telemetry.ts`). */
+  traced: Telemetry.Traced | undefined
 }
 
 /** Commands that only the owner's work gives: a follower (or a deposed owner) drops them. */

@@ -23,7 +23,9 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as SessionStore from "../../SessionStore.js"
+import type { Rejection, Reply } from "../decide.js"
 import type * as SignIn from "../signIn.js"
+import * as Telemetry from "../telemetry.js"
 import { noValidation } from "../tx.js"
 import type * as Validation from "../validation.js"
 import type { Actor, Core } from "./core.js"
@@ -57,6 +59,31 @@ export const make = (
    * The session's events from `from` on in a mailbox (its tree's, for a root session), the store's errors turned into
    * the transport's: a fiber of the caller's scope moves each batch on.
    */
+  /**
+   * Queues a turn. Under a tracer, its span starts here (a child of the caller's span) and its context is recorded on
+   * the `TurnQueued`; a turn that is refused ends its span at once.
+   */
+  const send = (actor: Actor, sessionId: SessionId, input: string) =>
+    Effect.withFiberRuntime<Reply, Rejection | TransportFailure>((fiber) => {
+      if (actor.traced === undefined) {
+        const tracer = Telemetry.tracerOf(fiber)
+        if (tracer !== undefined) actor.traced = Telemetry.make(tracer)
+      }
+      const traced = actor.traced
+      if (traced === undefined) return core.submit(actor, { _tag: "SendMessage", sessionId, input })
+      const agent = TreeState.session(actor.state, sessionId)?.agent.name ?? ""
+      const span = Telemetry.startTurn(traced, fiber, { session: sessionId, agent })
+      return Effect.onExit(
+        core.submit(actor, { _tag: "SendMessage", sessionId, input, trace: Telemetry.contextOf(span) }),
+        (exit) =>
+          Effect.sync(() => {
+            if (traced.pending.delete(span.spanId)) {
+              span.end(Telemetry.nowOf(fiber), exit)
+            }
+          })
+      )
+    })
+
   const subscribe = (method: string, sessionId: unknown, from: number) =>
     Effect.gen(function*() {
       const { id, treeId } = yield* core.withTree(
@@ -139,7 +166,7 @@ export const make = (
     sendMessage: (sessionId, input) =>
       core.withTree("sendMessage", sessionId, (actor, id) =>
         Effect.flatMap(
-          core.submit(actor, { _tag: "SendMessage", sessionId: id, input: String(input) }),
+          send(actor, id, String(input)),
           (reply) =>
             reply === undefined ? Effect.fail(failure("sendMessage", "no turn was queued")) : Effect.succeed(reply)
         ).pipe(

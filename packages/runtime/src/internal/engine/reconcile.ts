@@ -6,11 +6,14 @@
  */
 import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
+import type * as Tracer from "effect/Tracer"
 import * as Snapshots from "../snapshots.js"
+import * as Telemetry from "../telemetry.js"
 import { startedBy } from "../toolCalls.js"
 import type * as Work from "../work.js"
 import type { Actor, Core, Reconciler } from "./core.js"
@@ -47,6 +50,69 @@ export const make = (core: Core): Reconciler => {
     }
   }
 
+  /** A tool's tree, whose results also say the outcome on the tool's span. */
+  const tracedTree = (actor: Actor, span: Tracer.Span): Work.Tree => {
+    const tree = workTree(actor)
+    return {
+      ...tree,
+      report: (key, command) =>
+        Effect.suspend(() => {
+          span.attribute(
+            "parley.tool.outcome",
+            command._tag === "ToolFinished"
+              ? (command.isFailure ? "error" : "ok")
+              : command._tag === "ToolNeedsSignIn"
+              ? "sign_in"
+              : "failed"
+          )
+          return tree.report(key, command)
+        })
+    }
+  }
+
+  /** A model step in its span, a child of its turn's, when the tree is traced; else the model step as it is. */
+  const tracedStep = (
+    actor: Actor,
+    turn: TreeState.Turn,
+    step: { readonly messageId: string; readonly seq: number }
+  ) => {
+    const telemetry = actor.traced
+    const work = core.work.modelStep(workTree(actor), turn, step)
+    if (telemetry === undefined) return work
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
+      return Telemetry.work(
+        telemetry,
+        Telemetry.turnSpan(telemetry, actor.state, turn.turnId, now),
+        "parley.model_step",
+        {
+          "parley.session.id": turn.sessionId,
+          "parley.turn.id": turn.turnId,
+          "parley.model_step.index": turn.steps - 1,
+          ...(model === undefined ? {} : { "gen_ai.request.model": model })
+        },
+        work
+      )
+    })
+  }
+
+  /** A tool's run in its span, a child of its turn's, when the tree is traced; else the run as it is. */
+  const tracedTool = (actor: Actor, turn: TreeState.Turn, call: TreeState.Call) => {
+    const telemetry = actor.traced
+    if (telemetry === undefined) return core.work.runTool(workTree(actor), turn, call)
+    return Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        Telemetry.manual(telemetry, Telemetry.turnSpan(telemetry, actor.state, turn.turnId, now), "parley.tool", {
+          "parley.session.id": turn.sessionId,
+          "parley.turn.id": turn.turnId,
+          "parley.tool.id": call.toolId,
+          "parley.tool.call_id": call.toolCallId,
+          "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
+        }, (span) => core.work.runTool(tracedTree(actor, span), turn, call))
+    )
+  }
+
   /**
    * The work the state calls for, by key: model steps, and the tools whose start this engine recorded under its
    * current lease — never a start recorded by another owner, or by this one at an earlier epoch.
@@ -58,11 +124,11 @@ export const make = (core: Core): Reconciler => {
     for (const turn of TreeState.runningTurns(actor.state)) {
       if (turn.modelPending && turn.step !== undefined) {
         const step = turn.step
-        work.set(`model:${step.messageId}`, () => core.work.modelStep(workTree(actor), turn, step))
+        work.set(`model:${step.messageId}`, () => tracedStep(actor, turn, step))
       }
       for (const call of turn.calls) {
         if (startedBy(call, lease)) {
-          work.set(`tool:${call.toolCallId}`, () => core.work.runTool(workTree(actor), turn, call))
+          work.set(`tool:${call.toolCallId}`, () => tracedTool(actor, turn, call))
         }
       }
     }
@@ -115,8 +181,15 @@ export const make = (core: Core): Reconciler => {
     })
 
   const afterCommit = (actor: Actor, events: ReadonlyArray<TurnEvent>): Effect.Effect<void> =>
-    Effect.suspend(() => {
+    Effect.withFiberRuntime((fiber) => {
       const effects: Array<Effect.Effect<void>> = []
+      if (actor.traced === undefined) {
+        const tracer = Telemetry.tracerOf(fiber)
+        if (tracer !== undefined) actor.traced = Telemetry.make(tracer)
+      }
+      if (actor.traced !== undefined) {
+        effects.push(Telemetry.observe(actor.traced, actor.state, events, actor.lease !== undefined))
+      }
       for (const event of events) {
         if (event._tag === "CallbackOpened" && event.callback.expiresAt !== undefined) {
           effects.push(core.deadlines.schedule(actor.treeId, event.callback.id, event.callback.expiresAt.epochMillis))

@@ -9,6 +9,7 @@ import type { SessionId } from "@parley/core/Ids"
 import { SessionId as SessionIdSchema, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import { SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
 import * as TreeState from "@parley/core/TreeState"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -21,6 +22,7 @@ import type * as SessionStore from "../../SessionStore.js"
 import type { Command } from "../decide.js"
 import * as Held from "../held.js"
 import * as Snapshots from "../snapshots.js"
+import * as Telemetry from "../telemetry.js"
 import type { Actor, Core, Trees } from "./core.js"
 import { failure, TreeMissing } from "./core.js"
 
@@ -59,10 +61,17 @@ export const make = (
           snapshotSeq: restored.seq,
           snapshotting: false,
           scope,
-          closed: false
+          closed: false,
+          traced: undefined
         }
         // Runs before the work's `FiberMap` closes (finalizers run in reverse order).
-        yield* Effect.addFinalizer(() => Effect.sync(() => actor.closed = true))
+        yield* Effect.addFinalizer(() =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.sync(() => {
+              actor.closed = true
+              if (actor.traced !== undefined) Telemetry.close(actor.traced, now)
+            }))
+        )
         for (const id of actor.state.open) {
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
           if (expiresAt !== undefined) yield* core.deadlines.schedule(treeId, id, expiresAt.epochMillis)

@@ -1,0 +1,123 @@
+/**
+ * The cost of the engine's telemetry (issue 20): the approval loop (variant A, the raw model double, the in-memory
+ * store) with no tracer, then with `ParleyTelemetry.layerSdk` exporting every span into an in-memory exporter
+ * (batched, as a production exporter is), in pairs of phases whose order alternates (the machine's load drifts, and
+ * the second phase of a pair runs on the first one's garbage). The target is on the process's CPU time per turn, which other processes on a shared
+ * machine disturb far less than wall time; the wall-time p50s are shown too. A run with no tracer must make no spans
+ * and count no metrics: that is checked, not timed.
+ */
+import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
+import { BatchSpanProcessor, InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base"
+import { EngineTelemetry } from "@parley/runtime"
+import { ParleyTelemetry } from "@parley/telemetry"
+import { Console, Effect, Fiber, Metric } from "effect"
+import { rawDouble } from "./models.js"
+import { latency } from "./phases.js"
+import * as Report from "./report.js"
+import * as Stores from "./stores.js"
+
+/**
+ * An in-memory exporter that counts the spans it is given and keeps none: the bench times the engine's telemetry, not
+ * a test exporter's heap of a few thousand spans (which slows every garbage collection of the phase down).
+ */
+class CountedSpans extends InMemorySpanExporter {
+  count = 0
+  override export(spans: Array<ReadableSpan>, done: (result: ExportResult) => void): void {
+    this.count += spans.length
+    done({ code: ExportResultCode.SUCCESS })
+  }
+  override shutdown(): Promise<void> {
+    return Promise.resolve()
+  }
+}
+
+/** Runs `effect` in a fiber of its own: a tracer its layer installs does not stay on the caller's fiber. */
+const isolated = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.flatMap(Effect.flatMap(Effect.forkDaemon(effect), Fiber.await), (exit) => exit)
+
+const turnsCounted = Effect.map(
+  Metric.value(Metric.tagged(EngineTelemetry.turns, "parley.turn.state", "Completed")),
+  (state) => state.count
+)
+
+const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+
+const percent = (n: number) => `${(n * 100).toFixed(1)} %`
+
+/** The overhead target of issue 20: telemetry on costs at most 10 % more per turn. */
+const OVERHEAD = 0.1
+
+export const section = (options: { readonly turns: number; readonly warmup: number; readonly rounds: number }) =>
+  Effect.gen(function*() {
+    /** The phase, and the process's CPU time per turn over it (warm-up and session starts included), in ms. */
+    const phase = (store: Stores.BenchStore) =>
+      Effect.suspend(() => {
+        const cpu = process.cpuUsage()
+        return Effect.map(
+          latency({ model: rawDouble, variant: "A", turns: options.turns, warmup: options.warmup, store }),
+          (result) => {
+            const used = process.cpuUsage(cpu)
+            return { ...result, cpu: (used.user + used.system) / 1000 / (options.turns + options.warmup) }
+          }
+        )
+      })
+    const plainCpu: Array<number> = []
+    const tracedCpu: Array<number> = []
+    const plain: Array<number> = []
+    const traced: Array<number> = []
+    let spans = 0
+    let countedWithout = 0
+    // The order alternates from round to round: the second phase of a pair runs on the first one's garbage, which
+    // alone makes it look ~10 % slower (measured with no tracer on either side).
+    const runPlain = Effect.gen(function*() {
+      const before = yield* turnsCounted
+      const off = yield* isolated(phase(Stores.memory))
+      countedWithout += (yield* turnsCounted) - before
+      plain.push(off.samples[Math.floor(off.samples.length / 2)])
+      plainCpu.push(off.cpu)
+    })
+    const runTraced = Effect.gen(function*() {
+      const exporter = new CountedSpans()
+      const on = yield* isolated(
+        phase(Stores.memory).pipe(
+          Effect.provide(ParleyTelemetry.layerSdk({
+            serviceName: "parley-bench",
+            spanProcessor: new BatchSpanProcessor(exporter)
+          }))
+        )
+      )
+      traced.push(on.samples[Math.floor(on.samples.length / 2)])
+      tracedCpu.push(on.cpu)
+      spans += exporter.count
+    })
+    for (let round = 0; round < options.rounds; round++) {
+      if (round % 2 === 0) {
+        yield* runPlain
+        yield* runTraced
+      } else {
+        yield* runTraced
+        yield* runPlain
+      }
+    }
+    const off = median(plain)
+    const on = median(traced)
+    const offCpu = median(plainCpu)
+    const onCpu = median(tracedCpu)
+    const total = options.rounds * (options.turns + options.warmup)
+    const result: Report.Section = {
+      title: `telemetry · ${rawDouble.name} · variant A · ${options.rounds} rounds of ${
+        Report.count(options.turns)
+      } turns each way`,
+      rows: [
+        Report.info("CPU time per turn, no tracer (median of the rounds)", Report.ms(offCpu)),
+        Report.info("CPU time per turn, spans exported in memory (ParleyTelemetry.layerSdk)", Report.ms(onCpu)),
+        Report.atMost("cost of telemetry per turn (CPU time)", (onCpu - offCpu) / offCpu, OVERHEAD, percent),
+        Report.info("p50 per turn (wall), no tracer / traced", `${Report.ms(off)} / ${Report.ms(on)}`),
+        Report.info("cost of telemetry per turn (wall p50)", percent((on - off) / off)),
+        Report.info("spans exported per traced turn", (spans / total).toFixed(1)),
+        Report.atMost("turns counted by the metrics with no tracer (nothing made)", countedWithout, 0, Report.count)
+      ]
+    }
+    yield* Console.error(`done: ${result.title}`)
+    return result
+  })
