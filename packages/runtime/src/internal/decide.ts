@@ -15,8 +15,7 @@ import { defaultMaxSteps } from "@parley/core/AgentSpec"
 import type { Answer } from "@parley/core/Answer"
 import * as Answers from "@parley/core/Answer"
 import type { Callback } from "@parley/core/Callback"
-import type { CallbackId, SessionId, ToolId, TurnId } from "@parley/core/Ids"
-import type { ParleyError } from "@parley/core/ParleyError"
+import type { ToolId, TurnId } from "@parley/core/Ids"
 import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
@@ -30,7 +29,7 @@ import type { Principal } from "@parley/core/Principal"
 import { Client } from "@parley/core/Principal"
 import { TurnRef } from "@parley/core/Transport"
 import * as TreeState from "@parley/core/TreeState"
-import type { Executor, Reasoning, TraceContext, TurnEvent } from "@parley/core/TurnEvent"
+import type { Executor } from "@parley/core/TurnEvent"
 import {
   ApprovalGranted,
   CancelRequested,
@@ -60,95 +59,8 @@ import {
   Tx
 } from "./tx.js"
 
-// =============================================================================
-// Commands
-// =============================================================================
-
-export interface ModelToolCall {
-  readonly id: string
-  readonly name: string
-  readonly params: unknown
-}
-
-export type Command =
-  | {
-    readonly _tag: "SendMessage"
-    readonly sessionId: SessionId
-    readonly input: string
-    /** The trace context of the turn's span, recorded on its `TurnQueued` (when the engine traces). */
-    readonly trace?: TraceContext | undefined
-  }
-  | {
-    readonly _tag: "Answer"
-    readonly sessionId: SessionId
-    readonly turnId: TurnId
-    readonly callbackId: CallbackId
-    readonly answer: Answer
-    /** Who answers (the façade always says; a command without it records none). */
-    readonly answeredBy?: Principal | undefined
-  }
-  | { readonly _tag: "Cancel"; readonly sessionId: SessionId }
-  /** Revokes a grant of the session (or, for a tree grant, of its tree). */
-  | {
-    readonly _tag: "RevokeGrant"
-    readonly sessionId: SessionId
-    readonly grantId: string
-    readonly revokedBy: Principal
-  }
-  | {
-    readonly _tag: "ModelStepDone"
-    readonly turnId: TurnId
-    readonly messageId: string
-    readonly text: string
-    readonly reasoning: ReadonlyArray<Reasoning>
-    readonly toolCalls: ReadonlyArray<ModelToolCall>
-  }
-  | {
-    readonly _tag: "ModelStepFailed"
-    readonly turnId: TurnId
-    readonly messageId: string
-    readonly error: ParleyError
-  }
-  | {
-    readonly _tag: "ToolFinished"
-    readonly turnId: TurnId
-    readonly toolCallId: string
-    readonly isFailure: boolean
-    readonly result: unknown
-  }
-  | {
-    /** A connector's server asked for an authorization: the call waits on a sign-in that carries its URL. */
-    readonly _tag: "ToolNeedsSignIn"
-    readonly turnId: TurnId
-    readonly toolCallId: string
-    readonly source: string
-    readonly authorizationUrl: string
-    readonly scopes: ReadonlyArray<string>
-  }
-  | { readonly _tag: "WorkFailed"; readonly turnId: TurnId; readonly error: ParleyError }
-  | { readonly _tag: "Expire"; readonly callbackId: CallbackId }
-  /** Re-issue model steps that were in flight when the tree was loaded (recovery), then settle. */
-  | { readonly _tag: "Resume" }
-  /** Nothing but settling: the log moved on (events appended by another writer). */
-  | { readonly _tag: "Settle" }
-
-export type Rejection =
-  | AnswerMismatch
-  | CallbackNotOpen
-  | CallbackAlreadyAnswered
-  | GrantNotFound
-  | SessionNotFound
-  | TurnNotFound
-
-export type Reply = TurnRef | undefined
-
-export interface Decision {
-  readonly events: ReadonlyArray<TurnEvent>
-  readonly state: TreeState.TreeState
-  readonly reply: Either.Either<Reply, Rejection>
-}
-
-export type { Env }
+export type { Command, Decision, Env, ModelToolCall, Rejection, Reply } from "./commands.js"
+import type { Command, Decision, Rejection, Reply } from "./commands.js"
 
 // =============================================================================
 // Settling
