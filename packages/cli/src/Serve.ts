@@ -147,7 +147,7 @@ export const layer = (settings: Settings, demo: Demo): Layer.Layer<never, Parley
     const keys = ParleyServer.parseKeys(local !== undefined ? `${local.key}:local` : given ?? "")
     const live = isLive()
     const models = live
-      ? yield* MistralModels.fromConfig().pipe(Effect.provide(FetchHttpClient.layer), Effect.orDie)
+      ? yield* MistralModels.fromConfig().pipe(Effect.provide(FetchHttpClient.layer))
       : yield* demo.models
     const options: ParleyServer.RuntimeOptions = {
       keys,
