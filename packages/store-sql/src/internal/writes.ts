@@ -52,6 +52,17 @@ export type Write =
     readonly done: Deferred.Deferred<void, StoreError>
   }
 
+/**
+ * Waits until every fiber that can run has run (a macrotask: Node runs every pending microtask first, and Effect
+ * resumes fibers in microtasks). The writes those fibers make meanwhile join the batch: on SQLite a commit blocks the
+ * process, so nothing can join a transaction while it runs, and a writer that went on at once would commit one write
+ * at a time while every other tree waits its turn (a convoy).
+ */
+const afterPendingWork: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 /** Fails a transaction run without savepoints when one of its writes failed, so it rolls back. */
 class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; readonly error: AppendError }> {}
 
@@ -308,9 +319,11 @@ export const start = (
       while (true) {
         const first = yield* Queue.take(queue)
         // Let the appends made concurrently with this one join its transaction.
-        yield* Effect.yieldNow()
+        yield* afterPendingWork
         const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
         const batch = [first, ...Chunk.toReadonlyArray(rest)]
+        ;(globalThis as any).__sizes ??= new Map()
+        ;(globalThis as any).__sizes.set(batch.length, ((globalThis as any).__sizes.get(batch.length) ?? 0) + 1)
         // A defect in a batch fails its writes (typed) and leaves the writer running.
         yield* Effect.uninterruptible(runBatch(batch)).pipe(
           Effect.catchAllCause((cause) => {
