@@ -18,7 +18,7 @@
  *   `expectedSeq` and the one-resolution rule only.
  * - `unfinished` lists the trees with turns not ended that an owner may take up (recovery); `listOpen` lists the
  *   callbacks open across trees (answers from another process).
- * - Snapshots: `saveSnapshot` keeps the latest snapshot of a tree's projection (`TreeState.encodeSnapshot`, taken at
+ * - Snapshots: `saveSnapshot` keeps the latest snapshot of a tree's projection (`Snapshot.encodeSnapshot`, taken at
  *   a `seq`), never an older one; `loadSnapshot` returns it, so a long tree is loaded from it and the events after it.
  *   A snapshot is a cache of the log's fold, never the truth: a store may drop it.
  *
@@ -201,7 +201,7 @@ export interface PausedClaim {
 
 /**
  * A snapshot of a tree's projection, as the store keeps it: the state after the events before `seq`, as JSON text
- * (`TreeState.encodeSnapshot`), and the layout it was written with (`TreeState.snapshotVersion`).
+ * (`Snapshot.encodeSnapshot`), and the layout it was written with (`Snapshot.snapshotVersion`).
  *
  * @since 0.1.0
  * @category Models

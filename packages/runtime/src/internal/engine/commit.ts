@@ -6,8 +6,8 @@
  * what nobody waits for is tried again.
  */
 import type { TransportFailure } from "@parley/core/ParleyError"
-import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as TreeState from "@parley/log/TreeState"
 import * as Cause from "effect/Cause"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"

@@ -8,7 +8,7 @@
 import type { SessionId } from "@parley/core/Ids"
 import { SessionId as SessionIdSchema, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import { SessionNotFound, TurnNotFound } from "@parley/core/ParleyError"
-import * as TreeState from "@parley/core/TreeState"
+import * as TreeState from "@parley/log/TreeState"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
