@@ -4,13 +4,13 @@
  * snapshot is a cache of the log's fold: one that cannot be used (another layout, a state that does not decode or does
  * not fit the tree) is ignored with a warning and the log replayed from `seq` 0; a failed save is only logged.
  */
+import type * as SessionStore from "@parley/log/SessionStore"
 import * as Snapshot from "@parley/log/Snapshot"
 import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import type * as SessionStore from "../SessionStore.js"
 
 /** How many events a tree's log grows by between two snapshots, unless the engine's options say otherwise. */
 export const defaultEvery = 500

@@ -23,7 +23,7 @@ import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import type { StoreError } from "./SessionStore.js"
+import type { StoreError } from "./StoreError.js"
 
 /**
  * @since 0.1.0

@@ -22,12 +22,13 @@
  *   a `seq`), never an older one; `loadSnapshot` returns it, so a long tree is loaded from it and the events after it.
  *   A snapshot is a cache of the log's fold, never the truth: a store may drop it.
  *
- * Every failure of the storage itself is a typed `StoreError`.
+ * Every failure is of the `StoreError` family (`StoreError.StoreFailure`): the storage itself failing is a typed
+ * `StoreError`, an append that may not be made a `SeqConflict`, `ResolutionConflict` or `LeaseLost`.
  *
  * @example
  * ```ts
  * import type { Ids } from "@parley/core"
- * import { SessionStore } from "@parley/runtime"
+ * import { SessionStore } from "@parley/log"
  * import { Effect } from "effect"
  *
  * const program = (sessionId: Ids.SessionId) => Effect.gen(function*() {
@@ -49,10 +50,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import type * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as internal from "./internal/memoryStore.js"
+import type { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "./StoreError.js"
 
 /**
  * What the store keeps about a tree besides its log: its root agent's definition and when it was created.
@@ -67,74 +68,36 @@ export interface StoredTree {
 }
 
 /**
- * An append lost a race: the log had moved on. Re-read, decide again.
+ * An append lost a race (`StoreError.SeqConflict`).
  *
  * @since 0.1.0
  * @category Errors
  */
-export class SeqConflict extends Schema.TaggedError<SeqConflict>("@parley/runtime/SessionStore/SeqConflict")(
-  "SeqConflict",
-  { treeId: Schema.String, expected: Schema.Number, actual: Schema.Number }
-) {
-  override get message(): string {
-    return `append to tree ${this.treeId} expected seq ${this.expected}, the log is at ${this.actual}`
-  }
-}
+export { SeqConflict } from "./StoreError.js"
 
 /**
- * A second resolution of one callback: exactly one `CallbackResolved` is stored per callback id.
+ * A second resolution of one callback (`StoreError.ResolutionConflict`).
  *
  * @since 0.1.0
  * @category Errors
  */
-export class ResolutionConflict
-  extends Schema.TaggedError<ResolutionConflict>("@parley/runtime/SessionStore/ResolutionConflict")(
-    "ResolutionConflict",
-    { treeId: Schema.String, callbackId: Schema.String }
-  )
-{
-  override get message(): string {
-    return `callback ${this.callbackId} of tree ${this.treeId} is already resolved`
-  }
-}
+export { ResolutionConflict } from "./StoreError.js"
 
 /**
- * An append made under a lease that is no longer the tree's: another owner claimed the tree (this one's heartbeat
- * lapsed). The append wrote nothing; the deposed owner must stop running the tree's work.
+ * An append under a lease another owner took over (`StoreError.LeaseLost`).
  *
  * @since 0.1.0
  * @category Errors
  */
-export class LeaseLost extends Schema.TaggedError<LeaseLost>("@parley/runtime/SessionStore/LeaseLost")(
-  "LeaseLost",
-  { treeId: Schema.String, owner: Schema.String, epoch: Schema.Number }
-) {
-  override get message(): string {
-    return `${this.owner} no longer holds tree ${this.treeId} (its lease at epoch ${this.epoch} was taken over)`
-  }
-}
+export { LeaseLost } from "./StoreError.js"
 
 /**
- * The storage failed (I/O, a broken connection, a row that does not decode).
+ * The storage failed (`StoreError.StoreError`).
  *
  * @since 0.1.0
  * @category Errors
  */
-export class StoreError extends Schema.TaggedError<StoreError>("@parley/runtime/SessionStore/StoreError")(
-  "StoreError",
-  {
-    /** The public module whose method failed: `SessionStore` (a method of the port) unless a store's own
-     * constructor failed (`SqlStore` for `SqlStore.layerSqlite`). */
-    module: Schema.optional(Schema.String),
-    method: Schema.String,
-    description: Schema.String,
-    cause: Schema.optional(Schema.Defect)
-  }
-) {
-  override get message(): string {
-    return `${this.module ?? "SessionStore"}.${this.method}: ${this.description}`
-  }
-}
+export { StoreError } from "./StoreError.js"
 
 /**
  * The right to run a tree's work, as `claim` gave it: the fencing token of the owner's appends.
@@ -308,7 +271,7 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class SessionStore extends Context.Tag("@parley/runtime/SessionStore")<SessionStore, Service>() {}
+export class SessionStore extends Context.Tag("@parley/log/SessionStore")<SessionStore, Service>() {}
 
 /**
  * An append to a tree: the `seq` its log reached.
