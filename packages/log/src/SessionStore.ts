@@ -53,7 +53,7 @@ import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as internal from "./internal/memoryStore.js"
-import type { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "./StoreError.js"
+import * as StoreErrors from "./StoreError.js"
 
 /**
  * What the store keeps about a tree besides its log: its root agent's definition and when it was created.
@@ -68,36 +68,60 @@ export interface StoredTree {
 }
 
 /**
- * An append lost a race (`StoreError.SeqConflict`).
+ * An append lost a race: the log had moved on. Re-read, decide again — `StoreError.SeqConflict`, the same class.
  *
  * @since 0.1.0
  * @category Errors
  */
-export { SeqConflict } from "./StoreError.js"
+export const SeqConflict: typeof StoreErrors.SeqConflict = StoreErrors.SeqConflict
 
 /**
- * A second resolution of one callback (`StoreError.ResolutionConflict`).
- *
  * @since 0.1.0
  * @category Errors
  */
-export { ResolutionConflict } from "./StoreError.js"
+export type SeqConflict = StoreErrors.SeqConflict
 
 /**
- * An append under a lease another owner took over (`StoreError.LeaseLost`).
+ * A second resolution of one callback — `StoreError.ResolutionConflict`, the same class.
  *
  * @since 0.1.0
  * @category Errors
  */
-export { LeaseLost } from "./StoreError.js"
+export const ResolutionConflict: typeof StoreErrors.ResolutionConflict = StoreErrors.ResolutionConflict
 
 /**
- * The storage failed (`StoreError.StoreError`).
+ * @since 0.1.0
+ * @category Errors
+ */
+export type ResolutionConflict = StoreErrors.ResolutionConflict
+
+/**
+ * An append made under a lease another owner took over: nothing was written — `StoreError.LeaseLost`, the same class.
  *
  * @since 0.1.0
  * @category Errors
  */
-export { StoreError } from "./StoreError.js"
+export const LeaseLost: typeof StoreErrors.LeaseLost = StoreErrors.LeaseLost
+
+/**
+ * @since 0.1.0
+ * @category Errors
+ */
+export type LeaseLost = StoreErrors.LeaseLost
+
+/**
+ * The storage failed (I/O, a broken connection, a row that does not decode) — `StoreError.StoreError`, the same class.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export const StoreError: typeof StoreErrors.StoreError = StoreErrors.StoreError
+
+/**
+ * @since 0.1.0
+ * @category Errors
+ */
+export type StoreError = StoreErrors.StoreError
 
 /**
  * The right to run a tree's work, as `claim` gave it: the fencing token of the owner's appends.
