@@ -28,7 +28,8 @@
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { Transport } from "@parley/core/Transport"
-import type { SessionStore, StoreError } from "@parley/log/SessionStore"
+import type { SessionStore } from "@parley/log/SessionStore"
+import type { StoreError } from "@parley/log/StoreError"
 import * as Connectors from "@parley/runtime/Connectors"
 import * as LocalTransport from "@parley/runtime/LocalTransport"
 import * as Models from "@parley/runtime/Models"
