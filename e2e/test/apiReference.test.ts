@@ -34,6 +34,7 @@ describe.concurrent("API reference", () => {
     assert.deepStrictEqual(packages, [
       "cli",
       "core",
+      "log",
       "mcp",
       "mistral",
       "policy",

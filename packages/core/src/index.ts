@@ -97,13 +97,6 @@ export * as ToolSpec from "./ToolSpec.js"
 export * as Transport from "./Transport.js"
 
 /**
- * The state of a tree as a pure projection of its log (`evolve`, `fold`).
- *
- * @since 0.1.0
- */
-export * as TreeState from "./TreeState.js"
-
-/**
  * Turns: wait for them, follow their events, answer their callbacks by id.
  *
  * @since 0.1.0

@@ -16,6 +16,7 @@
  * @since 0.1.0
  */
 import type { SessionId } from "@parley/core/Ids"
+import { SessionStore } from "@parley/log/SessionStore"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -25,7 +26,6 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
-import { SessionStore } from "./SessionStore.js"
 
 /**
  * A credential could not be read or kept: the store failed, or a stored value does not decrypt with this key (it was

@@ -23,6 +23,7 @@
  * @since 0.1.0
  */
 import type * as Transport from "@parley/core/Transport"
+import { SessionStore } from "@parley/log/SessionStore"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -30,7 +31,6 @@ import { Connectors } from "./Connectors.js"
 import * as internal from "./internal/engine.js"
 import { Models } from "./Models.js"
 import { RuntimeTools } from "./RuntimeTools.js"
-import { SessionStore } from "./SessionStore.js"
 
 /**
  * @since 0.1.0

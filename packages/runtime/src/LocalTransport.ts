@@ -24,6 +24,7 @@
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { Transport } from "@parley/core/Transport"
+import * as SessionStore from "@parley/log/SessionStore"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -31,7 +32,6 @@ import * as Connectors from "./Connectors.js"
 import * as Engine from "./Engine.js"
 import * as Models from "./Models.js"
 import * as RuntimeTools from "./RuntimeTools.js"
-import * as SessionStore from "./SessionStore.js"
 
 /**
  * The services the engine needs, each with the layer that provides it. A program run without type-checking that

@@ -27,13 +27,6 @@ export * as Engine from "./Engine.js"
 export * as EngineTelemetry from "./EngineTelemetry.js"
 
 /**
- * The in-process fan-out every store shares: subscribers of a tree's events, gap-free, in mailboxes.
- *
- * @since 0.1.0
- */
-export * as Fanout from "./Fanout.js"
-
-/**
  * The `Transport` port over an in-process engine.
  *
  * @since 0.1.0
@@ -59,4 +52,4 @@ export * as RuntimeTools from "./RuntimeTools.js"
  *
  * @since 0.1.0
  */
-export * as SessionStore from "./SessionStore.js"
+export * as SessionStore from "@parley/log/SessionStore"

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Ids, TurnEvent } from "@parley/core"
-import { Agent, AgentSpec, Answer, ToolSpec, TreeState } from "@parley/core"
+import { Agent, AgentSpec, Answer, ToolSpec } from "@parley/core"
+import { TreeState } from "@parley/log"
 import { DateTime, Either, Option } from "effect"
 import { resolveTools } from "../src/internal/agentTools.js"
 import type { Command } from "../src/internal/decide.js"

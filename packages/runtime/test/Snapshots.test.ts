@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnState } from "@parley/core"
-import { Agent, Answer, Permissions, Session, ToolSpec, TreeState, Turn } from "@parley/core"
+import { Agent, Answer, Permissions, Session, ToolSpec, Turn } from "@parley/core"
+import { Snapshot, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Duration, Effect, Layer, Logger, Option, TestServices } from "effect"
@@ -149,7 +150,7 @@ describe("Snapshots", () => {
       // Six greetings of 5 events, then the question: the snapshots follow the log 10 events at a time at least.
       assert.isAbove(length, 30)
       const snapshot = yield* snapshotAt(memory, blocked, length - 10)
-      assert.strictEqual(snapshot.version, TreeState.snapshotVersion)
+      assert.strictEqual(snapshot.version, Snapshot.snapshotVersion)
       const { reads, store } = counting(memory)
       const final = yield* answerInB(store, blocked, 10)
       assert.strictEqual(stateAs(final, "Completed").text, EXPECTED)
@@ -163,7 +164,7 @@ describe("Snapshots", () => {
       const store = yield* SessionStore.makeMemory
       const { blocked, length } = yield* runUntilBlocked(store, 3, 1)
       const snapshot = yield* snapshotAt(store, blocked, length)
-      const restored = TreeState.decodeSnapshot(snapshot.state)
+      const restored = Snapshot.decodeSnapshot(snapshot.state)
       assert.isTrue(restored._tag === "Right")
       const header = Option.getOrThrow(yield* store.getTree(blocked.sessionId))
       const folded = TreeState.fold(header, yield* store.read(blocked.sessionId, 0))

@@ -11,7 +11,8 @@
 import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { AgentSpec, Ids, Transport, TreeState, TurnEvent, TurnState } from "@parley/core"
+import { AgentSpec, Ids, Transport, TurnEvent, TurnState } from "@parley/core"
+import { Snapshot, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
@@ -114,10 +115,10 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     const foldAll = performance.now() - foldStart
     const prefix = TreeState.fold(header, events.slice(0, length - behind))
     const encodeStart = performance.now()
-    const json = Either.getOrThrow(TreeState.encodeSnapshot(prefix))
+    const json = Either.getOrThrow(Snapshot.encodeSnapshot(prefix))
     const encode = performance.now() - encodeStart
     const decodeStart = performance.now()
-    const decoded = Either.getOrThrow(TreeState.decodeSnapshot(json))
+    const decoded = Either.getOrThrow(Snapshot.decodeSnapshot(json))
     const decode = performance.now() - decodeStart
     const [readRest, rest] = yield* time(store.read(treeId, decoded.nextSeq))
     if (TreeState.foldFrom(decoded, rest).nextSeq !== whole.nextSeq) throw new Error("the snapshot does not fold on")
@@ -125,7 +126,7 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     // A fresh engine's load, without and with the snapshot.
     const replayed = yield* engineLoad(store)
     const [save] = yield* time(
-      store.saveSnapshot(treeId, { seq: prefix.nextSeq, version: TreeState.snapshotVersion, state: json })
+      store.saveSnapshot(treeId, { seq: prefix.nextSeq, version: Snapshot.snapshotVersion, state: json })
     )
     const fromSnapshot = yield* engineLoad(store)
 

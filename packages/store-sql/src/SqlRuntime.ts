@@ -28,11 +28,12 @@
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { Transport } from "@parley/core/Transport"
+import type { SessionStore } from "@parley/log/SessionStore"
+import type { StoreError } from "@parley/log/StoreError"
 import * as Connectors from "@parley/runtime/Connectors"
 import * as LocalTransport from "@parley/runtime/LocalTransport"
 import * as Models from "@parley/runtime/Models"
 import * as RuntimeTools from "@parley/runtime/RuntimeTools"
-import type { SessionStore, StoreError } from "@parley/runtime/SessionStore"
 import * as Layer from "effect/Layer"
 import * as SqlStore from "./SqlStore.js"
 

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnState } from "@parley/core"
-import { Agent, Answer, Session, TreeState, Turn } from "@parley/core"
+import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Snapshot } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
@@ -97,7 +98,7 @@ describe("Snapshots on SQLite", () => {
             yield* Effect.sleep("10 millis")
           }
         }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no recent snapshot") }))
-        assert.strictEqual(snapshot.version, TreeState.snapshotVersion)
+        assert.strictEqual(snapshot.version, Snapshot.snapshotVersion)
 
         // Engine B, over another store on the same file, counting what it reads.
         const storeB = yield* open

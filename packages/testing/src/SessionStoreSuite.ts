@@ -1,5 +1,5 @@
 /**
- * The session store contract suite: the behaviour every `SessionStore` (the port of `@parley/runtime`) must show,
+ * The session store contract suite: the behaviour every `SessionStore` (the port of `@parley/log`) must show,
  * so the memory store and the SQL stores (SQLite, PostgreSQL) are held to the same assertions.
  *
  * Import it as `@parley/testing/SessionStoreSuite`: it registers `@effect/vitest` tests, so it loads vitest, and the
@@ -22,12 +22,12 @@
  * per tree, never moving backwards), and two stores over one database (`read`, `tail`, `changes`, races, resolutions,
  * leases, open callbacks and snapshots across them).
  *
- * The port is restated structurally here (`Store`), because `@parley/runtime`'s own tests depend on this package; a
- * `SessionStore.Service` is a `Store`.
+ * The port is `@parley/log`'s own `SessionStore.Service` (`Store`): this package depends on `@parley/log`, below the
+ * engine, so it restates nothing.
  *
  * @example
  * ```ts
- * import { SessionStore } from "@parley/runtime"
+ * import { SessionStore } from "@parley/log"
  * import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
  * import { Effect } from "effect"
  *
@@ -51,7 +51,7 @@ import { secrets } from "./internal/sessionStoreSuite/secrets.js"
 import { snapshots } from "./internal/sessionStoreSuite/snapshots.js"
 
 /**
- * The port under test: the shape of `SessionStore.Service` of `@parley/runtime`.
+ * The port under test: `SessionStore.Service` of `@parley/log`.
  *
  * @since 0.1.0
  * @category Models

@@ -15,8 +15,8 @@ import type {
 } from "@parley/core/ParleyError"
 import type { Principal } from "@parley/core/Principal"
 import type { TurnRef } from "@parley/core/Transport"
-import type * as TreeState from "@parley/core/TreeState"
 import type { Reasoning, TraceContext, TurnEvent } from "@parley/core/TurnEvent"
+import type * as TreeState from "@parley/log/TreeState"
 import type * as Either from "effect/Either"
 import type { Env } from "./tx.js"
 

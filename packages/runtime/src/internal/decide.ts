@@ -28,7 +28,6 @@ import type { AnswerMismatch } from "@parley/core/ParleyError"
 import type { Principal } from "@parley/core/Principal"
 import { Client } from "@parley/core/Principal"
 import { TurnRef } from "@parley/core/Transport"
-import * as TreeState from "@parley/core/TreeState"
 import type { Executor } from "@parley/core/TurnEvent"
 import {
   ApprovalGranted,
@@ -40,6 +39,7 @@ import {
   TurnBlocked
 } from "@parley/core/TurnEvent"
 import { Completed } from "@parley/core/TurnState"
+import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import { checkClientToolResult, checkEdit } from "./jsonSchema.js"

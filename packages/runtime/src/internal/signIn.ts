@@ -7,7 +7,7 @@
 import { type Answer, SignInAnswer, validateSync } from "@parley/core/Answer"
 import type { CallbackId, SessionId } from "@parley/core/Ids"
 import { AnswerMismatch, CallbackNotOpen } from "@parley/core/ParleyError"
-import * as TreeState from "@parley/core/TreeState"
+import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"

@@ -4,12 +4,13 @@
  * snapshot is a cache of the log's fold: one that cannot be used (another layout, a state that does not decode or does
  * not fit the tree) is ignored with a warning and the log replayed from `seq` 0; a failed save is only logged.
  */
-import * as TreeState from "@parley/core/TreeState"
+import type * as SessionStore from "@parley/log/SessionStore"
+import * as Snapshot from "@parley/log/Snapshot"
+import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import type * as SessionStore from "../SessionStore.js"
 
 /** How many events a tree's log grows by between two snapshots, unless the engine's options say otherwise. */
 export const defaultEvery = 500
@@ -26,12 +27,12 @@ const usable = (
   tree: SessionStore.StoredTree,
   snapshot: SessionStore.Snapshot
 ): Either.Either<TreeState.TreeState, string> => {
-  if (snapshot.version !== TreeState.snapshotVersion) {
-    return Either.left(`it has version ${snapshot.version}, this engine reads version ${TreeState.snapshotVersion}`)
+  if (snapshot.version !== Snapshot.snapshotVersion) {
+    return Either.left(`it has version ${snapshot.version}, this engine reads version ${Snapshot.snapshotVersion}`)
   }
   return Either.flatMap(
     Either.mapLeft(
-      TreeState.decodeSnapshot(snapshot.state),
+      Snapshot.decodeSnapshot(snapshot.state),
       (error) => `it does not decode: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
     ),
     (state) =>
@@ -75,7 +76,7 @@ export const restore = (
 /** Saves a snapshot of `state`; a failure is logged, never raised. */
 export const save = (store: SessionStore.Service, state: TreeState.TreeState): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const json = TreeState.encodeSnapshot(state)
+    const json = Snapshot.encodeSnapshot(state)
     if (Either.isLeft(json)) {
       return Effect.logWarning(
         `the state of tree ${state.treeId} at seq ${state.nextSeq} does not encode: no snapshot`,
@@ -84,7 +85,7 @@ export const save = (store: SessionStore.Service, state: TreeState.TreeState): E
     }
     return store.saveSnapshot(state.treeId, {
       seq: state.nextSeq,
-      version: TreeState.snapshotVersion,
+      version: Snapshot.snapshotVersion,
       state: json.right
     })
   }).pipe(

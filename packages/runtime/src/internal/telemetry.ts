@@ -17,9 +17,9 @@
  */
 import type { CallbackId, TurnId } from "@parley/core/Ids"
 import * as Principal from "@parley/core/Principal"
-import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import { TraceContext } from "@parley/core/TurnEvent"
+import * as TreeState from "@parley/log/TreeState"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"

@@ -7,7 +7,6 @@ import type { Answer } from "@parley/core/Answer"
 import type { SessionId, TurnId } from "@parley/core/Ids"
 import type { ParleyError } from "@parley/core/ParleyError"
 import type { Principal } from "@parley/core/Principal"
-import * as TreeState from "@parley/core/TreeState"
 import type { Executor, Resolution, TraceContext, TurnCause, TurnEvent } from "@parley/core/TurnEvent"
 import {
   CallbackResolved,
@@ -20,6 +19,7 @@ import {
 } from "@parley/core/TurnEvent"
 import type { Final } from "@parley/core/TurnState"
 import { Cancelled, Failed } from "@parley/core/TurnState"
+import * as TreeState from "@parley/log/TreeState"
 import type * as DateTime from "effect/DateTime"
 import * as HashMap from "effect/HashMap"
 import type { ResolvedTool } from "./agentTools.js"

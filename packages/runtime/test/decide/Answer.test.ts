@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Answer, ParleyError, TreeState } from "@parley/core"
+import { Answer, ParleyError } from "@parley/core"
+import { TreeState } from "@parley/log"
 import { minutesAfter, shadowing, treeId } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {

@@ -1,6 +1,7 @@
 import { assert } from "@effect/vitest"
 import type { Ids } from "@parley/core"
-import { AgentSpec, Answer, Permissions, ToolSpec, TreeState } from "@parley/core"
+import { AgentSpec, Answer, Permissions, ToolSpec } from "@parley/core"
+import { TreeState } from "@parley/log"
 import { answer, appends, callbackOf, calls, ev, owner, rejects, rules, runningTurn, send } from "./spec.js"
 
 // Approvals that edit their call (`AllowApproval({ arguments })`): checked against the tool's parameters like the

@@ -1,5 +1,6 @@
 import { assert } from "@effect/vitest"
-import { AgentSpec, Answer, Principal, TreeState, TurnEvent } from "@parley/core"
+import { AgentSpec, Answer, Principal, TurnEvent } from "@parley/core"
+import { TreeState } from "@parley/log"
 import { assistant, charge } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentSpec, Ids, TurnEvent } from "@parley/core"
-import { Answer, ParleyError, TreeState } from "@parley/core"
+import { Answer, ParleyError } from "@parley/core"
+import { Snapshot, TreeState } from "@parley/log"
 import { Ajv } from "ajv"
 import { DateTime, Duration, Either, FastCheck as fc, HashMap, Schema } from "effect"
 import type { Command, Decision } from "../../src/internal/decide.js"
@@ -399,9 +400,9 @@ export const fitsAnswerSchema = (
 ): boolean => ajv.validate(TreeState.answerSchema(state, callback), encodeAnswer(value))
 
 const roundTrip = (state: TreeState.TreeState): TreeState.TreeState => {
-  const json = TreeState.encodeSnapshot(state)
+  const json = Snapshot.encodeSnapshot(state)
   if (Either.isLeft(json)) return assert.fail(`the state does not encode: ${json.left.message}`)
-  const decoded = TreeState.decodeSnapshot(json.right)
+  const decoded = Snapshot.decodeSnapshot(json.right)
   if (Either.isLeft(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.left.message}`)
   return decoded.right
 }

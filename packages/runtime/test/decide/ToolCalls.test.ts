@@ -1,5 +1,6 @@
 import { assert } from "@effect/vitest"
-import { Answer, TreeState } from "@parley/core"
+import { Answer } from "@parley/core"
+import { TreeState } from "@parley/log"
 import { oneStep } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {

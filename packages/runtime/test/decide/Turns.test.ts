@@ -1,6 +1,7 @@
 import { assert } from "@effect/vitest"
 import type { Ids } from "@parley/core"
-import { Answer, ParleyError, TreeState } from "@parley/core"
+import { Answer, ParleyError } from "@parley/core"
+import { TreeState } from "@parley/log"
 import { Either } from "effect"
 import { oneStep, treeId } from "./fixtures.js"
 import {

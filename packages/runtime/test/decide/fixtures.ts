@@ -1,5 +1,6 @@
-import type { Ids, TreeState } from "@parley/core"
+import type { Ids } from "@parley/core"
 import { AgentSpec, Permissions, ToolSpec } from "@parley/core"
+import type { TreeState } from "@parley/log"
 import { DateTime, Duration, Effect, Either, Option } from "effect"
 import * as Connectors from "../../src/Connectors.js"
 import { resolveTools } from "../../src/internal/agentTools.js"

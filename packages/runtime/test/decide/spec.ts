@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Answer, Ids, ParleyError, TurnEvent } from "@parley/core"
-import { TreeState, TurnEvent as TurnEventSchemas } from "@parley/core"
+import { TurnEvent as TurnEventSchemas } from "@parley/core"
+import { TreeState } from "@parley/log"
 import type { DateTime } from "effect"
 import { Either, HashMap } from "effect"
 import type { Command, Decision, Rejection } from "../../src/internal/decide.js"

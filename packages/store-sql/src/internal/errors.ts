@@ -1,7 +1,7 @@
 /**
  * What a failure says, for the `description` of a `StoreError`, and the store's one way of making one.
  */
-import { StoreError } from "@parley/runtime/SessionStore"
+import { StoreError } from "@parley/log/StoreError"
 import * as Cause from "effect/Cause"
 
 /**

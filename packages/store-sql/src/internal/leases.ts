@@ -4,7 +4,7 @@
  * (`claimPaused`). Writes outside a transaction wait for another process's lock as transactions do.
  */
 import type { CallbackId, SessionId } from "@parley/core/Ids"
-import type { Lease, Service } from "@parley/runtime/SessionStore"
+import type { Lease, Service } from "@parley/log/SessionStore"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"

@@ -7,7 +7,7 @@
 import type * as PgClient from "@effect/sql-pg/PgClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
-import { StoreError } from "@parley/runtime/SessionStore"
+import { StoreError } from "@parley/log/StoreError"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"

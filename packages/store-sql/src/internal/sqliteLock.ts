@@ -6,7 +6,7 @@
  * `Schedule`, on the wall clock whatever `Clock` the store was built under), logs once why it waits, and after
  * `lockTimeout` fails with a `StoreError` naming the lock and the file.
  */
-import { StoreError } from "@parley/runtime/SessionStore"
+import { StoreError } from "@parley/log/StoreError"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"

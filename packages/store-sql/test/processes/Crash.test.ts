@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Answer, Inbox, TreeState } from "@parley/core"
+import { Answer, Inbox } from "@parley/core"
+import { TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { Effect, Layer, Queue } from "effect"

@@ -3,8 +3,8 @@
  * through a `SessionStore` of the test process, folded with `TreeState.fold`, and the ledger of real tool executions.
  */
 import type { TurnEvent } from "@parley/core"
-import { TreeState } from "@parley/core"
 import type { Ids } from "@parley/core"
+import { TreeState } from "@parley/log"
 import type { SessionStore } from "@parley/runtime"
 import { Effect, HashMap, Option } from "effect"
 import type { LedgerLine } from "../fixtures/agents.js"

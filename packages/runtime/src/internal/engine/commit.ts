@@ -6,14 +6,14 @@
  * what nobody waits for is tried again.
  */
 import type { TransportFailure } from "@parley/core/ParleyError"
-import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as SessionStore from "@parley/log/SessionStore"
+import * as TreeState from "@parley/log/TreeState"
 import * as Cause from "effect/Cause"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import type * as SessionStore from "../../SessionStore.js"
 import type { Rejection, Reply } from "../decide.js"
 import { decide } from "../decide.js"
 import * as Telemetry from "../telemetry.js"

@@ -4,9 +4,9 @@
  * deadlines, when they pass, are applied to their trees (`Expire`).
  */
 import type { CallbackId, SessionId } from "@parley/core/Ids"
+import type * as SessionStore from "@parley/log/SessionStore"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type * as SessionStore from "../../SessionStore.js"
 import * as Deadlines from "../deadlines.js"
 import type { Core } from "./core.js"
 

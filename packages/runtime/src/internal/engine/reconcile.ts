@@ -4,8 +4,8 @@
  * holds itself in memory while it has work), `afterCommit` (the deadlines of the callbacks opened and resolved, then
  * `reconcile`, then a snapshot when one is due), and `depose` (a lost lease: the work stops, the actor follows).
  */
-import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as TreeState from "@parley/log/TreeState"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"

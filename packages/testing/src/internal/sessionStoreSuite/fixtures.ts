@@ -1,5 +1,5 @@
 /**
- * What the store scenarios share: the structural shape of the port, ids, events of every kind, a tree per scenario,
+ * What the store scenarios share: the port (`@parley/log`'s `SessionStore.Service`), ids, events of every kind, a tree per scenario,
  * and readers of `tail` / `changes` that tell when they are in place.
  */
 import * as AgentSpec from "@parley/core/AgentSpec"
@@ -12,130 +12,32 @@ import * as Permissions from "@parley/core/Permissions"
 import * as ToolSpec from "@parley/core/ToolSpec"
 import * as TurnEvent from "@parley/core/TurnEvent"
 import * as TurnState from "@parley/core/TurnState"
+import * as SessionStore from "@parley/log/SessionStore"
+import type { StoreError } from "@parley/log/StoreError"
 import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Mailbox from "effect/Mailbox"
-import type * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 
 // -----------------------------------------------------------------------------
-// The port, structurally (the `SessionStore.Service` of `@parley/runtime`)
+// The port under test: `@parley/log`'s own
 // -----------------------------------------------------------------------------
 
-export interface StoredTree {
-  readonly treeId: SessionId
-  readonly agent: AgentSpec.AgentSpec
-  readonly createdAt: DateTime.Utc
-}
-
-export interface SeqConflict {
-  readonly _tag: "SeqConflict"
-  readonly treeId: string
-  readonly expected: number
-  readonly actual: number
-}
-
-export interface ResolutionConflict {
-  readonly _tag: "ResolutionConflict"
-  readonly treeId: string
-  readonly callbackId: string
-}
-
-export interface LeaseLost {
-  readonly _tag: "LeaseLost"
-  readonly treeId: string
-  readonly owner: string
-  readonly epoch: number
-}
-
-export interface Lease {
-  readonly owner: string
-  readonly epoch: number
-}
-
-export interface OpenCallbackRow {
-  readonly treeId: SessionId
-  readonly sessionId: SessionId
-  readonly turnId: Ids.TurnId
-  readonly callbackId: CallbackId
-  readonly kind: Callback.Kind
-  readonly seq: number
-}
-
-export interface StoreError {
-  readonly _tag: "StoreError"
-  readonly method: string
-  readonly description: string
-}
-
-export interface Snapshot {
-  readonly seq: number
-  readonly version: number
-  readonly state: string
-}
-
-export interface Store {
-  readonly createTree: (tree: StoredTree) => Effect.Effect<void, StoreError>
-  readonly getTree: (treeId: SessionId) => Effect.Effect<Option.Option<StoredTree>, StoreError>
-  readonly treeOf: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionId>, StoreError>
-  readonly append: (
-    treeId: SessionId,
-    expectedSeq: number,
-    events: ReadonlyArray<TurnEvent.TurnEvent>,
-    lease?: Lease | undefined
-  ) => Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
-  readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent.TurnEvent>, StoreError>
-  readonly subscribe: (
-    treeId: SessionId,
-    from: number,
-    sessionId?: SessionId | undefined
-  ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent.TurnEvent, StoreError>, StoreError, Scope.Scope>
-  readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent.TurnEvent>) => Effect.Effect<void>
-  readonly changes: Effect.Effect<
-    Mailbox.ReadonlyMailbox<{ readonly treeId: SessionId; readonly nextSeq: number }, StoreError>,
-    never,
-    Scope.Scope
-  >
-  readonly heartbeat: (owner: string, ttl: Duration.Duration) => Effect.Effect<void, StoreError>
-  readonly retire: (owner: string) => Effect.Effect<void, StoreError>
-  readonly claim: (treeId: SessionId, owner: string) => Effect.Effect<Option.Option<Lease>, StoreError>
-  readonly unfinished: (
-    owner: string
-  ) => Effect.Effect<ReadonlyArray<{ readonly treeId: SessionId; readonly owner: string | undefined }>, StoreError>
-  readonly claimPaused: (owner: string, own: boolean) => Effect.Effect<{
-    readonly trees: ReadonlyArray<{ readonly treeId: SessionId; readonly lease: Lease }>
-    readonly deadlines: ReadonlyArray<{
-      readonly treeId: SessionId
-      readonly callbackId: string
-      readonly expiresAt: number
-    }>
-  }, StoreError>
-  readonly listOpen: (filter?: {
-    readonly sessionId?: SessionId | undefined
-    readonly kind?: Callback.Kind | undefined
-  }) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
-  readonly saveSnapshot: (treeId: SessionId, snapshot: Snapshot) => Effect.Effect<void, StoreError>
-  readonly loadSnapshot: (treeId: SessionId) => Effect.Effect<Option.Option<Snapshot>, StoreError>
-  readonly saveSecret: (treeId: SessionId, name: string, value: string) => Effect.Effect<void, StoreError>
-  readonly loadSecret: (treeId: SessionId, name: string) => Effect.Effect<Option.Option<string>, StoreError>
-  readonly deleteSecret: (treeId: SessionId, name: string) => Effect.Effect<void, StoreError>
-}
+/** The port under test. */
+export type Store = SessionStore.Service
 
 /** A store's `changes` as a `Stream`. */
-export const changesOf = (store: Store) => Stream.unwrapScoped(Effect.map(store.changes, Mailbox.toStream))
+export const changesOf: (store: Store) => Stream.Stream<SessionStore.Change, StoreError> = SessionStore.changes
 
 /** A store's `subscribe` as a `Stream` (what the suite reads with `take`). */
-export const tail = (
+export const tail: (
   store: Store,
   treeId: SessionId,
   from: number,
-  sessionId?: SessionId
-): Stream.Stream<TurnEvent.TurnEvent, StoreError> =>
-  Stream.unwrapScoped(Effect.map(store.subscribe(treeId, from, sessionId), Mailbox.toStream))
+  sessionId?: SessionId | undefined
+) => Stream.Stream<TurnEvent.TurnEvent, StoreError> = SessionStore.tail
 
 export interface Database {
   readonly open: Effect.Effect<Store, unknown, Scope.Scope>
@@ -157,7 +59,7 @@ export const childTurnId = Ids.TurnId.make("turn_store_child")
 export const at = DateTime.unsafeMake(1_700_000_000_000)
 export const later = DateTime.unsafeMake(1_700_003_600_000)
 export const callbackId = (name: string): CallbackId => Ids.CallbackId.make(`cb_${name}`)
-export const tree = (id: SessionId = treeId, name = "assistant"): StoredTree => ({
+export const tree = (id: SessionId = treeId, name = "assistant"): SessionStore.StoredTree => ({
   treeId: id,
   agent: AgentSpec.make({
     name,

@@ -4,12 +4,13 @@
  * stores over one database share them. The store never reads the state: it is text.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type * as SessionStore from "@parley/log/SessionStore"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { type MakeDatabase, otherTreeId, queued, type Snapshot, type Store, tree, treeId, within } from "./fixtures.js"
+import { type MakeDatabase, otherTreeId, queued, type Store, tree, treeId, within } from "./fixtures.js"
 
-const snapshot = (seq: number, version = 1, text = `state at ${seq}`): Snapshot => ({
+const snapshot = (seq: number, version = 1, text = `state at ${seq}`): SessionStore.Snapshot => ({
   seq,
   version,
   state: JSON.stringify({ nextSeq: seq, text })

@@ -5,7 +5,7 @@
  * After every scenario that succeeds, the oracle checks the projection: for each tree the scenario created, the
  * transport's log folded with `TreeState.fold` must agree with what the transport reports of every turn in it (open
  * callbacks, state, cursors) and of every session (its parent). It also checks snapshots of the projection: the fold
- * encoded and decoded (`TreeState.encodeSnapshot` / `decodeSnapshot`) is the same state, and so is the fold of the
+ * encoded and decoded (`Snapshot.encodeSnapshot` / `decodeSnapshot`) is the same state, and so is the fold of the
  * log's rest from the snapshot of a prefix, at a few points of the log.
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
@@ -13,8 +13,9 @@ import { assert } from "@effect/vitest"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import * as Transport from "@parley/core/Transport"
-import * as TreeState from "@parley/core/TreeState"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Snapshot from "@parley/log/Snapshot"
+import * as TreeState from "@parley/log/TreeState"
 import type * as Tool from "@parley/tools/Tool"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -73,9 +74,9 @@ const plain = (state: TreeState.TreeState) => {
 }
 
 const roundTrip = (state: TreeState.TreeState, where: string): TreeState.TreeState => {
-  const json = TreeState.encodeSnapshot(state)
+  const json = Snapshot.encodeSnapshot(state)
   if (Either.isLeft(json)) return assert.fail(`${where}: the state does not encode: ${json.left.message}`)
-  const decoded = TreeState.decodeSnapshot(json.right)
+  const decoded = Snapshot.decodeSnapshot(json.right)
   if (Either.isLeft(decoded)) return assert.fail(`${where}: the snapshot does not decode: ${decoded.left.message}`)
   return decoded.right
 }

@@ -14,6 +14,34 @@
  *
  * A store gives it `read` (its stored events from a cursor) and `exists` (whether it has the tree).
  *
+ * @example
+ * ```ts
+ * import { Ids, TurnEvent } from "@parley/core"
+ * import { Fanout } from "@parley/log"
+ * import { DateTime, Effect } from "effect"
+ *
+ * const treeId = Ids.SessionId.make("ses_example")
+ * const stored: Array<TurnEvent.TurnEvent> = []
+ * const fanout = Fanout.make({
+ *   read: (_, from) => Effect.succeed(stored.slice(from)),
+ *   exists: () => Effect.succeed(true)
+ * })
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const mailbox = yield* fanout.subscribe(treeId, 0)
+ *   const event = new TurnEvent.TurnQueued({
+ *     sessionId: treeId,
+ *     turnId: Ids.TurnId.make("turn_1"),
+ *     seq: 0,
+ *     at: DateTime.unsafeMake(0),
+ *     input: "hi"
+ *   })
+ *   stored.push(event)
+ *   fanout.appended(treeId, [event]) // the store's own append, handed on without a read
+ *   const [events] = yield* mailbox.takeAll
+ *   return events
+ * }))
+ * ```
+ *
  * @since 0.1.0
  */
 import type { SessionId } from "@parley/core/Ids"
@@ -23,7 +51,7 @@ import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import type { StoreError } from "./SessionStore.js"
+import type { StoreError } from "./StoreError.js"
 
 /**
  * @since 0.1.0

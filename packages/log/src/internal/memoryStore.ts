@@ -6,8 +6,9 @@ import * as Effect from "effect/Effect"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Fanout from "../Fanout.js"
-import type { Change, Lease, OpenCallbackRow, Service, Snapshot, StoredTree, StoreError } from "../SessionStore.js"
-import { LeaseLost, ResolutionConflict, SeqConflict } from "../SessionStore.js"
+import type { Change, Lease, OpenCallbackRow, Service, Snapshot, StoredTree } from "../SessionStore.js"
+import type { StoreError } from "../StoreError.js"
+import { LeaseLost, ResolutionConflict, SeqConflict } from "../StoreError.js"
 
 interface Log {
   readonly tree: StoredTree

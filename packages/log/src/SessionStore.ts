@@ -18,16 +18,17 @@
  *   `expectedSeq` and the one-resolution rule only.
  * - `unfinished` lists the trees with turns not ended that an owner may take up (recovery); `listOpen` lists the
  *   callbacks open across trees (answers from another process).
- * - Snapshots: `saveSnapshot` keeps the latest snapshot of a tree's projection (`TreeState.encodeSnapshot`, taken at
+ * - Snapshots: `saveSnapshot` keeps the latest snapshot of a tree's projection (`Snapshot.encodeSnapshot`, taken at
  *   a `seq`), never an older one; `loadSnapshot` returns it, so a long tree is loaded from it and the events after it.
  *   A snapshot is a cache of the log's fold, never the truth: a store may drop it.
  *
- * Every failure of the storage itself is a typed `StoreError`.
+ * Every failure is of the `StoreError` family (`StoreError.StoreFailure`): the storage itself failing is a typed
+ * `StoreError`, an append that may not be made a `SeqConflict`, `ResolutionConflict` or `LeaseLost`.
  *
  * @example
  * ```ts
  * import type { Ids } from "@parley/core"
- * import { SessionStore } from "@parley/runtime"
+ * import { SessionStore } from "@parley/log"
  * import { Effect } from "effect"
  *
  * const program = (sessionId: Ids.SessionId) => Effect.gen(function*() {
@@ -49,10 +50,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import type * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as internal from "./internal/memoryStore.js"
+import * as StoreErrors from "./StoreError.js"
 
 /**
  * What the store keeps about a tree besides its log: its root agent's definition and when it was created.
@@ -67,74 +68,60 @@ export interface StoredTree {
 }
 
 /**
- * An append lost a race: the log had moved on. Re-read, decide again.
+ * An append lost a race: the log had moved on. Re-read, decide again — `StoreError.SeqConflict`, the same class.
  *
  * @since 0.1.0
  * @category Errors
  */
-export class SeqConflict extends Schema.TaggedError<SeqConflict>("@parley/runtime/SessionStore/SeqConflict")(
-  "SeqConflict",
-  { treeId: Schema.String, expected: Schema.Number, actual: Schema.Number }
-) {
-  override get message(): string {
-    return `append to tree ${this.treeId} expected seq ${this.expected}, the log is at ${this.actual}`
-  }
-}
+export const SeqConflict: typeof StoreErrors.SeqConflict = StoreErrors.SeqConflict
 
 /**
- * A second resolution of one callback: exactly one `CallbackResolved` is stored per callback id.
- *
  * @since 0.1.0
  * @category Errors
  */
-export class ResolutionConflict
-  extends Schema.TaggedError<ResolutionConflict>("@parley/runtime/SessionStore/ResolutionConflict")(
-    "ResolutionConflict",
-    { treeId: Schema.String, callbackId: Schema.String }
-  )
-{
-  override get message(): string {
-    return `callback ${this.callbackId} of tree ${this.treeId} is already resolved`
-  }
-}
+export type SeqConflict = StoreErrors.SeqConflict
 
 /**
- * An append made under a lease that is no longer the tree's: another owner claimed the tree (this one's heartbeat
- * lapsed). The append wrote nothing; the deposed owner must stop running the tree's work.
+ * A second resolution of one callback — `StoreError.ResolutionConflict`, the same class.
  *
  * @since 0.1.0
  * @category Errors
  */
-export class LeaseLost extends Schema.TaggedError<LeaseLost>("@parley/runtime/SessionStore/LeaseLost")(
-  "LeaseLost",
-  { treeId: Schema.String, owner: Schema.String, epoch: Schema.Number }
-) {
-  override get message(): string {
-    return `${this.owner} no longer holds tree ${this.treeId} (its lease at epoch ${this.epoch} was taken over)`
-  }
-}
+export const ResolutionConflict: typeof StoreErrors.ResolutionConflict = StoreErrors.ResolutionConflict
 
 /**
- * The storage failed (I/O, a broken connection, a row that does not decode).
+ * @since 0.1.0
+ * @category Errors
+ */
+export type ResolutionConflict = StoreErrors.ResolutionConflict
+
+/**
+ * An append made under a lease another owner took over: nothing was written — `StoreError.LeaseLost`, the same class.
  *
  * @since 0.1.0
  * @category Errors
  */
-export class StoreError extends Schema.TaggedError<StoreError>("@parley/runtime/SessionStore/StoreError")(
-  "StoreError",
-  {
-    /** The public module whose method failed: `SessionStore` (a method of the port) unless a store's own
-     * constructor failed (`SqlStore` for `SqlStore.layerSqlite`). */
-    module: Schema.optional(Schema.String),
-    method: Schema.String,
-    description: Schema.String,
-    cause: Schema.optional(Schema.Defect)
-  }
-) {
-  override get message(): string {
-    return `${this.module ?? "SessionStore"}.${this.method}: ${this.description}`
-  }
-}
+export const LeaseLost: typeof StoreErrors.LeaseLost = StoreErrors.LeaseLost
+
+/**
+ * @since 0.1.0
+ * @category Errors
+ */
+export type LeaseLost = StoreErrors.LeaseLost
+
+/**
+ * The storage failed (I/O, a broken connection, a row that does not decode) — `StoreError.StoreError`, the same class.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export const StoreError: typeof StoreErrors.StoreError = StoreErrors.StoreError
+
+/**
+ * @since 0.1.0
+ * @category Errors
+ */
+export type StoreError = StoreErrors.StoreError
 
 /**
  * The right to run a tree's work, as `claim` gave it: the fencing token of the owner's appends.
@@ -201,7 +188,7 @@ export interface PausedClaim {
 
 /**
  * A snapshot of a tree's projection, as the store keeps it: the state after the events before `seq`, as JSON text
- * (`TreeState.encodeSnapshot`), and the layout it was written with (`TreeState.snapshotVersion`).
+ * (`Snapshot.encodeSnapshot`), and the layout it was written with (`Snapshot.snapshotVersion`).
  *
  * @since 0.1.0
  * @category Models
@@ -308,7 +295,7 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class SessionStore extends Context.Tag("@parley/runtime/SessionStore")<SessionStore, Service>() {}
+export class SessionStore extends Context.Tag("@parley/log/SessionStore")<SessionStore, Service>() {}
 
 /**
  * An append to a tree: the `seq` its log reached.

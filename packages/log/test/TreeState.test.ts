@@ -7,10 +7,10 @@ import {
   ParleyError,
   Permissions,
   ToolSpec,
-  TreeState,
   TurnEvent,
   TurnState
 } from "@parley/core"
+import { Snapshot, TreeState } from "@parley/log"
 import { DateTime, Either, FastCheck as fc, HashMap } from "effect"
 
 // Snapshots of the projection: a state encoded to JSON and decoded back is the same state, and folding the rest of a
@@ -333,9 +333,9 @@ const queries = (state: TreeState.TreeState) => ({
 })
 
 const roundTrip = (state: TreeState.TreeState): TreeState.TreeState => {
-  const json = TreeState.encodeSnapshot(state)
+  const json = Snapshot.encodeSnapshot(state)
   if (Either.isLeft(json)) return assert.fail(`the state does not encode: ${json.left.message}`)
-  const decoded = TreeState.decodeSnapshot(json.right)
+  const decoded = Snapshot.decodeSnapshot(json.right)
   if (Either.isLeft(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.left.message}`)
   return decoded.right
 }
@@ -522,9 +522,9 @@ describe("TreeState snapshots", () => {
   })
 
   it("the encoded form: HashMaps as [key, value] entries, fields left undefined left out", () => {
-    const json = TreeState.encodeSnapshot(TreeState.fold(header, log.slice(0, 1)))
+    const json = Snapshot.encodeSnapshot(TreeState.fold(header, log.slice(0, 1)))
     if (Either.isLeft(json)) return assert.fail(json.left.message)
-    const encoded = JSON.parse(json.right) as TreeState.TreeStateEncoded
+    const encoded = JSON.parse(json.right) as Snapshot.TreeStateEncoded
     assert.strictEqual(encoded.nextSeq, 1)
     assert.deepStrictEqual(encoded.sessions.map(([id]) => id), [root])
     assert.deepStrictEqual(encoded.turns.map(([id]) => id), [turn1])
@@ -536,13 +536,13 @@ describe("TreeState snapshots", () => {
   })
 
   it("a snapshot that is not a state does not decode", () => {
-    assert.isTrue(Either.isLeft(TreeState.decodeSnapshot("not json")))
-    assert.isTrue(Either.isLeft(TreeState.decodeSnapshot(JSON.stringify({ treeId: root, nextSeq: 3 }))))
-    const json = TreeState.encodeSnapshot(TreeState.fold(header, log))
+    assert.isTrue(Either.isLeft(Snapshot.decodeSnapshot("not json")))
+    assert.isTrue(Either.isLeft(Snapshot.decodeSnapshot(JSON.stringify({ treeId: root, nextSeq: 3 }))))
+    const json = Snapshot.encodeSnapshot(TreeState.fold(header, log))
     if (Either.isLeft(json)) return assert.fail(json.left.message)
     const broken = json.right.replace(/"status":"running"/, "\"status\":\"paused\"")
     assert.notStrictEqual(broken, json.right)
-    assert.isTrue(Either.isLeft(TreeState.decodeSnapshot(broken)))
+    assert.isTrue(Either.isLeft(Snapshot.decodeSnapshot(broken)))
   })
 
   it.prop(
