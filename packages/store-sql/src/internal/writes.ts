@@ -322,8 +322,6 @@ export const start = (
         yield* afterPendingWork
         const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
         const batch = [first, ...Chunk.toReadonlyArray(rest)]
-        ;(globalThis as any).__sizes ??= new Map()
-        ;(globalThis as any).__sizes.set(batch.length, ((globalThis as any).__sizes.get(batch.length) ?? 0) + 1)
         // A defect in a batch fails its writes (typed) and leaves the writer running.
         yield* Effect.uninterruptible(runBatch(batch)).pipe(
           Effect.catchAllCause((cause) => {
