@@ -37,7 +37,7 @@ import { Final } from "./TurnState.js"
  * @since 0.1.0
  * @category Models
  */
-export const schemaVersion = 2
+export const schemaVersion = 3
 
 /**
  * The steps from each older version to the next, as functions of the encoded (JSON) event: `upcasts[n - 1]` turns
@@ -46,8 +46,12 @@ export const schemaVersion = 2
  * - 1 → 2: `CallbackResolved` gained `answeredBy`, `AllowApproval` gained `arguments` and `remember`, and the grant
  *   events are new: every addition is optional, so a version-1 event reads as it is. Its `answeredBy` stays absent
  *   (nobody recorded who answered), never invented.
+ * - 2 → 3: `ToolCallStarted` gained `decidedBy` (the policy rule that allowed or denied the call without asking):
+ *   optional, so a version-2 event reads as it is, without it (it was not recorded, and is not guessed from today's
+ *   policy).
  */
 const upcasts: ReadonlyArray<(encoded: unknown) => unknown> = [
+  (encoded) => encoded,
   (encoded) => encoded
 ]
 
@@ -198,7 +202,11 @@ export class MessageCompleted
 {}
 
 /**
- * The model asked for a tool call.
+ * The model asked for a tool call. `decidedBy` is set when the permission policy decided the call without asking —
+ * `Policy { rule }`, naming the rule (or the default) and its decision, e.g. `rules[1] client.delete_*: deny` — so the
+ * log says what allowed or denied every call. It is absent when the policy asked (the approval's `decidedBy` names the
+ * rule that asked, its `CallbackResolved`'s `answeredBy` who answered), for the subagent tools the policy does not
+ * cover (`agents.message`, `agents.wait`, `agents.interrupt`), and in events of schema version 2 and older.
  *
  * @since 0.1.0
  * @category Schemas
@@ -209,7 +217,9 @@ export class ToolCallStarted
     toolCallId: Schema.String,
     toolId: ToolId,
     name: Schema.String,
-    arguments: Schema.Unknown
+    arguments: Schema.Unknown,
+    /** What decided the call without asking: the permission policy's rule (events of schema version ≤ 2 carry none). */
+    decidedBy: Schema.optional(Principal)
   })
 {}
 

@@ -32,6 +32,7 @@
  */
 import { PolicyInvalid } from "@parley/core/ParleyError"
 import * as Permissions from "@parley/core/Permissions"
+import * as Principal from "@parley/core/Principal"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { dual } from "effect/Function"
@@ -330,6 +331,32 @@ export const evaluate: {
   }
   return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision() }, true)
 })
+
+/**
+ * An evaluation as the principal that decided, for the log's audit (`ToolCallStarted.decidedBy`): the rule that matched
+ * and its decision, `rules[<index>] <pattern>: <decision>`, or `default: <decision>`.
+ *
+ * @example
+ * ```ts
+ * import { PermissionPolicy } from "@parley/policy"
+ *
+ * const policy = new PermissionPolicy.PermissionPolicy({
+ *   default: "ask",
+ *   rules: [PermissionPolicy.rule(["client.get_*"], "allow")]
+ * })
+ * PermissionPolicy.principal(PermissionPolicy.evaluate(policy, "client.get_location"))
+ * // Policy { rule: "rules[0] client.get_*: allow" }
+ * ```
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const principal = (evaluation: Evaluation): Principal.Policy =>
+  new Principal.Policy({
+    rule: evaluation.decidedBy._tag === "RuleMatched"
+      ? `rules[${evaluation.decidedBy.index}] ${evaluation.decidedBy.pattern}: ${evaluation.decision}`
+      : `default: ${evaluation.decision}`
+  }, true)
 
 /**
  * The tools a policy is checked against (`checkTools`): the ids an agent — with its subagents, their builtins and
