@@ -20,7 +20,7 @@ import * as Stores from "./stores.js"
  * An in-memory exporter that counts the spans it is given and keeps none: the bench times the engine's telemetry, not
  * a test exporter's heap of a few thousand spans (which slows every garbage collection of the phase down).
  */
-class CountedSpans extends InMemorySpanExporter {
+export class CountedSpans extends InMemorySpanExporter {
   count = 0
   override export(spans: Array<ReadableSpan>, done: (result: ExportResult) => void): void {
     this.count += spans.length
