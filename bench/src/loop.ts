@@ -19,7 +19,7 @@ import { ParleyTelemetry } from "@parley/telemetry"
 import { Cause, Console, Effect, Exit, Layer } from "effect"
 import { makeRawDouble, scripted } from "./models.js"
 import { runtime } from "./phases.js"
-import { CountedSpans } from "./telemetry.js"
+import { CountedSpans } from "./telemetryPairs.js"
 import { approveAll, checkCompleted, Ledger, makeAgent, message } from "./workload.js"
 
 const rounds = 8
