@@ -548,7 +548,8 @@ const program = Effect.gen(function*() {
       yield* Telemetry.section({
         turns: Math.max(options.turns, options.quick ? 300 : 1000),
         warmup: Math.min(options.warmup, 100),
-        rounds: options.quick ? 4 : 6
+        rounds: options.quick ? 4 : 6,
+        pairs: options.quick ? 1000 : 5000
       })
     )
   }

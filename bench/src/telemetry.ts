@@ -6,8 +6,7 @@
  * machine disturb far less than wall time; the wall-time p50s are shown too. A run with no tracer must make no spans
  * and count no metrics: that is checked, not timed.
  */
-import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
-import { BatchSpanProcessor, InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base"
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { EngineTelemetry } from "@parley/runtime"
 import { ParleyTelemetry } from "@parley/telemetry"
 import { Console, Effect, Fiber, Metric } from "effect"
@@ -15,21 +14,8 @@ import { rawDouble } from "./models.js"
 import { latency } from "./phases.js"
 import * as Report from "./report.js"
 import * as Stores from "./stores.js"
-
-/**
- * An in-memory exporter that counts the spans it is given and keeps none: the bench times the engine's telemetry, not
- * a test exporter's heap of a few thousand spans (which slows every garbage collection of the phase down).
- */
-class CountedSpans extends InMemorySpanExporter {
-  count = 0
-  override export(spans: Array<ReadableSpan>, done: (result: ExportResult) => void): void {
-    this.count += spans.length
-    done({ code: ExportResultCode.SUCCESS })
-  }
-  override shutdown(): Promise<void> {
-    return Promise.resolve()
-  }
-}
+import * as Pairs from "./telemetryPairs.js"
+import { CountedSpans } from "./telemetryPairs.js"
 
 /** Runs `effect` in a fiber of its own: a tracer its layer installs does not stay on the caller's fiber. */
 const isolated = <A, E>(effect: Effect.Effect<A, E>) =>
@@ -47,7 +33,13 @@ const percent = (n: number) => `${(n * 100).toFixed(1)} %`
 /** The overhead target of issue 20: telemetry on costs at most 10 % more per turn. */
 const OVERHEAD = 0.1
 
-export const section = (options: { readonly turns: number; readonly warmup: number; readonly rounds: number }) =>
+export const section = (options: {
+  readonly turns: number
+  readonly warmup: number
+  readonly rounds: number
+  /** Pairs of turns (one traced, one not) measured in one engine. */
+  readonly pairs: number
+}) =>
   Effect.gen(function*() {
     /** The phase, and the process's CPU time per turn over it (warm-up and session starts included), in ms. */
     const phase = (store: Stores.BenchStore) =>
@@ -104,6 +96,7 @@ export const section = (options: { readonly turns: number; readonly warmup: numb
     const offCpu = median(plainCpu)
     const onCpu = median(tracedCpu)
     const total = options.rounds * (options.turns + options.warmup)
+    const paired = yield* Pairs.measure(options.pairs, Math.min(1000, options.pairs >> 2))
     const result: Report.Section = {
       title: `telemetry · ${rawDouble.name} · variant A · ${options.rounds} rounds of ${
         Report.count(options.turns)
@@ -115,6 +108,22 @@ export const section = (options: { readonly turns: number; readonly warmup: numb
         Report.info("p50 per turn (wall), no tracer / traced", `${Report.ms(off)} / ${Report.ms(on)}`),
         Report.info("cost of telemetry per turn (wall p50)", percent((on - off) / off)),
         Report.info("spans exported per traced turn", (spans / total).toFixed(1)),
+        Report.info(
+          `paired turns (${Report.count(options.pairs)} pairs in one engine): CPU mean per turn, no tracer / traced`,
+          `${Report.ms(paired.cpuOff)} / ${Report.ms(paired.cpuOn)}`
+        ),
+        Report.atMost(
+          "cost of telemetry per turn, paired (CPU time)",
+          (paired.cpuOn - paired.cpuOff) / paired.cpuOff,
+          OVERHEAD,
+          percent
+        ),
+        Report.info(
+          "paired turns: p50 per turn (wall), no tracer / traced",
+          `${Report.ms(paired.wallOff)} / ${Report.ms(paired.wallOn)} (${
+            percent((paired.wallOn - paired.wallOff) / paired.wallOff)
+          })`
+        ),
         Report.atMost("turns counted by the metrics with no tracer (nothing made)", countedWithout, 0, Report.count)
       ]
     }

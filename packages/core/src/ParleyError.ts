@@ -18,355 +18,49 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-// A cycle (Answer's validation fails with `AnswerMismatch`), read lazily: only `Schema.suspend` touches it.
-import { Answer } from "./Answer.js"
+import {
+  AnswerMismatch,
+  CallbackAlreadyAnswered,
+  CallbackNotOpen,
+  GrantNotFound,
+  InvalidId,
+  SessionNotFound,
+  TurnNotFound
+} from "./internal/callbackErrors.js"
+import { TypeId } from "./internal/errorTypeId.js"
+import {
+  AgentInvalid,
+  HandlerFailed,
+  ModelFailure,
+  PolicyInvalid,
+  RuntimeMissing,
+  StepLimitReached,
+  ToolFailure,
+  TransportFailure
+} from "./internal/runErrors.js"
 
 /**
- * @since 0.1.0
- * @category Models
- */
-export const TypeId: unique symbol = Symbol.for("@parley/core/ParleyError")
-
-/**
- * @since 0.1.0
- * @category Models
- */
-export type TypeId = typeof TypeId
-
-const common = {
-  module: Schema.String,
-  method: Schema.String,
-  description: Schema.optional(Schema.String),
-  cause: Schema.optional(Schema.Defect)
-}
-
-const where = (error: { readonly module: string; readonly method: string }) => `${error.module}.${error.method}`
-const suffix = (description: string | undefined) => (description === undefined ? "" : `: ${description}`)
-
-/**
- * An id that does not have the form its kind requires.
+ * The brand every Parley error carries: `TypeId`.
  *
  * @since 0.1.0
- * @category Errors
  */
-export class InvalidId extends Schema.TaggedError<InvalidId>("@parley/core/ParleyError/InvalidId")("InvalidId", {
-  ...common,
-  kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId"),
-  value: Schema.String
-}) {
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: invalid ${this.kind} ${JSON.stringify(this.value)}${suffix(this.description)}`
-  }
-}
+export * from "./internal/errorTypeId.js"
 
 /**
- * The answer does not fit the callback; nothing was sent.
+ * The errors of ids, answers and callbacks: `InvalidId`, `AnswerMismatch`, `CallbackNotOpen`, `GrantNotFound`,
+ * `CallbackAlreadyAnswered`, `SessionNotFound`, `TurnNotFound`.
  *
  * @since 0.1.0
- * @category Errors
  */
-export class AnswerMismatch
-  extends Schema.TaggedError<AnswerMismatch>("@parley/core/ParleyError/AnswerMismatch")("AnswerMismatch", {
-    ...common,
-    callbackId: Schema.String,
-    reason: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: the answer does not fit callback ${this.callbackId}: ${this.reason}. Nothing was sent.`
-  }
-}
+export * from "./internal/callbackErrors.js"
 
 /**
- * The callback is not open: it does not exist, or it was closed without an answer (expired, cancelled, turn ended).
+ * The errors of running agents: `PolicyInvalid`, `RuntimeMissing`, `AgentInvalid`, `ModelFailure`,
+ * `TransportFailure`, `StepLimitReached`, `ToolFailure`, `HandlerFailed`.
  *
  * @since 0.1.0
- * @category Errors
  */
-export class CallbackNotOpen
-  extends Schema.TaggedError<CallbackNotOpen>("@parley/core/ParleyError/CallbackNotOpen")("CallbackNotOpen", {
-    ...common,
-    callbackId: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: callback ${this.callbackId} is not open${suffix(this.description)}`
-  }
-}
-
-/**
- * The session has no grant in force with this id (never granted, or already revoked). Nothing was changed.
- *
- * @since 0.1.0
- * @category Errors
- */
-export class GrantNotFound
-  extends Schema.TaggedError<GrantNotFound>("@parley/core/ParleyError/GrantNotFound")("GrantNotFound", {
-    ...common,
-    sessionId: Schema.String,
-    grantId: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: session ${this.sessionId} has no grant ${this.grantId} in force${suffix(this.description)}`
-  }
-}
-
-/**
- * Another answer to the callback won first; this one was not stored.
- *
- * @since 0.1.0
- * @category Errors
- */
-export class CallbackAlreadyAnswered extends Schema.TaggedError<CallbackAlreadyAnswered>(
-  "@parley/core/ParleyError/CallbackAlreadyAnswered"
-)("CallbackAlreadyAnswered", {
-  ...common,
-  callbackId: Schema.String,
-  /** The answer that won (the `CallbackResolved` in the log carries it too). */
-  answer: Schema.optional(Schema.suspend((): typeof Answer => Answer).annotations({ identifier: "Answer" }))
-}) {
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: callback ${this.callbackId} was already answered`
-  }
-}
-
-/**
- * @since 0.1.0
- * @category Errors
- */
-export class SessionNotFound
-  extends Schema.TaggedError<SessionNotFound>("@parley/core/ParleyError/SessionNotFound")("SessionNotFound", {
-    ...common,
-    sessionId: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: no session ${this.sessionId}`
-  }
-}
-
-/**
- * @since 0.1.0
- * @category Errors
- */
-export class TurnNotFound
-  extends Schema.TaggedError<TurnNotFound>("@parley/core/ParleyError/TurnNotFound")("TurnNotFound", {
-    ...common,
-    sessionId: Schema.String,
-    turnId: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: no turn ${this.turnId} in session ${this.sessionId}`
-  }
-}
-
-/**
- * A permission policy that cannot be used: a malformed tool pattern, an unknown namespace, …
- *
- * @since 0.1.0
- * @category Errors
- */
-export class PolicyInvalid
-  extends Schema.TaggedError<PolicyInvalid>("@parley/core/ParleyError/PolicyInvalid")("PolicyInvalid", {
-    ...common,
-    issues: Schema.Array(Schema.String)
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: invalid permission policy: ${this.issues.join("; ")}`
-  }
-}
-
-/**
- * A client API call (`Agent`, `Session`, `Turn`, `Inbox`) made with no Parley runtime in context: no `Transport`
- * service. The message says which layer provides one.
- *
- * @since 0.1.0
- * @category Errors
- */
-export class RuntimeMissing
-  extends Schema.TaggedError<RuntimeMissing>("@parley/core/ParleyError/RuntimeMissing")("RuntimeMissing", {
-    ...common,
-    service: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: no Parley runtime in context (no ${this.service} service): provide ` +
-      "`LocalTransport.layerMemory()` (in-process, from @parley/runtime), the SQLite one-liner " +
-      "`SqlRuntime.layerSqlite()` (durable, from @parley/store-sql), or `HttpTransport.layer(…)` (a server, from " +
-      "@parley/transport-http)" +
-      suffix(this.description)
-  }
-}
-
-/**
- * An agent definition that cannot run: an unknown model, duplicate tool names, …
- *
- * @since 0.1.0
- * @category Errors
- */
-export class AgentInvalid
-  extends Schema.TaggedError<AgentInvalid>("@parley/core/ParleyError/AgentInvalid")("AgentInvalid", {
-    ...common,
-    agent: Schema.String,
-    issues: Schema.Array(Schema.String)
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: agent ${this.agent} is invalid: ${this.issues.join("; ")}`
-  }
-}
-
-/**
- * The model failed (network, provider error, malformed output).
- *
- * @since 0.1.0
- * @category Errors
- */
-export class ModelFailure
-  extends Schema.TaggedError<ModelFailure>("@parley/core/ParleyError/ModelFailure")("ModelFailure", {
-    ...common,
-    model: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: model ${this.model} failed${suffix(this.description)}`
-  }
-}
-
-/**
- * The transport could not carry a request (connection refused, unexpected response, …).
- *
- * @since 0.1.0
- * @category Errors
- */
-export class TransportFailure
-  extends Schema.TaggedError<TransportFailure>("@parley/core/ParleyError/TransportFailure")("TransportFailure", {
-    ...common
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: transport failure${suffix(this.description)}`
-  }
-}
-
-/**
- * A turn took as many model steps as its agent allows (`maxSteps`) and the model still called tools: it ends
- * `Failed` rather than loop.
- *
- * @since 0.1.0
- * @category Errors
- */
-export class StepLimitReached
-  extends Schema.TaggedError<StepLimitReached>("@parley/core/ParleyError/StepLimitReached")("StepLimitReached", {
-    ...common,
-    limit: Schema.Number
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: the turn reached its limit of ${this.limit} model steps`
-  }
-}
-
-/**
- * A tool that runs in the runtime (a connector's) died instead of returning a result or a tool error.
- *
- * @since 0.1.0
- * @category Errors
- */
-export class ToolFailure
-  extends Schema.TaggedError<ToolFailure>("@parley/core/ParleyError/ToolFailure")("ToolFailure", {
-    ...common,
-    toolId: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: tool ${this.toolId} failed${suffix(this.description)}`
-  }
-}
-
-/**
- * A callback handler failed or died while answering a callback. The callback stays open: answer it by id, or wait
- * again with other handlers.
- *
- * @since 0.1.0
- * @category Errors
- */
-export class HandlerFailed
-  extends Schema.TaggedError<HandlerFailed>("@parley/core/ParleyError/HandlerFailed")("HandlerFailed", {
-    ...common,
-    callbackId: Schema.String,
-    kind: Schema.String
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `${where(this)}: the ${this.kind} handler for callback ${this.callbackId} failed${
-      suffix(this.description)
-    }; the callback is still open`
-  }
-}
+export * from "./internal/runErrors.js"
 
 /**
  * @since 0.1.0

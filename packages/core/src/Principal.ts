@@ -6,7 +6,7 @@
  * - `Client { label? }`: a program answered by id (`Turn.answer`, `Inbox.answer`; it may pass a label: a user name,
  *   a ticket);
  * - `Grant { id }`: a remembered grant decided the call without asking (see `ApprovalGranted`);
- * - `Policy { rule }`: the permission policy decided it;
+ * - `Policy { rule }`: the permission policy decided a call without asking (on its `ToolCallStarted`'s `decidedBy`);
  * - `ApiKey { tenant, keyId }`: an answer posted to the server with an API key.
  *
  * @example
@@ -52,7 +52,8 @@ export class Grant extends Schema.TaggedClass<Grant>("@parley/core/Principal/Gra
 }) {}
 
 /**
- * The permission policy decided: the rule (`rules[<index>] <pattern>`) or `default`.
+ * The permission policy decided: the rule that matched and its decision (`rules[<index>] <pattern>: <decision>`) or
+ * the default (`default: <decision>`), e.g. `rules[0] client.get_*: allow`, `default: deny`.
  *
  * @since 0.1.0
  * @category Schemas
@@ -90,7 +91,7 @@ export const Principal: Schema.Union<[typeof Handler, typeof Client, typeof Gran
 
 /**
  * One line for logs and narrations: `approveReads`, `by id`, `by id (alice)`, `grant grant_12`, `policy rules[0]
- * client.*`, `key k1 of acme`, `approveReads (key k1 of acme)`.
+ * client.*: allow`, `key k1 of acme`, `approveReads (key k1 of acme)`.
  *
  * @since 0.1.0
  * @category Utils

@@ -12,7 +12,7 @@ import {
   TurnEvent,
   TurnState
 } from "@parley/core"
-import { DateTime, Duration, Effect, Schema } from "effect"
+import { DateTime, Duration, Effect, Either, Schema } from "effect"
 import * as F from "./fixtures.js"
 
 /** Encodes with `schema`, goes through JSON text, and decodes the JSON back with the same schema. */
@@ -253,6 +253,30 @@ const events: ReadonlyArray<TurnEvent.TurnEvent> = [
 ]
 
 describe("TurnEvent", () => {
+  it.effect("a version-2 ToolCallStarted (no decidedBy) upcasts unchanged and decodes; a version-3 one keeps it", () =>
+    Effect.gen(function*() {
+      const started = new TurnEvent.ToolCallStarted({
+        ...common,
+        seq: 3,
+        toolCallId: "call_1",
+        toolId: "client.delete_all" as never,
+        name: "delete_all",
+        arguments: {}
+      })
+      const v2 = JSON.parse(JSON.stringify(yield* Schema.encode(TurnEvent.TurnEvent)(started)))
+      assert.strictEqual(TurnEvent.schemaVersion, 3)
+      const upcast = TurnEvent.upcast(2, v2)
+      assert.deepStrictEqual(upcast, Either.right(v2))
+      const decoded = yield* Schema.decodeUnknown(TurnEvent.TurnEvent)(Either.getOrThrow(upcast))
+      assert.isTrue(decoded._tag === "ToolCallStarted" && decoded.decidedBy === undefined)
+      const decided = new TurnEvent.ToolCallStarted({
+        ...started,
+        decidedBy: new Principal.Policy({ rule: "rules[1] client.delete_all: deny" })
+      })
+      const again = yield* roundTrip(TurnEvent.TurnEvent, decided)
+      assert.deepStrictEqual(again, decided)
+    }))
+
   it.effect("round-trips every member through JSON with the union schema", () =>
     Effect.gen(function*() {
       const tags = new Set(events.map((event) => event._tag))

@@ -32,11 +32,13 @@
  */
 import { PolicyInvalid } from "@parley/core/ParleyError"
 import * as Permissions from "@parley/core/Permissions"
+import * as Principal from "@parley/core/Principal"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { dual } from "effect/Function"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { checked, quote } from "./internal/validation.js"
 import * as ToolPattern from "./ToolPattern.js"
 
 // ===== Schemas (re-exported from @parley/core/Permissions) =====
@@ -183,43 +185,6 @@ export const rule = (
     ...(options?.editable === undefined ? {} : { editable: options.editable })
   }, true)
 
-const quote = (value: unknown): string => JSON.stringify(value)
-
-const isDecision = Schema.is(Decision)
-
-const issuesOf = (policy: PermissionPolicy): Array<string> => {
-  const issues: Array<string> = []
-  if (!isDecision(policy.default)) {
-    issues.push(`default ${quote(policy.default)} is not "allow", "deny" or "ask"`)
-  }
-  policy.rules.forEach((rule, index) => {
-    if (!isDecision(rule.decision)) {
-      issues.push(`rules[${index}]: decision ${quote(rule.decision)} is not "allow", "deny" or "ask"`)
-    }
-    if (rule.tools.length === 0) {
-      issues.push(`rules[${index}]: no tool patterns, so the rule matches nothing`)
-    }
-    rule.tools.forEach((pattern, position) => {
-      const parsed = ToolPattern.parse(pattern)
-      if (Either.isLeft(parsed)) {
-        issues.push(`rules[${index}].tools[${position}] ${parsed.left}`)
-      }
-    })
-  })
-  return issues
-}
-
-const checked = (
-  policy: PermissionPolicy,
-  method: string,
-  earlier: ReadonlyArray<string> = []
-): Effect.Effect<PermissionPolicy, PolicyInvalid> => {
-  const issues = [...earlier, ...issuesOf(policy)]
-  return issues.length === 0
-    ? Effect.succeed(policy)
-    : Effect.fail(new PolicyInvalid({ module: "PermissionPolicy", method, issues }))
-}
-
 /**
  * Builds and checks a policy. Fails with `PolicyInvalid` listing every issue: `default` and `permissionMode` that
  * contradict each other, and every issue `validate` finds.
@@ -332,95 +297,34 @@ export const evaluate: {
 })
 
 /**
- * The tools a policy is checked against (`checkTools`): the ids an agent — with its subagents, their builtins and
- * the connectors they declare — can call, and the connector sources whose tool lists are not known yet.
+ * An evaluation as the principal that decided, for the log's audit (`ToolCallStarted.decidedBy`): the rule that matched
+ * and its decision, `rules[<index>] <pattern>: <decision>`, or `default: <decision>`.
  *
- * @since 0.1.0
- * @category Models
- */
-export interface Callable {
-  readonly agent: string
-  readonly toolIds: ReadonlyArray<string>
-  /** Declared connectors whose tools are not known yet: patterns under them are only warned about. */
-  readonly pendingSources?: ReadonlyArray<string> | undefined
-}
-
-/**
- * What `checkTools` found: `issues` (the policy is refused: `PolicyInvalid`) and `warnings` (logged).
+ * @example
+ * ```ts
+ * import { PermissionPolicy } from "@parley/policy"
  *
- * @since 0.1.0
- * @category Models
- */
-export interface ToolCheck {
-  readonly issues: ReadonlyArray<string>
-  readonly warnings: ReadonlyArray<string>
-}
-
-const distance = (a: string, b: string): number => {
-  const previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = previous[0]
-    previous[0] = i
-    for (let j = 1; j <= b.length; j++) {
-      const above = previous[j]
-      previous[j] = Math.min(previous[j] + 1, previous[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
-      diagonal = above
-    }
-  }
-  return previous[b.length]
-}
-
-/**
- * The callable tool id closest to `pattern` (by edit distance), if one is close enough to be a typo.
+ * const policy = new PermissionPolicy.PermissionPolicy({
+ *   default: "ask",
+ *   rules: [PermissionPolicy.rule(["client.get_*"], "allow")]
+ * })
+ * PermissionPolicy.principal(PermissionPolicy.evaluate(policy, "client.get_location"))
+ * // Policy { rule: "rules[0] client.get_*: allow" }
+ * ```
  *
  * @since 0.1.0
  * @category Utils
  */
-export const closestTool = (pattern: string, toolIds: ReadonlyArray<string>): string | undefined => {
-  let best: { readonly id: string; readonly distance: number } | undefined
-  for (const id of toolIds) {
-    const d = distance(pattern, id)
-    if (best === undefined || d < best.distance) best = { id, distance: d }
-  }
-  return best !== undefined && best.distance <= Math.max(3, Math.floor(pattern.length / 3)) ? best.id : undefined
-}
+export const principal = (evaluation: Evaluation): Principal.Policy =>
+  new Principal.Policy({
+    rule: evaluation.decidedBy._tag === "RuleMatched"
+      ? `rules[${evaluation.decidedBy.index}] ${evaluation.decidedBy.pattern}: ${evaluation.decision}`
+      : `default: ${evaluation.decision}`
+  }, true)
 
 /**
- * Checks a (valid) policy against the tools its agent can call. A rule pattern without a wildcard that names no
- * callable tool is an issue — almost always a typo (`client.get_locaton`) that would otherwise silently decide
- * nothing — named with the closest tool id ("did you mean client.get_location?"). A pattern with a wildcard
- * (`client.*`, `connector.gmail.*`) that matches nothing today is allowed: it names a class of tools, and a policy
- * shared by several agents (or written before a tool is added) means it for the tools to come. An exact pattern under a
- * connector whose tools are not known yet (`pendingSources`) is a warning, not an issue.
+ * A policy checked against the tools its agent can call: `Callable`, `ToolCheck`, `closestTool`, `checkTools`.
  *
  * @since 0.1.0
- * @category Utils
  */
-export const checkTools = (policy: PermissionPolicy, callable: Callable): ToolCheck => {
-  const issues: Array<string> = []
-  const warnings: Array<string> = []
-  const pending = new Set(callable.pendingSources ?? [])
-  policy.rules.forEach((rule, index) => {
-    rule.tools.forEach((pattern, position) => {
-      const parsed = ToolPattern.parse(pattern)
-      if (Either.isLeft(parsed) || !parsed.right.exact) return
-      if (callable.toolIds.some((id) => ToolPattern.matches(parsed.right, id))) return
-      const where = `rules[${index}].tools[${position}] ${quote(pattern)}`
-      if (parsed.right.namespace === "connector" && pending.has(parsed.right.segments[1])) {
-        warnings.push(
-          `${where}: the tools of connector ${parsed.right.segments[1]} are not known yet, so this pattern is not ` +
-            `checked against them`
-        )
-        return
-      }
-      const closest = closestTool(pattern, callable.toolIds)
-      issues.push(
-        `${where} matches no tool agent ${quote(callable.agent)} can call` +
-          (closest === undefined
-            ? callable.toolIds.length === 0 ? " (it has none)" : ` (its tools: ${callable.toolIds.join(", ")})`
-            : `; did you mean ${closest}?`)
-      )
-    })
-  })
-  return { issues, warnings }
-}
+export * from "./internal/toolCheck.js"

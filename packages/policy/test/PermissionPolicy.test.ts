@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ParleyError } from "@parley/core"
+import { ParleyError, Principal } from "@parley/core"
 import { PermissionPolicy } from "@parley/policy"
 import { Effect, Schema } from "effect"
 
@@ -410,5 +410,27 @@ describe("PermissionPolicy.checkTools", () => {
     Effect.sync(() => {
       assert.strictEqual(PermissionPolicy.closestTool("client.get_locaton", callable.toolIds), "client.get_location")
       assert.strictEqual(PermissionPolicy.closestTool("client.send_email", callable.toolIds), undefined)
+    }))
+})
+
+describe("PermissionPolicy.principal", () => {
+  it.effect("names the rule that matched (index, pattern, decision) or the default, as the log records it", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.make({
+        default: "deny",
+        rules: [rule(["client.get_*", "client.lookup"], "allow"), rule(["connector.*.send_*"], "ask")]
+      })
+      const principalOf = (toolId: string) => PermissionPolicy.principal(PermissionPolicy.evaluate(policy, toolId))
+      assert.deepStrictEqual(
+        principalOf("client.get_location"),
+        new Principal.Policy({ rule: "rules[0] client.get_*: allow" })
+      )
+      assert.deepStrictEqual(
+        principalOf("client.lookup"),
+        new Principal.Policy({ rule: "rules[0] client.lookup: allow" })
+      )
+      assert.deepStrictEqual(principalOf("connector.gmail.send_email").rule, "rules[1] connector.*.send_*: ask")
+      assert.deepStrictEqual(principalOf("client.rm"), new Principal.Policy({ rule: "default: deny" }))
+      assert.strictEqual(Principal.describe(principalOf("client.rm")), "policy default: deny")
     }))
 })

@@ -2,7 +2,7 @@
  * Who decided each callback: every `CallbackResolved` for an answer names it (`answeredBy`), read from the log.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, Answer, CallbackHandler, Inbox, type Principal, Session, Turn, TurnEvent } from "@parley/core"
+import { Agent, Answer, CallbackHandler, Inbox, Permissions, Principal, Session, Turn, TurnEvent } from "@parley/core"
 import { LocalTransport } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool, Tool, ToolAnnotations } from "@parley/tools"
@@ -130,4 +130,61 @@ describe("answeredBy", () => {
       )
       assert.deepStrictEqual(decoded, resolved)
     }).pipe(Effect.provide(runtime([ScriptedModel.toolCall("get_location", {}), ScriptedModel.text("Lyon.")]))))
+
+  it.effect("names the policy rule that allowed or denied a call without asking, on the call's ToolCallStarted", () =>
+    Effect.gen(function*() {
+      const governed = Agent.make({
+        name: "governed",
+        model: "m",
+        instructions: "Use your tools.",
+        tools: [lookupPrice, lookupStock, getLocation],
+        permissions: new Permissions.PermissionPolicy({
+          default: "deny",
+          rules: [
+            new Permissions.PermissionRule({ tools: ["client.lookup_*"], decision: "allow" }),
+            new Permissions.PermissionRule({ tools: ["client.lookup_stock"], decision: "ask" })
+          ]
+        })
+      })
+      const session = yield* Agent.startSession(governed)
+      // No handler at all: nothing asks, so the turn completes on the policy's word alone.
+      const done = yield* Session.run(session, "Atlas?")
+      assert.strictEqual(done._tag, "Completed")
+      const events = Chunk.toReadonlyArray(
+        yield* Stream.runCollect(Turn.events(yield* Session.turn(session, done.turnId)))
+      )
+      const started = events.filter((event) => event._tag === "ToolCallStarted")
+      assert.deepStrictEqual(started.map((event) => ({ tool: event.toolId as string, by: event.decidedBy })), [
+        { tool: "client.lookup_price", by: new Principal.Policy({ rule: "rules[0] client.lookup_*: allow" }) },
+        { tool: "client.lookup_stock", by: new Principal.Policy({ rule: "rules[0] client.lookup_*: allow" }) },
+        { tool: "client.get_location", by: new Principal.Policy({ rule: "default: deny" }) }
+      ])
+      assert.deepStrictEqual(started.map((event) => Principal.describe(event.decidedBy!)), [
+        "policy rules[0] client.lookup_*: allow",
+        "policy rules[0] client.lookup_*: allow",
+        "policy default: deny"
+      ])
+      // No approval was asked for (the allowed client tools ran by their handlers), and the denied call was not made.
+      assert.isFalse(events.some((event) => event._tag === "CallbackOpened" && event.callback._tag === "OpenApproval"))
+      const denied = events.find((event) =>
+        event._tag === "ToolCallCompleted" && event.toolId === "client.get_location"
+      )
+      assert.isTrue(denied?._tag === "ToolCallCompleted" && denied.isFailure)
+      // The verdict survives the log's wire form.
+      assert.deepStrictEqual(
+        started.map((event) =>
+          Schema.decodeUnknownSync(TurnEvent.TurnEvent)(Schema.encodeSync(TurnEvent.TurnEvent)(event))
+        ),
+        started
+      )
+    }).pipe(Effect.provide(runtime([
+      ScriptedModel.reply({
+        toolCalls: [
+          { name: "lookup_price", params: { product: "Atlas" } },
+          { name: "lookup_stock", params: { product: "Atlas" } },
+          { name: "get_location", params: {} }
+        ]
+      }),
+      ScriptedModel.text("1,200 EUR, 3 left; I may not see where you are.")
+    ]))))
 })

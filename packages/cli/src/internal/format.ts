@@ -3,6 +3,7 @@
  * `NO_COLOR`), plain when piped (or `FORCE_COLOR` forces colours).
  */
 import type { Callback } from "@parley/core/Callback"
+import * as Principal from "@parley/core/Principal"
 import type { OpenCallback } from "@parley/core/Transport"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as DateTime from "effect/DateTime"
@@ -86,7 +87,9 @@ export const eventLine = (event: TurnEvent, depth = 0): string => {
     case "MessageCompleted":
       return `${tag("MessageCompleted")} ${event.text}`
     case "ToolCallStarted":
-      return `${tag("ToolCallStarted")} ${event.toolId} ${shortJson(event.arguments, 80)}`
+      return `${tag("ToolCallStarted")} ${event.toolId} ${shortJson(event.arguments, 80)}${
+        event.decidedBy === undefined ? "" : ` (${Principal.describe(event.decidedBy)})`
+      }`
     case "ToolCallCompleted":
       return `${tag("ToolCallCompleted", event.isFailure ? red : cyan)} ${event.toolCallId} ${
         shortJson(event.result, 80)

@@ -15,7 +15,7 @@ import { defaultMaxSteps } from "@parley/core/AgentSpec"
 import type { Answer } from "@parley/core/Answer"
 import * as Answers from "@parley/core/Answer"
 import type { Callback } from "@parley/core/Callback"
-import type { ToolId, TurnId } from "@parley/core/Ids"
+import type { TurnId } from "@parley/core/Ids"
 import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
@@ -35,7 +35,6 @@ import {
   GrantRevoked,
   MessageAborted,
   MessageCompleted,
-  ToolCallStarted,
   TurnBlocked
 } from "@parley/core/TurnEvent"
 import { Completed } from "@parley/core/TurnState"
@@ -43,7 +42,8 @@ import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import { checkClientToolResult, checkEdit } from "./jsonSchema.js"
-import { advance, authorize, execute, openSignIn, settleWait, startedBy, toolOf } from "./toolCalls.js"
+import { settleWait } from "./subagentTools.js"
+import { advance, authorize, execute, openSignIn, startCall, startedBy, toolOf } from "./toolCalls.js"
 import type { Env } from "./tx.js"
 import {
   cancelSubtree,
@@ -282,20 +282,7 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
           }, noValidation)
         )
       }
-      for (const call of command.toolCalls) {
-        const toolId = tools?.get(call.name)?.spec.id ?? ("client.unknown" as ToolId)
-        tx.emit((meta) =>
-          new ToolCallStarted({
-            sessionId: turn.sessionId,
-            turnId: turn.turnId,
-            ...meta,
-            toolCallId: call.id,
-            toolId,
-            name: call.name,
-            arguments: call.params
-          }, noValidation)
-        )
-      }
+      for (const call of command.toolCalls) startCall(tx, turn, tools?.get(call.name), call)
       if (command.toolCalls.length === 0) {
         endTurn(
           tx,

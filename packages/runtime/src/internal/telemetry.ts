@@ -26,8 +26,10 @@ import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
 
@@ -74,6 +76,34 @@ export const callbackWait = Metric.histogram(
 )
 /** Callbacks open in the trees this process owns (an up-down counter). */
 export const callbacksOpen = Metric.counter("parley.callbacks.open", { description: "Callbacks open" })
+
+/** `turnsEnded` tagged with each final state, made once (tagging makes a new metric key, hashed at each lookup). */
+const turnsEndedByState = new Map<string, Metric.Metric.Counter<number>>()
+const turnsEndedIn = (state: string) => {
+  let metric = turnsEndedByState.get(state)
+  if (metric === undefined) {
+    metric = Metric.tagged(turnsEnded, "parley.turn.state", state)
+    turnsEndedByState.set(state, metric)
+  }
+  return metric
+}
+
+/** A metric and the value it is updated with (a counter's increment, a histogram's sample). */
+type Update = readonly [
+  { readonly unsafeUpdate: (input: number, labels: ReadonlyArray<MetricLabel.MetricLabel>) => void },
+  number
+]
+
+/**
+ * Applies the updates in one step of the fiber, with the fiber's metric labels: what `Metric.update` does for each,
+ * without an effect (and its steps of the runtime) per update.
+ */
+const count = (updates: ReadonlyArray<Update>): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+    for (const [metric, value] of updates) metric.unsafeUpdate(value, labels)
+    return Effect.void
+  })
 
 // =============================================================================
 // Spans
@@ -155,7 +185,7 @@ export const observe = (
   events: ReadonlyArray<TurnEvent>,
   owner: boolean
 ): Effect.Effect<void> => {
-  const metrics: Array<Effect.Effect<void>> = []
+  const metrics: Array<Update> = []
   for (const event of events) {
     const at = event.at.epochMillis
     switch (event._tag) {
@@ -171,10 +201,10 @@ export const observe = (
         break
       }
       case "ModelStepStarted":
-        if (owner) metrics.push(Metric.increment(modelSteps))
+        if (owner) metrics.push([modelSteps, 1])
         break
       case "ToolExecutionStarted":
-        if (owner) metrics.push(Metric.increment(toolRuns))
+        if (owner) metrics.push([toolRuns, 1])
         break
       case "CallbackOpened": {
         const callback = event.callback
@@ -192,7 +222,7 @@ export const observe = (
         if (callback._tag !== "OpenSignIn") span.attribute("parley.tool.id", callback.request.tool.id)
         span.attribute("parley.session.id", callback.sessionId)
         traced.callbacks.set(callback.id, span)
-        if (owner) metrics.push(Metric.incrementBy(callbacksOpen, 1))
+        if (owner) metrics.push([callbacksOpen, 1])
         break
       }
       case "CallbackResolved": {
@@ -220,8 +250,8 @@ export const observe = (
           })
         }
         if (owner) {
-          metrics.push(Metric.incrementBy(callbacksOpen, -1))
-          if (waited !== undefined) metrics.push(Metric.update(callbackWait, waited))
+          metrics.push([callbacksOpen, -1])
+          if (waited !== undefined) metrics.push([callbackWait, waited])
         }
         break
       }
@@ -234,7 +264,7 @@ export const observe = (
           end(span, at)
         }
         if (owner) {
-          metrics.push(Metric.increment(Metric.tagged(turnsEnded, "parley.turn.state", event.state._tag)))
+          metrics.push([turnsEndedIn(event.state._tag), 1])
         }
         break
       }
@@ -242,7 +272,7 @@ export const observe = (
         break
     }
   }
-  return metrics.length === 0 ? Effect.void : Effect.all(metrics, { discard: true })
+  return metrics.length === 0 ? Effect.void : count(metrics)
 }
 
 /** Ends what is still open when the tree leaves memory: another load (or engine) takes its turns up, linked. */
@@ -285,9 +315,12 @@ export const manual = <A, E, R>(
   })
 
 /**
- * Runs a work item in a span (`parley.model_step`), a child of its turn's span: `@effect/ai`'s span of
- * the model call is its child. (Not pinned to the tree's tracer with `Effect.withTracer`: that costs every join of
- * the work's fibers a comparison of fiber references; the work's fiber has the tracer of the one that started it.)
+ * Runs a work item in a span (`parley.model_step`), a child of its turn's, and the span of its fiber's context:
+ * `@effect/ai`'s span of the model call is its child. `effect` must be the whole body of a fiber of its own (the
+ * engine forks each work item): the span is put in that fiber's context for good, not for a region, which spares
+ * the steps of `Effect.withSpan` (span options read from fiber references, the context set and restored). (Not pinned
+ * to the tree's tracer with `Effect.withTracer`: that costs every join of the work's fibers a comparison of fiber
+ * references; the work's fiber has the tracer of the one that started it.)
  */
 export const work = <A, E, R>(
   traced: Traced,
@@ -296,9 +329,20 @@ export const work = <A, E, R>(
   attributes: Record<string, unknown>,
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
-  effect.pipe(
-    Effect.withSpan(name, { attributes, captureStackTrace: false, ...(parent === undefined ? {} : { parent }) })
-  )
+  Effect.withFiberRuntime((fiber) => {
+    const span = traced.tracer.span(
+      name,
+      parent === undefined ? Option.none() : Option.some(parent),
+      Context.empty(),
+      [],
+      nowOf(fiber),
+      "internal"
+    )
+    for (const key in attributes) span.attribute(key, attributes[key])
+    return FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span)).pipe(
+      Effect.zipRight(Effect.onExit(effect, (exit) => Effect.sync(() => span.end(nowOf(fiber), exit))))
+    )
+  })
 
 /**
  * About how many bytes `value` takes as JSON text: strings by their length, numbers as 8, a date as 24, the keys and
@@ -362,5 +406,16 @@ export const append = <A, E, R>(
     )
     span.attribute("parley.store.events", events.length)
     span.attribute("parley.store.bytes", bytes)
-    return Effect.onExit(effect, (exit) => Effect.sync(() => span.end(nowOf(fiber), exit)))
+    // The span ends in the append's own continuations, not with `Effect.onExit` (its masks cost steps of the
+    // runtime): appends run where the tree's mailbox is processed, uninterruptibly, so one of them always runs.
+    return Effect.matchCauseEffect(effect, {
+      onFailure: (cause) => {
+        span.end(nowOf(fiber), Exit.failCause(cause))
+        return Effect.failCause(cause)
+      },
+      onSuccess: (value) => {
+        span.end(nowOf(fiber), Exit.void)
+        return Effect.succeed(value)
+      }
+    })
   })

@@ -14,28 +14,18 @@ import {
   SignInRequest,
   ToolRef
 } from "@parley/core/Callback"
-import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
+import type { CallbackId, SessionId, ToolId, TurnId } from "@parley/core/Ids"
 import { PermissionPolicy } from "@parley/core/Permissions"
 import { Grant } from "@parley/core/Principal"
 import type { Executor } from "@parley/core/TurnEvent"
-import { CallbackOpened, SubagentStarted, ToolExecutionStarted, TurnCause } from "@parley/core/TurnEvent"
+import { CallbackOpened, ToolCallStarted, ToolExecutionStarted } from "@parley/core/TurnEvent"
 import * as TreeState from "@parley/log/TreeState"
 import * as Policy from "@parley/policy/PermissionPolicy"
 import * as DateTime from "effect/DateTime"
-import * as Either from "effect/Either"
 import type { ResolvedTool } from "./agentTools.js"
+import { runBuiltin, settleWait } from "./subagentTools.js"
 import type { Tx } from "./tx.js"
-import {
-  cancelSubtree,
-  complete,
-  failure,
-  noValidation,
-  queueTurn,
-  resolve,
-  settleSessions,
-  success,
-  unanswered
-} from "./tx.js"
+import { complete, failure, noValidation, resolve, unanswered } from "./tx.js"
 
 export const allowAll = new PermissionPolicy({ default: "allow", rules: [] })
 
@@ -77,131 +67,6 @@ export const openCallback = (
   tx.emit((meta) =>
     new CallbackOpened({ sessionId: turn.sessionId, turnId: turn.turnId, ...meta, callback }, noValidation)
   )
-}
-
-export const stringParam = (params: unknown, key: string): string | undefined => {
-  const value = typeof params === "object" && params !== null ? (params as Record<string, unknown>)[key] : undefined
-  return typeof value === "string" ? value : undefined
-}
-
-export const required = (params: unknown, name: string, keys: ReadonlyArray<string>) => {
-  const values: Array<string> = []
-  for (const key of keys) {
-    const value = stringParam(params, key)
-    if (value === undefined) return Either.left(failure(`${name} needs a "${key}" string.`))
-    values.push(value)
-  }
-  return Either.right(values)
-}
-
-export const childOf = (tx: Tx, parent: TreeState.Session, sessionId: string): TreeState.Session | undefined =>
-  parent.children.includes(sessionId as SessionId) ? tx.session(sessionId as SessionId) : undefined
-
-export const noChild = (sessionId: string) =>
-  failure(`There is no subagent session ${sessionId} started by this agent.`)
-
-/** The subagents `agents.wait` waits for, or the failure it returns at once. */
-export const waitTargets = (tx: Tx, parent: TreeState.Session, params: unknown) => {
-  const ids = typeof params === "object" && params !== null
-    ? (params as Record<string, unknown>)["sessionIds"]
-    : undefined
-  if (!Array.isArray(ids)) return Either.right(parent.children.flatMap((id) => tx.session(id) ?? []))
-  const targets: Array<TreeState.Session> = []
-  for (const id of ids) {
-    if (typeof id !== "string") continue
-    const child = childOf(tx, parent, id)
-    if (child === undefined) return Either.left(noChild(id))
-    targets.push(child)
-  }
-  return Either.right(targets)
-}
-
-export const waitResult = (targets: ReadonlyArray<TreeState.Session>) =>
-  success(targets.map((child) => ({
-    sessionId: child.sessionId,
-    agent: child.agent.name,
-    state: child.last?._tag ?? "NotStarted",
-    ...(child.last?._tag === "Completed" ? { text: child.last.text } : {}),
-    ...(child.last?._tag === "Failed" ? { error: child.last.error.message } : {})
-  })))
-
-/** `agents.wait` returns once none of its subagents has a turn running or queued. */
-export const settleWait = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call): boolean => {
-  const parent = tx.session(turn.sessionId)
-  if (parent === undefined) return false
-  const targets = waitTargets(tx, parent, call.arguments)
-  if (Either.isLeft(targets)) {
-    complete(tx, turn, call, targets.left)
-    return true
-  }
-  if (targets.right.some((child) => child.running !== undefined || child.queue.length > 0)) return false
-  complete(tx, turn, call, waitResult(targets.right))
-  return true
-}
-
-/** The `agents.*` builtins other than `wait`: pure changes of the tree. */
-export const runBuiltin = (
-  tx: Tx,
-  turn: TreeState.Turn,
-  call: TreeState.Call,
-  builtin: "spawn" | "message" | "interrupt"
-) => {
-  const parent = tx.session(turn.sessionId)
-  if (parent === undefined) return
-  const cause = new TurnCause({ sessionId: turn.sessionId, turnId: turn.turnId, toolCallId: call.toolCallId }, true)
-  switch (builtin) {
-    case "spawn": {
-      const params = required(call.arguments, call.name, ["agent", "task"])
-      if (Either.isLeft(params)) return complete(tx, turn, call, params.left)
-      const [agent, task] = params.right
-      if (!parent.agent.subagents.some((subagent) => subagent.name === agent)) {
-        const known = parent.agent.subagents.map((subagent) => subagent.name).join(", ")
-        return complete(tx, turn, call, failure(`There is no subagent named ${agent} (declared: ${known}).`))
-      }
-      const childSessionId = tx.id("ses", tx.seq) as SessionId
-      // The child's first turn is queued by the next event: its id follows from that event's seq.
-      const childTurnId = tx.id("turn", tx.seq + 1) as TurnId
-      tx.emit((meta) =>
-        new SubagentStarted({
-          sessionId: turn.sessionId,
-          turnId: turn.turnId,
-          ...meta,
-          childSessionId,
-          childTurnId,
-          agent,
-          task,
-          toolCallId: call.toolCallId
-        }, noValidation)
-      )
-      queueTurn(tx, childSessionId, task, cause)
-      settleSessions(tx)
-      return complete(
-        tx,
-        tx.turn(turn.turnId) ?? turn,
-        call,
-        success({ sessionId: childSessionId, turnId: childTurnId, agent, status: "started" })
-      )
-    }
-    case "message": {
-      const params = required(call.arguments, call.name, ["sessionId", "message"])
-      if (Either.isLeft(params)) return complete(tx, turn, call, params.left)
-      const [sessionId, message] = params.right
-      const child = childOf(tx, parent, sessionId)
-      if (child === undefined) return complete(tx, turn, call, noChild(sessionId))
-      const turnId = queueTurn(tx, child.sessionId, message, cause)
-      settleSessions(tx)
-      return complete(tx, tx.turn(turn.turnId) ?? turn, call, success({ sessionId, turnId, status: "message sent" }))
-    }
-    case "interrupt": {
-      const params = required(call.arguments, call.name, ["sessionId"])
-      if (Either.isLeft(params)) return complete(tx, turn, call, params.left)
-      const [sessionId] = params.right
-      const child = childOf(tx, parent, sessionId)
-      if (child === undefined) return complete(tx, turn, call, noChild(sessionId))
-      cancelSubtree(tx, child.sessionId)
-      return complete(tx, tx.turn(turn.turnId) ?? turn, call, success({ sessionId, status: "interrupted" }))
-    }
-  }
 }
 
 /**
@@ -275,15 +140,54 @@ export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool
   }
 }
 
-/** A new call: the permission policy allows it, denies it, or asks (an approval). */
+/**
+ * What the session's permission policy says about a call of `tool`; none for the subagent tools it does not cover (of
+ * them, only agents.spawn asks: the others act on subagents already approved).
+ */
+export const policyFor = (
+  tx: Tx,
+  sessionId: SessionId,
+  tool: ResolvedTool
+): Policy.Evaluation | undefined => {
+  if (tool._tag === "builtin" && tool.builtin !== "spawn") return undefined
+  return Policy.evaluate(tx.session(sessionId)?.agent.permissions ?? allowAll, tool.spec.id)
+}
+
+/**
+ * The model asked for a call (`ToolCallStarted`). The policy's verdict is recorded with it when the policy decides
+ * alone (`decidedBy`): `authorize` acts on that verdict when this decision settles.
+ */
+export const startCall = (
+  tx: Tx,
+  turn: TreeState.Turn,
+  tool: ResolvedTool | undefined,
+  call: { readonly id: string; readonly name: string; readonly params: unknown }
+) => {
+  const evaluation = tool === undefined ? undefined : policyFor(tx, turn.sessionId, tool)
+  const decidedBy = evaluation === undefined || evaluation.decision === "ask" ? undefined : Policy.principal(evaluation)
+  tx.emit((meta) =>
+    new ToolCallStarted({
+      sessionId: turn.sessionId,
+      turnId: turn.turnId,
+      ...meta,
+      toolCallId: call.id,
+      toolId: tool?.spec.id ?? ("client.unknown" as ToolId),
+      name: call.name,
+      arguments: call.params,
+      ...(decidedBy === undefined ? {} : { decidedBy })
+    }, noValidation)
+  )
+}
+
+/**
+ * A new call: the permission policy allows it, denies it, or asks (an approval). A policy that allows or denies has
+ * said so on the call's `ToolCallStarted` (`decidedBy`), appended in the same decision.
+ */
 export const authorize = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) => {
   const tool = toolOf(tx, turn, call)
   if (tool === undefined) return complete(tx, turn, call, failure(`There is no tool named ${call.name}.`))
-  // Of the subagent tools, only agents.spawn asks: the others act on subagents already approved.
-  if (tool._tag === "builtin" && tool.builtin !== "spawn") return proceed(tx, turn, call, tool)
-  const agent = tx.session(turn.sessionId)?.agent
-  const evaluation = Policy.evaluate(agent?.permissions ?? allowAll, tool.spec.id)
-  if (evaluation.decision === "allow") return proceed(tx, turn, call, tool)
+  const evaluation = policyFor(tx, turn.sessionId, tool)
+  if (evaluation === undefined || evaluation.decision === "allow") return proceed(tx, turn, call, tool)
   if (evaluation.decision === "deny") {
     return complete(tx, turn, call, failure(`The permission policy denies ${tool.spec.id}; the call was not made.`))
   }

@@ -1,0 +1,151 @@
+/**
+ * The cost of telemetry measured in pairs of turns (issue 20): one runtime, one engine, turns that alternate between
+ * running under `ParleyTelemetry.layerSdk`'s tracer (spans batched into an in-memory exporter) and under none. The
+ * engine traces a tree when the fiber that sends its message runs under a tracer, so both kinds of turn share the
+ * same process, JIT state, heap and machine load, turn by turn: a load that drifts over a phase weighs on both sides
+ * alike. Each turn is timed (wall) and its process CPU time taken (`process.cpuUsage`, which includes the garbage
+ * collector's helper threads).
+ *
+ * ```sh
+ * node --expose-gc --conditions=@parley/source --import tsx bench/src/telemetryPairs.ts 5000
+ * ```
+ *
+ * Diagnostics: `PAIRS_TRACER=noop` traces with a tracer whose spans record nothing (what the engine's own telemetry
+ * costs, without any SDK); `PAIRS_PROCESSOR=simple` exports each span as it ends instead of in batches.
+ */
+import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
+import {
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor
+} from "@opentelemetry/sdk-trace-base"
+import { Agent, Session } from "@parley/core"
+import { SessionStore } from "@parley/runtime"
+import { ParleyTelemetry } from "@parley/telemetry"
+import { Cause, Console, Effect, Exit, Layer, Tracer } from "effect"
+import { makeRawDouble } from "./models.js"
+import { runtime } from "./phases.js"
+import { approveAll, checkCompleted, Ledger, makeAgent, message } from "./workload.js"
+
+/**
+ * An in-memory exporter that counts the spans it is given and keeps none: the bench times the engine's telemetry, not
+ * a test exporter's heap of a few thousand spans (which slows every garbage collection of the phase down).
+ */
+export class CountedSpans extends InMemorySpanExporter {
+  count = 0
+  override export(spans: Array<ReadableSpan>, done: (result: ExportResult) => void): void {
+    this.count += spans.length
+    done({ code: ExportResultCode.SUCCESS })
+  }
+  override shutdown(): Promise<void> {
+    return Promise.resolve()
+  }
+}
+
+let ids = 0
+/** A tracer whose spans record nothing: what the engine's telemetry costs without any SDK. */
+const noopTracer = Tracer.make({
+  span: (name, parent, context, links, startTime, kind) => {
+    const spanId = `span${++ids}`
+    return {
+      _tag: "Span",
+      name,
+      spanId,
+      traceId: parent._tag === "Some" ? parent.value.traceId : spanId,
+      parent,
+      context,
+      status: { _tag: "Started", startTime },
+      attributes: new Map(),
+      links,
+      sampled: true,
+      kind,
+      end: () => undefined,
+      attribute: () => undefined,
+      event: () => undefined,
+      addLinks: () => undefined
+    }
+  },
+  context: (f) => f()
+})
+
+const median = (values: Array<number>) => values.sort((a, b) => a - b)[values.length >> 1]
+const mean = (values: ReadonlyArray<number>) => values.reduce((a, b) => a + b, 0) / values.length
+
+/** Measures `pairs` pairs of turns (after `warmup` pairs), the traced one first in every other pair. */
+export const measure = (pairs: number, warmup: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const exporter = new CountedSpans()
+    // The SDK's provider lives as long as the measure (its scope); its tracer is taken out to trace half the turns.
+    // (Building the layer sets the tracer of this fiber for the rest of the scope: the other half runs under the
+    // tracer from before, Effect's native one.)
+    const native = yield* Effect.tracer
+    const telemetry = yield* Layer.toRuntime(ParleyTelemetry.layerSdk({
+      serviceName: "parley-bench",
+      spanProcessor: process.env.PAIRS_PROCESSOR === "simple"
+        ? new SimpleSpanProcessor(exporter)
+        : new BatchSpanProcessor(exporter)
+    }))
+    const tracer = process.env.PAIRS_TRACER === "noop"
+      ? noopTracer
+      : yield* Effect.tracer.pipe(Effect.provide(telemetry))
+    const ledger = new Ledger()
+    const agent = makeAgent(ledger)
+    const model = makeRawDouble(ledger)
+    const wall = { on: [] as Array<number>, off: [] as Array<number> }
+    const cpu = { on: [] as Array<number>, off: [] as Array<number> }
+    const turn = (traced: boolean, record: boolean) => {
+      const run = Effect.gen(function*() {
+        const session = yield* Agent.startSession(agent)
+        ledger.open(session.id)
+        const before = process.cpuUsage()
+        const started = performance.now()
+        const state = yield* Session.run(session, message(session.id))
+        const elapsed = performance.now() - started
+        const used = process.cpuUsage(before)
+        yield* checkCompleted(ledger, "pairs", session, state)
+        if (!record) return
+        ;(traced ? wall.on : wall.off).push(elapsed)
+        ;(traced ? cpu.on : cpu.off).push((used.user + used.system) / 1000)
+      })
+      return Effect.withTracer(run, traced ? tracer : native)
+    }
+    yield* Effect.gen(function*() {
+      for (let i = 0; i < warmup + pairs; i++) {
+        const tracedFirst = i % 2 === 1
+        yield* turn(tracedFirst, i >= warmup)
+        yield* turn(!tracedFirst, i >= warmup)
+      }
+    }).pipe(Effect.provide(Layer.merge(runtime(model, SessionStore.layerMemory), approveAll(ledger))))
+    return {
+      wallOff: median(wall.off),
+      wallOn: median(wall.on),
+      cpuOff: mean(cpu.off),
+      cpuOn: mean(cpu.on),
+      spansPerTurn: exporter.count / (warmup + pairs)
+    }
+  }))
+
+const main = Effect.gen(function*() {
+  const pairs = Number(process.argv[2] ?? 10000) || 10000
+  const result = yield* measure(pairs, Math.min(2000, pairs >> 2))
+  const percent = (on: number, off: number) => `${(((on - off) / off) * 100).toFixed(1)} %`
+  yield* Console.log(
+    `wall p50 ${result.wallOff.toFixed(3)} / ${result.wallOn.toFixed(3)} ms (${
+      percent(result.wallOn, result.wallOff)
+    }); ` +
+      `CPU mean ${result.cpuOff.toFixed(3)} / ${result.cpuOn.toFixed(3)} ms (${
+        percent(result.cpuOn, result.cpuOff)
+      }); ` +
+      `${result.spansPerTurn.toFixed(1)} spans per traced turn`
+  )
+})
+
+if (process.argv[1]?.endsWith("telemetryPairs.ts")) {
+  Effect.runPromiseExit(main).then((exit) => {
+    if (Exit.isFailure(exit)) {
+      console.error(Cause.pretty(exit.cause))
+      process.exitCode = 1
+    }
+  })
+}
