@@ -35,7 +35,7 @@
 import type * as Metric from "effect/Metric"
 import type * as MetricKeyType from "effect/MetricKeyType"
 import type * as MetricState from "effect/MetricState"
-import * as internal from "./internal/telemetry.js"
+import * as internal from "./internal/metrics.js"
 
 /**
  * Turns ended, tagged `parley.turn.state`: `Completed`, `Failed`, `Cancelled`.

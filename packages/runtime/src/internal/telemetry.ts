@@ -12,7 +12,7 @@
  * - `parley.callback`: from `CallbackOpened` to `CallbackResolved`, a child of its turn's span.
  * - `parley.store.append`: each append, a child of the span of the first event's turn.
  *
- * Metrics are counted by the tree's owner only (a follower sees the same events): turns by final state, model steps,
+ * Metrics (`metrics.ts`) are counted by the tree's owner only (a follower sees the same events): turns by final state, model steps,
  * tool runs, callback wait time, callbacks open.
  */
 import type { CallbackId, TurnId } from "@parley/core/Ids"
@@ -27,11 +27,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
-import * as Metric from "effect/Metric"
-import * as MetricBoundaries from "effect/MetricBoundaries"
-import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
+import { callbacksOpen, callbackWait, count, modelSteps, toolRuns, turnsEndedIn, type Update } from "./metrics.js"
 
 /** Effect's native tracer: the one a program that provides no tracer runs under. */
 const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
@@ -57,53 +55,6 @@ export const make = (tracer: Tracer.Tracer): Traced => ({
   turns: new Map(),
   callbacks: new Map()
 })
-
-// =============================================================================
-// Metrics
-// =============================================================================
-
-/** Turns ended, tagged `parley.turn.state` (Completed, Blocked is never final, Failed, Cancelled). */
-export const turnsEnded = Metric.counter("parley.turns", { description: "Turns ended, by final state" })
-/** Model steps started. */
-export const modelSteps = Metric.counter("parley.model_steps", { description: "Model steps started" })
-/** Tool runs the runtime started (tools it runs itself, connectors included). */
-export const toolRuns = Metric.counter("parley.tool_runs", { description: "Tools the runtime started" })
-/** How long callbacks waited for their resolution, in milliseconds. */
-export const callbackWait = Metric.histogram(
-  "parley.callback.wait",
-  MetricBoundaries.exponential({ start: 1, factor: 4, count: 12 }),
-  "Time from a callback's opening to its resolution, in milliseconds"
-)
-/** Callbacks open in the trees this process owns (an up-down counter). */
-export const callbacksOpen = Metric.counter("parley.callbacks.open", { description: "Callbacks open" })
-
-/** `turnsEnded` tagged with each final state, made once (tagging makes a new metric key, hashed at each lookup). */
-const turnsEndedByState = new Map<string, Metric.Metric.Counter<number>>()
-const turnsEndedIn = (state: string) => {
-  let metric = turnsEndedByState.get(state)
-  if (metric === undefined) {
-    metric = Metric.tagged(turnsEnded, "parley.turn.state", state)
-    turnsEndedByState.set(state, metric)
-  }
-  return metric
-}
-
-/** A metric and the value it is updated with (a counter's increment, a histogram's sample). */
-type Update = readonly [
-  { readonly unsafeUpdate: (input: number, labels: ReadonlyArray<MetricLabel.MetricLabel>) => void },
-  number
-]
-
-/**
- * Applies the updates in one step of the fiber, with the fiber's metric labels: what `Metric.update` does for each,
- * without an effect (and its steps of the runtime) per update.
- */
-const count = (updates: ReadonlyArray<Update>): Effect.Effect<void> =>
-  Effect.withFiberRuntime((fiber) => {
-    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-    for (const [metric, value] of updates) metric.unsafeUpdate(value, labels)
-    return Effect.void
-  })
 
 // =============================================================================
 // Spans
