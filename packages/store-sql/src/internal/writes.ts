@@ -56,12 +56,15 @@ export type Write =
  * Waits until every fiber that can run has run (a macrotask: Node runs every pending microtask first, and Effect
  * resumes fibers in microtasks). The writes those fibers make meanwhile join the batch: on SQLite a commit blocks the
  * process, so nothing can join a transaction while it runs, and a writer that went on at once would commit one write
- * at a time while every other tree waits its turn (a convoy).
+ * at a time while every other tree waits its turn (a convoy). Only when trees take turns: the writes of one tree come
+ * one after another anyway (its actor batches its commands), and its next write should not wait for unrelated work.
  */
 const afterPendingWork: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
+
+const treeOf = (write: Write): SessionId => write._tag === "Append" ? write.treeId : write.tree.treeId
 
 /** Fails a transaction run without savepoints when one of its writes failed, so it rolls back. */
 class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; readonly error: AppendError }> {}
@@ -228,8 +231,8 @@ export const start = (
         if (sync) yield* Metric.increment(syncedCommits)
         // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
         const ordered = [...writes].sort((a, b) => {
-          const x = a._tag === "Append" ? a.treeId : a.tree.treeId
-          const y = b._tag === "Append" ? b.treeId : b.tree.treeId
+          const x = treeOf(a)
+          const y = treeOf(b)
           return x < y ? -1 : x > y ? 1 : 0
         })
         // Optimistically without savepoints (conflicts are rare; each savepoint costs two statements): when a write
@@ -288,7 +291,7 @@ export const start = (
               )
             continue
           }
-          const treeId = write._tag === "Append" ? write.treeId : write.tree.treeId
+          const treeId = treeOf(write)
           for (const session of result.right) reads.fileSession(session, treeId)
           if (write._tag === "CreateTree") {
             yield* Deferred.succeed(write.done, undefined)
@@ -315,13 +318,16 @@ export const start = (
       })
     )
 
+    /** The tree of the last write committed: a write of another tree means trees are taking turns. */
+    let lastTree: string | undefined
     const writer = Effect.gen(function*() {
       while (true) {
         const first = yield* Queue.take(queue)
-        // Let the appends made concurrently with this one join its transaction.
-        yield* afterPendingWork
+        // Let the appends other trees make meanwhile join its transaction.
+        yield* treeOf(first) === lastTree ? Effect.yieldNow() : afterPendingWork
         const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
         const batch = [first, ...Chunk.toReadonlyArray(rest)]
+        lastTree = treeOf(batch[batch.length - 1])
         // A defect in a batch fails its writes (typed) and leaves the writer running.
         yield* Effect.uninterruptible(runBatch(batch)).pipe(
           Effect.catchAllCause((cause) => {
