@@ -179,10 +179,8 @@ export type Success<T extends Any> = Schema.Schema.Type<T["success"]>
  */
 export type Failure<T extends Any> = Schema.Schema.Type<T["failure"]>
 
-// ===== Errors =====
-
 /**
- * `NotThisTool`: `run` was given a callback that is not a call of its tool.
+ * The error of `run` given a callback that is not a call of its tool (`NotThisTool`).
  *
  * @since 0.1.0
  */
