@@ -51,7 +51,7 @@ const suffix = (description: string | undefined) => (description === undefined ?
  */
 export class InvalidId extends Schema.TaggedError<InvalidId>("@parley/core/ParleyError/InvalidId")("InvalidId", {
   ...common,
-  kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId"),
+  kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId", "requestId"),
   value: Schema.String
 }) {
   /**

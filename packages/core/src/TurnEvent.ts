@@ -27,7 +27,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { Answer, Remember } from "./Answer.js"
 import { Callback } from "./Callback.js"
-import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
+import { CallbackId, RequestId, SessionId, ToolId, TurnId } from "./Ids.js"
 import { Principal } from "./Principal.js"
 import { Final } from "./TurnState.js"
 
@@ -102,7 +102,8 @@ export class TraceContext extends Schema.Class<TraceContext>("@parley/core/TurnE
 /**
  * A message was accepted: the turn exists from now on and starts when the session's earlier turns have ended.
  * `cause` names the parent's tool call for a subagent's turn; `trace` the trace context of the turn's span, when the
- * engine that accepted it traces (an optional field, added in schema version 2: older events have none).
+ * engine that accepted it traces (an optional field, added in schema version 2: older events have none); `requestId` the
+client's id of the `sendMessage` that queued it (optional: a repeat of that id finds this turn).
  *
  * @since 0.1.0
  * @category Schemas
@@ -111,7 +112,8 @@ export class TurnQueued extends Schema.TaggedClass<TurnQueued>("@parley/core/Tur
   ...common,
   input: Schema.String,
   cause: Schema.optional(TurnCause),
-  trace: Schema.optional(TraceContext)
+  trace: Schema.optional(TraceContext),
+  requestId: Schema.optional(RequestId)
 }) {}
 
 /**

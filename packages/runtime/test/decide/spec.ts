@@ -82,6 +82,10 @@ export const sendTraced = (input: string, trace: { readonly traceId: string; rea
     trace: new TurnEventSchemas.TraceContext(trace)
   }))
 
+/** The user sends a message with a request id (a retry sends the same id again). */
+export const sendWithId = (input: string, requestId: string, who: Who = "root") =>
+  new Step((state) => ({ _tag: "SendMessage", sessionId: sessionOf(state, who), input, requestId }))
+
 /** A message to a session the tree does not have. */
 export const sendTo = (sessionId: string, input: string) =>
   new Step(() => ({ _tag: "SendMessage", sessionId: sessionId as Ids.SessionId, input }))
