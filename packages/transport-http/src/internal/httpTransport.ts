@@ -76,14 +76,14 @@ class SendTimedOut extends Data.TaggedError("SendTimedOut")<{ readonly message: 
 
 /**
  * Whether a failed POST may be sent again with its request id: nothing came back (a dropped connection, a timeout), or
- * a gateway or the server said it is unavailable. An error the server decided (a 4xx, a typed error) is final.
+ * a gateway or the server said it is unavailable (502, 503 — the server's `TransportFailure` too — or 504). An error
+ * the server decided (a 4xx, a typed error) is final.
  */
 const retriable = (error: unknown): boolean => {
   if (typeof error !== "object" || error === null || !("_tag" in error)) return false
   switch (error._tag) {
     case "RequestError":
     case "SendTimedOut":
-    case "TransportFailure":
       return true
     case "ResponseError":
       return retriedStatuses.has((error as HttpClientError.ResponseError).response.status)
@@ -100,6 +100,11 @@ export const make = (options: Options) =>
       options.transformClient ?? ((client) => client)
     )
     const client = yield* HttpApiClient.makeWith(ProtocolApi, { httpClient: base, baseUrl: options.url })
+    // Sends see a gateway's 502/503/504 (whatever its body) as a `ResponseError`, which they retry.
+    const sends = yield* HttpApiClient.makeWith(ProtocolApi, {
+      httpClient: HttpClient.filterStatus(base, (status) => !retriedStatuses.has(status)),
+      baseUrl: options.url
+    })
     const streamOptions: EventStream.Options = {
       client: base.pipe(HttpClient.mapRequest(HttpClientRequest.prependUrl(String(options.url)))),
       reconnect: options.reconnect
@@ -148,7 +153,7 @@ export const make = (options: Options) =>
             ? yield* Ids.newRequestId
             : yield* Ids.requestId(sendOptions.requestId)
           const payload = new SendMessage({ input, requestId })
-          return yield* client.turns.send({ path: { sessionId }, payload }).pipe(
+          return yield* sends.turns.send({ path: { sessionId }, payload }).pipe(
             Effect.timeoutFail({
               duration: options.sendTimeout,
               onTimeout: () => new SendTimedOut({ message: "no response in time" })
