@@ -62,7 +62,8 @@ export const make = (
    */
   /**
    * Queues a turn. Under a tracer, its span starts here (a child of the caller's span) and its context is recorded on
-   * the `TurnQueued`; a turn that is refused ends its span at once.
+   * the `TurnQueued`; a turn that is refused ends its span at once. A repeated request id the tree already has starts
+   * no span: no turn is queued.
    */
   const send = (actor: Actor, sessionId: SessionId, input: string, requestId: string | undefined) =>
     Effect.withFiberRuntime<Reply, Rejection | TransportFailure>((fiber) => {
@@ -71,7 +72,10 @@ export const make = (
         if (tracer !== undefined) actor.traced = Telemetry.make(tracer)
       }
       const traced = actor.traced
-      if (traced === undefined) return core.submit(actor, { _tag: "SendMessage", sessionId, input, requestId })
+      const repeated = requestId !== undefined && TreeState.requested(actor.state, sessionId, requestId) !== undefined
+      if (traced === undefined || repeated) {
+        return core.submit(actor, { _tag: "SendMessage", sessionId, input, requestId })
+      }
       const agent = TreeState.session(actor.state, sessionId)?.agent.name ?? ""
       const span = Telemetry.startTurn(traced, fiber, { session: sessionId, agent })
       return Effect.onExit(
