@@ -3,8 +3,9 @@
  * turn is queued) and then loses the answer (the connection reset, a gateway's 503, no answer at all). `HttpTransport`
  * sends the POST again with the same request id, and the caller's `TurnRef` is the one turn in the log.
  */
+import { HttpClient } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, AgentSpec, Session, Turn } from "@parley/core"
+import { Agent, AgentSpec, Ids, Session, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Effect, Redacted, Schedule, Schema } from "effect"
@@ -90,6 +91,24 @@ describe("HttpTransport.sendMessage: a lost response is sent again with its requ
       assert.deepStrictEqual(yield* queuedTurns(base, first.sessionId), [
         { turnId: first.turnId, seq: first.cursor, requestId: "order-42" }
       ])
+    }))
+
+  it.scopedLive("a server that cannot be reached: sent again for sendRetryFor, then a TransportFailure", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const transport = HttpTransport.layer({
+        url: "http://127.0.0.1:9",
+        apiKey: Redacted.make(keys.alice),
+        reconnect: fast,
+        sendRetryFor: "400 millis",
+        transformClient: HttpClient.tapRequest(() => Effect.sync(() => void attempts++))
+      })
+      const session = Session.make({ id: Ids.SessionId.make("ses_unreachable"), handler: undefined })
+      const started = Date.now()
+      const error = yield* Effect.flip(Session.sendMessage(session, "Anyone?")).pipe(Effect.provide(transport))
+      assert.strictEqual(error._tag, "TransportFailure")
+      assert.isAbove(attempts, 1, "the POST was sent again")
+      assert.isBelow(Date.now() - started, 5_000, "and given up on")
     }))
 
   it.scopedLive("over plain HTTP: a malformed requestId is a 400 InvalidId and queues nothing; a repeat is a 202", () =>

@@ -11,8 +11,8 @@
  *
  * `sendMessage` is safe to retry: each POST carries a request id (the caller's `requestId`, or one made up here), and
  * when the connection drops before the response is read, or the answer is a 502, 503 or 504, or no answer comes within
- * `sendTimeout`, the POST is sent again with the same id under `reconnect`. The server answers a repeated id with the
- * turn the first POST queued, so a drop never duplicates a turn nor loses one.
+ * `sendTimeout`, the POST is sent again with the same id under `reconnect` (for at most `sendRetryFor`). The server
+ * answers a repeated id with the turn the first POST queued, so a drop never duplicates a turn nor loses one.
  *
  * @example
  * ```ts
@@ -58,6 +58,11 @@ export interface Options {
   readonly reconnect?: Schedule.Schedule<unknown, unknown> | undefined
   /** How long one `sendMessage` POST may wait for its response before it is sent again (default: 30 s). */
   readonly sendTimeout?: Duration.DurationInput | undefined
+  /**
+   * How long `sendMessage` keeps sending its POST again before it fails with `TransportFailure` (default: 1 minute).
+   * The caller may then send again with the same `requestId`: still one turn.
+   */
+  readonly sendRetryFor?: Duration.DurationInput | undefined
   /** Changes the `HttpClient` of every request (retries, proxies, tracing). */
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
@@ -86,7 +91,8 @@ export const make: (options: Options) => Effect.Effect<Service, never, HttpClien
   internal.make({
     ...options,
     reconnect: options.reconnect ?? defaultReconnect,
-    sendTimeout: options.sendTimeout ?? "30 seconds"
+    sendTimeout: options.sendTimeout ?? "30 seconds",
+    sendRetryFor: options.sendRetryFor ?? "1 minute"
   })
 
 /**

@@ -21,7 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Mailbox from "effect/Mailbox"
 import * as Redacted from "effect/Redacted"
-import type * as Schedule from "effect/Schedule"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as EventStream from "./eventStream.js"
@@ -31,6 +31,7 @@ export interface Options {
   readonly apiKey: Redacted.Redacted<string> | string
   readonly reconnect: Schedule.Schedule<unknown, unknown>
   readonly sendTimeout: Duration.DurationInput
+  readonly sendRetryFor: Duration.DurationInput
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
 
@@ -158,7 +159,7 @@ export const make = (options: Options) =>
               duration: options.sendTimeout,
               onTimeout: () => new SendTimedOut({ message: "no response in time" })
             }),
-            Effect.retry({ schedule: options.reconnect, while: retriable }),
+            Effect.retry({ schedule: Schedule.upTo(options.reconnect, options.sendRetryFor), while: retriable }),
             typed("sendMessage", ["SessionNotFound", "InvalidId"])
           )
         }),
