@@ -102,8 +102,8 @@ export class TraceContext extends Schema.Class<TraceContext>("@parley/core/TurnE
 /**
  * A message was accepted: the turn exists from now on and starts when the session's earlier turns have ended.
  * `cause` names the parent's tool call for a subagent's turn; `trace` the trace context of the turn's span, when the
- * engine that accepted it traces (an optional field, added in schema version 2: older events have none); `requestId` the
-client's id of the `sendMessage` that queued it (optional: a repeat of that id finds this turn).
+ * engine that accepted it traces (an optional field, added in schema version 2: older events have none); `requestId`
+ * the client's id of the `sendMessage` that queued it (optional, version 2 too: a send repeated with it finds this turn).
  *
  * @since 0.1.0
  * @category Schemas
