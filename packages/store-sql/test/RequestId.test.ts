@@ -1,15 +1,16 @@
 /**
  * An idempotent `sendMessage` on the durable runtime: a client that lost the answer to a send (its process, or the
  * engine's, restarted) sends again with the same request id and gets the same turn; the SQLite file holds one
- * `TurnQueued`.
+ * `TurnQueued`. Two engines on one PostgreSQL database given the same id at once queue one turn (the loser of the
+ * append re-reads the log, decides again and finds it).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, Session, Turn } from "@parley/core"
+import { Agent, Session, Transport, Turn } from "@parley/core"
 import { SqlRuntime, SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool, ToolAnnotations } from "@parley/tools"
-import { Effect, Layer, Schema } from "effect"
-import { sqliteFile, storeOf } from "./databases.js"
+import { Context, Effect, Layer, Schema } from "effect"
+import { pgSchema, sqliteFile, storeOf } from "./databases.js"
 
 const getLocation = ClientTool.make("get_location", {
   description: "The user's current location.",
@@ -29,7 +30,7 @@ const assistant = Agent.make({
 const engine = (filename: string, script: ReadonlyArray<ScriptedModel.Reply>) =>
   SqlRuntime.layerSqlite({ filename }).pipe(Layer.provide(ScriptedModel.layer(script)))
 
-describe("sendMessage with a request id, on SQLite", () => {
+describe("sendMessage with a request id, on SQL stores", () => {
   it.scoped("sent again after a restart: the same turn and cursor, one TurnQueued in the file", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
@@ -59,6 +60,40 @@ describe("sendMessage with a request id, on SQLite", () => {
       )
       assert.deepStrictEqual(queued, [[first.turnId, requestId], [other.turnId, "another-request"]])
     }))
+
+  it.scoped(
+    "two engines on one PostgreSQL get the same request id at once: one turn, the same TurnRef for both",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* pgSchema
+        // Each engine's model asks for the location: the first turn waits on its approval, the others queue.
+        const engine = Effect.map(
+          Layer.build(
+            SqlRuntime.layerPg({ url, maxConnections: 4 }).pipe(
+              Layer.provide(ScriptedModel.layerFunction(() => ScriptedModel.toolCall("get_location", {})))
+            )
+          ),
+          (context) => Context.get(context, Transport.Transport)
+        )
+        const a = yield* engine
+        const b = yield* engine
+        const session = yield* a.createSession(assistant.spec)
+        const rounds = Array.from({ length: 6 }, (_, i) => `race-${i}`)
+        for (const requestId of rounds) {
+          const [fromA, fromB] = yield* Effect.all([
+            a.sendMessage(session.sessionId, "Where am I?", { requestId }),
+            b.sendMessage(session.sessionId, "Where am I?", { requestId })
+          ], { concurrency: 2 })
+          assert.deepStrictEqual([fromB.turnId, fromB.cursor], [fromA.turnId, fromA.cursor], requestId)
+        }
+        const store = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 1 }))
+        const queued = (yield* store.read(session.sessionId, 0)).flatMap((event) =>
+          event._tag === "TurnQueued" ? [event.requestId] : []
+        )
+        assert.deepStrictEqual(queued, rounds, "one TurnQueued per request id")
+      }),
+    { timeout: 60_000 }
+  )
 
   it.scoped("a malformed request id fails with InvalidId, and nothing is stored", () =>
     Effect.gen(function*() {
