@@ -69,7 +69,7 @@ const typed = <K extends string>(method: string, keep: ReadonlyArray<K>) =>
     return new TransportFailure({ module: "HttpTransport", method, description: describe(error) })
   })
 
-/** The statuses a proxy or a restarting server answers with before the request reached the engine, or after. */
+/** The statuses of a gateway or of a server that is unavailable: the request may or may not have reached the engine. */
 const retriedStatuses: ReadonlySet<number> = new Set([502, 503, 504])
 
 /** No response within `sendTimeout`. */
