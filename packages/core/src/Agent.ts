@@ -35,7 +35,7 @@ import * as Session from "./Session.js"
 import { ToolSpec } from "./ToolSpec.js"
 import type { Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
-import type * as Turn from "./Turn.js"
+import * as Turn from "./Turn.js"
 import type { TurnState } from "./TurnState.js"
 
 /**
@@ -196,4 +196,8 @@ export const run = <R = never>(
   input: string,
   options?: Turn.ResultOptions<R>
 ): Effect.Effect<TurnState, AgentInvalid | PolicyInvalid | Turn.ResultError, Transport | R> =>
-  Effect.flatMap(startSession(agent), (session) => Session.run(session, input, options))
+  // A fresh session and no request id: the send cannot fail with `InvalidId`.
+  Effect.flatMap(
+    startSession(agent),
+    (session) => Effect.flatMap(Session.sendMessage(session, input), (turn) => Turn.result(turn, options))
+  ).pipe(Effect.catchTag("InvalidId", Effect.die))

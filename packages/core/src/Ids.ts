@@ -71,6 +71,25 @@ export const CallbackId = Schema.String.pipe(
 export type CallbackId = typeof CallbackId.Type
 
 /**
+ * A request id: chosen by the client for one `sendMessage`, so that sending it again (a retry after a dropped
+ * connection) finds the turn the first one queued instead of queueing another. 1 to 128 printable ASCII characters
+ * without spaces (a UUID fits).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const RequestId = Schema.String.pipe(
+  Schema.pattern(/^[\x21-\x7E]{1,128}$/, {
+    message: () => "a request id is 1 to 128 printable ASCII characters, without spaces"
+  })
+)
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type RequestId = typeof RequestId.Type
+
+/**
  * The builtin tools an agent with subagents gets.
  *
  * @since 0.1.0
@@ -169,6 +188,14 @@ export const turnId: (value: string) => Effect.Effect<TurnId, InvalidId> = decod
 export const callbackId: (value: string) => Effect.Effect<CallbackId, InvalidId> = decoder("callbackId", CallbackId)
 
 /**
+ * Checks a request id; a malformed one fails with `InvalidId`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const requestId: (value: string) => Effect.Effect<RequestId, InvalidId> = decoder("requestId", RequestId)
+
+/**
  * Checks a tool id; a malformed one fails with `InvalidId`.
  *
  * @since 0.1.0
@@ -210,6 +237,14 @@ export const newSessionId: Effect.Effect<SessionId> = Effect.sync(() => fresh("s
  * @category Constructors
  */
 export const newTurnId: Effect.Effect<TurnId> = Effect.sync(() => fresh("turn") as TurnId)
+
+/**
+ * A new random request id (what the HTTP transport sends when the caller gives none).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const newRequestId: Effect.Effect<RequestId> = Effect.sync(() => fresh("req"))
 
 /**
  * A new random callback id.

@@ -56,6 +56,7 @@ import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   GrantNotFound,
+  InvalidId,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
@@ -160,13 +161,17 @@ export class SessionPage extends Schema.Class<SessionPage>("@parley/core/Protoco
 }) {}
 
 /**
- * The body of `POST /sessions/:sessionId/turns`.
+ * The body of `POST /sessions/:sessionId/turns`. `requestId` (optional, 1 to 128 printable ASCII characters without
+ * spaces) makes the POST idempotent: a repeat with the same id answers the turn the first one queued (same `turnId`,
+ * same `cursor`) and queues nothing, so a client that lost the response retries safely. A malformed one is refused
+ * with `InvalidId` (400).
  *
  * @since 0.1.0
  * @category Schemas
  */
 export class SendMessage extends Schema.Class<SendMessage>("@parley/core/ProtocolApi/SendMessage")({
-  input: Schema.String
+  input: Schema.String,
+  requestId: Schema.optional(Schema.String)
 }) {}
 
 const sessionPath = Schema.Struct({ sessionId: SessionId })
@@ -263,6 +268,7 @@ export class TurnsGroup extends HttpApiGroup.make("turns")
       .setPayload(SendMessage)
       .addSuccess(TurnRef, { status: 202 })
       .addError(SessionNotFound, { status: 404 })
+      .addError(InvalidId, { status: 400 })
       .addError(MessageTooLong)
   )
   .add(

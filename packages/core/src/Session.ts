@@ -23,10 +23,10 @@
 import * as Effect from "effect/Effect"
 import type * as CallbackHandler from "./CallbackHandler.js"
 import type { SessionId, TurnId } from "./Ids.js"
-import type { GrantNotFound, SessionNotFound, TransportFailure, TurnNotFound } from "./ParleyError.js"
+import type { GrantNotFound, InvalidId, SessionNotFound, TransportFailure, TurnNotFound } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
 import * as Principal from "./Principal.js"
-import type { Transport } from "./Transport.js"
+import type { SendOptions, Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
 import * as Turn from "./Turn.js"
 import type { ApprovalGranted } from "./TurnEvent.js"
@@ -52,21 +52,49 @@ const turnOf = (session: Session, ref: { readonly turnId: TurnId; readonly curso
   Turn.make({ sessionId: session.id, turnId: ref.turnId, cursor: ref.cursor, handler: session.handler })
 
 /**
- * Starts a turn with the user's message.
+ * Starts a turn with the user's message. With `requestId` (1 to 128 printable ASCII characters, no spaces) the send is
+ * idempotent: sending again with the same id (a retry after a dropped connection or a restart) returns the turn the
+ * first send queued, with the same cursor, and queues nothing. A malformed id fails with `InvalidId`, and nothing is
+ * sent.
+ *
+ * @example
+ * ```ts
+ * import { Session } from "@parley/core"
+ * import { Effect } from "effect"
+ *
+ * const sendOnce = (session: Session.Session, requestId: string) =>
+ *   Effect.gen(function*() {
+ *     const first = yield* Session.sendMessage(session, "Book the 9:40 train.", { requestId })
+ *     // The same id again (a retry): the same turn, nothing queued.
+ *     const again = yield* Session.sendMessage(session, "Book the 9:40 train.", { requestId })
+ *     return first.turnId === again.turnId // true
+ *   })
+ * ```
  *
  * @since 0.1.0
  * @category Accessors
  */
 export const sendMessage = (
   session: Session,
-  input: string
-): Effect.Effect<Turn.Turn, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
-  Effect.flatMap(transportFor("Session", "sendMessage"), (transport) => transport.sendMessage(session.id, input)).pipe(
-    Effect.map((ref) => turnOf(session, ref))
-  )
+  input: string,
+  options?: SendOptions | undefined
+): Effect.Effect<Turn.Turn, SessionNotFound | InvalidId | TransportFailure | RuntimeMissing, Transport> =>
+  Effect.flatMap(
+    transportFor("Session", "sendMessage"),
+    (transport) => transport.sendMessage(session.id, input, options)
+  ).pipe(Effect.map((ref) => turnOf(session, ref)))
 
 /**
- * Sends a message and waits for the turn (see `Turn.result`).
+ * Options of `Session.run`: those of `Turn.result` and the `requestId` of `sendMessage`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RunOptions<R = never> extends Turn.ResultOptions<R>, SendOptions {}
+
+/**
+ * Sends a message and waits for the turn (see `Turn.result`). A `requestId` makes the send idempotent (see
+ * `sendMessage`): running again with the same id waits for the same turn.
  *
  * @since 0.1.0
  * @category Accessors
@@ -74,9 +102,12 @@ export const sendMessage = (
 export const run = <R = never>(
   session: Session,
   input: string,
-  options?: Turn.ResultOptions<R>
-): Effect.Effect<TurnState, Turn.ResultError, Transport | R> =>
-  Effect.flatMap(sendMessage(session, input), (turn) => Turn.result(turn, options))
+  options?: RunOptions<R>
+): Effect.Effect<TurnState, Turn.ResultError | InvalidId, Transport | R> =>
+  Effect.flatMap(
+    sendMessage(session, input, options?.requestId === undefined ? undefined : { requestId: options.requestId }),
+    (turn) => Turn.result(turn, options)
+  )
 
 /**
  * A turn of the session, by id.

@@ -36,6 +36,7 @@ import type {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   GrantNotFound,
+  InvalidId,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
@@ -126,6 +127,21 @@ export interface AnswerRequest {
 }
 
 /**
+ * Options of `sendMessage`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface SendOptions {
+  /**
+   * The caller's id for this message (1 to 128 printable ASCII characters, no spaces; see `Ids.RequestId`). Sending
+   * again with the same id returns the turn the first send queued, whatever the input: a retry after a dropped
+   * connection neither duplicates nor loses the turn. The HTTP transport makes one up when none is given.
+   */
+  readonly requestId?: string | undefined
+}
+
+/**
  * @since 0.1.0
  * @category Models
  */
@@ -152,11 +168,16 @@ export interface Service {
     sessionId: SessionId,
     turnId: TurnId
   ) => Effect.Effect<TurnRef, SessionNotFound | TurnNotFound | TransportFailure>
-  /** Starts a turn with the user's message. */
+  /**
+   * Starts a turn with the user's message. With a `requestId` (see `SendOptions`) the call is idempotent: when the
+   * session already has a turn queued under that id, its `TurnRef` is returned (same turn, same cursor) and nothing is
+   * queued. A malformed request id fails with `InvalidId`, and nothing is sent.
+   */
   readonly sendMessage: (
     sessionId: SessionId,
-    input: string
-  ) => Effect.Effect<TurnRef, SessionNotFound | TransportFailure>
+    input: string,
+    options?: SendOptions | undefined
+  ) => Effect.Effect<TurnRef, SessionNotFound | InvalidId | TransportFailure>
   /**
    * The events from `seq` on: the stored ones, then live ones as they are appended (live `MessageDelta`s included).
    * Never ends by itself. For a root session: its whole tree's log; for a subagent: its own events.

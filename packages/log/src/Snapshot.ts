@@ -105,7 +105,8 @@ const SessionSchema = Schema.Struct({
   running: Schema.UndefinedOr(TurnIdSchema),
   last: Schema.UndefinedOr(Final),
   children: Schema.Array(SessionIdSchema),
-  conversation: Schema.Array(MessageSchema)
+  conversation: Schema.Array(MessageSchema),
+  requests: Schema.HashMap({ key: Schema.String, value: TurnIdSchema })
 })
 
 const CallbackRecordSchema = Schema.Struct({
@@ -150,7 +151,7 @@ export const TreeState: Schema.Schema<TreeStateModule.TreeState, TreeStateEncode
  * @since 0.1.0
  * @category Schemas
  */
-export const snapshotVersion = 3
+export const snapshotVersion = 4
 
 const TreeStateJson = Schema.parseJson(TreeStateSchema)
 const encodeJson = Schema.encodeEither(TreeStateJson)

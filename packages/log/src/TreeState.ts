@@ -36,6 +36,7 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import type { Blocked, Final } from "@parley/core/TurnState"
 import type * as DateTime from "effect/DateTime"
 import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
 import * as internalAnswer from "./internal/answerSchema.js"
 import * as blocked from "./internal/blocked.js"
 import { applyEvent } from "./internal/evolve.js"
@@ -158,6 +159,8 @@ export interface Session {
   readonly last: Final | undefined
   readonly children: ReadonlyArray<SessionId>
   readonly conversation: ReadonlyArray<Message>
+  /** The turns queued with a client's request id (`TurnQueued.requestId`), by that id: a repeated send finds them. */
+  readonly requests: HashMap.HashMap<string, TurnId>
 }
 
 /**
@@ -273,6 +276,17 @@ export const turn = (state: TreeState, turnId: TurnId): Turn | undefined => getT
  */
 export const callback = (state: TreeState, callbackId: CallbackId): CallbackRecord | undefined =>
   getCallback(state, callbackId)
+
+/**
+ * The turn the session queued for a send with this request id, if any: a send repeated with it answers this turn.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const requested = (state: TreeState, sessionId: SessionId, requestId: string): Turn | undefined => {
+  const turnId = HashMap.get(getSession(state, sessionId)?.requests ?? HashMap.empty<string, TurnId>(), requestId)
+  return Option.isSome(turnId) ? getTurn(state, turnId.value) : undefined
+}
 
 /**
  * The root session's running turn.

@@ -250,7 +250,7 @@ const drafts: ReadonlyArray<Draft> = [
       })
     }),
   (c) => new TurnEvent.TurnBlocked({ ...c, ...inRoot(turn1), callbackIds: [Ids.CallbackId.make("cb_approval")] }),
-  (c) => new TurnEvent.TurnQueued({ ...c, ...inRoot(turn2), input: "And then?" }),
+  (c) => new TurnEvent.TurnQueued({ ...c, ...inRoot(turn2), input: "And then?", requestId: "req-and-then" }),
   (c) =>
     new TurnEvent.CallbackResolved({
       ...c,
@@ -310,7 +310,7 @@ const plain = (state: TreeState.TreeState) => {
     Array.from(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return {
     ...state,
-    sessions: entries(state.sessions),
+    sessions: entries(state.sessions).map(([id, session]) => [id, { ...session, requests: entries(session.requests) }]),
     turns: entries(state.turns),
     callbacks: entries(state.callbacks)
   }
@@ -407,7 +407,7 @@ const randomDraft: fc.Arbitrary<Draft> = fc.record({
           input: r.text,
           ...(r.flag
             ? { cause: new TurnEvent.TurnCause({ sessionId: root, turnId: turn1, toolCallId: "call_a" }) }
-            : {})
+            : { requestId: "req-a" })
         })
       case 1:
         return new TurnEvent.TurnStarted({ ...common, input: r.text })

@@ -269,13 +269,40 @@ $("start-form").addEventListener("submit", async (event) => {
   $<HTMLInputElement>("message-input").focus()
 })
 
+/**
+ * The message being sent and its request id. A send whose answer is lost (the connection dropped, a gateway's
+ * 502/503/504) is sent again with the same id, a few times, and so is the same text sent again by hand: the server
+ * answers a repeated id with the turn it already queued, so a message is never queued twice.
+ */
+let sending: { readonly sessionId: string; readonly input: string; readonly requestId: string } | undefined
+
+const sendMessage = async (sessionId: string, input: string) => {
+  if (sending?.sessionId !== sessionId || sending.input !== input) {
+    sending = { sessionId, input, requestId: crypto.randomUUID() }
+  }
+  const body = { input, requestId: sending.requestId }
+  for (let attempt = 0;; attempt++) {
+    const reply = await request("POST", `/sessions/${sessionId}/turns`, body).catch(() => undefined)
+    if (reply !== undefined && ![502, 503, 504].includes(reply.status)) return reply
+    if (attempt === 4) return reply
+    await new Promise((resume) => setTimeout(resume, 100 * 2 ** attempt))
+  }
+}
+
 $("message-form").addEventListener("submit", async (event) => {
   event.preventDefault()
   if (current === undefined) return
   const input = $<HTMLInputElement>("message-input")
-  const reply = await request("POST", `/sessions/${current.sessionId}/turns`, { input: input.value })
-  if (reply.status === 202) input.value = ""
-  else $("session-error").textContent = `The message was refused (${reply.status}).`
+  const reply = await sendMessage(current.sessionId, input.value)
+  if (reply?.status === 202) {
+    sending = undefined
+    input.value = ""
+    $("session-error").textContent = ""
+  } else {
+    $("session-error").textContent = reply === undefined
+      ? "The connection dropped. Send again: the message will not be queued twice."
+      : `The message was refused (${reply.status}).`
+  }
 })
 
 const start = async () => {

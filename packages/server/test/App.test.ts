@@ -67,6 +67,38 @@ describe.sequential("session app", () => {
   )
 
   it.scopedLive(
+    "(6) a send whose response is lost (the turn queued) is sent again with its request id: one turn",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* App.start
+        const page = yield* App.openApp(yield* App.browser, url)
+        const bodies: Array<unknown> = []
+        // The first send reaches the server, then its connection is reset: the page never reads the answer.
+        yield* promise(() =>
+          page.route("**/sessions/*/turns", async (route) => {
+            if (route.request().method() !== "POST") return route.continue()
+            bodies.push(route.request().postDataJSON())
+            if (bodies.length > 1) return route.continue()
+            await route.fetch()
+            await route.abort("connectionreset")
+          })
+        )
+        yield* App.startTurn(page, "deployer", "Deploy the api")
+        yield* promise(() => page.getByRole("article", { name: "approval client.deploy" }).waitFor())
+        // The message box empties once a send was answered 202.
+        yield* promise(() =>
+          page.waitForFunction("document.querySelector('#message-input')?.value === ''", undefined, { timeout: 10_000 })
+        )
+        assert.strictEqual(bodies.length, 2, "sent twice")
+        const ids = bodies.map((body) => (body as { readonly requestId?: string }).requestId)
+        assert.isString(ids[0])
+        assert.strictEqual(ids[1], ids[0], "with the same request id")
+        assert.strictEqual(yield* promise(() => page.locator("#events li[data-tag=TurnQueued]").count()), 1)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scopedLive(
     "(2) the CLI answers: the button disappears within a second and the page says it was answered elsewhere",
     () =>
       Effect.gen(function*() {

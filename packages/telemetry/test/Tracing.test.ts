@@ -60,6 +60,29 @@ const one = (spans: ReadonlyArray<ReadableSpan>, name: string) => {
 }
 
 describe("tracing", () => {
+  it.effect("a send repeated with its request id starts no second parley.turn span", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = tracing()
+      const engine = LocalTransport.layer.pipe(Layer.provide([
+        SessionStore.layerMemory,
+        Connectors.layerEmpty,
+        RuntimeTools.layer(lookupPrice),
+        Models.layer(Models.single((yield* ScriptedModel.make(steps)).languageModel))
+      ]))
+      const [first, again] = yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(pricer)
+        const first = yield* Session.sendMessage(session, "What does the atlas cost?", { requestId: "req-1" })
+        const again = yield* Session.sendMessage(session, "What does the atlas cost?", { requestId: "req-1" })
+        yield* Turn.result(again)
+        return [first, again] as const
+      }).pipe(
+        Effect.provide(Layer.mergeAll(engine, CallbackHandler.layer({ approval: () => new Answer.AllowApproval() }))),
+        Effect.provide(layer)
+      )
+      assert.strictEqual(again.turnId, first.turnId)
+      assert.strictEqual(one(exporter.getFinishedSpans(), "parley.turn").attributes["parley.turn.id"], first.turnId)
+    }))
+
   it.effect("an approval-loop turn is one parley.turn span: model step, callback, tool, model step", () =>
     Effect.gen(function*() {
       const { exporter, layer } = tracing()

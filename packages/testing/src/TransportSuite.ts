@@ -73,6 +73,7 @@ import { hardening } from "./internal/transportSuite/hardening.js"
 import * as Harness from "./internal/transportSuite/harness.js"
 import { modelFailures } from "./internal/transportSuite/modelFailures.js"
 import { policyAndSignIn } from "./internal/transportSuite/policyAndSignIn.js"
+import { requestIds } from "./internal/transportSuite/requestIds.js"
 import { runtimeTools } from "./internal/transportSuite/runtimeTools.js"
 import { subagents } from "./internal/transportSuite/subagents.js"
 
@@ -124,6 +125,7 @@ export const suite = (
     expiry(withModel)
     cancel(withModel)
     grants(withModel)
+    requestIds(withModel)
     modelFailures(withModel)
     policyAndSignIn(withModel)
     subagents(withModel)

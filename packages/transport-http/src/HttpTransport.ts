@@ -9,6 +9,11 @@
  * (exponential from 50 ms, capped at 2 s, by default), so `Turn.result` and `Turn.events` never fail on a drop and
  * never see an event twice or miss one. Every typed error of the server comes back as the same `ParleyError`.
  *
+ * `sendMessage` is safe to retry: each POST carries a request id (the caller's `requestId`, or one made up here), and
+ * when the connection drops before the response is read, or the answer is a 502, 503 or 504, or no answer comes within
+ * `sendTimeout`, the POST is sent again with the same id under `reconnect` (for at most `sendRetryFor`). The server
+ * answers a repeated id with the turn the first POST queued, so a drop never duplicates a turn nor loses one.
+ *
  * @example
  * ```ts
  * import { Agent } from "@parley/core"
@@ -29,6 +34,7 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import type { Service } from "@parley/core/Transport"
 import { Transport as TransportTag } from "@parley/core/Transport"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
@@ -45,8 +51,18 @@ export interface Options {
   readonly url: string | URL
   /** The API key (sent as `Authorization: Bearer …`). */
   readonly apiKey: Redacted.Redacted<string> | string
-  /** How long to wait between tries when an event stream drops (default: exponential from 50 ms, capped at 2 s). */
+  /**
+   * How long to wait between tries when an event stream drops, or a `sendMessage` POST must be sent again (default:
+   * exponential from 50 ms, capped at 2 s, forever).
+   */
   readonly reconnect?: Schedule.Schedule<unknown, unknown> | undefined
+  /** How long one `sendMessage` POST may wait for its response before it is sent again (default: 30 s). */
+  readonly sendTimeout?: Duration.DurationInput | undefined
+  /**
+   * How long `sendMessage` keeps sending its POST again before it fails with `TransportFailure` (default: 1 minute).
+   * The caller may then send again with the same `requestId`: still one turn.
+   */
+  readonly sendRetryFor?: Duration.DurationInput | undefined
   /** Changes the `HttpClient` of every request (retries, proxies, tracing). */
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
@@ -71,7 +87,13 @@ export const defaultReconnect: Schedule.Schedule<unknown, unknown> = Schedule.ex
  */
 export const make: (options: Options) => Effect.Effect<Service, never, HttpClient.HttpClient | Scope.Scope> = (
   options
-) => internal.make({ ...options, reconnect: options.reconnect ?? defaultReconnect })
+) =>
+  internal.make({
+    ...options,
+    reconnect: options.reconnect ?? defaultReconnect,
+    sendTimeout: options.sendTimeout ?? "30 seconds",
+    sendRetryFor: options.sendRetryFor ?? "1 minute"
+  })
 
 /**
  * The transport on the `HttpClient` in context (e.g. `NodeHttpClient.layerUndici`).

@@ -13,7 +13,7 @@ import { TypeId } from "./errorTypeId.js"
  */
 export class InvalidId extends Schema.TaggedError<InvalidId>("@parley/core/ParleyError/InvalidId")("InvalidId", {
   ...common,
-  kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId"),
+  kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId", "requestId"),
   value: Schema.String
 }) {
   /**

@@ -1,6 +1,6 @@
 /** The events of a turn's start and of its model steps (re-exported by `TurnEvent`). */
 import * as Schema from "effect/Schema"
-import { CallbackId, SessionId, TurnId } from "../Ids.js"
+import { CallbackId, RequestId, SessionId, TurnId } from "../Ids.js"
 import { common } from "./eventFields.js"
 
 /**
@@ -30,7 +30,9 @@ export class TraceContext extends Schema.Class<TraceContext>("@parley/core/TurnE
 /**
  * A message was accepted: the turn exists from now on and starts when the session's earlier turns have ended.
  * `cause` names the parent's tool call for a subagent's turn; `trace` the trace context of the turn's span, when the
- * engine that accepted it traces (an optional field, added in schema version 2: older events have none).
+ * engine that accepted it traces (an optional field, added in schema version 2: older events have none); `requestId`
+ * the client's id of the `sendMessage` that queued it (optional, added in schema version 3: a send repeated with it
+ * finds this turn).
  *
  * @since 0.1.0
  * @category Schemas
@@ -39,7 +41,8 @@ export class TurnQueued extends Schema.TaggedClass<TurnQueued>("@parley/core/Tur
   ...common,
   input: Schema.String,
   cause: Schema.optional(TurnCause),
-  trace: Schema.optional(TraceContext)
+  trace: Schema.optional(TraceContext),
+  requestId: Schema.optional(RequestId)
 }) {}
 
 /**

@@ -65,11 +65,13 @@ export const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
         calls: []
       }
       const next = { ...state, turns: HashMap.set(state.turns, event.turnId, turn) }
-      return updateSession(
-        next,
-        event.sessionId,
-        (session) => ({ ...session, queue: [...session.queue, event.turnId] })
-      )
+      return updateSession(next, event.sessionId, (session) => ({
+        ...session,
+        queue: [...session.queue, event.turnId],
+        requests: event.requestId === undefined
+          ? session.requests
+          : HashMap.set(session.requests, event.requestId, event.turnId)
+      }))
     }
     case "TurnStarted": {
       const next = updateTurn(state, event.turnId, (turn) => ({ ...turn, status: "running", startedSeq: event.seq }))

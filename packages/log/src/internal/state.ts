@@ -24,7 +24,8 @@ export const newSession = (
   running: undefined,
   last: undefined,
   children: [],
-  conversation: []
+  conversation: [],
+  requests: HashMap.empty()
 })
 
 export const updateSession = (state: TreeState, sessionId: SessionId, f: (session: Session) => Session): TreeState => {

@@ -33,6 +33,8 @@ export type Command =
     readonly input: string
     /** The trace context of the turn's span, recorded on its `TurnQueued` (when the engine traces). */
     readonly trace?: TraceContext | undefined
+    /** The client's id of this send (checked by the façade): a turn already queued under it is the reply. */
+    readonly requestId?: string | undefined
   }
   | {
     readonly _tag: "Answer"

@@ -210,8 +210,19 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
           new SessionNotFound({ module: "Session", method: "sendMessage", sessionId: command.sessionId })
         )
       }
+      // A send repeated with its request id (a retry): the turn the first one queued, and nothing appended.
+      const repeated = command.requestId === undefined ? undefined : TreeState.requested(
+        tx.state,
+        command.sessionId,
+        command.requestId
+      )
+      if (repeated !== undefined) {
+        return Either.right(
+          new TurnRef({ sessionId: command.sessionId, turnId: repeated.turnId, cursor: repeated.cursor }, noValidation)
+        )
+      }
       const cursor = tx.seq
-      const turnId = queueTurn(tx, command.sessionId, command.input, undefined, command.trace)
+      const turnId = queueTurn(tx, command.sessionId, command.input, undefined, command.trace, command.requestId)
       return Either.right(new TurnRef({ sessionId: command.sessionId, turnId, cursor }, noValidation))
     }
     case "Answer": {

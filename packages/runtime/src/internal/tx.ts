@@ -101,10 +101,11 @@ export const queueTurn = (
   sessionId: SessionId,
   input: string,
   cause: TurnCause | undefined,
-  trace?: TraceContext | undefined
+  trace?: TraceContext | undefined,
+  requestId?: string | undefined
 ): TurnId => {
   const turnId = tx.id("turn", tx.seq) as TurnId
-  tx.emit((meta) => new TurnQueued({ sessionId, turnId, ...meta, input, cause, trace }, noValidation))
+  tx.emit((meta) => new TurnQueued({ sessionId, turnId, ...meta, input, cause, trace, requestId }, noValidation))
   return turnId
 }
 

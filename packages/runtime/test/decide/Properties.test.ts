@@ -22,7 +22,7 @@ import { emptyTree, plain } from "./spec.js"
 
 /** Indexes pick among what the state has (modulo its size), so every intent means something in any state. */
 type Intent =
-  | { readonly _tag: "Send"; readonly session: number }
+  | { readonly _tag: "Send"; readonly session: number; readonly requestId: string | undefined }
   | {
     readonly _tag: "ModelStep"
     readonly turn: number
@@ -50,7 +50,15 @@ interface Move {
 const index = fc.nat({ max: 20 })
 
 const intent: fc.Arbitrary<Intent> = fc.oneof(
-  { arbitrary: fc.record({ _tag: fc.constant("Send" as const), session: index }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      _tag: fc.constant("Send" as const),
+      session: index,
+      // A few ids, often repeated (a retry), or none.
+      requestId: fc.option(fc.constantFrom("req-a", "req-b", "req-c"), { nil: undefined })
+    }),
+    weight: 1
+  },
   {
     arbitrary: fc.record({
       _tag: fc.constant("ModelStep" as const),
@@ -154,7 +162,8 @@ const commandOf = (state: TreeState.TreeState, intent: Intent): Command => {
       return {
         _tag: "SendMessage",
         sessionId: at(sessionsOf(state), intent.session)?.sessionId ?? treeId,
-        input: "Hi."
+        input: "Hi.",
+        requestId: intent.requestId
       }
     case "ModelStep": {
       const turn = at(runningOf(state).filter((t) => t.modelPending), intent.turn)
@@ -283,6 +292,14 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
     events.map((_, i) => before.nextSeq + i),
     "the seqs continue the log"
   )
+  // A send repeated with a request id the session has queues nothing and answers that turn.
+  const repeated = command._tag === "SendMessage" && command.requestId !== undefined
+    ? TreeState.requested(before, command.sessionId, command.requestId)
+    : undefined
+  if (repeated !== undefined) {
+    assert.isFalse(events.some((event) => event._tag === "TurnQueued"), "a repeated request id queues no turn")
+    assert.strictEqual(Either.getOrUndefined(reply)?.turnId, repeated.turnId, "a repeated request id answers its turn")
+  }
   // Only the owner, under its lease, records starts.
   for (const event of events) {
     if (event._tag === "ToolExecutionStarted") {
@@ -413,6 +430,12 @@ const checkTree = ({ header, log, state }: Tree) => {
   assert.deepStrictEqual(plain(TreeState.fold(header, log)), plain(state), "fold(log) is the decided state")
   assert.deepStrictEqual(plain(roundTrip(state)), plain(state), "decodeSnapshot(encodeSnapshot(state)) is the state")
 
+  // A request id queues at most one turn per session.
+  const requests = log.flatMap((event) =>
+    event._tag === "TurnQueued" && event.requestId !== undefined ? [`${event.sessionId} ${event.requestId}`] : []
+  )
+  assert.strictEqual(new Set(requests).size, requests.length, "a request id queues one turn per session")
+
   // Callbacks: opened once, resolved at most once and after they opened; `open` is opened minus resolved.
   const opened: Array<string> = []
   const resolved = new Set<string>()
@@ -489,7 +512,7 @@ const play = (agent: AgentSpec.AgentSpec, moves: ReadonlyArray<Move>, checkEachT
   let tree = emptyTree(agent)
   let lease: Executor = { owner: "engine-a", epoch: 1 }
   let now = t0
-  const first: Move = { intent: { _tag: "Send", session: 0 }, byOwner: true, minutes: 0 }
+  const first: Move = { intent: { _tag: "Send", session: 0, requestId: undefined }, byOwner: true, minutes: 0 }
   for (const { byOwner, intent, minutes } of [first, ...moves]) {
     now = DateTime.addDuration(now, Duration.minutes(minutes))
     if (intent._tag === "Resume" && intent.takeOver) {

@@ -2,7 +2,7 @@ import { assert } from "@effect/vitest"
 import type { Ids } from "@parley/core"
 import { Answer, ParleyError } from "@parley/core"
 import { TreeState } from "@parley/log"
-import { Either } from "effect"
+import { Either, HashMap } from "effect"
 import { oneStep, treeId } from "./fixtures.js"
 import {
   answer,
@@ -20,6 +20,7 @@ import {
   send,
   sendTo,
   sendTraced,
+  sendWithId,
   stepFails,
   workFails
 } from "./spec.js"
@@ -72,6 +73,49 @@ rules("SendMessage", [
     rule: "a message to a session the tree does not have",
     when: sendTo("ses_unknown", "Hello?"),
     then: rejects("SessionNotFound")
+  },
+  {
+    rule: "a message with a request id: its TurnQueued records the id",
+    when: sendWithId("Hello.", "req-1"),
+    then: appends(ev("TurnQueued", { turnId: "turn_spec_0", requestId: "req-1" }), "TurnStarted", "ModelStepStarted"),
+    and: (state) => assert.strictEqual(TreeState.requested(state, treeId, "req-1")?.turnId, "turn_spec_0" as Ids.TurnId)
+  },
+  {
+    rule: "the same request id again (a retry): the same turn and cursor, nothing queued",
+    given: [sendWithId("Hello.", "req-1")],
+    when: sendWithId("Hello.", "req-1"),
+    then: nothing,
+    and: (state, _events, reply) => {
+      const ref = Either.getOrUndefined(reply)
+      assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, "turn_spec_0", 0])
+      assert.strictEqual(HashMap.size(state.turns), 1)
+    }
+  },
+  {
+    rule: "the same request id after its turn ended: still that turn, nothing queued",
+    given: [sendWithId("Hello.", "req-1"), replies("Hi!"), send("Next."), replies("Done.")],
+    when: sendWithId("Hello, again?", "req-1"),
+    then: nothing,
+    and: (_state, _events, reply) => assert.strictEqual(Either.getOrUndefined(reply)?.turnId, "turn_spec_0")
+  },
+  {
+    rule: "another request id: another turn, queued behind the first",
+    given: [sendWithId("First.", "req-1")],
+    when: sendWithId("Second.", "req-2"),
+    then: appends(ev("TurnQueued", { turnId: "turn_spec_3", input: "Second.", requestId: "req-2" })),
+    and: (state, _events, reply) => {
+      assert.strictEqual(Either.getOrUndefined(reply)?.turnId, "turn_spec_3")
+      assert.deepStrictEqual(TreeState.session(state, treeId)?.queue.map(String), ["turn_spec_3"])
+    }
+  },
+  {
+    rule: "a request id is per session: the same id sent to a subagent queues its own turn",
+    given: [
+      sendWithId("Research.", "req-1"),
+      calls({ name: "agents_spawn", params: { agent: "researcher", task: "Look." } })
+    ],
+    when: sendWithId("More.", "req-1", "child"),
+    then: appends(ev("TurnQueued", { requestId: "req-1" }))
   },
   {
     rule: "a message to a subagent's session while its turn runs: it waits its turn",

@@ -82,6 +82,10 @@ export const sendTraced = (input: string, trace: { readonly traceId: string; rea
     trace: new TurnEventSchemas.TraceContext(trace)
   }))
 
+/** The user sends a message with a request id (a retry sends the same id again). */
+export const sendWithId = (input: string, requestId: string, who: Who = "root") =>
+  new Step((state) => ({ _tag: "SendMessage", sessionId: sessionOf(state, who), input, requestId }))
+
 /** A message to a session the tree does not have. */
 export const sendTo = (sessionId: string, input: string) =>
   new Step(() => ({ _tag: "SendMessage", sessionId: sessionId as Ids.SessionId, input }))
@@ -364,7 +368,7 @@ export const plain = (state: TreeState.TreeState) => {
     Array.from(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return {
     ...state,
-    sessions: entries(state.sessions),
+    sessions: entries(state.sessions).map(([id, session]) => [id, { ...session, requests: entries(session.requests) }]),
     turns: entries(state.turns),
     callbacks: entries(state.callbacks)
   }

@@ -4,6 +4,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
+import * as Ids from "@parley/core/Ids"
 import { AgentInvalid, type TransportFailure } from "@parley/core/ParleyError"
 import { ApiKey, Client, Handler } from "@parley/core/Principal"
 import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
@@ -144,7 +145,9 @@ export const turns = (transport: Transport.Service, access: Access, limits: Limi
           if (payload.input.length > limits.maxMessageLength) {
             return yield* new MessageTooLong({ limit: limits.maxMessageLength, length: payload.input.length })
           }
-          return yield* uniform(path.sessionId, transport.sendMessage(path.sessionId, payload.input))
+          // A retried POST carries the same request id: the engine answers the turn the first one queued.
+          const requestId = payload.requestId === undefined ? undefined : yield* Ids.requestId(payload.requestId)
+          return yield* uniform(path.sessionId, transport.sendMessage(path.sessionId, payload.input, { requestId }))
         }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {

@@ -1,7 +1,9 @@
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Answer } from "@parley/core/Answer"
+import * as Ids from "@parley/core/Ids"
 import { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import {
   AnswerMismatch,
@@ -13,11 +15,13 @@ import {
 import * as Principal from "@parley/core/Principal"
 import { ProtocolApi, SendMessage } from "@parley/core/ProtocolApi"
 import type { Service } from "@parley/core/Transport"
+import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Mailbox from "effect/Mailbox"
 import * as Redacted from "effect/Redacted"
-import type * as Schedule from "effect/Schedule"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as EventStream from "./eventStream.js"
@@ -26,6 +30,8 @@ export interface Options {
   readonly url: string | URL
   readonly apiKey: Redacted.Redacted<string> | string
   readonly reconnect: Schedule.Schedule<unknown, unknown>
+  readonly sendTimeout: Duration.DurationInput
+  readonly sendRetryFor: Duration.DurationInput
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
 
@@ -63,6 +69,30 @@ const typed = <K extends string>(method: string, keep: ReadonlyArray<K>) =>
     return new TransportFailure({ module: "HttpTransport", method, description: describe(error) })
   })
 
+/** The statuses of a gateway or of a server that is unavailable: the request may or may not have reached the engine. */
+const retriedStatuses: ReadonlySet<number> = new Set([502, 503, 504])
+
+/** No response within `sendTimeout`. */
+class SendTimedOut extends Data.TaggedError("SendTimedOut")<{ readonly message: string }> {}
+
+/**
+ * Whether a failed POST may be sent again with its request id: nothing came back (a dropped connection, a timeout), or
+ * a gateway or the server said it is unavailable (502, 503 — the server's `TransportFailure` too — or 504). An error
+ * the server decided (a 4xx, a typed error) is final.
+ */
+const retriable = (error: unknown): boolean => {
+  if (typeof error !== "object" || error === null || !("_tag" in error)) return false
+  switch (error._tag) {
+    case "RequestError":
+    case "SendTimedOut":
+      return true
+    case "ResponseError":
+      return retriedStatuses.has((error as HttpClientError.ResponseError).response.status)
+    default:
+      return false
+  }
+}
+
 export const make = (options: Options) =>
   Effect.gen(function*() {
     const apiKey = typeof options.apiKey === "string" ? options.apiKey : Redacted.value(options.apiKey)
@@ -71,6 +101,11 @@ export const make = (options: Options) =>
       options.transformClient ?? ((client) => client)
     )
     const client = yield* HttpApiClient.makeWith(ProtocolApi, { httpClient: base, baseUrl: options.url })
+    // Sends see a gateway's 502/503/504 (whatever its body) as a `ResponseError`, which they retry.
+    const sends = yield* HttpApiClient.makeWith(ProtocolApi, {
+      httpClient: HttpClient.filterStatus(base, (status) => !retriedStatuses.has(status)),
+      baseUrl: options.url
+    })
     const streamOptions: EventStream.Options = {
       client: base.pipe(HttpClient.mapRequest(HttpClientRequest.prependUrl(String(options.url)))),
       reconnect: options.reconnect
@@ -111,12 +146,23 @@ export const make = (options: Options) =>
           ? client.sessions.get({ path: { sessionId } }).pipe(typed("getSession", ["SessionNotFound"]))
           : Effect.fail(sessionNotFound("getSession", sessionId)),
       getTurn: (sessionId, turnId) => service.snapshot(sessionId, turnId).pipe(Effect.map((snapshot) => snapshot.turn)),
-      sendMessage: (sessionId, input) =>
-        isSessionId(sessionId)
-          ? client.turns.send({ path: { sessionId }, payload: new SendMessage({ input }) }).pipe(
-            typed("sendMessage", ["SessionNotFound"])
+      sendMessage: (sessionId, input, sendOptions) =>
+        Effect.gen(function*() {
+          if (!isSessionId(sessionId)) return yield* sessionNotFound("sendMessage", sessionId)
+          // Every POST names its request: a retry with the same id finds the turn the first one queued.
+          const requestId = sendOptions?.requestId === undefined
+            ? yield* Ids.newRequestId
+            : yield* Ids.requestId(sendOptions.requestId)
+          const payload = new SendMessage({ input, requestId })
+          return yield* sends.turns.send({ path: { sessionId }, payload }).pipe(
+            Effect.timeoutFail({
+              duration: options.sendTimeout,
+              onTimeout: () => new SendTimedOut({ message: "no response in time" })
+            }),
+            Effect.retry({ schedule: Schedule.upTo(options.reconnect, options.sendRetryFor), while: retriable }),
+            typed("sendMessage", ["SessionNotFound", "InvalidId"])
           )
-          : Effect.fail(sessionNotFound("sendMessage", sessionId)),
+        }),
       events: (sessionId, from) =>
         isSessionId(sessionId)
           ? EventStream.events(streamOptions, sessionId, from)

@@ -6,6 +6,7 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import { Answer as AnswerSchema } from "@parley/core/Answer"
 import { Kind as CallbackKind } from "@parley/core/Callback"
 import type { CallbackId, TurnId } from "@parley/core/Ids"
+import * as Ids from "@parley/core/Ids"
 import { CallbackId as CallbackIdSchema, newSessionId, SessionId, TurnId as TurnIdSchema } from "@parley/core/Ids"
 import type { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { AnswerMismatch, CallbackNotOpen, TurnNotFound } from "@parley/core/ParleyError"
@@ -61,20 +62,24 @@ export const make = (
    */
   /**
    * Queues a turn. Under a tracer, its span starts here (a child of the caller's span) and its context is recorded on
-   * the `TurnQueued`; a turn that is refused ends its span at once.
+   * the `TurnQueued`; a turn that is refused ends its span at once. A repeated request id the tree already has starts
+   * no span: no turn is queued.
    */
-  const send = (actor: Actor, sessionId: SessionId, input: string) =>
+  const send = (actor: Actor, sessionId: SessionId, input: string, requestId: string | undefined) =>
     Effect.withFiberRuntime<Reply, Rejection | TransportFailure>((fiber) => {
       if (actor.traced === undefined) {
         const tracer = Telemetry.tracerOf(fiber)
         if (tracer !== undefined) actor.traced = Telemetry.make(tracer)
       }
       const traced = actor.traced
-      if (traced === undefined) return core.submit(actor, { _tag: "SendMessage", sessionId, input })
+      const repeated = requestId !== undefined && TreeState.requested(actor.state, sessionId, requestId) !== undefined
+      if (traced === undefined || repeated) {
+        return core.submit(actor, { _tag: "SendMessage", sessionId, input, requestId })
+      }
       const agent = TreeState.session(actor.state, sessionId)?.agent.name ?? ""
       const span = Telemetry.startTurn(traced, fiber, { session: sessionId, agent })
       return Effect.onExit(
-        core.submit(actor, { _tag: "SendMessage", sessionId, input, trace: Telemetry.contextOf(span) }),
+        core.submit(actor, { _tag: "SendMessage", sessionId, input, requestId, trace: Telemetry.contextOf(span) }),
         (exit) =>
           Effect.sync(() => {
             if (traced.pending.delete(span.spanId)) {
@@ -163,21 +168,26 @@ export const make = (
           core.knownTurn(actor, id, turnId, "getTurn"),
           (turn) => new TurnRef({ sessionId: id, turnId: turn.turnId, cursor: turn.cursor }, noValidation)
         ), { read: true }),
-    sendMessage: (sessionId, input) =>
-      core.withTree("sendMessage", sessionId, (actor, id) =>
-        Effect.flatMap(
-          send(actor, id, String(input)),
-          (reply) =>
-            reply === undefined ? Effect.fail(failure("sendMessage", "no turn was queued")) : Effect.succeed(reply)
-        ).pipe(
-          Effect.catchTags({
-            AnswerMismatch: (error) => Effect.fail(failure("sendMessage", error)),
-            CallbackNotOpen: (error) => Effect.fail(failure("sendMessage", error)),
-            CallbackAlreadyAnswered: (error) => Effect.fail(failure("sendMessage", error)),
-            GrantNotFound: (error) => Effect.fail(failure("sendMessage", error)),
-            TurnNotFound: (error) => Effect.fail(failure("sendMessage", error))
-          })
-        )),
+    sendMessage: (sessionId, input, options) =>
+      // Checked before anything is decided: a malformed request id queues nothing.
+      Effect.flatMap(
+        options?.requestId === undefined ? Effect.succeed(undefined) : Ids.requestId(options.requestId),
+        (requestId) =>
+          core.withTree("sendMessage", sessionId, (actor, id) =>
+            Effect.flatMap(
+              send(actor, id, String(input), requestId),
+              (reply) =>
+                reply === undefined ? Effect.fail(failure("sendMessage", "no turn was queued")) : Effect.succeed(reply)
+            ).pipe(
+              Effect.catchTags({
+                AnswerMismatch: (error) => Effect.fail(failure("sendMessage", error)),
+                CallbackNotOpen: (error) => Effect.fail(failure("sendMessage", error)),
+                CallbackAlreadyAnswered: (error) => Effect.fail(failure("sendMessage", error)),
+                GrantNotFound: (error) => Effect.fail(failure("sendMessage", error)),
+                TurnNotFound: (error) => Effect.fail(failure("sendMessage", error))
+              })
+            ))
+      ),
     subscribe: (sessionId, from) => subscribe("subscribe", sessionId, from),
     events: (sessionId, from) =>
       Stream.unwrapScoped(Effect.map(subscribe("events", sessionId, from), Mailbox.toStream)),

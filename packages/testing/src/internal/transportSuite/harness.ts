@@ -67,7 +67,7 @@ const plain = (state: TreeState.TreeState) => {
     Array.from(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return {
     ...state,
-    sessions: entries(state.sessions),
+    sessions: entries(state.sessions).map(([id, session]) => [id, { ...session, requests: entries(session.requests) }]),
     turns: entries(state.turns),
     callbacks: entries(state.callbacks)
   }
