@@ -68,22 +68,36 @@ export const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): bigint =>
 
 export const contextOf = (span: Tracer.Span) => new TraceContext({ traceId: span.traceId, spanId: span.spanId })
 
+/** A span of the tree's tracer started at `at` (nanoseconds), under `parent`, with `attributes` and `links`. */
+const startSpan = (
+  traced: Traced,
+  name: string,
+  parent: Tracer.AnySpan | undefined,
+  at: bigint,
+  attributes: Record<string, unknown>,
+  links: ReadonlyArray<Tracer.SpanLink> = []
+): Tracer.Span => {
+  const span = traced.tracer.span(
+    name,
+    parent === undefined ? Option.none() : Option.some(parent),
+    Context.empty(),
+    links,
+    at,
+    "internal"
+  )
+  for (const key in attributes) span.attribute(key, attributes[key])
+  return span
+}
+
 /** A turn span this engine starts (`sendMessage`), before its `TurnQueued` exists: recorded on it, then adopted. */
 export const startTurn = (traced: Traced, fiber: Fiber.RuntimeFiber<unknown, unknown>, attributes: {
   readonly session: string
   readonly agent: string
 }): Tracer.Span => {
-  const parent = fiber.currentSpan
-  const span = traced.tracer.span(
-    "parley.turn",
-    parent === undefined ? Option.none() : Option.some(parent),
-    Context.empty(),
-    [],
-    nowOf(fiber),
-    "internal"
-  )
-  span.attribute("parley.session.id", attributes.session)
-  span.attribute("parley.agent.name", attributes.agent)
+  const span = startSpan(traced, "parley.turn", fiber.currentSpan, nowOf(fiber), {
+    "parley.session.id": attributes.session,
+    "parley.agent.name": attributes.agent
+  })
   traced.pending.set(span.spanId, span)
   return span
 }
@@ -106,17 +120,11 @@ export const turnSpan = (traced: Traced, state: TreeState.TreeState, turnId: Tur
     span: Tracer.externalSpan({ traceId: turn.trace.traceId, spanId: turn.trace.spanId }),
     attributes: { "parley.link": "turn taken up" }
   }]
-  const span = traced.tracer.span(
-    "parley.turn",
-    parent === undefined ? Option.none() : Option.some(parent),
-    Context.empty(),
-    links,
-    nanos(at),
-    "internal"
-  )
+  const span = startSpan(traced, "parley.turn", parent, nanos(at), {
+    "parley.session.id": turn.sessionId,
+    "parley.turn.id": turnId
+  }, links)
   const session = TreeState.session(state, turn.sessionId)
-  span.attribute("parley.session.id", turn.sessionId)
-  span.attribute("parley.turn.id", turnId)
   if (session !== undefined) span.attribute("parley.agent.name", session.agent.name)
   if (links.length > 0) span.attribute("parley.turn.resumed", true)
   traced.turns.set(turnId, span)
@@ -160,16 +168,10 @@ export const observe = (
       case "CallbackOpened": {
         const callback = event.callback
         const parent = turnSpan(traced, state, callback.turnId, at)
-        const span = traced.tracer.span(
-          "parley.callback",
-          parent === undefined ? Option.none() : Option.some(parent),
-          Context.empty(),
-          [],
-          nanos(at),
-          "internal"
-        )
-        span.attribute("parley.callback.id", callback.id)
-        span.attribute("parley.callback.kind", kindOf(callback))
+        const span = startSpan(traced, "parley.callback", parent, nanos(at), {
+          "parley.callback.id": callback.id,
+          "parley.callback.kind": kindOf(callback)
+        })
         if (callback._tag !== "OpenSignIn") span.attribute("parley.tool.id", callback.request.tool.id)
         span.attribute("parley.session.id", callback.sessionId)
         traced.callbacks.set(callback.id, span)
@@ -253,15 +255,7 @@ export const manual = <A, E, R>(
   f: (span: Tracer.Span) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime((fiber) => {
-    const span = traced.tracer.span(
-      name,
-      parent === undefined ? Option.none() : Option.some(parent),
-      Context.empty(),
-      [],
-      nowOf(fiber),
-      "internal"
-    )
-    for (const key in attributes) span.attribute(key, attributes[key])
+    const span = startSpan(traced, name, parent, nowOf(fiber), attributes)
     return Effect.onExit(f(span), (exit) => Effect.sync(() => span.end(nowOf(fiber), exit)))
   })
 
@@ -281,15 +275,7 @@ export const work = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime((fiber) => {
-    const span = traced.tracer.span(
-      name,
-      parent === undefined ? Option.none() : Option.some(parent),
-      Context.empty(),
-      [],
-      nowOf(fiber),
-      "internal"
-    )
-    for (const key in attributes) span.attribute(key, attributes[key])
+    const span = startSpan(traced, name, parent, nowOf(fiber), attributes)
     return FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span)).pipe(
       Effect.zipRight(Effect.onExit(effect, (exit) => Effect.sync(() => span.end(nowOf(fiber), exit))))
     )
@@ -347,16 +333,10 @@ export const append = <A, E, R>(
       : traced.turns.get(first.turnId)
     let bytes = 0
     for (const event of events) bytes += sizeOf(event, 0)
-    const span = traced.tracer.span(
-      "parley.store.append",
-      parent === undefined ? Option.none() : Option.some(parent),
-      Context.empty(),
-      [],
-      nowOf(fiber),
-      "internal"
-    )
-    span.attribute("parley.store.events", events.length)
-    span.attribute("parley.store.bytes", bytes)
+    const span = startSpan(traced, "parley.store.append", parent, nowOf(fiber), {
+      "parley.store.events": events.length,
+      "parley.store.bytes": bytes
+    })
     // The span ends in the append's own continuations, not with `Effect.onExit` (its masks cost steps of the
     // runtime): appends run where the tree's mailbox is processed, uninterruptibly, so one of them always runs.
     return Effect.matchCauseEffect(effect, {
