@@ -1,6 +1,6 @@
 import { assert } from "@effect/vitest"
-import { Principal, TurnEvent } from "@parley/core"
-import { appends, calls, childCalls, contains, ev, rules, runningTurn, send, Written } from "./spec.js"
+import { Principal } from "@parley/core"
+import { appends, calls, childCalls, contains, ev, grantedElsewhere, rules, send } from "./spec.js"
 
 // What decided each call, on the log: a call the permission policy allows or denies without asking records the rule
 // (or the default) and its decision on its `ToolCallStarted` (`decidedBy: Policy { rule }`); a call the policy asks for
@@ -73,19 +73,7 @@ rules("ModelStepDone", [
     rule: "a policy deny beats a grant: the call records the rule that denied it, not the grant",
     given: [
       send("Delete."),
-      new Written((state) => [(meta) =>
-        new TurnEvent.ApprovalGranted({
-          sessionId: state.treeId,
-          turnId: runningTurn(state, "root")!.turnId,
-          ...meta,
-          grantId: `grant_${meta.seq}`,
-          toolPattern: "client.delete_all",
-          decision: "allow",
-          scope: "tree",
-          grantedBy: new Principal.Client({}),
-          callbackId: "cb_spec_0" as never
-        })]
-      )
+      grantedElsewhere("client.delete_all")
     ],
     when: calls("delete_all"),
     then: appends(

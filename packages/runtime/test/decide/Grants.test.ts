@@ -1,5 +1,5 @@
 import { assert } from "@effect/vitest"
-import { AgentSpec, Answer, Principal, TurnEvent } from "@parley/core"
+import { AgentSpec, Answer, Principal } from "@parley/core"
 import { TreeState } from "@parley/log"
 import { assistant, charge } from "./fixtures.js"
 import type { Step } from "./spec.js"
@@ -10,14 +10,13 @@ import {
   calls,
   childCalls,
   ev,
+  grantedElsewhere,
   owner,
   rejects,
   rules,
-  runningTurn,
   send,
   Step as Command,
-  toolFinished,
-  Written
+  toolFinished
 } from "./spec.js"
 
 // Remembered grants: an approval answered with `remember` becomes an `ApprovalGranted`; later calls of the same tool
@@ -134,19 +133,7 @@ rules("ModelStepDone", [
     rule: "the policy decides before any grant: a tool it denies stays denied, whatever a grant says",
     given: [
       send("Delete."),
-      new Written((state) => [(meta) =>
-        new TurnEvent.ApprovalGranted({
-          sessionId: state.treeId,
-          turnId: runningTurn(state, "root")!.turnId,
-          ...meta,
-          grantId: `grant_${meta.seq}`,
-          toolPattern: "client.delete_all",
-          decision: "allow",
-          scope: "tree",
-          grantedBy: new Principal.Client({}),
-          callbackId: "cb_spec_0" as never
-        })]
-      )
+      grantedElsewhere("client.delete_all")
     ],
     when: calls("delete_all"),
     then: appends("ToolCallStarted", ev("ToolCallCompleted", { isFailure: true }), "ModelStepStarted")

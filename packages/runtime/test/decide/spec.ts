@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Answer, Ids, ParleyError, TurnEvent } from "@parley/core"
-import { TurnEvent as TurnEventSchemas } from "@parley/core"
+import { Principal, TurnEvent as TurnEventSchemas } from "@parley/core"
 import { TreeState } from "@parley/log"
 import type { DateTime } from "effect"
 import { Either, HashMap } from "effect"
@@ -222,6 +222,22 @@ export class Written {
     readonly time: DateTime.Utc = t0
   ) {}
 }
+
+/** Another process recorded a tree-wide grant allowing `toolPattern` (as a by-id answer with `remember` does). */
+export const grantedElsewhere = (toolPattern: string) =>
+  new Written((state) => [(meta) =>
+    new TurnEventSchemas.ApprovalGranted({
+      sessionId: state.treeId,
+      turnId: runningTurn(state, "root")!.turnId,
+      ...meta,
+      grantId: `grant_${meta.seq}`,
+      toolPattern,
+      decision: "allow",
+      scope: "tree",
+      grantedBy: new Principal.Client({}),
+      callbackId: "cb_spec_0" as Ids.CallbackId
+    })]
+  )
 
 /** Another process recorded this answer to the callback, and settled nothing. */
 export const answeredElsewhere = (value: Answer.Answer, pick: Pick = open(0)) =>
