@@ -143,7 +143,7 @@ export const make = (
             undefined
           )
       )
-      return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt }, noValidation)
+      return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt, cursor: 0 }, noValidation)
     })
 
   const service: Transport.Service = {
@@ -158,7 +158,8 @@ export const make = (
               sessionId: id,
               agent: session.agent.name,
               parentSessionId: session.parent?.sessionId,
-              createdAt: session.createdAt
+              createdAt: session.createdAt,
+              cursor: actor.state.nextSeq
             }, noValidation)
           )
       }, { read: true }),
