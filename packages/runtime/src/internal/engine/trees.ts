@@ -76,16 +76,21 @@ export const make = (
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
           if (expiresAt !== undefined) yield* core.deadlines.schedule(treeId, id, expiresAt.epochMillis)
         }
-        // The first command is processed before any other, by another fiber (not this one: it is loading the tree,
-        // which the processing holds). A tree this engine just created needs none.
-        if (first !== undefined) {
-          actor.mailbox.push({ command: first, reply: undefined })
-          yield* Effect.forkDaemon(core.deliver(actor, []))
-        }
+        // The first command is processed before any other, by another fiber once the tree is in memory (`started`):
+        // the work it starts must be able to hold the tree. A tree this engine just created needs none.
+        if (first !== undefined) actor.mailbox.push({ command: first, reply: undefined })
         // A long log replayed (no snapshot yet, or an unusable one): the next load starts from a snapshot.
         yield* core.snapshotIfDue(actor)
         return actor
       })
+
+    /**
+     * A loaded tree's first command (its `Resume` or `Settle`), processed by another fiber than the one that loaded it
+     * — once the tree is in memory, so that the work it starts holds the tree: started earlier, that work could not
+     * hold it, and the tree could be evicted under it (its turn left with no work, and nobody to load it again).
+     */
+    const started = (_: SessionId, actor: Actor) =>
+      actor.mailbox.length === 0 ? Effect.void : Effect.asVoid(Effect.forkDaemon(core.deliver(actor, [])))
 
     const load = (
       treeId: SessionId,
@@ -111,7 +116,8 @@ export const make = (
       load,
       idleTimeToLive: eviction.idleTimeToLive,
       timeToLiveOf: (actor: Actor) => TreeState.isBlocked(actor.state) ? pausedMillis : undefined,
-      maxIdle: eviction.maxIdleTrees
+      maxIdle: eviction.maxIdleTrees,
+      loaded: started
     })
 
     const holding = <A, E>(treeId: SessionId, f: (actor: Actor) => Effect.Effect<A, E>) =>
