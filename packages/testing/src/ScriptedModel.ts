@@ -258,7 +258,21 @@ export const reply = (options: {
  * @category Constructors
  */
 export const make = (steps: ReadonlyArray<Step>): Effect.Effect<Service> =>
-  fromScript({ size: steps.length, step: (index) => steps[index] })
+  fromScript({ size: steps.length, step: (index) => steps[index], record: true })
+
+/**
+ * Options of `fromFunction`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface FunctionOptions {
+  /**
+   * Whether `calls` keeps every call (default `true`). A program that runs for long (a server, a benchmark) passes
+   * `false`: its memory then does not grow with the calls, and `calls` stays empty (each call still has its `index`).
+   */
+  readonly record?: boolean | undefined
+}
 
 /**
  * A model driven by one function, for any number of calls (for example programs). `assertComplete` always succeeds.
@@ -267,8 +281,9 @@ export const make = (steps: ReadonlyArray<Step>): Effect.Effect<Service> =>
  * @category Constructors
  */
 export const fromFunction = (
-  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>
-): Effect.Effect<Service> => fromScript({ size: undefined, step: () => brain })
+  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>,
+  options?: FunctionOptions
+): Effect.Effect<Service> => fromScript({ size: undefined, step: () => brain, record: options?.record ?? true })
 
 const fromScript = (script: Internal.Script): Effect.Effect<Service> =>
   Effect.map(
@@ -323,9 +338,10 @@ export const layer = (steps: ReadonlyArray<Step>): Layer.Layer<LanguageModel.Lan
  * @category Layers
  */
 export const layerFunction = (
-  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>
+  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>,
+  options?: FunctionOptions
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
-  Layer.effectContext(Effect.map(fromFunction(brain), toContext))
+  Layer.effectContext(Effect.map(fromFunction(brain, options), toContext))
 
 // =============================================================================
 // Accessors

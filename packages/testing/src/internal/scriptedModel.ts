@@ -34,6 +34,8 @@ export interface Script {
   /** Number of steps, or `undefined` for an unlimited brain. */
   readonly size: number | undefined
   readonly step: (index: number) => Step | undefined
+  /** Whether the calls are kept (`calls`); a brain for a program that runs for long keeps none. */
+  readonly record: boolean
 }
 
 /** A model that records its calls; the public module turns `unexpected` and `size` into `assertComplete`. */
@@ -71,19 +73,20 @@ export const makeWith = <Unexpected extends Error>(
     const calls: Array<Call> = []
     const beyond: Array<Unexpected> = []
     let nextToolCallId = 1
+    let nextIndex = 0
 
     const respond = (request: Request, method: Call["method"]): Effect.Effect<RenderedReply, AiError.AiError> =>
       Effect.flatMap(describeTools(request.tools, method), (tools) =>
         Effect.suspend(() => {
           const call: Call = {
-            index: calls.length,
+            index: nextIndex++,
             method,
             prompt: request.prompt,
             tools,
             toolChoice: request.toolChoice,
             responseFormat: request.responseFormat
           }
-          calls.push(call)
+          if (script.record) calls.push(call)
           const step = script.step(call.index)
           if (step === undefined) {
             const error = unexpected(call)
