@@ -69,6 +69,32 @@ describe("SqlStore on SQLite", () => {
       assert.strictEqual(yield* synced, before + 2)
     }))
 
+  it.scoped("an active tree's latest events are served from memory; a paused tree's are not kept", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
+      /** What a new tail from 0 hands out at once (the table's rows are gone: only memory can have them). */
+      const tail = Effect.scoped(Effect.flatMap(store.subscribe(treeId, 0), (mailbox) =>
+        Effect.raceFirst(
+          Effect.map(mailbox.takeAll, ([events]) => Array.from(events, (event) => event._tag)),
+          Effect.as(Effect.repeatN(Effect.yieldNow(), 50), [] as Array<string>)
+        )))
+      yield* create(store)
+      yield* store.append(treeId, 0, [queued(0)])
+      yield* sql`DELETE FROM parley_events`
+      assert.deepStrictEqual(yield* tail, ["TurnQueued"])
+      const blocked = new TurnEvent.TurnBlocked({
+        sessionId: treeId,
+        turnId: Ids.TurnId.make("turn_sql"),
+        seq: 1,
+        at,
+        callbackIds: []
+      })
+      yield* store.append(treeId, 1, [blocked])
+      yield* sql`DELETE FROM parley_events`
+      assert.deepStrictEqual(yield* tail, [], "paused: nothing of the tree is kept in memory")
+    }))
+
   it.scoped("group commit: trees appending at once share transactions, even with work between their appends", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
