@@ -22,7 +22,7 @@ const withSearchPath = (url: string, schema: string) =>
 
 /** Builds a layer into the current scope and returns its store. */
 export const storeOf = <E>(layer: Layer.Layer<SessionStore.SessionStore, E>) =>
-  Effect.map(Layer.build(layer), (context) => Context.get(context, SessionStore.SessionStore))
+  Effect.map(Layer.build(layer), (context) => SessionStore.get(context))
 
 /** Overwrites one stored event with JSON that is no event, through a client of its own. */
 const corruptRow = <E>(client: Layer.Layer<SqlClient.SqlClient, E>) => (treeId: string, seq: number) =>
