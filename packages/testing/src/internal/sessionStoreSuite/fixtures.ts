@@ -1,5 +1,5 @@
 /**
- * What the store scenarios share: the port (`@parley/log`'s `SessionStore.Service`), ids, events of every kind, a tree per scenario,
+ * What the store scenarios share: the services (`@parley/log`'s `SessionStore.Services`), ids, events of every kind, a tree per scenario,
  * and readers of `tail` / `changes` that tell when they are in place.
  */
 import * as AgentSpec from "@parley/core/AgentSpec"
