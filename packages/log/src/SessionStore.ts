@@ -109,8 +109,29 @@ export const context = (services: Services): Context.Context<SessionStore> =>
 export const layer = (services: Services): Layer.Layer<SessionStore> => Layer.succeedContext(context(services))
 
 /**
- * A store in memory over the memory driver (tests, examples, single-process programs that need no durability), in a
- * scope (its event log's fan-out lives in it).
+ * The memory driver of the event log, with the leases, snapshots and secrets kept beside its rows (they share its
+ * maps: a claim fences the driver's appends).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface MemoryDriver {
+  readonly driver: EventLog.Driver
+  readonly leases: Leases.Service
+  readonly snapshots: Snapshots.Service
+  readonly secrets: Secrets.Service
+}
+
+/**
+ * A new memory driver (`makeMemory` builds the event log on it; a driver's own tests use it alone).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const makeMemoryDriver: Effect.Effect<MemoryDriver> = memory.make
+
+/**
+ * A store in memory over the memory driver (tests, examples, single-process programs that need no durability).
  *
  * @since 0.1.0
  * @category Constructors

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
+import * as EventLogDriverSuite from "@parley/testing/EventLogDriverSuite"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
 import { Chunk, DateTime, Effect, Fiber, Option, Stream } from "effect"
 
@@ -102,6 +103,12 @@ describe("SessionStore.layerMemory", () => {
       })
     ))
 })
+
+// The memory driver on its own, below `EventLog.make`.
+EventLogDriverSuite.suite(
+  "SessionStore.makeMemoryDriver",
+  Effect.map(SessionStore.makeMemoryDriver, (memory) => memory.driver)
+)
 
 // The whole store contract. The memory store lives in one process: every `open` is the same store.
 SessionStoreSuite.suite(

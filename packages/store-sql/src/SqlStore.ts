@@ -42,6 +42,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type * as EventLog from "@parley/log/EventLog"
 import * as SessionStore from "@parley/log/SessionStore"
 import { StoreError } from "@parley/log/StoreError"
 import * as Context from "effect/Context"
@@ -132,6 +133,18 @@ export interface PgOptions extends Options, Omit<PgClient.PgClientConfig, "url">
 export const make: (
   options?: Options
 ) => Effect.Effect<SessionStore.Services, StoreError, SqlClient.SqlClient | Scope.Scope> = internal.make
+
+/**
+ * The event log's row-level driver alone (`EventLog.Driver` of `@parley/log`), on the `SqlClient` in context, its
+ * migrations run: `make` builds the event log on it with `EventLog.make`. For the driver's contract suite
+ * (`@parley/testing/EventLogDriverSuite`) and drivers that wrap it.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const makeDriver: (
+  options?: Options
+) => Effect.Effect<EventLog.Driver, StoreError, SqlClient.SqlClient | Scope.Scope> = internal.makeDriver
 
 /**
  * The store on the `SqlClient` the program provides.

@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import type { Driver, OpenCallbackRow, StoredTree } from "../EventLog.js"
 import type * as Leases from "../Leases.js"
 import type * as Secrets from "../Secrets.js"
+import type { MemoryDriver } from "../SessionStore.js"
 import type * as Snapshots from "../Snapshots.js"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "../StoreError.js"
 
@@ -28,14 +29,7 @@ interface Log {
   snapshot: Snapshots.Snapshot | undefined
 }
 
-export interface Memory {
-  readonly driver: Driver
-  readonly leases: Leases.Service
-  readonly snapshots: Snapshots.Service
-  readonly secrets: Secrets.Service
-}
-
-export const make: Effect.Effect<Memory> = Effect.sync(() => {
+export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
   const logs = new Map<SessionId, Log>()
   /** Every session id seen in a log, to the tree it belongs to. */
   const trees = new Map<SessionId, SessionId>()

@@ -23,6 +23,12 @@ export type Options = Database.Options
 
 export const syncedCommits = Writes.syncedCommits
 
+/** The event log's driver alone (its contract suite). */
+export const makeDriver = (
+  options: Options = {}
+): Effect.Effect<EventLog.Driver, StoreError, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.flatMap(Database.open(options), (database) => Driver.make(database, options))
+
 export const make = (
   options: Options = {}
 ): Effect.Effect<Services, StoreError, SqlClient.SqlClient | Scope.Scope> =>
