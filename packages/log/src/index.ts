@@ -7,14 +7,6 @@
 export * as EventLog from "./EventLog.js"
 
 /**
- * The in-process fan-out the event log shares across drivers, written once: subscribers of a tree's events, gap-free,
- * in mailboxes.
- *
- * @since 0.1.0
- */
-export * as Fanout from "./Fanout.js"
-
-/**
  * Leases: who runs a tree's work (`heartbeat`, `claim`, `retire`), and what recovery takes up (`unfinished`,
  * `claimPaused`).
  *

@@ -14,9 +14,9 @@ import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type { AppendRows, Change, Driver, Durability, Service } from "../EventLog.js"
-import * as Fanout from "../Fanout.js"
 import type { Lease } from "../Leases.js"
 import { SeqConflict, StoreError } from "../StoreError.js"
+import * as Fanout from "./fanout.js"
 
 export const rowsOf = (
   treeId: SessionId,
