@@ -1,5 +1,5 @@
 /**
- * Credentials of a session tree (a connector's OAuth tokens, a sign-in in progress), kept in the `SessionStore`
+ * Credentials of a session tree (a connector's OAuth tokens, a sign-in in progress), kept in the store's `Secrets`
  * encrypted at rest: AES-256-GCM with a key derived from `PARLEY_SECRET_KEY`, bound to the tree and the name (a row
  * copied to another tree does not decrypt). The store only ever holds ciphertext; credentials never enter the event log
  * and are never logged. Without a key, the layer refuses to build.
@@ -72,7 +72,7 @@ const version = "v1"
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url")
 
 /**
- * The credentials of the `SessionStore` in context, encrypted with `secretKey` (at least 32 characters).
+ * The credentials kept in the store's `Secrets` in context, encrypted with `secretKey` (at least 32 characters).
  *
  * @since 0.1.0
  * @category Constructors
@@ -151,7 +151,7 @@ export const secretKey: Config.Config<Redacted.Redacted<string>> = Config.redact
 )
 
 /**
- * Credentials with the given key, over the `SessionStore` in context.
+ * Credentials with the given key, over the store's `Secrets` in context.
  *
  * @since 0.1.0
  * @category Layers
@@ -160,7 +160,7 @@ export const layer = (secretKey: Redacted.Redacted<string>): Layer.Layer<Credent
   Layer.effect(Credentials, make(secretKey))
 
 /**
- * Credentials with the key `PARLEY_SECRET_KEY` from config, over the `SessionStore` in context. Refuses to build
+ * Credentials with the key `PARLEY_SECRET_KEY` from config, over the store's `Secrets` in context. Refuses to build
  * without a key: tokens are never stored unencrypted.
  *
  * @since 0.1.0
