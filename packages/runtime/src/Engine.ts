@@ -23,7 +23,7 @@
  * @since 0.1.0
  */
 import type * as Transport from "@parley/core/Transport"
-import { SessionStore } from "@parley/log/SessionStore"
+import { services as storeServices, type SessionStore } from "@parley/log/SessionStore"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -84,7 +84,7 @@ export const makeWith = (
   options: Options
 ): Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | RuntimeTools | Scope.Scope> =>
   Effect.gen(function*() {
-    const store = yield* SessionStore
+    const store = yield* storeServices
     const models = yield* Models
     const connectors = yield* Connectors
     const runtimeTools = yield* RuntimeTools

@@ -97,11 +97,11 @@ export const make = (
       scope: Scope.CloseableScope
     ): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
       Effect.gen(function*() {
-        const header = yield* store.getTree(treeId)
+        const header = yield* store.eventLog.getTree(treeId)
         if (Option.isNone(header)) return yield* new TreeMissing()
         // The latest snapshot and the events after it, or the whole log.
         const restored = yield* Snapshots.restore(store, header.value)
-        const lease = runsWork ? Option.getOrUndefined(yield* store.claim(treeId, owner)) : undefined
+        const lease = runsWork ? Option.getOrUndefined(yield* store.leases.claim(treeId, owner)) : undefined
         // Whatever was in flight when the tree was last in memory is taken up again, by its owner only.
         return yield* install(treeId, scope, restored, lease, { _tag: lease === undefined ? "Settle" : "Resume" })
       })
@@ -145,7 +145,7 @@ export const make = (
      */
     const caughtUp = (actor: Actor, method: string) =>
       Effect.flatMap(
-        Effect.mapError(store.read(actor.treeId, actor.state.nextSeq), (error) => failure(method, error)),
+        Effect.mapError(store.eventLog.read(actor.treeId, actor.state.nextSeq), (error) => failure(method, error)),
         (ahead) => ahead.length === 0 ? Effect.void : catchUp(actor)
       )
 
@@ -191,7 +191,7 @@ export const make = (
           ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
       const treeOf = known !== undefined
         ? Effect.succeed(Option.some(known.treeId))
-        : Effect.mapError(store.treeOf(id.right), (error) => failure(method, error))
+        : Effect.mapError(store.eventLog.treeOf(id.right), (error) => failure(method, error))
       return treeOf.pipe(
         Effect.flatMap((treeId) => {
           if (Option.isNone(treeId)) return Effect.fail(sessionNotFound(method, sessionId))
