@@ -74,13 +74,13 @@ describe("SqlStore on SQLite", () => {
       const filename = yield* sqliteFile
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
       /** What a new tail from 0 hands out at once (the table's rows are gone: only memory can have them). */
-      const tail = Effect.scoped(Effect.flatMap(store.subscribe(treeId, 0), (mailbox) =>
+      const tail = Effect.scoped(Effect.flatMap(store.eventLog.subscribe(treeId, 0), (mailbox) =>
         Effect.raceFirst(
           Effect.map(mailbox.takeAll, ([events]) => Array.from(events, (event) => event._tag)),
           Effect.as(Effect.repeatN(Effect.yieldNow(), 50), [] as Array<string>)
         )))
       yield* create(store)
-      yield* store.append(treeId, 0, [queued(0)])
+      yield* store.eventLog.append(treeId, 0, [queued(0)])
       yield* sql`DELETE FROM parley_events`
       assert.deepStrictEqual(yield* tail, ["TurnQueued"])
       const blocked = new TurnEvent.TurnBlocked({
@@ -90,7 +90,7 @@ describe("SqlStore on SQLite", () => {
         at,
         callbackIds: []
       })
-      yield* store.append(treeId, 1, [blocked])
+      yield* store.eventLog.append(treeId, 1, [blocked])
       yield* sql`DELETE FROM parley_events`
       assert.deepStrictEqual(yield* tail, [], "paused: nothing of the tree is kept in memory")
     }))
