@@ -27,7 +27,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { Call, Reply, Step, ToolDescription } from "../ScriptedModel.js"
+import type { Call, Reply, Step, ToolDescription, ToolResult } from "../ScriptedModel.js"
 
 /** Where a scripted model gets its steps. */
 export interface Script {
@@ -372,3 +372,26 @@ const toStreamParts = (rendered: RenderedReply): Array<Response.StreamPartEncode
     : []
   return [metadataPart(rendered), ...textParts, ...toolCallParts(rendered), finishPart(rendered)]
 }
+
+/** The text of the last user message of the call's prompt (`ScriptedModel.lastUserText`). */
+export const lastUserText = (call: Call): string | undefined => {
+  for (let i = call.prompt.content.length - 1; i >= 0; i--) {
+    const message = call.prompt.content[i]
+    if (message.role === "user") {
+      return message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
+    }
+  }
+  return undefined
+}
+
+/** Every tool result in the call's prompt, in order (`ScriptedModel.toolResults`). */
+export const toolResults = (call: Call): ReadonlyArray<ToolResult> =>
+  call.prompt.content.flatMap((message) =>
+    message.role === "tool" || message.role === "assistant"
+      ? message.content.flatMap((part) =>
+        part.type === "tool-result"
+          ? [{ id: part.id, name: part.name, isFailure: part.isFailure, result: part.result }]
+          : []
+      )
+      : []
+  )
