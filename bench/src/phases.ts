@@ -17,7 +17,7 @@
  * and events stored per turn.
  */
 import type { LanguageModel } from "@effect/ai"
-import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Agent, Answer, Session, Transport, Turn } from "@parley/core"
 import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import type { SessionStore } from "@parley/runtime"
@@ -30,6 +30,7 @@ import {
   approveAll,
   checkBlocked,
   checkCompleted,
+  CheckFailed,
   checkLedgerEmpty,
   Ledger,
   makeAgent,
@@ -283,6 +284,27 @@ export interface PauseResult {
   readonly seconds: number
 }
 
+/** How long one turn of `pauseMany` may take before the phase stops with what the runtime says of it. */
+const stuckAfter = "60 seconds"
+
+/** A turn that neither blocked nor ended in time: fails the phase with the runtime's view of the turn. */
+const stuck = (phase: string, turn: Turn.Turn) =>
+  Effect.flatMap(Transport.Transport, (transport) =>
+    Effect.flatMap(
+      Effect.either(Effect.zip(transport.getSession(turn.sessionId), transport.snapshot(turn.sessionId, turn.turnId))),
+      (view) =>
+        Effect.fail(
+          new CheckFailed({
+            phase,
+            sessionId: turn.sessionId,
+            detail: `turn ${turn.turnId} still waiting after ${stuckAfter}: ` + (view._tag === "Left"
+              ? `the runtime could not say why (${view.left._tag})`
+              : `log cursor ${view.right[0].cursor}, turn state ${view.right[1].state?._tag ?? "running"}, ` +
+                `${view.right[1].callbacks.length} open callback(s), turn started at seq ${view.right[1].started}`)
+          })
+        )
+    ))
+
 /**
  * Starts `count` sessions and runs a turn in each, with no approval handler: each returns `Blocked` on its approval
  * and stays paused. One after another, or `concurrency` at a time (a SQL store then commits them in shared
@@ -307,7 +329,11 @@ export const pauseMany = (options: {
           if (performance.now() - started > options.budget * 1000) return
           const session = yield* Agent.startSession(options.agent)
           options.ledger.open(session.id)
-          const state = yield* Session.run(session, message(session.id))
+          const turn = yield* Session.sendMessage(session, message(session.id))
+          const state = yield* Turn.result(turn).pipe(
+            Effect.timeout(stuckAfter),
+            Effect.catchTag("TimeoutException", () => stuck(options.phase, turn))
+          )
           paused.push(yield* checkBlocked(options.ledger, options.phase, session, state))
           yield* show(paused.length)
         }),
