@@ -15,20 +15,21 @@
  * @example
  * ```ts
  * import { ClusterRuntime } from "@parley/cluster"
- * import { Connectors, Models, RuntimeTools } from "@parley/runtime"
+ * import type { Models } from "@parley/runtime"
+ * import { Connectors, RuntimeTools } from "@parley/runtime"
  * import { SqlStore } from "@parley/store-sql"
  * import { Layer } from "effect"
  *
- * declare const models: Models.Service
- *
- * const runtime = ClusterRuntime.layerSingle().pipe(
- *   Layer.provide([
- *     SqlStore.layerSqlite({ filename: "parley.db" }),
- *     Connectors.layerEmpty,
- *     RuntimeTools.layerEmpty,
- *     Layer.succeed(Models.Models, models)
- *   ])
- * )
+ * // One process, its own cluster; the trees' logs in a SQLite file. Commands go through the Tree entity.
+ * const runtime = (models: Layer.Layer<Models.Models>) =>
+ *   ClusterRuntime.layerSingle().pipe(
+ *     Layer.provide([
+ *       SqlStore.layerSqlite({ filename: "parley.db" }),
+ *       Connectors.layerEmpty,
+ *       RuntimeTools.layerEmpty,
+ *       models
+ *     ])
+ *   )
  * ```
  *
  * @since 0.1.0
@@ -106,16 +107,17 @@ export const layer = (
 
 /**
  * A cluster of one process, held in memory: shards and runners in memory, messages volatile. For development and
- * tests; the trees' logs are in the `SessionStore` as ever.
+ * tests; the trees' logs are in the `SessionStore` as ever. Its `Sharding` is provided too (`TreeEntity.Tree.client`;
+ * it runs on the wall clock).
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerSingle = (
   options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined } = {}
-): Layer.Layer<Transport, never, SessionStore | Models | Connectors | RuntimeTools> =>
+): Layer.Layer<Transport | Sharding.Sharding, never, SessionStore | Models | Connectors | RuntimeTools> =>
   layer(options).pipe(
-    Layer.provide(onWallClock(
+    Layer.provideMerge(onWallClock(
       Sharding.layer.pipe(
         Layer.provide(Runners.layerNoop),
         Layer.provide([MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
