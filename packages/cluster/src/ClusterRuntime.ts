@@ -40,6 +40,12 @@ import * as Runners from "@effect/cluster/Runners"
 import * as RunnerStorage from "@effect/cluster/RunnerStorage"
 import * as Sharding from "@effect/cluster/Sharding"
 import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as SocketRunner from "@effect/cluster/SocketRunner"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import type * as SocketServer from "@effect/platform/SocketServer"
+import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { Transport } from "@parley/core/Transport"
 import { SessionStore } from "@parley/log/SessionStore"
 import type { Connectors } from "@parley/runtime/Connectors"
@@ -126,3 +132,33 @@ export const layerSingle = (
       Clock.make()
     ))
   )
+
+/**
+ * A runner of a cluster over sockets (`@effect/cluster`'s `SocketRunner` on Node, msgpack): it listens at
+ * `shardingConfig.runnerAddress` (or `runnerListenAddress`), keeps its registration and shard locks in the
+ * `SqlClient`'s database (`SqlRunnerStorage`: `cluster_` tables; on PostgreSQL, advisory locks), and stores no
+ * message (`MessageStorage.layerNoop`: the trees' logs are the record). The configuration is only what is given
+ * (the environment is not read). Its `Sharding` is provided too.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSocket = (
+  options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]> }
+): Layer.Layer<
+  Transport | Sharding.Sharding,
+  SocketServer.SocketServerError,
+  SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
+> => {
+  const config = ShardingConfig.layer(options.shardingConfig)
+  const runner = SocketRunner.layer.pipe(
+    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+    Layer.provide(
+      RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
+    ),
+    Layer.provide([MessageStorage.layerNoop, Layer.orDie(SqlRunnerStorage.layer)]),
+    Layer.provide(config),
+    Layer.provide(RpcSerialization.layerMsgPack)
+  )
+  return layer(options).pipe(Layer.provideMerge(onWallClock(runner, Clock.make())))
+}
