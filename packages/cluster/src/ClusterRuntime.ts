@@ -71,7 +71,7 @@ export interface Options {
   readonly engine?: Engine.Options | undefined
   /** How long a `Tree` entity lives without a message (default: the cluster's `entityMaxIdleTime`, one minute). */
   readonly entityMaxIdleTime?: Duration.DurationInput | undefined
-  /** How often the wake-up singleton looks for trees a dead runner left mid-turn (default: 10 seconds). */
+  /** How often the wake-up singleton looks for trees a dead runner left mid-turn (default: 5 seconds). */
   readonly wakeUpInterval?: Duration.DurationInput | undefined
 }
 
@@ -99,7 +99,7 @@ export const layer = (
       onWallClock(
         Layer.mergeAll(
           Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }),
-          WakeUp.layer(store, { interval: options.wakeUpInterval ?? "10 seconds" })
+          WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds" })
         ),
         wallClock
       ).pipe(Layer.provide(Layer.succeed(Sharding.Sharding, sharding)))

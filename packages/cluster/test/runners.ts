@@ -29,6 +29,7 @@ export const runner = (options: {
   readonly runtimeTools?: ReadonlyArray<Tool.Any> | undefined
 }) =>
   ClusterRuntime.layerSocket({
+    wakeUpInterval: "1 second",
     shardingConfig: { ...shardingConfig, runnerAddress: Option.some(RunnerAddress.make("127.0.0.1", options.port)) }
   }).pipe(
     Layer.provide([
