@@ -17,8 +17,9 @@ import { runner, shardingConfig } from "./runners.js"
 // Three runner processes and this one (a fourth runner, through which the test drives the sessions) on one PostgreSQL
 // schema. Approvals are answered, the tools begin (they take 2 s), and the runner process that began the most is
 // killed with SIGKILL: its shard locks lapse, the other runners take its shards, the wake-up singleton resumes its
-// trees there. Every turn completes, no tool whose start was recorded begins twice (the ledger, written by every
-// process), a tool cut off by the kill is reported failed to the model, and every tree's log is gap-free.
+// trees there. Then a second wave, and another runner process is stopped with SIGTERM (a drain: it releases its
+// shards at once). Every turn completes, no tool whose start was recorded begins twice (the ledger, written by every
+// process), a tool cut off by the stop is reported failed to the model, and every tree's log is gap-free.
 
 const SESSIONS = 30
 
@@ -38,7 +39,7 @@ const read = (ledger: string): ReadonlyArray<Line> =>
 
 describe("ClusterRuntime.layerSocket: runner processes", () => {
   it.live(
-    "a runner process killed mid-tool: its trees resume on the others, no recorded tool runs twice",
+    "runner processes killed (SIGKILL) and drained (SIGTERM) mid-tool: their trees resume elsewhere, no tool runs twice",
     () =>
       Effect.gen(function*() {
         const url = yield* pgSchema
@@ -66,63 +67,75 @@ describe("ClusterRuntime.layerSocket: runner processes", () => {
         }
 
         const agent = pricer(tool)
-        const turns = yield* Effect.forEach(
-          Array.from({ length: SESSIONS }, (_, i) => `product-${i}`),
-          (product) =>
-            Effect.gen(function*() {
-              const session = yield* Agent.startSession(agent)
-              const turn = yield* Session.sendMessage(session, `Price ${product} please.`)
-              const state = yield* Turn.result(turn)
-              assert.strictEqual(state._tag, "Blocked", `${product}: ${state._tag}`)
-              return { product, turn, blocked: state as TurnState.Blocked }
-            }),
-          { concurrency: 10 }
-        ).pipe(Effect.provide(context))
-        yield* Effect.forEach(
-          turns,
-          ({ blocked, turn }) => Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval()),
-          { concurrency: 10, discard: true }
-        ).pipe(Effect.provide(context))
-        yield* Effect.sleep("700 millis")
-        // The runner process that began the most tools, killed while they run.
-        const began = read(ledger).filter((line) => line.what === "began")
-        const victim = children.reduce((most, child) =>
-          began.filter((line) => line.pid === child.pid).length > began.filter((line) => line.pid === most.pid).length
-            ? child
-            : most
-        )
-        const cut = began.filter((line) => line.pid === victim.pid).length
-        assert.isAbove(cut, 0, "the victim runs tools when it is killed")
-        yield* victim.kill
-        const killedAt = Date.now()
-
-        const ended = yield* Effect.forEach(turns, ({ turn }) => Turn.result(turn), { concurrency: 10 }).pipe(
-          Effect.provide(context),
-          Effect.timeout("90 seconds")
-        )
-        const resumedIn = Date.now() - killedAt
-        const lines = read(ledger)
-        for (const [i, { product }] of turns.entries()) {
-          const state = ended[i]
-          assert.strictEqual(state._tag, "Completed", `${product}: ${state._tag}`)
-          const begun = lines.filter((line) => line.what === "began" && line.product === product)
-          const finished = lines.filter((line) => line.what === "finished" && line.product === product)
-          assert.isAtMost(begun.length, 1, `${product} began ${begun.length} times`)
-          assert.strictEqual(
-            (state as TurnState.Completed).text,
-            finished.length === 1 ? `${product} costs 1,200 EUR.` : `No price for ${product}.`
-          )
-        }
-        // Every tree's log is gap-free.
+        const live = [...children]
         const store = Context.get(
           yield* Layer.build(Layer.orDie(SqlStore.layerPg({ url, maxConnections: 2 }))),
           SessionStore.SessionStore
         )
-        for (const { turn } of turns) {
-          const events = yield* store.read(turn.sessionId, 0)
-          assert.deepStrictEqual(events.map((event) => event.seq), events.map((_, i) => i))
-        }
-        yield* Effect.log(`killed runner ${victim.pid} had begun ${cut} tools; every turn ended ${resumedIn} ms later`)
+        /**
+         * A wave: sessions blocked on their approvals, answered; once the tools run, the live runner process that began
+         * the most of this wave's is stopped with `signal`. Every turn completes, no tool begins twice, a tool cut off
+         * is reported failed, every log is gap-free.
+         */
+        const wave = (name: string, signal: "SIGKILL" | "SIGTERM") =>
+          Effect.gen(function*() {
+            const turns = yield* Effect.forEach(
+              Array.from({ length: SESSIONS }, (_, i) => `${name}-${i}`),
+              (product) =>
+                Effect.gen(function*() {
+                  const session = yield* Agent.startSession(agent)
+                  const turn = yield* Session.sendMessage(session, `Price ${product} please.`)
+                  const state = yield* Turn.result(turn)
+                  assert.strictEqual(state._tag, "Blocked", `${product}: ${state._tag}`)
+                  return { product, turn, blocked: state as TurnState.Blocked }
+                }),
+              { concurrency: 10 }
+            ).pipe(Effect.provide(context))
+            yield* Effect.forEach(
+              turns,
+              ({ blocked, turn }) => Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval()),
+              { concurrency: 10, discard: true }
+            ).pipe(Effect.provide(context))
+            yield* Effect.sleep("700 millis")
+            const mine = new Set(turns.map((turn) => turn.product))
+            const began = read(ledger).filter((line) => line.what === "began" && mine.has(line.product))
+            const count = (pid: number) => began.filter((line) => line.pid === pid).length
+            const victim = live.reduce((most, child) => count(child.pid) > count(most.pid) ? child : most)
+            assert.isAbove(count(victim.pid), 0, "the victim runs tools when it is stopped")
+            live.splice(live.indexOf(victim), 1)
+            yield* victim.kill(signal)
+            const stoppedAt = Date.now()
+
+            const ended = yield* Effect.forEach(turns, ({ turn }) => Turn.result(turn), { concurrency: 10 }).pipe(
+              Effect.provide(context),
+              Effect.timeout("90 seconds")
+            )
+            const resumedIn = Date.now() - stoppedAt
+            const lines = read(ledger)
+            for (const [i, { product }] of turns.entries()) {
+              const state = ended[i]
+              assert.strictEqual(state._tag, "Completed", `${product}: ${state._tag}`)
+              const begun = lines.filter((line) => line.what === "began" && line.product === product)
+              const finished = lines.filter((line) => line.what === "finished" && line.product === product)
+              assert.isAtMost(begun.length, 1, `${product} began ${begun.length} times`)
+              // A price comes only from a run that finished; a run cut off before its result was recorded (its side
+              // effect done or not) is reported failed to the model, never run again.
+              const text = (state as TurnState.Completed).text
+              assert.include([`${product} costs 1,200 EUR.`, `No price for ${product}.`], text)
+              if (text.endsWith("costs 1,200 EUR.")) assert.strictEqual(finished.length, 1, product)
+            }
+            for (const { turn } of turns) {
+              const events = yield* store.read(turn.sessionId, 0)
+              assert.deepStrictEqual(events.map((event) => event.seq), events.map((_, i) => i))
+            }
+            yield* Effect.log(
+              `${signal}: runner ${victim.pid} had begun ${
+                count(victim.pid)
+              } tools; every turn ended ${resumedIn} ms later`
+            )
+          })
+        yield* wave("killed", "SIGKILL")
+        yield* wave("drained", "SIGTERM")
       }).pipe(Effect.scoped),
     180_000
   )

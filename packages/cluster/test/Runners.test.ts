@@ -105,13 +105,16 @@ describe("ClusterRuntime.layerSocket: three runners", () => {
         for (const [i, state] of ended.entries()) {
           assert.strictEqual(state._tag, "Completed", `${turns[i].product}: ${state._tag}`)
         }
-        // The ledger: no tool ran twice; a tool that finished gave its price, one cut off by the drain reported a failure.
+        // The ledger: no tool ran twice.
         for (const [i, { product }] of turns.entries()) {
           const began = ledger.began.get(product) ?? 0
           const finished = ledger.finished.get(product) ?? 0
           assert.isAtMost(began, 1, `${product} began ${began} times`)
           const text = ended[i]._tag === "Completed" ? (ended[i] as TurnState.Completed).text : ""
-          assert.strictEqual(text, finished === 1 ? `${product} costs 1,200 EUR.` : `No price for ${product}.`)
+          // A price comes only from a run that finished; a run cut off before its result was recorded is reported
+          // failed to the model, never run again.
+          assert.include([`${product} costs 1,200 EUR.`, `No price for ${product}.`], text)
+          if (text.endsWith("costs 1,200 EUR.")) assert.strictEqual(finished, 1, product)
         }
         const transport = yield* through(first)(Transport.Transport)
         assert.deepStrictEqual(yield* transport.listOpen(), [])

@@ -11,8 +11,8 @@ const repoDir = path.resolve(import.meta.dirname, "..", "..", "..")
 
 export interface Runner {
   readonly pid: number
-  /** `kill -9`, and waits for the exit. */
-  readonly kill: Effect.Effect<void>
+  /** Sends the signal (`SIGKILL`: dead at once; `SIGTERM`: it drains), and waits for the exit. */
+  readonly kill: (signal: "SIGKILL" | "SIGTERM") => Effect.Effect<void>
   readonly output: () => string
 }
 
@@ -66,10 +66,11 @@ export const spawnRunner = (args: {
     )
     return {
       pid: child.pid ?? -1,
-      kill: Effect.suspend(() => {
-        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-        return Deferred.await(exited)
-      }),
+      kill: (signal) =>
+        Effect.suspend(() => {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+          return Deferred.await(exited)
+        }),
       output: () => output
     }
   })

@@ -16,7 +16,7 @@ import { freePorts } from "./databases.js"
 export const shardingConfig = {
   shardsPerGroup: 30,
   shardLockRefreshInterval: "1 second",
-  shardLockExpiration: "4 seconds",
+  shardLockExpiration: "8 seconds",
   refreshAssignmentsInterval: "500 millis",
   runnerHealthCheckInterval: "1 second",
   entityTerminationTimeout: "2 seconds"
@@ -61,13 +61,13 @@ export const runners = (options: {
   })
 
 /**
- * Waits (real time, 30 s at most) until the runners split the shards among them, each shard held by one runner and
+ * Waits (real time, 60 s at most) until the runners split the shards among them, each shard held by one runner and
  * each runner holding some: trees created then stay where they are placed (no rebalancing under a scenario).
  */
 export const settled = (runners: ReadonlyArray<Sharding.Sharding["Type"]>) =>
   Effect.gen(function*() {
     const shards = Array.from({ length: shardingConfig.shardsPerGroup }, (_, i) => ShardId.make("default", i + 1))
-    for (let attempt = 0; attempt < 600; attempt++) {
+    for (let attempt = 0; attempt < 1200; attempt++) {
       const held = runners.map((sharding) => shards.filter((shard) => sharding.hasShardId(shard)).length)
       const once = shards.every((shard) => runners.filter((sharding) => sharding.hasShardId(shard)).length === 1)
       if (once && held.every((count) => count > 0)) return
