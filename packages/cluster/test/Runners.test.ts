@@ -4,7 +4,7 @@ import type { TurnState } from "@parley/core"
 import { Agent, Answer, Session, Transport, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Context, Effect, Exit, Layer, Schema, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Schema, Scope } from "effect"
 import { freePorts, pgSchema } from "./databases.js"
 import { runner, settled } from "./runners.js"
 
@@ -47,6 +47,13 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
   return ScriptedModel.text(`${product} costs 1,200 EUR.`)
 }
 
+/** Fails with the phase's name when it takes longer than `seconds`. */
+const phase = (name: string, seconds: number) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.timeoutFail(effect, {
+    duration: Duration.seconds(seconds),
+    onTimeout: () => new Error(`${name}: still running after ${seconds} s`)
+  })
+
 describe("ClusterRuntime.layerSocket: three runners", () => {
   it.live(
     "trees spread over the runners; a runner drained mid-tool loses no turn and runs no tool twice",
@@ -64,7 +71,9 @@ describe("ClusterRuntime.layerSocket: three runners", () => {
           )
           started.push({ scope, context })
         }
-        yield* settled(started.map(({ context }) => Context.get(context, Sharding.Sharding)))
+        yield* settled(started.map(({ context }) => Context.get(context, Sharding.Sharding))).pipe(
+          phase("settling", 60)
+        )
         const [first, second, third] = started
         const through = (runner: typeof first) => Effect.provide(runner.context)
 
@@ -121,6 +130,6 @@ describe("ClusterRuntime.layerSocket: three runners", () => {
         yield* Scope.close(second.scope, Exit.void)
         yield* Scope.close(first.scope, Exit.void)
       }).pipe(Effect.scoped),
-    60_000
+    300_000
   )
 })

@@ -12,8 +12,13 @@ import type { Tool } from "@parley/tools"
 import { Context, Effect, Layer, Option, Redacted, TestServices } from "effect"
 import { freePorts } from "./databases.js"
 
-/** Short lock times: a runner that dies gives its shards up within seconds. */
+/**
+ * Short lock times: a runner that dies gives its shards up within seconds. The lock table, not PostgreSQL's advisory
+ * locks: those are per database, not per schema, so the clusters of tests running at once would take each other's
+ * shards.
+ */
 export const shardingConfig = {
+  shardLockDisableAdvisory: true,
   shardsPerGroup: 30,
   shardLockRefreshInterval: "1 second",
   shardLockExpiration: "8 seconds",
