@@ -10,6 +10,13 @@
 export * as ClusterRuntime from "./ClusterRuntime.js"
 
 /**
+ * Parley's session server as a runner of a cluster (see the module).
+ *
+ * @since 0.1.0
+ */
+export * as ClusterServer from "./ClusterServer.js"
+
+/**
  * A session tree as an `@effect/cluster` entity (see the module).
  *
  * @since 0.1.0
