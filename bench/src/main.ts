@@ -119,7 +119,7 @@ const pauseSection = (model: BenchModel, asked: number) =>
         Option.match(result.heapPerPaused, {
           onNone: () => Report.unmeasured("heap per paused turn", noGc, `≤ ${Report.kib(HEAP_PER_PAUSED)}`),
           onSome: (heap) =>
-            Report.atMost("heap per paused turn (host's Blocked included)", heap, HEAP_PER_PAUSED, Report.kib)
+            Report.atMost("heap per paused turn (the host keeps ids)", heap, HEAP_PER_PAUSED, Report.kib)
         }),
         Report.atMost(
           `time to resume ${Report.count(n)} (answer all by id, wait for all)${scaled}`,
@@ -443,7 +443,7 @@ const defaultPauseSection = (store: Stores.BenchStore, targets: { readonly pause
         Option.match(result.heapPerPaused, {
           onNone: () => Report.unmeasured("heap per paused turn", noGc, `≤ ${Report.kib(DEFAULT.heapPerPaused)}`),
           onSome: (heap) =>
-            Report.atMost("heap per paused turn (host's Blocked included)", heap, DEFAULT.heapPerPaused, Report.kib)
+            Report.atMost("heap per paused turn (the host keeps ids)", heap, DEFAULT.heapPerPaused, Report.kib)
         }),
         Report.atMost(`time to resume ${Report.count(n)}`, result.resumeSeconds, targets.resume * scale, Report.seconds)
       ]
@@ -503,7 +503,7 @@ const notes = [
   "  turns/s: turns one after another over the whole phase (session start and checks included).",
   "- heap kept per completed turn: heap growth after forced GCs over the phase; it includes the memory store's log of",
   "  each turn's session, and for ScriptedModel its recording of every call (prompt and tools, kept for `calls`).",
-  "- heap per paused turn: includes the host's Blocked of each turn and the bench's ledger entry for it.",
+  "- heap per paused turn: includes what the host keeps of each turn to answer it later (its session, turn and callback ids) and the bench's ledger entry for it.",
   "- pause/resume targets are scaled to the number of turns paused (1 s per 5,000).",
   "- SQL rows: a fresh database per phase (a SQLite file in a temporary folder, WAL, synchronous=FULL: every event",
   "  durable before it is visible; a new PostgreSQL schema); the raw model double, so they time the engine and the",

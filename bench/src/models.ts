@@ -30,7 +30,7 @@ export const scripted: BenchModel = {
         return decision._tag === "CallTool"
           ? ScriptedModel.toolCall("lookup_price", { product: PRODUCT })
           : ScriptedModel.text(decision.text)
-      }),
+      }, { record: false }),
       (model) => model.languageModel
     )
 }

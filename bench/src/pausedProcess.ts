@@ -89,18 +89,21 @@ const child = Effect.gen(function*() {
   // With `--restart`, the first engine stops and a new one takes the paused trees up at start: the time until it has claimed them (without loading them) is measured at its store.
   const restarted = { claimed: 0, at: 0 }
   const restartedAt = performance.now()
-  const watched = Layer.effect(
-    SessionStore.SessionStore,
-    Effect.map(SessionStore.SessionStore, (inner): SessionStore.Service => ({
-      ...inner,
-      claimPaused: (owner, own) =>
-        Effect.tap(inner.claimPaused(owner, own), ({ trees }) =>
-          Effect.sync(() => {
-            if (restarted.at !== 0) return
-            restarted.at = performance.now()
-            restarted.claimed = trees.length
-          }))
-    }))
+  const watched = Layer.effectContext(
+    Effect.map(SessionStore.services, (inner) =>
+      SessionStore.context({
+        ...inner,
+        leases: {
+          ...inner.leases,
+          claimPaused: (owner, own) =>
+            Effect.tap(inner.leases.claimPaused(owner, own), ({ trees }) =>
+              Effect.sync(() => {
+                if (restarted.at !== 0) return
+                restarted.at = performance.now()
+                restarted.claimed = trees.length
+              }))
+        }
+      }))
   ).pipe(Layer.provide(database.layer))
   return yield* Effect.gen(function*() {
     let resumed = 0

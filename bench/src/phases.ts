@@ -17,7 +17,7 @@
  * and events stored per turn.
  */
 import type { LanguageModel } from "@effect/ai"
-import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Agent, Answer, Session, Transport, Turn } from "@parley/core"
 import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import type { SessionStore } from "@parley/runtime"
@@ -30,6 +30,7 @@ import {
   approveAll,
   checkBlocked,
   checkCompleted,
+  CheckFailed,
   checkLedgerEmpty,
   Ledger,
   makeAgent,
@@ -283,6 +284,27 @@ export interface PauseResult {
   readonly seconds: number
 }
 
+/** How long one turn of `pauseMany` may take before the phase stops with what the runtime says of it. */
+const stuckAfter = "60 seconds"
+
+/** A turn that neither blocked nor ended in time: fails the phase with the runtime's view of the turn. */
+const stuck = (phase: string, turn: Turn.Turn) =>
+  Effect.flatMap(Transport.Transport, (transport) =>
+    Effect.flatMap(
+      Effect.either(Effect.zip(transport.getSession(turn.sessionId), transport.snapshot(turn.sessionId, turn.turnId))),
+      (view) =>
+        Effect.fail(
+          new CheckFailed({
+            phase,
+            sessionId: turn.sessionId,
+            detail: `turn ${turn.turnId} still waiting after ${stuckAfter}: ` + (view._tag === "Left"
+              ? `the runtime could not say why (${view.left._tag})`
+              : `log cursor ${view.right[0].cursor}, turn state ${view.right[1].state?._tag ?? "running"}, ` +
+                `${view.right[1].callbacks.length} open callback(s), turn started at seq ${view.right[1].started}`)
+          })
+        )
+    ))
+
 /**
  * Starts `count` sessions and runs a turn in each, with no approval handler: each returns `Blocked` on its approval
  * and stays paused. One after another, or `concurrency` at a time (a SQL store then commits them in shared
@@ -307,7 +329,11 @@ export const pauseMany = (options: {
           if (performance.now() - started > options.budget * 1000) return
           const session = yield* Agent.startSession(options.agent)
           options.ledger.open(session.id)
-          const state = yield* Session.run(session, message(session.id))
+          const turn = yield* Session.sendMessage(session, message(session.id))
+          const state = yield* Turn.result(turn).pipe(
+            Effect.timeout(stuckAfter),
+            Effect.catchTag("TimeoutException", () => stuck(options.phase, turn))
+          )
           paused.push(yield* checkBlocked(options.ledger, options.phase, session, state))
           yield* show(paused.length)
         }),
@@ -325,7 +351,7 @@ export interface PauseResumeResult {
   readonly pause: Omit<PauseResult, "paused">
   /** Turns paused (and then resumed). */
   readonly count: number
-  /** Heap per paused turn, in bytes (the host's `Blocked` of each turn included). */
+  /** Heap per paused turn, in bytes (the host keeping each turn's ids). */
   readonly heapPerPaused: Option.Option<number>
   readonly resumeSeconds: number
 }
@@ -351,34 +377,38 @@ export const pauseResume = (options: {
     return yield* Effect.gen(function*() {
       for (let i = 0; i < options.warmup; i++) yield* turnB(agent, ledger, phase)
       const before = yield* heapAfterGc
-      const { paused, ...pause } = yield* pauseMany({
-        agent,
-        ledger,
-        phase,
-        count: options.count,
-        budget: options.budget
-      })
+      // What a host keeps of a paused turn to answer it later is its ids (a web app keeps them in its database, a
+      // worker reads them from `listOpen`): the `Blocked` states are let go, so the heap row measures the runtime.
+      const { paused, ...pause } = yield* Effect.map(
+        pauseMany({ agent, ledger, phase, count: options.count, budget: options.budget }),
+        ({ paused, ...pause }) => ({
+          ...pause,
+          paused: paused.map(({ approval, blocked }) => ({
+            sessionId: blocked.sessionId,
+            turnId: blocked.turnId,
+            approvalId: approval.id
+          }))
+        })
+      )
       // Paused trees leave memory after the engine's paused time-to-live (a second by default): measured after it.
       const after = yield* heapAfterGcIn("1100 millis")
 
       const show = progress(`${phase}: answered`, paused.length)
       const started = performance.now()
-      const answered = yield* Effect.forEach(paused, ({ approval, blocked }, i) =>
+      const answered = yield* Effect.forEach(paused, ({ approvalId, sessionId, turnId }, i) =>
         Effect.gen(function*() {
-          const session = yield* Agent.session(agent, blocked.sessionId)
-          const turn = yield* Session.turn(session, blocked.turnId)
+          const session = yield* Agent.session(agent, sessionId)
+          const turn = yield* Session.turn(session, turnId)
           ledger.approval(session.id)
-          yield* Turn.answer(turn, approval.id, new Answer.AllowApproval())
+          yield* Turn.answer(turn, approvalId, new Answer.AllowApproval())
           yield* show(i + 1)
-          return { session, turn, blocked }
+          return { session, turn }
         }))
+      // Answered: each turn's wait reads its events from its start, past the answered Blocked, to its end.
       yield* Effect.forEach(
         answered,
-        ({ blocked, session, turn }) =>
-          Effect.flatMap(
-            Turn.result(turn, { after: blocked }),
-            (state) => checkCompleted(ledger, phase, session, state)
-          ),
+        ({ session, turn }) =>
+          Effect.flatMap(Turn.result(turn), (state) => checkCompleted(ledger, phase, session, state)),
         { concurrency: "unbounded", discard: true }
       )
       const resumeSeconds = (performance.now() - started) / 1000

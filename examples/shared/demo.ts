@@ -22,7 +22,7 @@ const models = Effect.map(
     }),
     ...ApprovalsBrain.brains,
     ...ApprovalsBrain.opsBrains
-  }, ScriptedModel.fromFunction)),
+  }, (brain) => ScriptedModel.fromFunction(brain, { record: false }))),
   (scripted) => Models.byAgent(Record.map(scripted, (model) => model.languageModel))
 )
 

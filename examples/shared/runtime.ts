@@ -111,9 +111,10 @@ const liveRuntime = Layer.unwrapEffect(
 export const offlineRuntime = (brain: Brain) =>
   live ? liveRuntime : overHttp
     ? Layer.unwrapEffect(
-      Effect.map(ScriptedModel.fromFunction(brain), (scripted) => runtimeLayer(Models.single(scripted.languageModel)))
+      Effect.map(ScriptedModel.fromFunction(brain, { record: false }), (scripted) =>
+        runtimeLayer(Models.single(scripted.languageModel)))
     )
-    : Narrate.layer(localOnContext().pipe(Layer.provide(ScriptedModel.layerFunction(brain))))
+    : Narrate.layer(localOnContext().pipe(Layer.provide(ScriptedModel.layerFunction(brain, { record: false }))))
 
 /**
  * The offline runtime with one scripted brain per agent, by agent name: `{ shop: parentBrain, researcher: ... }`.
@@ -122,7 +123,7 @@ export const offlineRuntime = (brain: Brain) =>
 export const offlineRuntimeByAgent = (brains: { readonly [agentName: string]: Brain }) =>
   live ? liveRuntime : Layer.unwrapEffect(
     Effect.map(
-      Effect.all(Record.map(brains, ScriptedModel.fromFunction)),
+      Effect.all(Record.map(brains, (brain) => ScriptedModel.fromFunction(brain, { record: false }))),
       (scripted) => runtimeLayer(Models.byAgent(Record.map(scripted, (model) => model.languageModel)))
     )
   )

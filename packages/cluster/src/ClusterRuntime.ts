@@ -47,7 +47,7 @@ import type * as SocketServer from "@effect/platform/SocketServer"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Transport } from "@parley/core/Transport"
-import { SessionStore } from "@parley/log/SessionStore"
+import { services as storeServices, type SessionStore } from "@parley/log/SessionStore"
 import type { Connectors } from "@parley/runtime/Connectors"
 import * as Engine from "@parley/runtime/Engine"
 import type { Models } from "@parley/runtime/Models"
@@ -92,7 +92,7 @@ export const layer = (
   Layer.scopedContext(Effect.gen(function*() {
     const clock = yield* Effect.clock
     const wallClock = Clock.make()
-    const store = yield* SessionStore
+    const store = yield* storeServices
     const engine = yield* Engine.makePlaced(options.engine ?? {})
     const sharding = yield* Sharding.Sharding
     yield* Layer.build(

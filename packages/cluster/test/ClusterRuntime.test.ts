@@ -59,14 +59,16 @@ const waitForLog = (
   meanwhile: Effect.Effect<void> = Effect.void
 ) =>
   Effect.gen(function*() {
-    const store = yield* SessionStore.SessionStore
+    const store = yield* SessionStore.services
     for (let attempt = 0; attempt < 1000; attempt++) {
-      const events = yield* store.read(treeId, 0)
+      const events = yield* store.eventLog.read(treeId, 0)
       if (done(events)) return events
       yield* meanwhile
       yield* TestServices.provideLive(Effect.sleep("10 millis"))
     }
-    return assert.fail(`tree ${treeId}: the log never got there: ${tagsOf(yield* store.read(treeId, 0)).join(", ")}`)
+    return assert.fail(
+      `tree ${treeId}: the log never got there: ${tagsOf(yield* store.eventLog.read(treeId, 0)).join(", ")}`
+    )
   }).pipe(Effect.provide(sqlite(filename)), Effect.scoped)
 
 describe("ClusterRuntime", () => {

@@ -68,10 +68,7 @@ describe("ClusterRuntime.layerSocket: runner processes", () => {
 
         const agent = pricer(tool)
         const live = [...children]
-        const store = Context.get(
-          yield* Layer.build(Layer.orDie(SqlStore.layerPg({ url, maxConnections: 2 }))),
-          SessionStore.SessionStore
-        )
+        const store = SessionStore.get(yield* Layer.build(Layer.orDie(SqlStore.layerPg({ url, maxConnections: 2 }))))
         /**
          * A wave: sessions blocked on their approvals, answered; once the tools run, the live runner process that began
          * the most of this wave's is stopped with `signal`. Every turn completes, no tool begins twice, a tool cut off
@@ -125,7 +122,7 @@ describe("ClusterRuntime.layerSocket: runner processes", () => {
               if (text.endsWith("costs 1,200 EUR.")) assert.strictEqual(finished.length, 1, product)
             }
             for (const { turn } of turns) {
-              const events = yield* store.read(turn.sessionId, 0)
+              const events = yield* store.eventLog.read(turn.sessionId, 0)
               assert.deepStrictEqual(events.map((event) => event.seq), events.map((_, i) => i))
             }
             yield* Effect.log(

@@ -49,7 +49,8 @@ import type { ApprovalGranted, TurnEvent } from "./TurnEvent.js"
 import { TurnState } from "./TurnState.js"
 
 /**
- * A session as the transport reports it.
+ * A session as the transport reports it. `cursor` is the log position of the session's tree when the runtime read it
+ * (the `seq` its next event will get: `0` for a tree with no events yet); a listing of many sessions leaves it out.
  *
  * @since 0.1.0
  * @category Schemas
@@ -58,7 +59,8 @@ export class SessionInfo extends Schema.Class<SessionInfo>("@parley/core/Transpo
   sessionId: SessionId,
   agent: Schema.String,
   parentSessionId: Schema.optional(SessionId),
-  createdAt: Schema.DateTimeUtc
+  createdAt: Schema.DateTimeUtc,
+  cursor: Schema.optional(Schema.NonNegativeInt)
 }) {}
 
 /**

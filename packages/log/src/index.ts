@@ -1,13 +1,29 @@
 /**
- * The in-process fan-out every store shares, written once: subscribers of a tree's events, gap-free, in mailboxes.
+ * A tree's append-only event log over a row-level driver (`EventLog` Tag, `Driver`, `make`): appends, reads, the
+ * in-process fan-out (`subscribe`, `tail`, `publish`) and `changes`, written once for every driver.
  *
  * @since 0.1.0
  */
-export * as Fanout from "./Fanout.js"
+export * as EventLog from "./EventLog.js"
 
 /**
- * The session store port: a tree's append-only event log, leases, snapshots and secrets (`SessionStore` Tag,
- * `layerMemory`).
+ * Leases: who runs a tree's work (`heartbeat`, `claim`, `retire`), and what recovery takes up (`unfinished`,
+ * `claimPaused`).
+ *
+ * @since 0.1.0
+ */
+export * as Leases from "./Leases.js"
+
+/**
+ * Secrets of trees (a connector's credentials, as ciphertext): `save`, `load`, `delete`.
+ *
+ * @since 0.1.0
+ */
+export * as Secrets from "./Secrets.js"
+
+/**
+ * The log layer's services in one: `EventLog`, `Leases`, `Snapshots` and `Secrets` (`layerMemory`, `Services`,
+ * `layer`).
  *
  * @since 0.1.0
  */
@@ -20,6 +36,13 @@ export * as SessionStore from "./SessionStore.js"
  * @since 0.1.0
  */
 export * as Snapshot from "./Snapshot.js"
+
+/**
+ * Snapshots of trees' projections: the latest per tree (`save`, `load`), a cache of the log's fold.
+ *
+ * @since 0.1.0
+ */
+export * as Snapshots from "./Snapshots.js"
 
 /**
  * The errors of the session store, one family: `StoreError`, `SeqConflict`, `ResolutionConflict`, `LeaseLost`

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, TurnEvent } from "@parley/core"
-import { Fanout } from "@parley/log"
 import { Chunk, DateTime, Effect, type Mailbox } from "effect"
+import * as Fanout from "../src/internal/fanout.js"
 
 const treeId = Ids.SessionId.make("ses_fanout")
 const turnId = Ids.TurnId.make("turn_1")

@@ -76,12 +76,12 @@ describe("SessionStore's failures", () => {
   it.effect("an append that lost a race fails with a member of the family, and writes nothing", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore.makeMemory
-      yield* store.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at })
-      yield* store.append(treeId, 0, [queued(0)])
-      const error = yield* Effect.flip(store.append(treeId, 0, [queued(0)]))
+      yield* store.eventLog.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at })
+      yield* store.eventLog.append(treeId, 0, [queued(0)])
+      const error = yield* Effect.flip(store.eventLog.append(treeId, 0, [queued(0)]))
       assert.isTrue(StoreError.isStoreError(error))
       assert.instanceOf(error, StoreError.SeqConflict)
       assert.instanceOf(error, SessionStore.SeqConflict, "SessionStore re-exports the one definition")
-      assert.strictEqual((yield* store.read(treeId, 0)).length, 1)
+      assert.strictEqual((yield* store.eventLog.read(treeId, 0)).length, 1)
     }))
 })

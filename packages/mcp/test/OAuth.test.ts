@@ -117,7 +117,7 @@ describe("MCP OAuth sign-in", () => {
         )
       )
       return Effect.gen(function*() {
-        const store = yield* SessionStore.SessionStore
+        const store = yield* SessionStore.services
         const session = yield* Agent.startSession(assistant)
         const { codes, signIns, state } = yield* send(session, "See you at 8.")
         assert.strictEqual(text(state), "ok: \"Sent to camille@example.com.\"")
@@ -130,12 +130,12 @@ describe("MCP OAuth sign-in", () => {
         assert.deepStrictEqual(mail.seen.sent, [{ to: "camille@example.com", body: "See you at 8." }])
         // Encrypted at rest: the raw row holds no token; the log holds neither the code nor a token.
         const treeId = session.id as Ids.SessionId
-        const raw = Option.getOrThrow(yield* store.loadSecret(treeId, "connector:mail"))
+        const raw = Option.getOrThrow(yield* store.secrets.load(treeId, "connector:mail"))
         const tokens = mail.accessTokens()
         assert.strictEqual(tokens.length, 1)
         assert.notInclude(raw, tokens[0])
         assert.notInclude(raw, "refresh_token")
-        const log = JSON.stringify(yield* store.read(treeId, 0))
+        const log = JSON.stringify(yield* store.eventLog.read(treeId, 0))
         assert.notInclude(log, codes[0])
         assert.notInclude(log, tokens[0])
         assert.include(log, "SignInAnswer")

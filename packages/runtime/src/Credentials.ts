@@ -1,5 +1,5 @@
 /**
- * Credentials of a session tree (a connector's OAuth tokens, a sign-in in progress), kept in the `SessionStore`
+ * Credentials of a session tree (a connector's OAuth tokens, a sign-in in progress), kept in the store's `Secrets`
  * encrypted at rest: AES-256-GCM with a key derived from `PARLEY_SECRET_KEY`, bound to the tree and the name (a row
  * copied to another tree does not decrypt). The store only ever holds ciphertext; credentials never enter the event log
  * and are never logged. Without a key, the layer refuses to build.
@@ -16,7 +16,7 @@
  * @since 0.1.0
  */
 import type { SessionId } from "@parley/core/Ids"
-import { SessionStore } from "@parley/log/SessionStore"
+import { Secrets } from "@parley/log/Secrets"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -72,13 +72,13 @@ const version = "v1"
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url")
 
 /**
- * The credentials of the `SessionStore` in context, encrypted with `secretKey` (at least 32 characters).
+ * The credentials kept in the store's `Secrets` in context, encrypted with `secretKey` (at least 32 characters).
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (secretKey: Redacted.Redacted<string>): Effect.Effect<Service, never, SessionStore> =>
-  Effect.map(SessionStore, (store) => {
+export const make = (secretKey: Redacted.Redacted<string>): Effect.Effect<Service, never, Secrets> =>
+  Effect.map(Secrets, (secrets) => {
     const key = Crypto.hkdfSync("sha256", Redacted.value(secretKey), "parley", "parley/credentials/v1", 32)
     const aad = (treeId: string, name: string) => Buffer.from(`${treeId}\u0000${name}`)
     const failure = (method: string, description: string) => (cause: unknown) =>
@@ -103,7 +103,7 @@ export const make = (secretKey: Redacted.Redacted<string>): Effect.Effect<Servic
 
     return {
       get: (treeId, name) =>
-        store.loadSecret(treeId, name).pipe(
+        secrets.load(treeId, name).pipe(
           Effect.mapError(failure("get", `could not read the credential ${name} of tree ${treeId}`)),
           Effect.flatMap(Option.match({
             onNone: () => Effect.succeedNone,
@@ -124,14 +124,14 @@ export const make = (secretKey: Redacted.Redacted<string>): Effect.Effect<Servic
         }).pipe(
           Effect.flatMap((sealed) =>
             Effect.mapError(
-              store.saveSecret(treeId, name, sealed),
+              secrets.save(treeId, name, sealed),
               failure("set", `could not keep the credential ${name} of tree ${treeId}`)
             )
           )
         ),
       remove: (treeId, name) =>
         Effect.mapError(
-          store.deleteSecret(treeId, name),
+          secrets.delete(treeId, name),
           failure("remove", `could not forget the credential ${name} of tree ${treeId}`)
         )
     }
@@ -151,22 +151,22 @@ export const secretKey: Config.Config<Redacted.Redacted<string>> = Config.redact
 )
 
 /**
- * Credentials with the given key, over the `SessionStore` in context.
+ * Credentials with the given key, over the store's `Secrets` in context.
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (secretKey: Redacted.Redacted<string>): Layer.Layer<Credentials, never, SessionStore> =>
+export const layer = (secretKey: Redacted.Redacted<string>): Layer.Layer<Credentials, never, Secrets> =>
   Layer.effect(Credentials, make(secretKey))
 
 /**
- * Credentials with the key `PARLEY_SECRET_KEY` from config, over the `SessionStore` in context. Refuses to build
+ * Credentials with the key `PARLEY_SECRET_KEY` from config, over the store's `Secrets` in context. Refuses to build
  * without a key: tokens are never stored unencrypted.
  *
  * @since 0.1.0
  * @category Layers
  */
-export const layerConfig: Layer.Layer<Credentials, ConfigError.ConfigError, SessionStore> = Layer.effect(
+export const layerConfig: Layer.Layer<Credentials, ConfigError.ConfigError, Secrets> = Layer.effect(
   Credentials,
   Effect.flatMap(secretKey, make)
 )

@@ -25,7 +25,7 @@
 import type { SessionId } from "@parley/core/Ids"
 import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
-import { SessionStore } from "@parley/log/SessionStore"
+import { services as storeServices, type SessionStore } from "@parley/log/SessionStore"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -86,7 +86,7 @@ export const makeWith = (
   options: Options
 ): Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | RuntimeTools | Scope.Scope> =>
   Effect.gen(function*() {
-    const store = yield* SessionStore
+    const store = yield* storeServices
     const models = yield* Models
     const connectors = yield* Connectors
     const runtimeTools = yield* RuntimeTools
@@ -137,7 +137,7 @@ export const makePlaced = (
   options: Options
 ): Effect.Effect<Placed, never, SessionStore | Models | Connectors | RuntimeTools | Scope.Scope> =>
   Effect.gen(function*() {
-    const store = yield* SessionStore
+    const store = yield* storeServices
     const models = yield* Models
     const connectors = yield* Connectors
     const runtimeTools = yield* RuntimeTools

@@ -24,6 +24,7 @@
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { Transport } from "@parley/core/Transport"
+import * as EventLog from "@parley/log/EventLog"
 import * as SessionStore from "@parley/log/SessionStore"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -40,7 +41,7 @@ import * as RuntimeTools from "./RuntimeTools.js"
 const requireServices = (method: string) =>
   Effect.gen(function*() {
     const missing: Array<string> = []
-    if (Option.isNone(yield* Effect.serviceOption(SessionStore.SessionStore))) {
+    if (Option.isNone(yield* Effect.serviceOption(EventLog.EventLog))) {
       missing.push(
         "SessionStore (`SessionStore.layerMemory`, or `SqlStore.layerSqlite({ filename })` of @parley/store-sql)"
       )

@@ -19,10 +19,10 @@ const withKey = (secret: string) =>
 describe("Credentials", () => {
   it.effect("the store holds ciphertext only; the credential reads back as set, and is removed", () =>
     Effect.gen(function*() {
-      const store = yield* SessionStore.SessionStore
+      const store = yield* SessionStore.services
       const credentials = yield* Credentials.make(key)
       yield* credentials.set(treeId, "connector:mail", tokens)
-      const raw = Option.getOrThrow(yield* store.loadSecret(treeId, "connector:mail"))
+      const raw = Option.getOrThrow(yield* store.secrets.load(treeId, "connector:mail"))
       assert.notInclude(raw, "at-secret-1")
       assert.notInclude(raw, "rt-secret-1")
       assert.notInclude(raw, "Bearer")
@@ -34,14 +34,14 @@ describe("Credentials", () => {
 
   it.effect("another key, or a row copied to another tree, does not decrypt: CredentialsError", () =>
     Effect.gen(function*() {
-      const store = yield* SessionStore.SessionStore
+      const store = yield* SessionStore.services
       yield* (yield* Credentials.make(key)).set(treeId, "connector:mail", tokens)
       const other = yield* Credentials.make(Redacted.make("another key of at least thirty-two characters"))
       const wrongKey = yield* Effect.flip(other.get(treeId, "connector:mail"))
       assert.strictEqual(wrongKey._tag, "CredentialsError")
       assert.include(wrongKey.message, "does not decrypt with this PARLEY_SECRET_KEY")
-      const raw = Option.getOrThrow(yield* store.loadSecret(treeId, "connector:mail"))
-      yield* store.saveSecret("ses_other" as Ids.SessionId, "connector:mail", raw)
+      const raw = Option.getOrThrow(yield* store.secrets.load(treeId, "connector:mail"))
+      yield* store.secrets.save("ses_other" as Ids.SessionId, "connector:mail", raw)
       const copied = yield* Effect.flip(
         (yield* Credentials.make(key)).get("ses_other" as Ids.SessionId, "connector:mail")
       )

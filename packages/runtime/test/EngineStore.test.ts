@@ -32,11 +32,11 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
 }
 
 interface Instrumented {
-  readonly service: SessionStore.Service
+  readonly service: SessionStore.Services
   /** Whole-log reads (`read(tree, 0)`): one per tree loaded into memory. */
   readonly loads: () => number
   /** Runs once before the next append that resolves a callback. */
-  beforeResolve: ((service: SessionStore.Service, treeId: Ids.SessionId) => Effect.Effect<void>) | undefined
+  beforeResolve: ((service: SessionStore.Services, treeId: Ids.SessionId) => Effect.Effect<void>) | undefined
   /** Fails the next append with a StoreError. */
   failNext: boolean
   /** Fails the next append whose events match, with a StoreError. */
@@ -53,33 +53,36 @@ const instrumented = Effect.gen(function*() {
     failWhen: undefined,
     service: {
       ...store,
-      read: (treeId, from) => {
-        if (from === 0) loads++
-        return store.read(treeId, from)
-      },
-      append: (treeId, expectedSeq, events) =>
-        Effect.gen(function*() {
-          if (self.failNext || self.failWhen?.(events) === true) {
-            self.failNext = false
-            self.failWhen = undefined
-            return yield* new SessionStore.StoreError({ method: "append", description: "disk full" })
-          }
-          const hook = self.beforeResolve
-          if (hook !== undefined && events.some((event) => event._tag === "CallbackResolved")) {
-            self.beforeResolve = undefined
-            yield* hook(store, treeId)
-          }
-          return yield* store.append(treeId, expectedSeq, events)
-        })
+      eventLog: {
+        ...store.eventLog,
+        read: (treeId, from) => {
+          if (from === 0) loads++
+          return store.eventLog.read(treeId, from)
+        },
+        append: (treeId, expectedSeq, events) =>
+          Effect.gen(function*() {
+            if (self.failNext || self.failWhen?.(events) === true) {
+              self.failNext = false
+              self.failWhen = undefined
+              return yield* new SessionStore.StoreError({ method: "append", description: "disk full" })
+            }
+            const hook = self.beforeResolve
+            if (hook !== undefined && events.some((event) => event._tag === "CallbackResolved")) {
+              self.beforeResolve = undefined
+              yield* hook(store, treeId)
+            }
+            return yield* store.eventLog.append(treeId, expectedSeq, events)
+          })
+      }
     }
   }
   return self
 })
 
-const runtime = (store: SessionStore.Service, model: ScriptedModel.Service, options?: Engine.Options) =>
+const runtime = (store: SessionStore.Services, model: ScriptedModel.Service, options?: Engine.Options) =>
   (options === undefined ? LocalTransport.layer : LocalTransport.layerWith(options)).pipe(
     Layer.provide([
-      Layer.succeed(SessionStore.SessionStore, store),
+      SessionStore.layer(store),
       Connectors.layerEmpty,
       RuntimeTools.layerEmpty,
       Models.layer(Models.single(model.languageModel))
@@ -93,15 +96,15 @@ const blockedOf = (state: TurnState.TurnState): TurnState.Blocked => {
 
 /** A foreign process resolves the callback by appending to the store itself. */
 const foreignResolution = (
-  store: SessionStore.Service,
+  store: SessionStore.Services,
   treeId: Ids.SessionId,
   blocked: TurnState.Blocked,
   answer: Answer.Answer
 ) =>
   Effect.gen(function*() {
-    const log = yield* store.read(treeId, 0)
+    const log = yield* store.eventLog.read(treeId, 0)
     const callback = blocked.callbacks[0]
-    yield* store.append(treeId, log.length, [
+    yield* store.eventLog.append(treeId, log.length, [
       new TurnEvent.CallbackResolved({
         sessionId: callback.sessionId,
         turnId: callback.turnId,
@@ -153,7 +156,9 @@ describe("Engine and store", () => {
         if (state._tag === "Completed") {
           assert.strictEqual(state.text, "No price: The user denied the call to lookup_price: not today.")
         }
-        const resolved = (yield* store.service.read(session.id, 0)).filter((event) => event._tag === "CallbackResolved")
+        const resolved = (yield* store.service.eventLog.read(session.id, 0)).filter((event) =>
+          event._tag === "CallbackResolved"
+        )
         assert.strictEqual(resolved.length, 1)
       }).pipe(Effect.provide(runtime(store.service, model)))
     }))
@@ -164,12 +169,12 @@ describe("Engine and store", () => {
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
         const { blocked, session, turn } = yield* pausedTurn
-        const before = (yield* store.service.read(session.id, 0)).length
+        const before = (yield* store.service.eventLog.read(session.id, 0)).length
         store.failNext = true
         const failed = yield* Effect.flip(Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval()))
         assert.strictEqual(failed._tag, "TransportFailure")
         assert.include(failed.message, "disk full")
-        assert.strictEqual((yield* store.service.read(session.id, 0)).length, before)
+        assert.strictEqual((yield* store.service.eventLog.read(session.id, 0)).length, before)
         assert.deepStrictEqual((yield* Turn.openCallbacks(turn)).map((callback) => callback.id), [
           blocked.callbacks[0].id
         ])
@@ -325,7 +330,7 @@ describe("Engine and store", () => {
         const state = yield* Turn.result(turn, { after: blocked })
         assert.strictEqual(state._tag, "Completed")
         // Every turn that was accepted ended, and every callback that opened was resolved exactly once.
-        const log = yield* store.service.read(session.id, 0)
+        const log = yield* store.service.eventLog.read(session.id, 0)
         const queued = log.filter((event) => event._tag === "TurnQueued").length
         assert.strictEqual(log.filter((event) => event._tag === "TurnEnded").length, queued)
         const opened = log.filter((event) => event._tag === "CallbackOpened").length
@@ -338,10 +343,14 @@ describe("Engine and store", () => {
       const memory = yield* SessionStore.makeMemory
       // I/O that takes event-loop turns, as a database's does: a batch is still being decided when a step finishes.
       const io = Effect.repeatN(Effect.async<void>((resume) => void setImmediate(() => resume(Effect.void))), 3)
-      const slow: SessionStore.Service = {
+      const slow: SessionStore.Services = {
         ...memory,
-        append: (treeId, expectedSeq, events) => Effect.zipRight(io, memory.append(treeId, expectedSeq, events)),
-        read: (treeId, from) => Effect.zipRight(io, memory.read(treeId, from))
+        eventLog: {
+          ...memory.eventLog,
+          append: (treeId, expectedSeq, events) =>
+            Effect.zipRight(io, memory.eventLog.append(treeId, expectedSeq, events)),
+          read: (treeId, from) => Effect.zipRight(io, memory.eventLog.read(treeId, from))
+        }
       }
       const tree: { id: Ids.SessionId | undefined } = { id: undefined }
       // While its first step runs, another writer appends to the tree: the engine takes that batch up meanwhile.
@@ -349,8 +358,8 @@ describe("Engine and store", () => {
         Effect.gen(function*() {
           if (call.index === 0 && tree.id !== undefined) {
             const treeId = tree.id
-            const log = yield* memory.read(treeId, 0)
-            yield* memory.append(treeId, log.length, [
+            const log = yield* memory.eventLog.read(treeId, 0)
+            yield* memory.eventLog.append(treeId, log.length, [
               new TurnEvent.TurnQueued({
                 sessionId: treeId,
                 turnId: Ids.TurnId.make(`turn_foreign_${log.length}`),
@@ -377,9 +386,12 @@ describe("Engine and store", () => {
     Effect.gen(function*() {
       const store = yield* instrumented
       // Engine B hears of no appends (as when another process's commit has not reached its poll yet).
-      const deaf: SessionStore.Service = {
+      const deaf: SessionStore.Services = {
         ...store.service,
-        changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+        eventLog: {
+          ...store.service.eventLog,
+          changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+        }
       }
       const modelA = yield* ScriptedModel.fromFunction(brain)
       const modelB = yield* ScriptedModel.fromFunction(brain)
@@ -410,9 +422,12 @@ describe("Engine and store", () => {
       const store = yield* SessionStore.makeMemory
       // W hears of no appends (as between two polls of another process's store): its copy of the tree lags, while
       // the events of its wait come from the store.
-      const deaf: SessionStore.Service = {
+      const deaf: SessionStore.Services = {
         ...store,
-        changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+        eventLog: {
+          ...store.eventLog,
+          changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+        }
       }
       const owner = yield* ScriptedModel.fromFunction(brain)
       const unused = yield* ScriptedModel.fromFunction(brain)
@@ -438,7 +453,7 @@ describe("Engine and store", () => {
       yield* Effect.gen(function*() {
         const missing = yield* Effect.flip(Agent.session(agent, "ses_nobody"))
         assert.strictEqual(missing._tag, "SessionNotFound")
-        assert.deepStrictEqual(yield* store.service.treeOf(Ids.SessionId.make("ses_nobody")), Option.none())
+        assert.deepStrictEqual(yield* store.service.eventLog.treeOf(Ids.SessionId.make("ses_nobody")), Option.none())
       }).pipe(Effect.provide(runtime(store.service, model)))
     }))
 })

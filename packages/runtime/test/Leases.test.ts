@@ -21,14 +21,14 @@ const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds =
   )
 
 const engine = (
-  store: SessionStore.Service,
+  store: SessionStore.Services,
   model: ScriptedModel.Service,
   options: Engine.Options,
   tools: Layer.Layer<RuntimeTools.RuntimeTools> = RuntimeTools.layerEmpty
 ) =>
   LocalTransport.layerWith(options).pipe(
     Layer.provide([
-      Layer.succeed(SessionStore.SessionStore, store),
+      SessionStore.layer(store),
       Connectors.layerEmpty,
       tools,
       Models.layer(Models.single(model.languageModel))
@@ -37,7 +37,7 @@ const engine = (
 
 /** Builds an engine in a scope of its own, closed by the returned effect (a process that stops). */
 const start = (
-  store: SessionStore.Service,
+  store: SessionStore.Services,
   model: ScriptedModel.Service,
   options: Engine.Options,
   tools?: Layer.Layer<RuntimeTools.RuntimeTools>
@@ -79,12 +79,12 @@ const stuck = ScriptedModel.fromFunction(() => Effect.never)
 const tagsOf = (events: ReadonlyArray<TurnEvent.TurnEvent>) => events.map((event) => event._tag)
 
 /** Waits (in real time) until the tree's log has an event of `tag`. */
-const waitFor = (store: SessionStore.Service, treeId: TurnEvent.TurnEvent["sessionId"], tag: string) =>
+const waitFor = (store: SessionStore.Services, treeId: TurnEvent.TurnEvent["sessionId"], tag: string) =>
   within(
     `a ${tag} in the log`,
     Effect.gen(function*() {
       while (true) {
-        const events = yield* store.read(treeId, 0)
+        const events = yield* store.eventLog.read(treeId, 0)
         if (events.some((event) => event._tag === tag)) return events
         yield* TestServices.provideLive(Effect.sleep("2 millis"))
       }
@@ -131,8 +131,8 @@ describe("Leases: one owner per tree", () => {
       yield* waitFor(store, turn.sessionId, "ModelStepStarted")
       // Engine A dies without a word: its scope closes (so it runs nothing more), but its last heartbeat still holds.
       yield* a.stop
-      yield* store.heartbeat("engine-a", Duration.seconds(10))
-      yield* store.claim(turn.sessionId, "engine-a")
+      yield* store.leases.heartbeat("engine-a", Duration.seconds(10))
+      yield* store.leases.claim(turn.sessionId, "engine-a")
 
       const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello there!"))
       const b = yield* start(store, model, { owner: "engine-b", leaseTtl: "1 second" })
@@ -149,7 +149,7 @@ describe("Leases: one owner per tree", () => {
       assert.strictEqual(snapshot.turnId, turn.turnId, "B reads the tree as a follower")
       yield* TestServices.provideLive(Effect.sleep("50 millis"))
       assert.strictEqual((yield* model.calls).length, 0, "B runs nothing while A's lease holds")
-      assert.notInclude(tagsOf(yield* store.read(turn.sessionId, 0)), "MessageAborted")
+      assert.notInclude(tagsOf(yield* store.eventLog.read(turn.sessionId, 0)), "MessageAborted")
 
       // A's lease lapses: B's next sweep claims the tree (epoch 2) and resumes it.
       yield* TestClock.adjust("11 seconds")
@@ -209,12 +209,16 @@ describe("Leases: one owner per tree", () => {
       }))
       const before = yield* waitFor(store, turn.sessionId, "ModelStepStarted")
       // Another engine takes the tree over (A's lease is gone: it retired, as after a partition).
-      yield* store.retire("engine-a")
-      const taken = yield* store.claim(turn.sessionId, "engine-z")
+      yield* store.leases.retire("engine-a")
+      const taken = yield* store.leases.claim(turn.sessionId, "engine-z")
       assert.deepStrictEqual(taken._tag === "Some" ? taken.value.epoch : 0, 2)
       yield* Deferred.succeed(release, undefined)
       yield* TestServices.provideLive(Effect.sleep("50 millis"))
-      assert.deepStrictEqual(tagsOf(yield* store.read(turn.sessionId, 0)), tagsOf(before), "A's result was not stored")
+      assert.deepStrictEqual(
+        tagsOf(yield* store.eventLog.read(turn.sessionId, 0)),
+        tagsOf(before),
+        "A's result was not stored"
+      )
       // A still reads the tree (as a follower).
       const ref = yield* a.provide(
         Effect.flatMap(Agent.session(greeter, turn.sessionId), (session) => Session.turn(session, turn.turnId))
@@ -273,8 +277,8 @@ describe("Leases: one owner per tree", () => {
       yield* waitFor(memory, turn.sessionId, "ToolExecutionStarted")
       // A dies with the charge running; its lease still holds for 10 seconds.
       yield* a.stop
-      yield* memory.heartbeat("engine-a", Duration.seconds(10))
-      yield* memory.claim(turn.sessionId, "engine-a")
+      yield* memory.leases.heartbeat("engine-a", Duration.seconds(10))
+      yield* memory.leases.claim(turn.sessionId, "engine-a")
       assert.strictEqual(runs, 1)
 
       // B's appends wait at a gate while it is closed; B's claims are reported.
@@ -282,20 +286,26 @@ describe("Leases: one owner per tree", () => {
       const waiting = yield* Deferred.make<void>()
       const claimed = yield* Deferred.make<void>()
       let gated = false
-      const store: SessionStore.Service = {
+      const store: SessionStore.Services = {
         ...memory,
-        append: (treeId, expectedSeq, events, lease) =>
-          Effect.suspend(() =>
-            gated
-              ? Effect.zipRight(Deferred.succeed(waiting, undefined), Deferred.await(gate))
-              : Effect.void
-          ).pipe(Effect.zipRight(memory.append(treeId, expectedSeq, events, lease))),
-        claim: (treeId, owner) =>
-          Effect.tap(
-            memory.claim(treeId, owner),
-            (lease) =>
-              lease._tag === "Some" && owner === "engine-b" ? Deferred.succeed(claimed, undefined) : Effect.void
-          )
+        eventLog: {
+          ...memory.eventLog,
+          append: (treeId, expectedSeq, events, lease) =>
+            Effect.suspend(() =>
+              gated
+                ? Effect.zipRight(Deferred.succeed(waiting, undefined), Deferred.await(gate))
+                : Effect.void
+            ).pipe(Effect.zipRight(memory.eventLog.append(treeId, expectedSeq, events, lease)))
+        },
+        leases: {
+          ...memory.leases,
+          claim: (treeId, owner) =>
+            Effect.tap(
+              memory.leases.claim(treeId, owner),
+              (lease) =>
+                lease._tag === "Some" && owner === "engine-b" ? Deferred.succeed(claimed, undefined) : Effect.void
+            )
+        }
       }
       const b = yield* start(store, yield* ScriptedModel.fromFunction(brain), {
         owner: "engine-b",
@@ -325,9 +335,12 @@ describe("Leases: one owner per tree", () => {
       const store = yield* SessionStore.makeMemory
       const a = yield* start(store, yield* ScriptedModel.fromFunction(pricerBrain), { owner: "engine-a" })
       // B hears of no append (as between two polls of another process's store).
-      const deaf: SessionStore.Service = {
+      const deaf: SessionStore.Services = {
         ...store,
-        changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+        eventLog: {
+          ...store.eventLog,
+          changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+        }
       }
       const b = yield* start(deaf, yield* ScriptedModel.fromFunction(pricerBrain), { runsWork: false })
       const session = yield* a.provide(Agent.startSession(pricer))
@@ -368,12 +381,22 @@ describe("Leases: one owner per tree", () => {
         const memory = yield* SessionStore.makeMemory
         const loaded = new Set<string>()
         const claimed = yield* Deferred.make<void>()
-        const store: SessionStore.Service = {
+        const store: SessionStore.Services = {
           ...memory,
-          read: (treeId, from) => Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.read(treeId, from)),
-          loadSnapshot: (treeId) => Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.loadSnapshot(treeId)),
-          claimPaused: (owner, own) =>
-            Effect.tap(memory.claimPaused(owner, own), () => Deferred.succeed(claimed, undefined))
+          eventLog: {
+            ...memory.eventLog,
+            read: (treeId, from) =>
+              Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.eventLog.read(treeId, from))
+          },
+          snapshots: {
+            ...memory.snapshots,
+            load: (treeId) => Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.snapshots.load(treeId))
+          },
+          leases: {
+            ...memory.leases,
+            claimPaused: (owner, own) =>
+              Effect.tap(memory.leases.claimPaused(owner, own), () => Deferred.succeed(claimed, undefined))
+          }
         }
         const patient = Agent.make({
           ...pricerOptions,
@@ -394,7 +417,7 @@ describe("Leases: one owner per tree", () => {
         yield* within("B's claim of the paused trees", Deferred.await(claimed))
         yield* TestServices.provideLive(Effect.sleep("50 millis"))
         assert.deepStrictEqual([...loaded], [], "no paused tree was loaded")
-        assert.deepStrictEqual((yield* store.claimPaused("engine-c", true)).trees, [], "B holds them")
+        assert.deepStrictEqual((yield* store.leases.claimPaused("engine-c", true)).trees, [], "B holds them")
 
         // Answered from another process (an engine that runs no work): B loads that tree, runs the tool, completes.
         const c = yield* start(store, yield* ScriptedModel.fromFunction(pricerBrain), {
@@ -429,10 +452,13 @@ describe("Leases: one owner per tree", () => {
       const memory = yield* SessionStore.makeMemory
       let beats = 0
       let scans = 0
-      const store: SessionStore.Service = {
+      const store: SessionStore.Services = {
         ...memory,
-        heartbeat: (owner, ttl) => Effect.zipRight(Effect.sync(() => beats++), memory.heartbeat(owner, ttl)),
-        unfinished: (owner) => Effect.zipRight(Effect.sync(() => scans++), memory.unfinished(owner))
+        leases: {
+          ...memory.leases,
+          heartbeat: (owner, ttl) => Effect.zipRight(Effect.sync(() => beats++), memory.leases.heartbeat(owner, ttl)),
+          unfinished: (owner) => Effect.zipRight(Effect.sync(() => scans++), memory.leases.unfinished(owner))
+        }
       }
       const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello."))
       const a = yield* start(store, model, { owner: "engine-a", leaseTtl: "10 seconds" })

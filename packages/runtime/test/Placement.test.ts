@@ -17,16 +17,16 @@ const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds =
     )
   )
 
-const services = (store: SessionStore.Service, model: ScriptedModel.Service) =>
+const services = (store: SessionStore.Services, model: ScriptedModel.Service) =>
   Layer.mergeAll(
-    Layer.succeed(SessionStore.SessionStore, store),
+    SessionStore.layer(store),
     Connectors.layerEmpty,
     RuntimeTools.layerEmpty,
     Models.layer(Models.single(model.languageModel))
   )
 
 /** A placed engine in a scope of its own. */
-const placed = (store: SessionStore.Service, model: ScriptedModel.Service, owner: string) =>
+const placed = (store: SessionStore.Services, model: ScriptedModel.Service, owner: string) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const engine = yield* Engine.makePlaced({ owner }).pipe(
@@ -37,7 +37,7 @@ const placed = (store: SessionStore.Service, model: ScriptedModel.Service, owner
   })
 
 /** An engine under leases in a scope of its own. */
-const leased = (store: SessionStore.Service, model: ScriptedModel.Service, owner: string) =>
+const leased = (store: SessionStore.Services, model: ScriptedModel.Service, owner: string) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(
@@ -57,12 +57,12 @@ const stuck = ScriptedModel.fromFunction(() => Effect.never)
 
 const tagsOf = (events: ReadonlyArray<TurnEvent.TurnEvent>) => events.map((event) => event._tag)
 
-const waitFor = (store: SessionStore.Service, treeId: TurnEvent.TurnEvent["sessionId"], tag: string) =>
+const waitFor = (store: SessionStore.Services, treeId: TurnEvent.TurnEvent["sessionId"], tag: string) =>
   within(
     `a ${tag} in the log`,
     Effect.gen(function*() {
       while (true) {
-        const events = yield* store.read(treeId, 0)
+        const events = yield* store.eventLog.read(treeId, 0)
         if (events.some((event) => event._tag === tag)) return events
         yield* TestServices.provideLive(Effect.sleep("2 millis"))
       }
@@ -83,7 +83,7 @@ describe("Engine.makePlaced: trees placed by something else", () => {
       }).pipe(Effect.provide(Layer.succeed(Transport.Transport, engine.transport)))
       yield* pause(100)
       // Decided (a follower decides), not run: no model step was called, the turn does not end.
-      assert.notInclude(tagsOf(yield* store.read(turn.sessionId, 0)), "TurnEnded")
+      assert.notInclude(tagsOf(yield* store.eventLog.read(turn.sessionId, 0)), "TurnEnded")
       assert.strictEqual((yield* model.calls).length, 0, "not placed: no model step")
       yield* engine.place(turn.sessionId)
       const events = yield* waitFor(store, turn.sessionId, "TurnEnded")
@@ -93,7 +93,7 @@ describe("Engine.makePlaced: trees placed by something else", () => {
       // Placed again (a message to its entity): nothing claimed twice, nothing resumed twice.
       yield* engine.place(turn.sessionId)
       yield* pause(50)
-      assert.strictEqual((yield* store.read(turn.sessionId, 0)).length, events.length)
+      assert.strictEqual((yield* store.eventLog.read(turn.sessionId, 0)).length, events.length)
       const state = yield* Turn.result(turn).pipe(Effect.provide(Layer.succeed(Transport.Transport, engine.transport)))
       assert.strictEqual(state._tag, "Completed")
       yield* engine.stop
@@ -113,7 +113,7 @@ describe("Engine.makePlaced: trees placed by something else", () => {
       // Under leases an engine of the same name takes it up at once (Leases.test.ts); placed, it waits to be told.
       const engine = yield* placed(store, model, "engine-1")
       yield* pause(100)
-      assert.strictEqual((yield* store.read(turn.sessionId, 0)).length, 3)
+      assert.strictEqual((yield* store.eventLog.read(turn.sessionId, 0)).length, 3)
       assert.strictEqual((yield* model.calls).length, 0)
       yield* engine.place(turn.sessionId)
       const events = yield* waitFor(store, turn.sessionId, "TurnEnded")
@@ -139,7 +139,7 @@ describe("Engine.makePlaced: trees placed by something else", () => {
       }))
       yield* waitFor(store, turn.sessionId, "ModelStepStarted")
       // engine-a is alive (it beats) and holds the tree: a plain claim by anyone else fails.
-      assert.isTrue(Option.isNone(yield* store.claim(turn.sessionId, "someone-else")))
+      assert.isTrue(Option.isNone(yield* store.leases.claim(turn.sessionId, "someone-else")))
       const engine = yield* placed(store, yield* hello, "runner-2")
       yield* engine.place(turn.sessionId)
       const events = yield* waitFor(store, turn.sessionId, "TurnEnded")
@@ -149,7 +149,7 @@ describe("Engine.makePlaced: trees placed by something else", () => {
       // engine-a claimed it (epoch 1), runner-2 took it (epoch 2): the next claim is the third tenure. An append under
       // engine-a's epoch 1 fails `LeaseLost` (SessionStoreSuite: "an unconditional claim takes a tree…").
       assert.deepStrictEqual(
-        Option.getOrUndefined(yield* store.claim(turn.sessionId, "runner-2", { unconditional: true })),
+        Option.getOrUndefined(yield* store.leases.claim(turn.sessionId, "runner-2", { unconditional: true })),
         { owner: "runner-2", epoch: 3 }
       )
       yield* engine.stop

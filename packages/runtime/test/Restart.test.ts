@@ -21,10 +21,10 @@ const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds =
   )
 
 /** An engine over `store`: a fresh `LocalTransport` whose agents run on `model`. */
-const engine = (store: SessionStore.Service, model: ScriptedModel.Service) =>
+const engine = (store: SessionStore.Services, model: ScriptedModel.Service) =>
   LocalTransport.layer.pipe(
     Layer.provide([
-      Layer.succeed(SessionStore.SessionStore, store),
+      SessionStore.layer(store),
       Connectors.layer([Connectors.demoMailbox()]),
       RuntimeTools.layerEmpty,
       Models.layer(Models.single(model.languageModel))

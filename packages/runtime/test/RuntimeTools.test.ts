@@ -39,14 +39,14 @@ const ofTag = <Tag extends TurnEvent.TurnEvent["_tag"]>(events: ReadonlyArray<Tu
 
 /** An engine over `store` whose agents run on `model`, and which runs `tools` itself. */
 const engine = (
-  store: SessionStore.Service,
+  store: SessionStore.Services,
   model: ScriptedModel.Service,
   tools: Layer.Layer<RuntimeTools.RuntimeTools>,
   owner?: string
 ) =>
   LocalTransport.layerWith({ owner }).pipe(
     Layer.provide([
-      Layer.succeed(SessionStore.SessionStore, store),
+      SessionStore.layer(store),
       Connectors.layerEmpty,
       tools,
       Models.layer(Models.single(model.languageModel))
@@ -100,7 +100,7 @@ describe("RuntimeTools", () => {
       const session = yield* Agent.startSession(agent).pipe(
         Effect.provide(engine(store, model, RuntimeTools.layer(price)))
       )
-      const info = yield* store.getTree(session.id)
+      const info = yield* store.eventLog.getTree(session.id)
       const stored = Option.getOrThrow(info).agent
       assert.deepStrictEqual(stored.tools.map((tool) => [tool.id, tool.runsIn]), [
         ["client.lookup_price", "runtime"],
@@ -188,7 +188,7 @@ describe("RuntimeTools", () => {
  * started. Returns the session and turn ids, and the stored log.
  */
 const stopWhileRunning = (
-  store: SessionStore.Service,
+  store: SessionStore.Services,
   agent: Agent.Agent,
   annotations: ToolAnnotations.ToolAnnotations
 ) =>
@@ -202,7 +202,7 @@ const stopWhileRunning = (
       yield* within("engine A's handler starts", Deferred.await(started))
       return { sessionId: session.id, turnId: turn.turnId }
     }).pipe(Effect.provide(engine(store, model, RuntimeTools.layer(hanging), "engine-a")))
-    const log = yield* store.read(ids.sessionId, 0)
+    const log = yield* store.eventLog.read(ids.sessionId, 0)
     return { ...ids, log }
   })
 
@@ -261,13 +261,16 @@ describe("durable points", () => {
     Effect.gen(function*() {
       const memory = yield* SessionStore.makeMemory
       const appends: Array<string> = []
-      const store: SessionStore.Service = {
+      const store: SessionStore.Services = {
         ...memory,
-        append: (treeId, expectedSeq, events, lease, durability) =>
-          Effect.zipRight(
-            Effect.sync(() => void appends.push(`${durability ?? "sync"}: ${events.map((e) => e._tag).join(" ")}`)),
-            memory.append(treeId, expectedSeq, events, lease, durability)
-          )
+        eventLog: {
+          ...memory.eventLog,
+          append: (treeId, expectedSeq, events, lease, durability) =>
+            Effect.zipRight(
+              Effect.sync(() => void appends.push(`${durability ?? "sync"}: ${events.map((e) => e._tag).join(" ")}`)),
+              memory.eventLog.append(treeId, expectedSeq, events, lease, durability)
+            )
+        }
       }
       const model = yield* ScriptedModel.fromFunction(priceBrain)
       const agent = Agent.make({
@@ -302,15 +305,18 @@ describe("eviction under a batch", () => {
       let runs = 0
       // The owner's append of the tool's start takes past the paused tree's time-to-live (200 ms here): its eviction
       // comes due in the middle of the batch that records the start.
-      const store: SessionStore.Service = {
+      const store: SessionStore.Services = {
         ...memory,
-        append: (treeId, expectedSeq, events, lease, durability) =>
-          Effect.zipRight(
-            events.some((event) => event._tag === "ToolExecutionStarted")
-              ? Effect.sleep("300 millis")
-              : Effect.void,
-            memory.append(treeId, expectedSeq, events, lease, durability)
-          )
+        eventLog: {
+          ...memory.eventLog,
+          append: (treeId, expectedSeq, events, lease, durability) =>
+            Effect.zipRight(
+              events.some((event) => event._tag === "ToolExecutionStarted")
+                ? Effect.sleep("300 millis")
+                : Effect.void,
+              memory.eventLog.append(treeId, expectedSeq, events, lease, durability)
+            )
+        }
       }
       const agent = Agent.make({
         name: "pricer",
@@ -323,7 +329,7 @@ describe("eviction under a batch", () => {
       const owner = yield* Layer.build(
         LocalTransport.layerWith({ owner: "owner", pausedTimeToLive: "200 millis" }).pipe(
           Layer.provide([
-            Layer.succeed(SessionStore.SessionStore, store),
+            SessionStore.layer(store),
             Connectors.layerEmpty,
             RuntimeTools.layer(priceTool(Effect.sync(() => void runs++))),
             Models.layer(Models.single(model.languageModel))
@@ -333,7 +339,7 @@ describe("eviction under a batch", () => {
       const answerer = yield* Layer.build(
         LocalTransport.layerWith({ owner: "answerer", runsWork: false }).pipe(
           Layer.provide([
-            Layer.succeed(SessionStore.SessionStore, store),
+            SessionStore.layer(store),
             Connectors.layerEmpty,
             RuntimeTools.layerEmpty,
             Models.layer(Models.single(model.languageModel))

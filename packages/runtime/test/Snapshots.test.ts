@@ -32,10 +32,10 @@ const stateAs = <Tag extends TurnState.TurnState["_tag"]>(
 }
 
 /** An engine over `store` whose agents run on `model`. */
-const engine = (store: SessionStore.Service, model: ScriptedModel.Service, snapshotEvery?: number) =>
+const engine = (store: SessionStore.Services, model: ScriptedModel.Service, snapshotEvery?: number) =>
   LocalTransport.layerWith({ snapshotEvery }).pipe(
     Layer.provide([
-      Layer.succeed(SessionStore.SessionStore, store),
+      SessionStore.layer(store),
       Connectors.layerEmpty,
       RuntimeTools.layerEmpty,
       Models.layer(Models.single(model.languageModel))
@@ -43,12 +43,18 @@ const engine = (store: SessionStore.Service, model: ScriptedModel.Service, snaps
   )
 
 /** `store`, recording the `from` of every `read` and how many events it returned. */
-const counting = (store: SessionStore.Service) => {
+const counting = (store: SessionStore.Services) => {
   const reads: Array<{ readonly from: number; readonly events: number }> = []
-  const service: SessionStore.Service = {
+  const service: SessionStore.Services = {
     ...store,
-    read: (treeId, from) =>
-      Effect.tap(store.read(treeId, from), (events) => Effect.sync(() => reads.push({ from, events: events.length })))
+    eventLog: {
+      ...store.eventLog,
+      read: (treeId, from) =>
+        Effect.tap(
+          store.eventLog.read(treeId, from),
+          (events) => Effect.sync(() => reads.push({ from, events: events.length }))
+        )
+    }
   }
   return { reads, store: service }
 }
@@ -99,7 +105,7 @@ const lyon = Answer.ClientToolResult.success({ city: "Lyon" })
  * Engine A greets `greetings` times, then blocks on get_location and stops. Returns the blocked turn and the log's
  * length.
  */
-const runUntilBlocked = (store: SessionStore.Service, greetings: number, snapshotEvery?: number) =>
+const runUntilBlocked = (store: SessionStore.Services, greetings: number, snapshotEvery?: number) =>
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(brain)
     const blocked = yield* Effect.gen(function*() {
@@ -109,12 +115,12 @@ const runUntilBlocked = (store: SessionStore.Service, greetings: number, snapsho
       }
       return stateAs(yield* within("the question", Session.run(session, WHERE)), "Blocked")
     }).pipe(Effect.provide(engine(store, model, snapshotEvery)))
-    const log = yield* store.read(blocked.sessionId, 0)
+    const log = yield* store.eventLog.read(blocked.sessionId, 0)
     return { blocked, length: log.length }
   })
 
 /** Engine B answers the blocked turn's call with Lyon and waits for its end. */
-const answerInB = (store: SessionStore.Service, blocked: TurnState.Blocked, snapshotEvery?: number) =>
+const answerInB = (store: SessionStore.Services, blocked: TurnState.Blocked, snapshotEvery?: number) =>
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(brain)
     return yield* Effect.gen(function*() {
@@ -128,12 +134,12 @@ const answerInB = (store: SessionStore.Service, blocked: TurnState.Blocked, snap
   })
 
 /** Waits until the tree's stored snapshot has reached `seq`. */
-const snapshotAt = (store: SessionStore.Service, blocked: TurnState.Blocked, seq: number) =>
+const snapshotAt = (store: SessionStore.Services, blocked: TurnState.Blocked, seq: number) =>
   within(
     "the snapshot",
     Effect.gen(function*() {
       while (true) {
-        const snapshot = yield* store.loadSnapshot(blocked.sessionId)
+        const snapshot = yield* store.snapshots.load(blocked.sessionId)
         if (Option.isSome(snapshot) && snapshot.value.seq >= seq) return snapshot.value
         yield* TestServices.provideLive(Effect.sleep("5 millis"))
       }
@@ -166,8 +172,8 @@ describe("Snapshots", () => {
       const snapshot = yield* snapshotAt(store, blocked, length)
       const restored = Snapshot.decodeSnapshot(snapshot.state)
       assert.isTrue(restored._tag === "Right")
-      const header = Option.getOrThrow(yield* store.getTree(blocked.sessionId))
-      const folded = TreeState.fold(header, yield* store.read(blocked.sessionId, 0))
+      const header = Option.getOrThrow(yield* store.eventLog.getTree(blocked.sessionId))
+      const folded = TreeState.fold(header, yield* store.eventLog.read(blocked.sessionId, 0))
       if (restored._tag === "Right") {
         assert.strictEqual(restored.right.nextSeq, folded.nextSeq)
         assert.deepStrictEqual(
@@ -196,7 +202,7 @@ describe("Snapshots", () => {
         const memory = yield* SessionStore.makeMemory
         const { blocked, length } = yield* runUntilBlocked(memory, 6, 1)
         const snapshot = yield* snapshotAt(memory, blocked, length)
-        yield* memory.saveSnapshot(blocked.sessionId, spoil(snapshot))
+        yield* memory.snapshots.save(blocked.sessionId, spoil(snapshot))
         const { reads, store } = counting(memory)
         const { layer, logged } = warnings()
         const final = yield* answerInB(store, blocked, 0).pipe(Effect.provide(layer))
@@ -212,23 +218,31 @@ describe("Snapshots", () => {
       const { blocked } = yield* runUntilBlocked(store, 3, 0)
       const final = yield* answerInB(store, blocked, 0)
       assert.strictEqual(stateAs(final, "Completed").text, "You're in Lyon, after 3 greetings.")
-      assert.deepStrictEqual(yield* store.loadSnapshot(blocked.sessionId), Option.none())
+      assert.deepStrictEqual(yield* store.snapshots.load(blocked.sessionId), Option.none())
     }))
 
   it.effect("a save that fails is logged, and one that never ends holds nothing up: the turns go on", () =>
     Effect.gen(function*() {
       const memory = yield* SessionStore.makeMemory
-      const failing: SessionStore.Service = {
+      const failing: SessionStore.Services = {
         ...memory,
-        saveSnapshot: () =>
-          Effect.fail(new SessionStore.StoreError({ method: "saveSnapshot", description: "disk full" }))
+        snapshots: {
+          ...memory.snapshots,
+          save: () => Effect.fail(new SessionStore.StoreError({ method: "saveSnapshot", description: "disk full" }))
+        }
       }
       const { layer, logged } = warnings()
       const { blocked } = yield* runUntilBlocked(failing, 2, 1).pipe(Effect.provide(layer))
       assert.isTrue(logged.some((line) => line.includes("could not be saved")), logged.join("\n"))
-      const hanging: SessionStore.Service = { ...memory, saveSnapshot: () => Effect.never }
+      const hanging: SessionStore.Services = {
+        ...memory,
+        snapshots: {
+          ...memory.snapshots,
+          save: () => Effect.never
+        }
+      }
       const final = yield* answerInB(hanging, blocked, 1)
       assert.strictEqual(stateAs(final, "Completed").text, "You're in Lyon, after 2 greetings.")
-      assert.deepStrictEqual(yield* memory.loadSnapshot(blocked.sessionId), Option.none())
+      assert.deepStrictEqual(yield* memory.snapshots.load(blocked.sessionId), Option.none())
     }))
 })

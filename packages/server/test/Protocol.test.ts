@@ -380,3 +380,28 @@ describe("ParleyServer: request logs", () => {
       }
     }))
 })
+
+describe("ParleyServer: the stored log", () => {
+  it.scopedLive("GET /sessions/:id gives the log's cursor; ?live=false lists the log up to it and ends", () =>
+    Effect.gen(function*() {
+      const base = yield* server()
+      const created = yield* request(`${base}/sessions`, {
+        method: "POST",
+        key: keys.alice,
+        body: Schema.encodeSync(AgentSpec.AgentSpec)(locator.spec)
+      })
+      const empty = (created.json as { sessionId: string }).sessionId
+      assert.strictEqual((created.json as { cursor?: number }).cursor, 0, created.text)
+      // A session with no events: the response is the opening heartbeat alone, and it ends.
+      const none = yield* request(`${base}/sessions/${empty}/events?live=false`, { key: keys.alice })
+      assert.strictEqual(none.status, 200)
+      assert.strictEqual(none.text, ": heartbeat\n\n")
+      const { sessionId } = yield* blockedSession(base)
+      const info = yield* request(`${base}/sessions/${sessionId}`, { key: keys.alice })
+      const cursor = (info.json as { cursor?: number }).cursor
+      const log = yield* storedLog(base, keys.alice, sessionId)
+      assert.strictEqual(cursor, log.length, info.text)
+      assert.deepStrictEqual(log.map((entry) => Number(entry.split(":")[0])), log.map((_, i) => i))
+      assert.isTrue(log[log.length - 1]?.endsWith("TurnBlocked"), log.join(" "))
+    }))
+})

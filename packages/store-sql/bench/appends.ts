@@ -44,11 +44,11 @@ const decision = (treeId: Ids.SessionId, seq: number): ReadonlyArray<TurnEvent.T
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]
 
-const run = (store: SessionStore.Service, trees: number, appendsPerTree: number) =>
+const run = (store: SessionStore.Services, trees: number, appendsPerTree: number) =>
   Effect.gen(function*() {
     const ids = Array.from({ length: trees }, (_, i) => Ids.SessionId.make(`ses_bench_${trees}_${i}`))
     yield* Effect.forEach(ids, (treeId) =>
-      store.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at }), {
+      store.eventLog.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at }), {
       concurrency: "unbounded"
     })
     // The events are built before the clock starts: the benchmark times the store, not the events' constructors.
@@ -64,7 +64,7 @@ const run = (store: SessionStore.Service, trees: number, appendsPerTree: number)
         Effect.gen(function*() {
           for (let i = 0; i < appendsPerTree; i++) {
             const t0 = performance.now()
-            yield* store.append(treeId, i * 3, decisions[j][i])
+            yield* store.eventLog.append(treeId, i * 3, decisions[j][i])
             latencies.push(performance.now() - t0)
           }
         }),
@@ -83,7 +83,7 @@ const run = (store: SessionStore.Service, trees: number, appendsPerTree: number)
 
 const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unknown>) =>
   Effect.scoped(Effect.gen(function*() {
-    const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
+    const store = SessionStore.get(yield* Layer.build(layer))
     for (const [trees, appends] of [[1, 2000], [100, 50]] as const) {
       const result = yield* run(store, trees, appends)
       console.log(

@@ -79,12 +79,12 @@ const time = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   })
 
 /** A fresh engine's first read of the tree (it loads it), `runs` times: the median. */
-const engineLoad = (store: SessionStore.Service) =>
+const engineLoad = (store: SessionStore.Services) =>
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("ok"))
     const layer = LocalTransport.layerWith({ snapshotEvery: 0 }).pipe(
       Layer.provide([
-        Layer.succeed(SessionStore.SessionStore, store),
+        SessionStore.layer(store),
         Connectors.layerEmpty,
         RuntimeTools.layerEmpty,
         Models.layer(Models.single(model.languageModel))
@@ -103,13 +103,13 @@ const engineLoad = (store: SessionStore.Service) =>
 
 const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unknown>) =>
   Effect.scoped(Effect.gen(function*() {
-    const store = Context.get(yield* Layer.build(layer), SessionStore.SessionStore)
+    const store = SessionStore.get(yield* Layer.build(layer))
     const header = { treeId, agent: AgentSpec.make({ name: "locator", instructions: "Say where." }), createdAt: at }
-    yield* store.createTree(header)
-    for (let seq = 0, i = 0; seq < length; seq += 10, i++) yield* store.append(treeId, seq, turn(i, seq))
+    yield* store.eventLog.createTree(header)
+    for (let seq = 0, i = 0; seq < length; seq += 10, i++) yield* store.eventLog.append(treeId, seq, turn(i, seq))
 
     // The parts.
-    const [readAll, events] = yield* time(store.read(treeId, 0))
+    const [readAll, events] = yield* time(store.eventLog.read(treeId, 0))
     const foldStart = performance.now()
     const whole = TreeState.fold(header, events)
     const foldAll = performance.now() - foldStart
@@ -120,13 +120,13 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     const decodeStart = performance.now()
     const decoded = Either.getOrThrow(Snapshot.decodeSnapshot(json))
     const decode = performance.now() - decodeStart
-    const [readRest, rest] = yield* time(store.read(treeId, decoded.nextSeq))
+    const [readRest, rest] = yield* time(store.eventLog.read(treeId, decoded.nextSeq))
     if (TreeState.foldFrom(decoded, rest).nextSeq !== whole.nextSeq) throw new Error("the snapshot does not fold on")
 
     // A fresh engine's load, without and with the snapshot.
     const replayed = yield* engineLoad(store)
     const [save] = yield* time(
-      store.saveSnapshot(treeId, { seq: prefix.nextSeq, version: Snapshot.snapshotVersion, state: json })
+      store.snapshots.save(treeId, { seq: prefix.nextSeq, version: Snapshot.snapshotVersion, state: json })
     )
     const fromSnapshot = yield* engineLoad(store)
 

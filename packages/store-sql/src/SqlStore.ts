@@ -1,5 +1,7 @@
 /**
- * The `SessionStore` of `@parley/runtime` on `@effect/sql`: a SQLite file (the embedded default) or PostgreSQL.
+ * The log layer's services (`EventLog`, `Leases`, `Snapshots`, `Secrets` of `@parley/log`: a `SessionStore`) on
+ * `@effect/sql`: a SQLite file (the embedded default) or PostgreSQL. The event log is `@parley/log`'s `EventLog.make`
+ * over this package's row-level driver, which writes and reads rows and tells of other processes' appends.
  *
  * - Tables (created by `@effect/sql`'s `Migrator`, recorded in `parley_migrations`): `parley_trees` (header and log
  *   length), `parley_events` (the log, primary key `(tree_id, seq)`, each event's JSON with its schema `version`),
@@ -40,8 +42,8 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SessionStore } from "@parley/log/SessionStore"
-import type * as SessionStoreModule from "@parley/log/SessionStore"
+import type * as EventLog from "@parley/log/EventLog"
+import * as SessionStore from "@parley/log/SessionStore"
 import { StoreError } from "@parley/log/StoreError"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -130,7 +132,19 @@ export interface PgOptions extends Options, Omit<PgClient.PgClientConfig, "url">
  */
 export const make: (
   options?: Options
-) => Effect.Effect<SessionStoreModule.Service, StoreError, SqlClient.SqlClient | Scope.Scope> = internal.make
+) => Effect.Effect<SessionStore.Services, StoreError, SqlClient.SqlClient | Scope.Scope> = internal.make
+
+/**
+ * The event log's row-level driver alone (`EventLog.Driver` of `@parley/log`), on the `SqlClient` in context, its
+ * migrations run: `make` builds the event log on it with `EventLog.make`. For the driver's contract suite
+ * (`@parley/testing/EventLogDriverSuite`) and drivers that wrap it.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const makeDriver: (
+  options?: Options
+) => Effect.Effect<EventLog.Driver, StoreError, SqlClient.SqlClient | Scope.Scope> = internal.makeDriver
 
 /**
  * The store on the `SqlClient` the program provides.
@@ -138,8 +152,10 @@ export const make: (
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (options?: Options): Layer.Layer<SessionStore, StoreError, SqlClient.SqlClient> =>
-  Layer.scoped(SessionStore, make(options))
+export const layer = (
+  options?: Options
+): Layer.Layer<SessionStore.SessionStore, StoreError, SqlClient.SqlClient> =>
+  Layer.scopedContext(Effect.map(make(options), SessionStore.context))
 
 const messageOf = (cause: unknown): string => {
   const message = cause instanceof Error ? cause.message : String(cause)
@@ -162,8 +178,8 @@ const folderOf = (filename: string): string | undefined =>
  * @since 0.1.0
  * @category Layers
  */
-export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore, StoreError> =>
-  Layer.scoped(SessionStore, internal.make({ ...options, method: "layerSqlite" })).pipe(
+export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore.SessionStore, StoreError> =>
+  Layer.scopedContext(Effect.map(internal.make({ ...options, method: "layerSqlite" }), SessionStore.context)).pipe(
     Layer.provide(
       Layer.scopedContext(
         Effect.gen(function*() {
@@ -190,7 +206,7 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore, S
  * @since 0.1.0
  * @category Layers
  */
-export const layerPg = (options: PgOptions): Layer.Layer<SessionStore, StoreError> => {
+export const layerPg = (options: PgOptions): Layer.Layer<SessionStore.SessionStore, StoreError> => {
   const {
     busyTimeout: _b,
     lockTimeout: _l,

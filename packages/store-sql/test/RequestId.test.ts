@@ -55,7 +55,7 @@ describe("sendMessage with a request id, on SQL stores", () => {
       assert.deepStrictEqual([again.turnId, again.cursor], [first.turnId, first.cursor])
       assert.notStrictEqual(other.turnId, first.turnId)
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
-      const queued = (yield* store.read(first.sessionId, 0)).flatMap((event) =>
+      const queued = (yield* store.eventLog.read(first.sessionId, 0)).flatMap((event) =>
         event._tag === "TurnQueued" ? [[event.turnId, event.requestId]] : []
       )
       assert.deepStrictEqual(queued, [[first.turnId, requestId], [other.turnId, "another-request"]])
@@ -87,7 +87,7 @@ describe("sendMessage with a request id, on SQL stores", () => {
           assert.deepStrictEqual([fromB.turnId, fromB.cursor], [fromA.turnId, fromA.cursor], requestId)
         }
         const store = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 1 }))
-        const queued = (yield* store.read(session.sessionId, 0)).flatMap((event) =>
+        const queued = (yield* store.eventLog.read(session.sessionId, 0)).flatMap((event) =>
           event._tag === "TurnQueued" ? [event.requestId] : []
         )
         assert.deepStrictEqual(queued, rounds, "one TurnQueued per request id")
@@ -109,6 +109,6 @@ describe("sendMessage with a request id, on SQL stores", () => {
       assert.deepStrictEqual(errors.map((error) => error._tag), ["InvalidId", "InvalidId", "InvalidId", "InvalidId"])
       assert.include(errors[1].message, "request id")
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
-      assert.deepStrictEqual(yield* store.read(sessionId, 0), [])
+      assert.deepStrictEqual(yield* store.eventLog.read(sessionId, 0), [])
     }))
 })

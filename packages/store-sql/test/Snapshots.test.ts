@@ -51,10 +51,10 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
   })
 }
 
-const engine = (store: SessionStore.Service, model: ScriptedModel.Service) =>
+const engine = (store: SessionStore.Services, model: ScriptedModel.Service) =>
   LocalTransport.layerWith({ snapshotEvery: 1_000 }).pipe(
     Layer.provide([
-      Layer.succeed(SessionStore.SessionStore, store),
+      SessionStore.layer(store),
       Connectors.layerEmpty,
       RuntimeTools.layer(tick),
       Models.layer(Models.single(model.languageModel))
@@ -88,12 +88,12 @@ describe("Snapshots on SQLite", () => {
           yield* Agent.run(counter, "Count.").pipe(Effect.provide(engine(storeA, modelA))),
           "Blocked"
         )
-        const length = (yield* storeA.read(blocked.sessionId, 0)).length
+        const length = (yield* storeA.eventLog.read(blocked.sessionId, 0)).length
         assert.isAbove(length, STEPS * CALLS * 3, "three events per tick")
         // The engine saves in the background: the latest snapshot is within snapshotEvery of the log's end.
         const snapshot = yield* Effect.gen(function*() {
           while (true) {
-            const saved = yield* storeA.loadSnapshot(blocked.sessionId)
+            const saved = yield* storeA.snapshots.load(blocked.sessionId)
             if (Option.isSome(saved) && saved.value.seq > length - 1_000) return saved.value
             yield* Effect.sleep("10 millis")
           }
@@ -103,13 +103,16 @@ describe("Snapshots on SQLite", () => {
         // Engine B, over another store on the same file, counting what it reads.
         const storeB = yield* open
         const reads: Array<{ readonly from: number; readonly events: number }> = []
-        const counting: SessionStore.Service = {
+        const counting: SessionStore.Services = {
           ...storeB,
-          read: (treeId, from) =>
-            Effect.tap(
-              storeB.read(treeId, from),
-              (events) => Effect.sync(() => reads.push({ from, events: events.length }))
-            )
+          eventLog: {
+            ...storeB.eventLog,
+            read: (treeId, from) =>
+              Effect.tap(
+                storeB.eventLog.read(treeId, from),
+                (events) => Effect.sync(() => reads.push({ from, events: events.length }))
+              )
+          }
         }
         const modelB = yield* ScriptedModel.fromFunction(brain)
         const final = yield* Effect.gen(function*() {

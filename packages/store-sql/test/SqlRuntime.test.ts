@@ -40,9 +40,9 @@ describe("SqlRuntime.layerSqlite", () => {
       assert.strictEqual(state._tag === "Completed" && state.text, "You're in Lyon, France.")
       assert.isTrue(fs.existsSync(filename))
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
-      const tree = yield* store.getTree(state.sessionId)
+      const tree = yield* store.eventLog.getTree(state.sessionId)
       assert.strictEqual(Option.map(tree, (t) => t.agent.name).pipe(Option.getOrNull), "assistant")
-      const events = yield* store.read(state.sessionId, 0)
+      const events = yield* store.eventLog.read(state.sessionId, 0)
       assert.strictEqual(events[events.length - 1]?._tag, "TurnEnded")
     }))
 

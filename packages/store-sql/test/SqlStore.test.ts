@@ -21,14 +21,14 @@ const treeId = Ids.SessionId.make("ses_sql")
 const at = DateTime.unsafeMake(0)
 const queued = (seq: number) =>
   new TurnEvent.TurnQueued({ sessionId: treeId, turnId: Ids.TurnId.make("turn_sql"), seq, at, input: "hi" })
-const create = (store: SessionStore.Service) =>
-  store.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at })
+const create = (store: SessionStore.Services) =>
+  store.eventLog.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at })
 
 /** The store and the client it runs on (to look at the database underneath). */
 const withClient = <E>(client: Layer.Layer<SqlClient.SqlClient, E>, options?: SqlStore.Options) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(Layer.provideMerge(SqlStore.layer(options), client))
-    return { store: Context.get(context, SessionStore.SessionStore), sql: Context.get(context, SqlClient.SqlClient) }
+    return { store: SessionStore.get(context), sql: Context.get(context, SqlClient.SqlClient) }
   })
 
 describe("SqlStore on SQLite", () => {
@@ -56,17 +56,43 @@ describe("SqlStore on SQLite", () => {
       const synced = Effect.map(Metric.value(SqlStore.syncedCommits), (state) => state.count)
       yield* create(store)
       const before = yield* synced
-      yield* store.append(treeId, 0, [queued(0)], undefined, "relaxed")
+      yield* store.eventLog.append(treeId, 0, [queued(0)], undefined, "relaxed")
       assert.deepStrictEqual(yield* sql`PRAGMA synchronous`, [{ synchronous: 1 }])
       assert.strictEqual(yield* synced, before)
       // Committed and visible to another process's store at once, before any sync.
-      assert.deepStrictEqual((yield* other.read(treeId, 0)).map((event) => event.seq), [0])
-      yield* store.append(treeId, 1, [queued(1)], undefined, "sync")
+      assert.deepStrictEqual((yield* other.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
+      yield* store.eventLog.append(treeId, 1, [queued(1)], undefined, "sync")
       assert.deepStrictEqual(yield* sql`PRAGMA synchronous`, [{ synchronous: 2 }])
       assert.strictEqual(yield* synced, before + 1)
       // The default is sync.
-      yield* store.append(treeId, 2, [queued(2)])
+      yield* store.eventLog.append(treeId, 2, [queued(2)])
       assert.strictEqual(yield* synced, before + 2)
+    }))
+
+  it.scoped("an active tree's latest events are served from memory; a paused tree's are not kept", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
+      /** What a new tail from 0 hands out at once (the table's rows are gone: only memory can have them). */
+      const tail = Effect.scoped(Effect.flatMap(store.eventLog.subscribe(treeId, 0), (mailbox) =>
+        Effect.raceFirst(
+          Effect.map(mailbox.takeAll, ([events]) => Array.from(events, (event) => event._tag)),
+          Effect.as(Effect.repeatN(Effect.yieldNow(), 50), [] as Array<string>)
+        )))
+      yield* create(store)
+      yield* store.eventLog.append(treeId, 0, [queued(0)])
+      yield* sql`DELETE FROM parley_events`
+      assert.deepStrictEqual(yield* tail, ["TurnQueued"])
+      const blocked = new TurnEvent.TurnBlocked({
+        sessionId: treeId,
+        turnId: Ids.TurnId.make("turn_sql"),
+        seq: 1,
+        at,
+        callbackIds: []
+      })
+      yield* store.eventLog.append(treeId, 1, [blocked])
+      yield* sql`DELETE FROM parley_events`
+      assert.deepStrictEqual(yield* tail, [], "paused: nothing of the tree is kept in memory")
     }))
 
   it.scoped("group commit: trees appending at once share transactions, even with work between their appends", () =>
@@ -78,7 +104,7 @@ describe("SqlStore on SQLite", () => {
       const appends = 5
       yield* Effect.forEach(
         trees,
-        (id) => store.createTree({ treeId: id, agent: AgentSpec.make({ name: "a" }), createdAt: at }),
+        (id) => store.eventLog.createTree({ treeId: id, agent: AgentSpec.make({ name: "a" }), createdAt: at }),
         {
           concurrency: "unbounded",
           discard: true
@@ -94,7 +120,7 @@ describe("SqlStore on SQLite", () => {
           Effect.forEach(Array.from({ length: appends }, (_, seq) => seq), (seq) =>
             Effect.zipRight(
               Effect.repeatN(Effect.yieldNow(), 2 * i),
-              store.append(id, seq, [
+              store.eventLog.append(id, seq, [
                 new TurnEvent.TurnQueued({ sessionId: id, turnId: Ids.TurnId.make("turn_group"), seq, at, input: "hi" })
               ])
             ), { discard: true }),
@@ -103,14 +129,14 @@ describe("SqlStore on SQLite", () => {
       const commits = (yield* synced) - before
       // One writer taking one append at a time would commit 160 times.
       assert.isAtMost(commits, appends * 2)
-      for (const id of trees) assert.strictEqual((yield* store.read(id, 0)).length, appends)
+      for (const id of trees) assert.strictEqual((yield* store.eventLog.read(id, 0)).length, appends)
     }))
 
   it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
-      yield* store.append(treeId, 0, [queued(0), queued(1)])
+      yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
       const rows = yield* sql<{ seq: number; tag: string; version: number }>`
         SELECT seq, tag, version FROM parley_events WHERE tree_id = ${treeId} ORDER BY seq`
       assert.deepStrictEqual(rows, [
@@ -135,9 +161,9 @@ describe("SqlStore on SQLite", () => {
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
-      yield* store.saveSnapshot(treeId, { seq: 2, version: 1, state: "{\"a\":1}" })
-      yield* store.saveSnapshot(treeId, { seq: 5, version: 1, state: "{\"a\":2}" })
-      yield* store.saveSnapshot(treeId, { seq: 4, version: 1, state: "{\"a\":3}" })
+      yield* store.snapshots.save(treeId, { seq: 2, version: 1, state: "{\"a\":1}" })
+      yield* store.snapshots.save(treeId, { seq: 5, version: 1, state: "{\"a\":2}" })
+      yield* store.snapshots.save(treeId, { seq: 4, version: 1, state: "{\"a\":3}" })
       assert.deepStrictEqual(yield* sql`SELECT tree_id, seq, version, state FROM parley_snapshots`, [
         { tree_id: treeId, seq: 5, version: 1, state: "{\"a\":2}" }
       ])
@@ -151,8 +177,8 @@ describe("SqlStore on SQLite", () => {
         storeOf(SqlStore.layerSqlite({ filename }))
       ], { concurrency: "unbounded" })
       yield* create(a)
-      yield* b.append(treeId, 0, [queued(0)])
-      assert.deepStrictEqual((yield* a.read(treeId, 0)).map((event) => event.seq), [0])
+      yield* b.eventLog.append(treeId, 0, [queued(0)])
+      assert.deepStrictEqual((yield* a.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
     }))
 
   it.scoped("a file that cannot be opened fails the layer with a StoreError naming SqlStore.layerSqlite", () =>
@@ -176,15 +202,15 @@ describe("SqlStore on SQLite", () => {
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
-      yield* store.append(treeId, 0, [queued(0)])
+      yield* store.eventLog.append(treeId, 0, [queued(0)])
       yield* sql`DROP TABLE parley_events`
       yield* sql`DROP TABLE parley_sessions`
       const failures = [
-        yield* Effect.flip(store.append(treeId, 1, [queued(1)])),
-        yield* Effect.flip(store.read(treeId, 0)),
-        yield* Effect.flip(store.treeOf(Ids.SessionId.make("ses_other"))),
+        yield* Effect.flip(store.eventLog.append(treeId, 1, [queued(1)])),
+        yield* Effect.flip(store.eventLog.read(treeId, 0)),
+        yield* Effect.flip(store.eventLog.treeOf(Ids.SessionId.make("ses_other"))),
         yield* Effect.flip(
-          store.createTree({
+          store.eventLog.createTree({
             treeId: Ids.SessionId.make("ses_new"),
             agent: AgentSpec.make({ name: "b" }),
             createdAt: at
@@ -210,13 +236,13 @@ describe("SqlStore on SQLite", () => {
       )
       yield* create(store)
       yield* Scope.close(scope, Exit.void)
-      const error = yield* Effect.flip(store.append(treeId, 0, [queued(0)]))
+      const error = yield* Effect.flip(store.eventLog.append(treeId, 0, [queued(0)]))
       assert.strictEqual(error._tag, "StoreError")
     }))
 })
 
 /** The changes `store` tells, each with the wall-clock time it came (ms, `performance.now()`). */
-const changesOf = (store: SessionStore.Service) =>
+const changesOf = (store: SessionStore.Services) =>
   Effect.gen(function*() {
     const seen = yield* Queue.unbounded<{ readonly nextSeq: number; readonly at: number }>()
     yield* SessionStore.changes(store).pipe(
@@ -290,7 +316,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       const seen = yield* changesOf(a)
       for (let seq = 0; seq < 5; seq++) {
         const started = performance.now()
-        yield* b.append(treeId, seq, [queued(seq)])
+        yield* b.eventLog.append(treeId, seq, [queued(seq)])
         const at = yield* changeTo(seen, seq + 1, "2 seconds")
         assert.isBelow(at - started, 2000)
         // A checkpoint that empties the write-ahead log (it starts again from nothing): the watch still sees it.
@@ -303,8 +329,8 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       const a = yield* storeOf(SqlStore.layerSqlite({ filename: yield* sqliteFile, ...slowPoll }))
       yield* create(a)
       const seen = yield* changesOf(a)
-      yield* a.append(treeId, 0, [queued(0)])
-      yield* a.append(treeId, 1, [queued(1)])
+      yield* a.eventLog.append(treeId, 0, [queued(0)])
+      yield* a.eventLog.append(treeId, 1, [queued(1)])
       yield* Effect.sleep("300 millis")
       assert.deepStrictEqual((yield* Queue.takeAll(seen)).pipe((chunk) => Array.from(chunk, (c) => c.nextSeq)), [1, 2])
     }))
@@ -316,7 +342,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       const b = yield* storeOf(SqlStore.layerSqlite({ filename, watch: false }))
       yield* create(a)
       const seen = yield* changesOf(a)
-      yield* b.append(treeId, 0, [queued(0)])
+      yield* b.eventLog.append(treeId, 0, [queued(0)])
       yield* changeTo(seen, 1, "2 seconds")
     }))
 
@@ -383,8 +409,8 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         assert.isAbove(waited, 1000)
         assert.isAbove(ticks, 10)
         yield* create(store)
-        yield* store.append(treeId, 0, [queued(0), queued(1)])
-        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event.seq), [0, 1])
+        yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
+        assert.deepStrictEqual((yield* store.eventLog.read(treeId, 0)).map((event) => event.seq), [0, 1])
       }),
     { timeout: 30_000 }
   )
@@ -420,11 +446,11 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         let ticks = 0
         yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
         const started = performance.now()
-        yield* store.append(treeId, 0, [queued(0)])
+        yield* store.eventLog.append(treeId, 0, [queued(0)])
         assert.isAbove(performance.now() - started, 1000)
         // better-sqlite3's own busy wait would have frozen the timer for the whole wait.
         assert.isAbove(ticks, 10)
-        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event.seq), [0])
+        assert.deepStrictEqual((yield* store.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
       }),
     { timeout: 30_000 }
   )
@@ -441,15 +467,15 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         child.kill("SIGSTOP")
         // Stopped, it holds the lock past its 200 ms for as long as it stays stopped.
         yield* Effect.sleep("300 millis")
-        const error = yield* Effect.flip(store.append(treeId, 0, [queued(0)]))
+        const error = yield* Effect.flip(store.eventLog.append(treeId, 0, [queued(0)]))
         assert.strictEqual(error._tag, "StoreError")
         assert.include(error.message, `${filename} is locked: another process held its write lock`)
         assert.include(error.message, "(busyTimeout)")
-        assert.deepStrictEqual(yield* store.read(treeId, 0), [])
+        assert.deepStrictEqual(yield* store.eventLog.read(treeId, 0), [])
         child.kill("SIGCONT")
         yield* released
-        yield* store.append(treeId, 0, [queued(0)])
-        assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event.seq), [0])
+        yield* store.eventLog.append(treeId, 0, [queued(0)])
+        assert.deepStrictEqual((yield* store.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
       }),
     { timeout: 30_000 }
   )
@@ -461,7 +487,7 @@ describe("SqlStore on PostgreSQL", () => {
       const url = yield* pgSchema
       const { sql, store } = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
       yield* create(store)
-      yield* store.append(treeId, 0, [queued(0), queued(1)])
+      yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
       const rows = yield* sql<{ seq: number; tag: string; version: number }>`
         SELECT seq, tag, version FROM parley_events WHERE tree_id = ${treeId} ORDER BY seq`
       assert.deepStrictEqual(rows, [
@@ -498,12 +524,12 @@ describe("SqlStore on PostgreSQL", () => {
         WHERE query = ${`LISTEN "parley_changes_${schema}"`}`
       assert.isAtLeast(killed.length, 1, "a LISTEN backend was found and killed")
       // b appends while a's listener is gone; a reads it once it listens again.
-      yield* b.append(treeId, 0, [queued(0)])
+      yield* b.eventLog.append(treeId, 0, [queued(0)])
       yield* Effect.gen(function*() {
         while (!seen.includes(1)) yield* Effect.sleep("20 millis")
       }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a never heard of b's append") }))
       // And it keeps hearing of new ones at once.
-      yield* b.append(treeId, 1, [queued(1)])
+      yield* b.eventLog.append(treeId, 1, [queued(1)])
       yield* Effect.gen(function*() {
         while (!seen.includes(2)) yield* Effect.sleep("20 millis")
       }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a stopped hearing") }))
@@ -517,8 +543,8 @@ describe("SqlStore on PostgreSQL", () => {
         storeOf(SqlStore.layerPg({ url, maxConnections: 2 }))
       ], { concurrency: "unbounded" })
       yield* create(a)
-      yield* b.append(treeId, 0, [queued(0)])
-      assert.deepStrictEqual((yield* a.read(treeId, 0)).map((event) => event.seq), [0])
+      yield* b.eventLog.append(treeId, 0, [queued(0)])
+      assert.deepStrictEqual((yield* a.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
     }))
 
   it.scoped("an unreachable server fails the layer with a StoreError", () =>

@@ -25,7 +25,7 @@ describe("a SQLite file written at event schema version 1", () => {
       fs.copyFileSync(FIXTURE, filename)
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
       const sessionId = yield* Ids.sessionId(SESSION)
-      const before = yield* store.read(sessionId, 0)
+      const before = yield* store.eventLog.read(sessionId, 0)
       assert.strictEqual(before.length, 20)
       const resolved = before.filter((event) => event._tag === "CallbackResolved")
       assert.deepStrictEqual(resolved.map((event) => event.answer?._tag), ["AllowApproval", "ClientToolResult"])
@@ -47,7 +47,7 @@ describe("a SQLite file written at event schema version 1", () => {
       }).pipe(Effect.provide(Runtime))
       assert.strictEqual(state._tag, "Completed")
       assert.strictEqual(state._tag === "Completed" && state.text, "Told everyone.")
-      const after = yield* store.read(sessionId, 0)
+      const after = yield* store.eventLog.read(sessionId, 0)
       assert.strictEqual(after[after.length - 1]._tag, "TurnEnded")
       // The old rows stay as they were written; the new ones are of the current version and say who answered.
       const rows = yield* rowsOf(filename, SESSION)
@@ -72,7 +72,7 @@ describe("a SQLite file written at event schema version 1", () => {
       }).pipe(Effect.provide(SqliteClient.layer({ filename })))
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
       const sessionId = yield* Ids.sessionId(SESSION)
-      const error = yield* Effect.flip(store.read(sessionId, 0))
+      const error = yield* Effect.flip(store.eventLog.read(sessionId, 0))
       assert.strictEqual(error._tag, "StoreError")
       assert.include(error.message, "event 19 of tree")
       assert.include(

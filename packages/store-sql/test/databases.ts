@@ -22,7 +22,7 @@ const withSearchPath = (url: string, schema: string) =>
 
 /** Builds a layer into the current scope and returns its store. */
 export const storeOf = <E>(layer: Layer.Layer<SessionStore.SessionStore, E>) =>
-  Effect.map(Layer.build(layer), (context) => Context.get(context, SessionStore.SessionStore))
+  Effect.map(Layer.build(layer), (context) => SessionStore.get(context))
 
 /** Overwrites one stored event with JSON that is no event, through a client of its own. */
 const corruptRow = <E>(client: Layer.Layer<SqlClient.SqlClient, E>) => (treeId: string, seq: number) =>
@@ -66,3 +66,15 @@ export const pgDatabase = (options?: SqlStore.Options) =>
     open: storeOf(SqlStore.layerPg({ url, maxConnections: 4, ...options })),
     corrupt: corruptRow(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
   }))
+
+/** The event log's driver alone on a temporary SQLite file (its contract suite). */
+export const sqliteDriver = Effect.gen(function*() {
+  const client = yield* Layer.build(SqliteClient.layer({ filename: yield* sqliteFile }))
+  return yield* Effect.provide(SqlStore.makeDriver(), client)
+})
+
+/** The event log's driver alone on a fresh PostgreSQL schema. */
+export const pgDriver = Effect.gen(function*() {
+  const client = yield* Layer.build(PgClient.layer({ url: Redacted.make(yield* pgSchema), maxConnections: 4 }))
+  return yield* Effect.provide(SqlStore.makeDriver(), client)
+})

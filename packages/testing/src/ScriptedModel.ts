@@ -10,11 +10,8 @@
  * calls are `tool-call` parts with deterministic ids (`call_1`, `call_2`, … unless the step names one); every reply
  * ends with a `finish` part (`tool-calls` or `stop`, with word-count usage).
  *
- * The parts are decoded against the request's toolkit exactly as `LanguageModel.make` decodes a provider's parts
- * (an unknown tool or invalid params fail the call with `AiError.MalformedOutput`), but with the response schema
- * built once per toolkit rather than on every call (where `LanguageModel.make` spends milliseconds); requests whose
- * tool calls `@effect/ai` resolves go through `LanguageModel.make` itself. Work per call does not grow with the
- * number of calls: recording appends, and each tool's JSON Schema is built once.
+ * The parts are decoded against the request's toolkit as `LanguageModel.make` decodes a provider's (an unknown tool or
+ * invalid params fail with `AiError.MalformedOutput`), with the response schema built once per toolkit.
  *
  * A call beyond the script fails with an `AiError.UnknownError` and is remembered, and `assertComplete` fails with
  * `UnexpectedModelCall` or `UnconsumedModelSteps`, so a test fails if the model was not driven the way it claims.
@@ -258,7 +255,18 @@ export const reply = (options: {
  * @category Constructors
  */
 export const make = (steps: ReadonlyArray<Step>): Effect.Effect<Service> =>
-  fromScript({ size: steps.length, step: (index) => steps[index] })
+  fromScript({ size: steps.length, step: (index) => steps[index], record: true })
+
+/**
+ * Options of `fromFunction`: `record: false` keeps no call (`calls` stays empty; each call still has its `index`), for
+ * a program that runs for long (a server, a benchmark), whose memory must not grow with its calls. Default `true`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface FunctionOptions {
+  readonly record?: boolean | undefined
+}
 
 /**
  * A model driven by one function, for any number of calls (for example programs). `assertComplete` always succeeds.
@@ -267,8 +275,9 @@ export const make = (steps: ReadonlyArray<Step>): Effect.Effect<Service> =>
  * @category Constructors
  */
 export const fromFunction = (
-  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>
-): Effect.Effect<Service> => fromScript({ size: undefined, step: () => brain })
+  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>,
+  options?: FunctionOptions
+): Effect.Effect<Service> => fromScript({ size: undefined, step: () => brain, record: options?.record ?? true })
 
 const fromScript = (script: Internal.Script): Effect.Effect<Service> =>
   Effect.map(
@@ -323,9 +332,10 @@ export const layer = (steps: ReadonlyArray<Step>): Layer.Layer<LanguageModel.Lan
  * @category Layers
  */
 export const layerFunction = (
-  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>
+  brain: (call: Call) => Reply | Effect.Effect<Reply, AiError.AiError>,
+  options?: FunctionOptions
 ): Layer.Layer<LanguageModel.LanguageModel | ScriptedModel> =>
-  Layer.effectContext(Effect.map(fromFunction(brain), toContext))
+  Layer.effectContext(Effect.map(fromFunction(brain, options), toContext))
 
 // =============================================================================
 // Accessors
@@ -361,15 +371,7 @@ export const assertComplete: Effect.Effect<void, UnexpectedModelCall | Unconsume
  * @since 0.1.0
  * @category Utils
  */
-export const lastUserText = (call: Call): string | undefined => {
-  for (let i = call.prompt.content.length - 1; i >= 0; i--) {
-    const message = call.prompt.content[i]
-    if (message.role === "user") {
-      return message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
-    }
-  }
-  return undefined
-}
+export const lastUserText: (call: Call) => string | undefined = Internal.lastUserText
 
 /**
  * Every tool result in the call's prompt, in order.
@@ -377,16 +379,7 @@ export const lastUserText = (call: Call): string | undefined => {
  * @since 0.1.0
  * @category Utils
  */
-export const toolResults = (call: Call): ReadonlyArray<ToolResult> =>
-  call.prompt.content.flatMap((message) =>
-    message.role === "tool" || message.role === "assistant"
-      ? message.content.flatMap((part) =>
-        part.type === "tool-result"
-          ? [{ id: part.id, name: part.name, isFailure: part.isFailure, result: part.result }]
-          : []
-      )
-      : []
-  )
+export const toolResults: (call: Call) => ReadonlyArray<ToolResult> = Internal.toolResults
 
 /**
  * The names of the tools offered in the call.

@@ -1,5 +1,6 @@
 /**
- * The session store contract suite: the behaviour every `SessionStore` (the port of `@parley/log`) must show,
+ * The session store contract suite: the behaviour every store (`@parley/log`'s services — `EventLog` over its
+ * driver, `Leases`, `Snapshots`, `Secrets` — as one `SessionStore`) must show,
  * so the memory store and the SQL stores (SQLite, PostgreSQL) are held to the same assertions.
  *
  * Import it as `@parley/testing/SessionStoreSuite`: it registers `@effect/vitest` tests, so it loads vitest, and the
@@ -17,13 +18,13 @@
  * (`ResolutionConflict`, also across trees and within one append), racing appends (one winner per seq), concurrent
  * appends to many trees (each conflict fails only its own append), every kind of event read back as written, `tail`
  * (stored then live, gap-free under racing writers, from any cursor, of a missing tree), live-only deltas (delivered
- * to the tails that passed their step, never stored), `changes`, leases (`claim`, unconditional too, `heartbeat`, `retire`, appends
- * fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, snapshots (`saveSnapshot` / `loadSnapshot`: the latest
+ * to the tails that passed their step, never stored), `changes`, leases (`claim`, unconditional too, `heartbeat`,
+ * `retire`, appends fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, snapshots (`Snapshots.save` / `load`: the latest
  * per tree, never moving backwards), and two stores over one database (`read`, `tail`, `changes`, races, resolutions,
  * leases, open callbacks and snapshots across them).
  *
- * The port is `@parley/log`'s own `SessionStore.Service` (`Store`): this package depends on `@parley/log`, below the
- * engine, so it restates nothing.
+ * The services are `@parley/log`'s own `SessionStore.Services` (`Store`): this package depends on `@parley/log`,
+ * below the engine, so it restates nothing.
  *
  * @example
  * ```ts
@@ -51,7 +52,7 @@ import { secrets } from "./internal/sessionStoreSuite/secrets.js"
 import { snapshots } from "./internal/sessionStoreSuite/snapshots.js"
 
 /**
- * The port under test: `SessionStore.Service` of `@parley/log`.
+ * The services under test: `SessionStore.Services` of `@parley/log` (`eventLog`, `leases`, `snapshots`, `secrets`).
  *
  * @since 0.1.0
  * @category Models

@@ -7,12 +7,12 @@ import * as path from "node:path"
 // The store contract runs on @parley/log's own port, not on a copy of it: the two types are one (checked by tsc).
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
-const portIsLogs: Same<SessionStoreSuite.Store, SessionStore.Service> = true
+const portIsLogs: Same<SessionStoreSuite.Store, SessionStore.Services> = true
 
 const packageDir = path.join(import.meta.dirname, "..")
 
 describe("@parley/testing's boundary", () => {
-  it("types the store contract with @parley/log's SessionStore.Service", () => {
+  it("types the store contract with @parley/log's SessionStore.Services", () => {
     assert.isTrue(portIsLogs)
   })
 

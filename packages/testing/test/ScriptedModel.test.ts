@@ -236,6 +236,21 @@ describe("ScriptedModel", () => {
       Effect.succeed(ScriptedModel.text(`echo #${call.index}: ${ScriptedModel.lastUserText(call)}`))
     ))))
 
+  it.effect("fromFunction({ record: false }) keeps no call: the brain still sees each call's index", () =>
+    Effect.gen(function*() {
+      const answers: Array<string> = []
+      for (const question of ["a", "b", "c"]) {
+        const response = yield* LanguageModel.generateText({ prompt: question })
+        answers.push(response.text)
+      }
+      assert.deepStrictEqual(answers, ["echo #0: a", "echo #1: b", "echo #2: c"])
+      assert.deepStrictEqual(yield* ScriptedModel.calls, [])
+      yield* ScriptedModel.assertComplete
+    }).pipe(Effect.provide(ScriptedModel.layerFunction(
+      (call) => ScriptedModel.text(`echo #${call.index}: ${ScriptedModel.lastUserText(call)}`),
+      { record: false }
+    ))))
+
   describe("tools described only by JSON Schema", () => {
     // What the runtime receives from a serialisable AgentSpec: names, descriptions and raw JSON Schema.
     const specs: ReadonlyArray<{

@@ -37,7 +37,7 @@ const clusterErrors = new Set<string>(["MailboxFull", "AlreadyProcessingMessage"
 export const make = (options: {
   /** This process's engine: creates sessions, answers reads. */
   readonly local: Transport.Service
-  readonly store: SessionStore.Service
+  readonly store: SessionStore.Services
   readonly client: Client
   /** The wall clock the cluster's sends run on. */
   readonly wallClock: Clock.Clock
@@ -50,7 +50,7 @@ export const make = (options: {
     if (Either.isLeft(id)) {
       return Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: String(sessionId) }))
     }
-    return store.treeOf(id.right).pipe(
+    return store.eventLog.treeOf(id.right).pipe(
       Effect.mapError((error) => failure(method, error)),
       Effect.flatMap(Option.match({
         onNone: () => Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: id.right })),

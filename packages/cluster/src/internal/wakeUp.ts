@@ -16,7 +16,7 @@ import { Tree } from "../TreeEntity.js"
 const sweeper = "parley-cluster-wake-up"
 
 export const layer = (
-  store: SessionStore.Service,
+  store: SessionStore.Services,
   options: { readonly interval: Duration.DurationInput }
 ) =>
   Singleton.make(
@@ -32,9 +32,9 @@ export const layer = (
             ),
           { concurrency: 16, discard: true }
         )
-      const running = Effect.map(store.unfinished(sweeper), (trees) => trees.map((tree) => tree.treeId))
+      const running = Effect.map(store.leases.unfinished(sweeper), (trees) => trees.map((tree) => tree.treeId))
       const first = Effect.gen(function*() {
-        const open = yield* store.listOpen()
+        const open = yield* store.eventLog.listOpen()
         yield* wake([...open.map((row) => row.treeId), ...yield* running])
       })
       const sweep = Effect.flatMap(running, wake)

@@ -84,16 +84,27 @@ export const make = <K extends string = CallbackId, T = SessionId>(
     /** When the timer fiber wakes next (it is woken early only for an earlier deadline). */
     let armedAt = Number.POSITIVE_INFINITY
 
+    /**
+     * Fires what is due and says how long to sleep. `armedAt` is set in the same synchronous step as the last look at
+     * the heap: a deadline scheduled after that look (by another fiber, while this one is suspended between steps)
+     * either is later than what the timer wakes for, or wakes it.
+     */
     const fireDue = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       while (true) {
         const top = heap.peek()
-        if (top === undefined) return undefined
+        if (top === undefined) {
+          armedAt = Number.POSITIVE_INFINITY
+          return undefined
+        }
         if (live.get(top.callbackId) !== top) {
           heap.pop()
           continue
         }
-        if (top.at > now) return top.at - now
+        if (top.at > now) {
+          armedAt = top.at
+          return top.at - now
+        }
         heap.pop()
         live.delete(top.callbackId)
         yield* Effect.forkDaemon(expire(top.treeId, top.callbackId))
@@ -103,7 +114,6 @@ export const make = <K extends string = CallbackId, T = SessionId>(
     yield* Effect.gen(function*() {
       while (true) {
         const wait = yield* fireDue
-        armedAt = wait === undefined ? Number.POSITIVE_INFINITY : (yield* Clock.currentTimeMillis) + wait
         const sleep = wait === undefined ? Effect.never : Effect.sleep(Duration.millis(wait))
         yield* Effect.raceFirst(sleep, Queue.take(wake))
       }

@@ -21,7 +21,7 @@
  *   owner the actor runs its work and appends under the lease (fenced: a deposed owner's append fails `LeaseLost`,
  *   and the actor turns follower). A tree another live engine owns is loaded as a follower: it decides and appends
  *   answers, cancels and new turns (the owner notices and does the work), and runs nothing.
- * - Recovery: at start the engine takes up every unfinished tree it may claim (`store.unfinished`), and then, every
+ * - Recovery: at start the engine takes up every unfinished tree it may claim (`store.leases.unfinished`), and then, every
  *   lease period, the trees whose owner's heartbeat lapsed. A tree's new owner starts no work until its `Resume` is
  *   stored: what was in flight under the last owner (a tool that may have run) is the Resume's to settle.
  * - Snapshots: a tree is loaded from its latest snapshot and the events after it (`snapshots.ts`); after a commit
@@ -58,7 +58,7 @@ import * as Work from "./work.js"
 
 /** The services the engine runs on. */
 export interface Services {
-  readonly store: SessionStore.Service
+  readonly store: SessionStore.Services
   readonly models: Models.Service
   readonly connectors: Connectors.Service
   readonly runtimeTools: RuntimeTools.Service

@@ -53,6 +53,11 @@ export const make = <K extends string, V, E>(options: {
   readonly timeToLiveOf?: ((value: V) => number | undefined) | undefined
   /** How many idle values (held by nothing) may stay in memory: past it, the longest idle is evicted at once. */
   readonly maxIdle?: number | undefined
+  /**
+   * Runs once a loaded value is in memory (`get` gives it, `hold` takes it), still held by the call that loaded it:
+   * where work the value starts by itself begins, so that it can hold the value.
+   */
+  readonly loaded?: ((key: K, value: V) => Effect.Effect<void>) | undefined
 }): Effect.Effect<Held<K, V, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const parent = yield* Effect.scope
@@ -117,10 +122,10 @@ export const make = <K extends string, V, E>(options: {
           loading.set(key, loaded)
           return Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
             Scope.extend(options.load(key, scope), scope).pipe(
-              Effect.map((value): Entry<V> => {
-                const made = { value, scope, holds: 1 }
+              Effect.flatMap((value) => {
+                const made: Entry<V> = { value, scope, holds: 1 }
                 entries.set(key, made)
-                return made
+                return options.loaded === undefined ? Effect.succeed(made) : Effect.as(options.loaded(key, value), made)
               }),
               Effect.onExit((exit) =>
                 Effect.suspend(() => {

@@ -46,11 +46,11 @@ const usable = (
 
 /** The tree's state: its latest usable snapshot, folded on with the events after it, or its whole log. */
 export const restore = (
-  store: SessionStore.Service,
+  store: SessionStore.Services,
   tree: SessionStore.StoredTree
 ): Effect.Effect<Restored, SessionStore.StoreError> =>
   Effect.gen(function*() {
-    const snapshot = yield* store.loadSnapshot(tree.treeId).pipe(
+    const snapshot = yield* store.snapshots.load(tree.treeId).pipe(
       Effect.catchAll((error) =>
         Effect.as(
           Effect.logWarning(`the snapshot of tree ${tree.treeId} could not be read: replaying its log`, error),
@@ -69,12 +69,12 @@ export const restore = (
       }
     }
     const from = base?.nextSeq ?? 0
-    const events = yield* store.read(tree.treeId, from)
+    const events = yield* store.eventLog.read(tree.treeId, from)
     return { state: TreeState.foldFrom(base ?? TreeState.empty(tree), events), seq: from }
   })
 
 /** Saves a snapshot of `state`; a failure is logged, never raised. */
-export const save = (store: SessionStore.Service, state: TreeState.TreeState): Effect.Effect<void> =>
+export const save = (store: SessionStore.Services, state: TreeState.TreeState): Effect.Effect<void> =>
   Effect.suspend(() => {
     const json = Snapshot.encodeSnapshot(state)
     if (Either.isLeft(json)) {
@@ -83,7 +83,7 @@ export const save = (store: SessionStore.Service, state: TreeState.TreeState): E
         ParseResult.TreeFormatter.formatErrorSync(json.left)
       )
     }
-    return store.saveSnapshot(state.treeId, {
+    return store.snapshots.save(state.treeId, {
       seq: state.nextSeq,
       version: Snapshot.snapshotVersion,
       state: json.right

@@ -107,7 +107,7 @@ const callOf = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call, tool: Re
 
 /** The work items: a model step (streamed, deltas published live) and a runtime tool's run. */
 export const make = (deps: {
-  readonly store: SessionStore.Service
+  readonly store: SessionStore.Services
   readonly runtimeTools: RuntimeTools.Service
   readonly toolsOf: (agent: AgentSpec) => ReadonlyMap<string, ResolvedTool>
   readonly modelOf: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
@@ -180,7 +180,7 @@ export const make = (deps: {
           }
           if (deltas.length > 0) {
             const at = yield* DateTime.now
-            yield* store.publish(
+            yield* store.eventLog.publish(
               tree.treeId,
               deltas.map((delta) => new MessageDelta({ ...ids, seq: step.seq, at, delta }, true))
             )

@@ -45,9 +45,14 @@ const frame = (event: TurnEvent): string => {
   })
 }
 
-/** The stored end of the tree's log (`undefined` for a tree with no events yet). */
+/**
+ * The stored end of the tree's log (`undefined` for a tree with no events yet): the cursor its runtime reports, or —
+ * from a transport that does not say — the cursor of the snapshot of the turn of its first stored event.
+ */
 const storedEnd = (transport: Transport.Service, root: SessionId) =>
   Effect.gen(function*() {
+    const { cursor } = yield* transport.getSession(root)
+    if (cursor !== undefined) return cursor === 0 ? undefined : cursor
     const first = yield* Stream.runHead(transport.events(root, 0)).pipe(
       Effect.timeoutOption(Duration.millis(250)),
       Effect.map(Option.flatten)

@@ -7,7 +7,7 @@
 import * as AgentSpec from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import * as TurnEvent from "@parley/core/TurnEvent"
-import type { StoredTree } from "@parley/log/SessionStore"
+import type { StoredTree } from "@parley/log/EventLog"
 import { StoreError } from "@parley/log/StoreError"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"

@@ -4,7 +4,7 @@
  * (`claimPaused`). Writes outside a transaction wait for another process's lock as transactions do.
  */
 import type { CallbackId, SessionId } from "@parley/core/Ids"
-import type { Lease, Service } from "@parley/log/SessionStore"
+import type { Lease, Service } from "@parley/log/Leases"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -13,9 +13,7 @@ import type { Database } from "./database.js"
 import { storeError } from "./errors.js"
 import { chunksOf } from "./statements.js"
 
-export const make = (
-  { awaitingLock, sql }: Database
-): Pick<Service, "heartbeat" | "retire" | "claim" | "unfinished" | "claimPaused"> => {
+export const make = ({ awaitingLock, sql }: Database): Service => {
   /** Owned by nobody, by `owner` (when `own`), or by an owner whose heartbeat lapsed. */
   const claimable = (owner: string, own: boolean, now: number) =>
     own

@@ -3,7 +3,8 @@
  * - session → tree, for sessions filed in `parley_sessions` (the mapping never changes once filed): `treeOf` and
  *   appends skip the database for them;
  * - the latest events of the trees this process appended to, so a new tail of an active tree starts without a read.
- *   An append by someone else to a tree drops its entry (its tails then read the table).
+ *   An append by someone else to a tree drops its entry (its tails then read the table), and so does a tree's own
+ *   pause (an append that ends with `TurnBlocked`): a paused tree leaves memory, the store's too.
  *
  * Every read runs to its end, even when its caller is interrupted (a wait that stopped, a handler whose callback
  * closed): on PostgreSQL, @effect/sql-pg cancels an interrupted query with `pg_cancel_backend(pid)`, which can land
@@ -39,6 +40,7 @@ export const make = ({ sql }: Database) => {
   const remember = (treeId: SessionId, expectedSeq: number, events: ReadonlyArray<TurnEvent>) => {
     const known = recent.get(treeId)
     recent.delete(treeId)
+    if (events[events.length - 1]?._tag === "TurnBlocked") return
     const last = known?.[known.length - 1]
     const kept = known !== undefined && last !== undefined && last.seq + 1 === expectedSeq
       ? known.concat(events)

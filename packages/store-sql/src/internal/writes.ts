@@ -10,8 +10,7 @@
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
-import type { TurnEvent } from "@parley/core/TurnEvent"
-import type { Durability, Lease, StoredTree } from "@parley/log/SessionStore"
+import type { AppendRows, StoredTree } from "@parley/log/EventLog"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/log/StoreError"
 import * as Chunk from "effect/Chunk"
 import * as Data from "effect/Data"
@@ -37,12 +36,10 @@ export type AppendError = SeqConflict | ResolutionConflict | LeaseLost | StoreEr
 export type Write =
   | {
     readonly _tag: "Append"
-    readonly treeId: SessionId
-    readonly expectedSeq: number
-    readonly events: ReadonlyArray<TurnEvent>
+    /** The append as the event log hands it: its events and what they add to the indexes. */
+    readonly append: AppendRows
+    /** Its events, encoded. */
     readonly rows: ReadonlyArray<EventRow>
-    readonly lease: Lease | undefined
-    readonly durability: Durability
     readonly done: Deferred.Deferred<void, AppendError>
   }
   | {
@@ -64,7 +61,7 @@ const afterPendingWork: Effect.Effect<void> = Effect.async<void>((resume) => {
   return Effect.sync(() => clearImmediate(handle))
 })
 
-const treeOf = (write: Write): SessionId => write._tag === "Append" ? write.treeId : write.tree.treeId
+const treeOf = (write: Write): SessionId => write._tag === "Append" ? write.append.treeId : write.tree.treeId
 
 /** Fails a transaction run without savepoints when one of its writes failed, so it rolls back. */
 class Rollback extends Data.TaggedError("Rollback")<{ readonly index: number; readonly error: AppendError }> {}
@@ -79,15 +76,11 @@ const writeOne = (database: Database, reads: Reads, channel: string) => {
 
   const runAppend = (connection: Connection, write: Extract<Write, { _tag: "Append" }>) =>
     Effect.gen(function*() {
-      const { events, expectedSeq, lease, rows, treeId } = write
+      const { rows } = write
+      const { events, expectedSeq, fence: lease, openTurns, treeId } = write.append
       const nextSeq = expectedSeq + events.length
-      let openTurns = 0
-      for (const event of events) {
-        if (event._tag === "TurnQueued") openTurns++
-        else if (event._tag === "TurnEnded") openTurns--
-      }
       const fence = lease === undefined ? [] : [lease.owner, lease.epoch]
-      const paused = events[events.length - 1]._tag === "TurnBlocked" ? 1 : 0
+      const paused = write.append.paused ? 1 : 0
       const cas = [nextSeq, openTurns, paused, instance, treeId, expectedSeq, ...fence]
       const moved = yield* run(
         connection,
@@ -109,26 +102,14 @@ const writeOne = (database: Database, reads: Reads, channel: string) => {
         }
         return yield* new SeqConflict({ treeId, expected: expectedSeq, actual: Number(row.next_seq) })
       }
-      const resolutions: Array<ReadonlyArray<unknown>> = []
-      const callbacks: Array<ReadonlyArray<unknown>> = []
-      const sessions = new Map<string, number>()
-      for (const event of events) {
-        if (event._tag === "CallbackResolved") {
-          resolutions.push([event.callbackId, treeId, event.seq, event.resolution])
-        } else if (event._tag === "CallbackOpened") {
-          const { callback } = event
-          callbacks.push([
-            callback.id,
-            treeId,
-            event.sessionId,
-            event.turnId,
-            callback.kind,
-            event.seq,
-            callback.expiresAt === undefined ? null : callback.expiresAt.epochMillis
-          ])
-        }
-        if (!reads.isFiled(event.sessionId) && !sessions.has(event.sessionId)) sessions.set(event.sessionId, event.seq)
-      }
+      const resolutions = write.append.resolved.map(({ callbackId, resolution, seq }) =>
+        [callbackId, treeId, seq, resolution] as ReadonlyArray<unknown>
+      )
+      const callbacks = write.append.opened.map((row) =>
+        [row.callbackId, treeId, row.sessionId, row.turnId, row.kind, row.seq, row.expiresAt ?? null] as ReadonlyArray<
+          unknown
+        >
+      )
       // Resolutions first: a second one of a callback fails the append before anything else is written.
       for (const chunk of Statements.chunksOf(resolutions)) {
         const inserted = yield* run(connection, statements.insertResolutions(chunk.length), chunk.flat())
@@ -146,7 +127,9 @@ const writeOne = (database: Database, reads: Reads, channel: string) => {
       }
       // A session already filed (under another tree) keeps its tree: only the ones filed here are remembered.
       const filed: Array<string> = []
-      const sessionRows = Array.from(sessions, ([session, seq]) => [session, treeId, seq])
+      const sessionRows = write.append.sessions.flatMap(({ sessionId, seq }) =>
+        reads.isFiled(sessionId) ? [] : [[sessionId, treeId, seq]]
+      )
       for (const chunk of Statements.chunksOf(sessionRows)) {
         const inserted = yield* run(connection, statements.insertSessions(chunk.length), chunk.flat())
         for (const row of inserted) filed.push(row.session_id)
@@ -173,7 +156,7 @@ const writeOne = (database: Database, reads: Reads, channel: string) => {
       Effect.catchTag("SqlError", (error) =>
         Effect.fail(
           write._tag === "Append"
-            ? storeError("append", `could not append to tree ${write.treeId}`)(error)
+            ? storeError("append", `could not append to tree ${write.append.treeId}`)(error)
             : storeError("createTree", `could not create tree ${write.tree.treeId}`)(error)
         ))
     )
@@ -188,14 +171,13 @@ export interface Writers {
 }
 
 /**
- * Starts the writers in the scope. `committed` runs for each append of a batch once the batch committed (in the
- * order of the batch), after the appender was told.
+ * Starts the writers in the scope. An append's writer remembers its events (`Reads.remember`) once its batch
+ * committed, then tells the appender (the event log then hands them to its subscribers).
  */
 export const start = (
   database: Database,
   reads: Reads,
-  channel: string,
-  committed: (write: Extract<Write, { _tag: "Append" }>) => Effect.Effect<void>
+  channel: string
 ): Effect.Effect<Writers, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { dialect, options, sql, transaction } = database
@@ -211,7 +193,8 @@ export const start = (
      * for the disk (SQLite: `synchronous=NORMAL`; PostgreSQL: `SET LOCAL synchronous_commit = off`).
      */
     const syncs = (writes: ReadonlyArray<Write>) =>
-      options.synchronous !== "normal" && writes.some((write) => write._tag === "Append" && write.durability === "sync")
+      options.synchronous !== "normal" &&
+      writes.some((write) => write._tag === "Append" && write.append.durability === "sync")
     let sqliteSynchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
     const setSqliteSynchronous = (wanted: "FULL" | "NORMAL") =>
       dialect !== "sqlite" || sqliteSynchronous === wanted
@@ -297,14 +280,9 @@ export const start = (
             yield* Deferred.succeed(write.done, undefined)
             continue
           }
-          // As in the memory store, this process's tails have the events when `append` returns, and the appender
-          // goes on before the readers of those tails do: it is woken first (both are woken now and run once the
-          // writer yields, in that order), so an engine has taken its own events in before a reader of its tails
-          // asks it about them. `changes` comes after: the writer has then taken its append into account when
-          // `changes` tells of it.
-          reads.remember(write.treeId, write.expectedSeq, write.events)
+          // The appender hands the events to this process's subscribers (`EventLog`) once it is told.
+          reads.remember(write.append.treeId, write.append.expectedSeq, write.append.events)
           yield* Deferred.succeed(write.done, undefined)
-          yield* committed(write)
         }
       })
 

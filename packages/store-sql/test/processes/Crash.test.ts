@@ -90,7 +90,7 @@ interface Round {
 }
 
 /** The rounds on a store (the children's `config`; `store` is this process's view of it). */
-const crash = (config: StoreConfig, store: SessionStore.Service) =>
+const crash = (config: StoreConfig, store: SessionStore.Services) =>
   Effect.gen(function*() {
     const started = Date.now()
     const directory = fs.mkdtempSync(path.join(os.tmpdir(), "parley-crash-"))
@@ -264,7 +264,7 @@ const crash = (config: StoreConfig, store: SessionStore.Service) =>
     const inbox = yield* Layer.build(
       LocalTransport.layerWith({ owner: "test-inbox", runsWork: false }).pipe(
         Layer.provide([
-          Layer.succeed(SessionStore.SessionStore, store),
+          SessionStore.layer(store),
           Connectors.layerEmpty,
           RuntimeTools.layerEmpty,
           Models.layer(Models.byAgent({}))

@@ -18,7 +18,7 @@ import { check, readTree } from "./invariants.js"
 // (Inbox.listOpen, with the JSON Schema of the answer each expects) and answers by id (Inbox.answer). A notices,
 // runs the tool (the ledger says: in A) and completes the turn; it reports what it observed.
 
-const crossProcess = (config: StoreConfig, store: SessionStore.Service) =>
+const crossProcess = (config: StoreConfig, store: SessionStore.Services) =>
   Effect.gen(function*() {
     const directory = fs.mkdtempSync(path.join(os.tmpdir(), "parley-cross-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(directory, { recursive: true, force: true })))
@@ -38,7 +38,7 @@ const crossProcess = (config: StoreConfig, store: SessionStore.Service) =>
     const b = yield* Layer.build(
       LocalTransport.layerWith({ owner: "cross-b", runsWork: false }).pipe(
         Layer.provide([
-          Layer.succeed(SessionStore.SessionStore, store),
+          SessionStore.layer(store),
           Connectors.layerEmpty,
           RuntimeTools.layerEmpty,
           Models.layer(Models.byAgent({}))

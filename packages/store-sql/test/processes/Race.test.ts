@@ -25,7 +25,7 @@ const CALLBACKS = SESSIONS * NOTES
 
 const race = (
   config: StoreConfig,
-  store: SessionStore.Service
+  store: SessionStore.Services
 ) =>
   Effect.gen(function*() {
     const directory = fs.mkdtempSync(path.join(os.tmpdir(), "parley-race-"))

@@ -36,7 +36,11 @@ describe("Stalled: a writer stopped inside a transaction", () => {
       Effect.gen(function*() {
         const url = yield* pgSchema
         const store = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 2, busyTimeout: "3 seconds" }))
-        yield* store.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: DateTime.unsafeMake(0) })
+        yield* store.eventLog.createTree({
+          treeId,
+          agent: AgentSpec.make({ name: "a" }),
+          createdAt: DateTime.unsafeMake(0)
+        })
         const writer = yield* spawn<Message>("writer", "appendLoopProcess.ts", {
           url,
           treeId,
@@ -66,8 +70,8 @@ describe("Stalled: a writer stopped inside a transaction", () => {
         // This process appends to the same tree: it waits for the row until the server ends the stalled transaction
         // (1 s idle, the writer's busyTimeout), well before this store's own 3 s.
         const started = Date.now()
-        const next = (yield* store.read(treeId, 0)).length
-        yield* store.append(treeId, next, [queued(next)])
+        const next = (yield* store.eventLog.read(treeId, 0)).length
+        yield* store.eventLog.append(treeId, next, [queued(next)])
         const waited = Date.now() - started
         assert.isBelow(waited, 2_900, "the append went through before its own lock_timeout")
         // Whatever it had locked when it stopped (maybe nothing yet), the server ends its transaction after 1 s idle.
@@ -77,7 +81,7 @@ describe("Stalled: a writer stopped inside a transaction", () => {
           yield* Effect.sleep("50 millis")
         }
         assert.isBelow(Date.now() - started, 4_000)
-        const stored = yield* store.read(treeId, 0)
+        const stored = yield* store.eventLog.read(treeId, 0)
         const mine = stored[next]
         assert.strictEqual(mine?._tag === "TurnQueued" ? mine.input : undefined, "from the test")
         assert.deepStrictEqual(stored.map((event) => event.seq), stored.map((_, i) => i))
@@ -87,9 +91,9 @@ describe("Stalled: a writer stopped inside a transaction", () => {
         yield* writer.signal("SIGCONT")
         const refused = yield* expect(writer, "Refused", { timeout: "30 seconds" })
         assert.include(refused.message, "SessionStore.append")
-        const before = (yield* store.read(treeId, 0)).length
+        const before = (yield* store.eventLog.read(treeId, 0)).length
         yield* Effect.sleep("300 millis")
-        assert.isAbove((yield* store.read(treeId, 0)).length, before, "the writer appends again")
+        assert.isAbove((yield* store.eventLog.read(treeId, 0)).length, before, "the writer appends again")
       }),
     { timeout: 60_000 }
   )

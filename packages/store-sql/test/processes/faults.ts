@@ -31,16 +31,16 @@ import { isDone, readTree } from "./invariants.js"
 
 export interface Fixture {
   readonly config: StoreConfig
-  readonly store: SessionStore.Service
+  readonly store: SessionStore.Services
   readonly ledger: string
 }
 
 /** An engine in this process that only answers (it runs no work), over the fixture's store. */
-export const makeInbox = (store: SessionStore.Service) =>
+export const makeInbox = (store: SessionStore.Services) =>
   Layer.build(
     LocalTransport.layerWith({ owner: "test-inbox", runsWork: false }).pipe(
       Layer.provide([
-        Layer.succeed(SessionStore.SessionStore, store),
+        SessionStore.layer(store),
         Connectors.layerEmpty,
         RuntimeTools.layerEmpty,
         Models.layer(Models.byAgent({}))

@@ -17,11 +17,11 @@ export interface StoredTree {
   readonly events: ReadonlyArray<TurnEvent.TurnEvent>
 }
 
-export const readTree = (store: SessionStore.Service, treeId: string) =>
+export const readTree = (store: SessionStore.Services, treeId: string) =>
   Effect.gen(function*() {
-    const header = yield* store.getTree(treeId as Ids.SessionId)
+    const header = yield* store.eventLog.getTree(treeId as Ids.SessionId)
     if (Option.isNone(header)) return yield* Effect.dieMessage(`there is no tree ${treeId}`)
-    const events = yield* store.read(treeId as Ids.SessionId, 0)
+    const events = yield* store.eventLog.read(treeId as Ids.SessionId, 0)
     return { treeId, header: header.value, events } satisfies StoredTree
   })
 

@@ -27,13 +27,15 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { Call, Reply, Step, ToolDescription } from "../ScriptedModel.js"
+import type { Call, Reply, Step, ToolDescription, ToolResult } from "../ScriptedModel.js"
 
 /** Where a scripted model gets its steps. */
 export interface Script {
   /** Number of steps, or `undefined` for an unlimited brain. */
   readonly size: number | undefined
   readonly step: (index: number) => Step | undefined
+  /** Whether the calls are kept (`calls`); a brain for a program that runs for long keeps none. */
+  readonly record: boolean
 }
 
 /** A model that records its calls; the public module turns `unexpected` and `size` into `assertComplete`. */
@@ -71,19 +73,20 @@ export const makeWith = <Unexpected extends Error>(
     const calls: Array<Call> = []
     const beyond: Array<Unexpected> = []
     let nextToolCallId = 1
+    let nextIndex = 0
 
     const respond = (request: Request, method: Call["method"]): Effect.Effect<RenderedReply, AiError.AiError> =>
       Effect.flatMap(describeTools(request.tools, method), (tools) =>
         Effect.suspend(() => {
           const call: Call = {
-            index: calls.length,
+            index: nextIndex++,
             method,
             prompt: request.prompt,
             tools,
             toolChoice: request.toolChoice,
             responseFormat: request.responseFormat
           }
-          calls.push(call)
+          if (script.record) calls.push(call)
           const step = script.step(call.index)
           if (step === undefined) {
             const error = unexpected(call)
@@ -369,3 +372,26 @@ const toStreamParts = (rendered: RenderedReply): Array<Response.StreamPartEncode
     : []
   return [metadataPart(rendered), ...textParts, ...toolCallParts(rendered), finishPart(rendered)]
 }
+
+/** The text of the last user message of the call's prompt (`ScriptedModel.lastUserText`). */
+export const lastUserText = (call: Call): string | undefined => {
+  for (let i = call.prompt.content.length - 1; i >= 0; i--) {
+    const message = call.prompt.content[i]
+    if (message.role === "user") {
+      return message.content.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
+    }
+  }
+  return undefined
+}
+
+/** Every tool result in the call's prompt, in order (`ScriptedModel.toolResults`). */
+export const toolResults = (call: Call): ReadonlyArray<ToolResult> =>
+  call.prompt.content.flatMap((message) =>
+    message.role === "tool" || message.role === "assistant"
+      ? message.content.flatMap((part) =>
+        part.type === "tool-result"
+          ? [{ id: part.id, name: part.name, isFailure: part.isFailure, result: part.result }]
+          : []
+      )
+      : []
+  )

@@ -50,7 +50,7 @@ export const make = (core: Core): Commits => {
   /** Reads what others appended since the actor's state. */
   const refresh = (actor: Actor) =>
     Effect.map(
-      store.read(actor.treeId, actor.state.nextSeq),
+      store.eventLog.read(actor.treeId, actor.state.nextSeq),
       (events) => {
         if (events.length > 0) actor.state = TreeState.foldFrom(actor.state, events)
         return events
@@ -96,7 +96,7 @@ export const make = (core: Core): Commits => {
           : yield* Effect.either(traced(
             actor,
             events,
-            store.append(actor.treeId, actor.state.nextSeq, events, actor.lease, durabilityOf(events, batch))
+            store.eventLog.append(actor.treeId, actor.state.nextSeq, events, actor.lease, durabilityOf(events, batch))
           ))
         if (Either.isRight(appended)) {
           actor.state = state

@@ -98,7 +98,7 @@ export const sequence = (effects: ReadonlyArray<Effect.Effect<void>>): Effect.Ef
 
 /** The engine's settings and the services its parts use directly. */
 export interface Settings {
-  readonly store: SessionStore.Service
+  readonly store: SessionStore.Services
   /** What decisions need beyond the log: the tools of an agent. */
   readonly env: Env
   /** This engine's name as an owner of trees. */

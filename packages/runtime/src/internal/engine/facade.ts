@@ -99,7 +99,7 @@ export const make = (
       )
       const cursor = Number.isSafeInteger(from) && from > 0 ? from : 0
       const source = yield* Effect.mapError(
-        store.subscribe(treeId, cursor, id === treeId ? undefined : id),
+        store.eventLog.subscribe(treeId, cursor, id === treeId ? undefined : id),
         (error) => failure(method, error)
       )
       const events = yield* Mailbox.make<TurnEvent, SessionNotFound | TransportFailure>()
@@ -121,14 +121,14 @@ export const make = (
       const treeId = yield* newSessionId
       const createdAt = yield* DateTime.now
       yield* Effect.mapError(
-        store.createTree({ treeId, agent, createdAt }),
+        store.eventLog.createTree({ treeId, agent, createdAt }),
         (error) => failure("createSession", error)
       )
       // The engine that creates a session owns its tree (unless it runs no work, or is placed: then the engine the
       // tree is placed on claims it with its first command): another process that reads it first only follows it.
       const lease = runsWork && core.placed === undefined
         ? Option.getOrUndefined(
-          yield* Effect.mapError(store.claim(treeId, owner), (error) => failure("createSession", error))
+          yield* Effect.mapError(store.leases.claim(treeId, owner), (error) => failure("createSession", error))
         )
         : undefined
       // Its actor is made at once from the state of an empty log: the first message reads nothing from the store.
@@ -143,7 +143,7 @@ export const make = (
             undefined
           )
       )
-      return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt }, noValidation)
+      return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt, cursor: 0 }, noValidation)
     })
 
   const service: Transport.Service = {
@@ -158,7 +158,8 @@ export const make = (
               sessionId: id,
               agent: session.agent.name,
               parentSessionId: session.parent?.sessionId,
-              createdAt: session.createdAt
+              createdAt: session.createdAt,
+              cursor: actor.state.nextSeq
             }, noValidation)
           )
       }, { read: true }),
@@ -288,7 +289,7 @@ export const make = (
           return yield* failure("listOpen", `not a kind of callback: ${String(fields.kind)}`)
         }
         const rows = yield* Effect.mapError(
-          store.listOpen({ sessionId: sessionId?.right, kind: kind?.right }),
+          store.eventLog.listOpen({ sessionId: sessionId?.right, kind: kind?.right }),
           (error) => failure("listOpen", error)
         )
         const byTree = new Map<SessionId, Array<CallbackId>>()
@@ -313,7 +314,7 @@ export const make = (
           const state = actor.state
           if (ids.every((id) => TreeState.callback(state, id) !== undefined)) return Effect.succeed(state)
           return Effect.map(
-            store.read(actor.treeId, state.nextSeq),
+            store.eventLog.read(actor.treeId, state.nextSeq),
             (events) => events.length === 0 ? state : TreeState.foldFrom(state, events)
           )
         }

@@ -14,12 +14,19 @@ import type { Actor, Core, Decided, Envelope, Mailboxes } from "./core.js"
 import { failure } from "./core.js"
 
 export const make = (core: Core): Mailboxes => {
-  /** Processes the mailbox until it is empty, in the calling fiber, one batch at a time. */
+  /**
+   * Processes the mailbox until it is empty, in the calling fiber, one batch at a time. What is left when the actor
+   * closes (evicted between two batches) goes to the tree's actor in memory, as `deliver` hands it on.
+   */
   const drain = (actor: Actor): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (actor.mailbox.length === 0) {
         actor.busy = false
         return Effect.void
+      }
+      if (actor.closed) {
+        actor.busy = false
+        return deliver(actor, actor.mailbox.splice(0))
       }
       return Effect.zipRight(core.process(actor, actor.mailbox.splice(0, 256)), drain(actor))
     })

@@ -23,12 +23,12 @@ export const beat = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { leaseTtl, owner, runsWork, store } = core
     if (!runsWork || core.placed !== undefined) return
-    const renew = store.heartbeat(owner, leaseTtl).pipe(
+    const renew = store.leases.heartbeat(owner, leaseTtl).pipe(
       Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
     )
     yield* renew
     yield* Effect.addFinalizer(() =>
-      store.retire(owner).pipe(
+      store.leases.retire(owner).pipe(
         Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not give up its leases`, error))
       )
     )
@@ -39,14 +39,14 @@ export const beat = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
 
 /** Takes up the trees this engine may claim: its own too at start (`own`), then those whose owner lapsed. */
 const takeUp = (core: Core, own: boolean) =>
-  core.store.unfinished(core.owner).pipe(
+  core.store.leases.unfinished(core.owner).pipe(
     Effect.flatMap((trees) =>
       Effect.forEach(trees, (tree) => {
         if (!own && tree.owner === core.owner) return Effect.void
         const actor = core.actors.get(tree.treeId)
         if (actor === undefined) return Effect.ignore(core.holding(tree.treeId, () => Effect.void))
         if (actor.lease !== undefined) return Effect.void
-        return Effect.flatMap(core.store.claim(tree.treeId, core.owner), (lease) => {
+        return Effect.flatMap(core.store.leases.claim(tree.treeId, core.owner), (lease) => {
           if (Option.isNone(lease) || core.actors.get(tree.treeId) !== actor) return Effect.void
           actor.lease = lease.value
           actor.resumed = false
@@ -63,7 +63,7 @@ const takeUp = (core: Core, own: boolean) =>
  * store's changes load it: an answer from anyone). A tree already in memory as a follower resumes under its lease.
  */
 const takeUpPaused = (core: Core, own: boolean) =>
-  core.store.claimPaused(core.owner, own).pipe(
+  core.store.leases.claimPaused(core.owner, own).pipe(
     Effect.flatMap(({ deadlines, trees }) =>
       Effect.zipRight(
         Effect.forEach(trees, ({ lease, treeId }) => {
@@ -118,7 +118,7 @@ export const place = (core: Core, treeId: SessionId): Effect.Effect<void, TreeMi
     placed.add(treeId)
     return core.holding(treeId, (actor) =>
       actor.lease !== undefined ? Effect.void : Effect.flatMap(
-        core.store.claim(treeId, core.owner, { unconditional: true }),
+        core.store.leases.claim(treeId, core.owner, { unconditional: true }),
         (lease) => {
           if (Option.isNone(lease) || actor.closed) return Effect.void
           // A claim of this engine's that overtook this one's (a reload) has the higher epoch: it stays.

@@ -76,33 +76,38 @@ export const make = (
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
           if (expiresAt !== undefined) yield* core.deadlines.schedule(treeId, id, expiresAt.epochMillis)
         }
-        // The first command is processed before any other, by another fiber (not this one: it is loading the tree,
-        // which the processing holds). A tree this engine just created needs none.
-        if (first !== undefined) {
-          actor.mailbox.push({ command: first, reply: undefined })
-          yield* Effect.forkDaemon(core.deliver(actor, []))
-        }
+        // The first command is processed before any other, by another fiber once the tree is in memory (`started`):
+        // the work it starts must be able to hold the tree. A tree this engine just created needs none.
+        if (first !== undefined) actor.mailbox.push({ command: first, reply: undefined })
         // A long log replayed (no snapshot yet, or an unusable one): the next load starts from a snapshot.
         yield* core.snapshotIfDue(actor)
         return actor
       })
+
+    /**
+     * A loaded tree's first command (its `Resume` or `Settle`), processed by another fiber than the one that loaded it
+     * — once the tree is in memory, so that the work it starts holds the tree: started earlier, that work could not
+     * hold it, and the tree could be evicted under it (its turn left with no work, and nobody to load it again).
+     */
+    const started = (_: SessionId, actor: Actor) =>
+      actor.mailbox.length === 0 ? Effect.void : Effect.asVoid(Effect.forkDaemon(core.deliver(actor, [])))
 
     const load = (
       treeId: SessionId,
       scope: Scope.CloseableScope
     ): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
       Effect.gen(function*() {
-        const header = yield* store.getTree(treeId)
+        const header = yield* store.eventLog.getTree(treeId)
         if (Option.isNone(header)) return yield* new TreeMissing()
         // The latest snapshot and the events after it, or the whole log.
         const restored = yield* Snapshots.restore(store, header.value)
         // Placed: claimed, whoever held it, only when this engine was placed on it (the cluster routes its commands here).
         const lease = placed !== undefined
           ? placed.has(treeId)
-            ? Option.getOrUndefined(yield* store.claim(treeId, owner, { unconditional: true }))
+            ? Option.getOrUndefined(yield* store.leases.claim(treeId, owner, { unconditional: true }))
             : undefined
           : runsWork
-          ? Option.getOrUndefined(yield* store.claim(treeId, owner))
+          ? Option.getOrUndefined(yield* store.leases.claim(treeId, owner))
           : undefined
         // Whatever was in flight when the tree was last in memory is taken up again, by its owner only.
         return yield* install(treeId, scope, restored, lease, { _tag: lease === undefined ? "Settle" : "Resume" })
@@ -118,7 +123,8 @@ export const make = (
       load,
       idleTimeToLive: eviction.idleTimeToLive,
       timeToLiveOf: (actor: Actor) => TreeState.isBlocked(actor.state) ? pausedMillis : undefined,
-      maxIdle: eviction.maxIdleTrees
+      maxIdle: eviction.maxIdleTrees,
+      loaded: started
     })
 
     const holding = <A, E>(treeId: SessionId, f: (actor: Actor) => Effect.Effect<A, E>) =>
@@ -146,7 +152,7 @@ export const make = (
      */
     const caughtUp = (actor: Actor, method: string) =>
       Effect.flatMap(
-        Effect.mapError(store.read(actor.treeId, actor.state.nextSeq), (error) => failure(method, error)),
+        Effect.mapError(store.eventLog.read(actor.treeId, actor.state.nextSeq), (error) => failure(method, error)),
         (ahead) => ahead.length === 0 ? Effect.void : catchUp(actor)
       )
 
@@ -192,7 +198,7 @@ export const make = (
           ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
       const treeOf = known !== undefined
         ? Effect.succeed(Option.some(known.treeId))
-        : Effect.mapError(store.treeOf(id.right), (error) => failure(method, error))
+        : Effect.mapError(store.eventLog.treeOf(id.right), (error) => failure(method, error))
       return treeOf.pipe(
         Effect.flatMap((treeId) => {
           if (Option.isNone(treeId)) return Effect.fail(sessionNotFound(method, sessionId))

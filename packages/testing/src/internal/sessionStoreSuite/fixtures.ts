@@ -1,5 +1,5 @@
 /**
- * What the store scenarios share: the port (`@parley/log`'s `SessionStore.Service`), ids, events of every kind, a tree per scenario,
+ * What the store scenarios share: the services (`@parley/log`'s `SessionStore.Services`), ids, events of every kind, a tree per scenario,
  * and readers of `tail` / `changes` that tell when they are in place.
  */
 import * as AgentSpec from "@parley/core/AgentSpec"
@@ -26,7 +26,7 @@ import * as Stream from "effect/Stream"
 // -----------------------------------------------------------------------------
 
 /** The port under test. */
-export type Store = SessionStore.Service
+export type Store = SessionStore.Services
 
 /** A store's `changes` as a `Stream`. */
 export const changesOf: (store: Store) => Stream.Stream<SessionStore.Change, StoreError> = SessionStore.changes
@@ -226,7 +226,7 @@ export const withStore = <A, E>(
   Effect.gen(function*() {
     const database = yield* makeDatabase
     const store = yield* database.open
-    yield* store.createTree(tree())
+    yield* store.eventLog.createTree(tree())
     return yield* body(store, database)
   })
 
@@ -238,9 +238,9 @@ export const tags = (events: ReadonlyArray<TurnEvent.TurnEvent>) => events.map((
 export const appendUntil = (store: Store, id: SessionId, count: number, make: (seq: number) => TurnEvent.TurnEvent) =>
   Effect.gen(function*() {
     while (true) {
-      const next = (yield* store.read(id, 0)).length
+      const next = (yield* store.eventLog.read(id, 0)).length
       if (next >= count) return
-      yield* store.append(id, next, [make(next)]).pipe(Effect.catchTag("SeqConflict", () => Effect.void))
+      yield* store.eventLog.append(id, next, [make(next)]).pipe(Effect.catchTag("SeqConflict", () => Effect.void))
     }
   })
 

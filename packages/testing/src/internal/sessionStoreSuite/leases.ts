@@ -33,60 +33,63 @@ const epochOf = (lease: Option.Option<{ readonly owner: string; readonly epoch: 
   Option.getOrUndefined(Option.map(lease, (held) => `${held.owner}@${held.epoch}`))
 
 const unfinishedOf = (store: Store, owner: string) =>
-  Effect.map(store.unfinished(owner), (trees) => trees.map((tree) => `${tree.treeId}:${tree.owner ?? "-"}`).sort())
+  Effect.map(
+    store.leases.unfinished(owner),
+    (trees) => trees.map((tree) => `${tree.treeId}:${tree.owner ?? "-"}`).sort()
+  )
 
 export const leases = (makeDatabase: MakeDatabase): void => {
   describe("leases", () => {
     it.scoped("the first claim takes a tree (epoch 1); its owner claims it again (epoch 2); a live owner keeps it", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.heartbeat("engine-a", ttl)
-          yield* store.heartbeat("engine-b", ttl)
-          const first = yield* store.claim(treeId, "engine-a")
+          yield* store.leases.heartbeat("engine-a", ttl)
+          yield* store.leases.heartbeat("engine-b", ttl)
+          const first = yield* store.leases.claim(treeId, "engine-a")
           assert.strictEqual(epochOf(first), "engine-a@1")
           // A claim is a new tenure, even the same owner's (a process restarted under its name): the one before it is
           // fenced off.
-          const again = yield* store.claim(treeId, "engine-a")
+          const again = yield* store.leases.claim(treeId, "engine-a")
           assert.strictEqual(epochOf(again), "engine-a@2")
-          const late = yield* Effect.flip(store.append(treeId, 0, [queued(0)], Option.getOrUndefined(first)))
+          const late = yield* Effect.flip(store.eventLog.append(treeId, 0, [queued(0)], Option.getOrUndefined(first)))
           assert.strictEqual(late._tag, "LeaseLost")
-          yield* store.append(treeId, 0, [queued(0)], Option.getOrUndefined(again))
-          assert.isTrue(Option.isNone(yield* store.claim(treeId, "engine-b")))
-          assert.isTrue(Option.isNone(yield* store.claim(otherTreeId, "engine-a")), "no such tree")
+          yield* store.eventLog.append(treeId, 0, [queued(0)], Option.getOrUndefined(again))
+          assert.isTrue(Option.isNone(yield* store.leases.claim(treeId, "engine-b")))
+          assert.isTrue(Option.isNone(yield* store.leases.claim(otherTreeId, "engine-a")), "no such tree")
         })))
 
     it.scoped("a lapsed owner's tree is taken over, with a higher epoch; a retired owner's at once", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.heartbeat("engine-a", ttl)
-          yield* store.claim(treeId, "engine-a")
-          yield* store.heartbeat("engine-b", Duration.minutes(5))
+          yield* store.leases.heartbeat("engine-a", ttl)
+          yield* store.leases.claim(treeId, "engine-a")
+          yield* store.leases.heartbeat("engine-b", Duration.minutes(5))
           yield* TestClock.adjust("11 seconds")
-          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-b")), "engine-b@2")
+          assert.strictEqual(epochOf(yield* store.leases.claim(treeId, "engine-b")), "engine-b@2")
           // b is alive: a cannot take it back, even though a beats again.
-          yield* store.heartbeat("engine-a", ttl)
-          assert.isTrue(Option.isNone(yield* store.claim(treeId, "engine-a")))
-          yield* store.retire("engine-b")
-          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a")), "engine-a@3")
+          yield* store.leases.heartbeat("engine-a", ttl)
+          assert.isTrue(Option.isNone(yield* store.leases.claim(treeId, "engine-a")))
+          yield* store.leases.retire("engine-b")
+          assert.strictEqual(epochOf(yield* store.leases.claim(treeId, "engine-a")), "engine-a@3")
         })))
 
     it.scoped("an owner that never beat holds nothing against another claim", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a")), "engine-a@1")
-          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-b")), "engine-b@2")
+          assert.strictEqual(epochOf(yield* store.leases.claim(treeId, "engine-a")), "engine-a@1")
+          assert.strictEqual(epochOf(yield* store.leases.claim(treeId, "engine-b")), "engine-b@2")
         })))
 
     it.scoped("an append under a lease taken over fails with LeaseLost and writes nothing; the new owner appends", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.heartbeat("engine-a", ttl)
-          const a = Option.getOrThrow(yield* store.claim(treeId, "engine-a"))
-          yield* store.append(treeId, 0, [queued(0)], a)
+          yield* store.leases.heartbeat("engine-a", ttl)
+          const a = Option.getOrThrow(yield* store.leases.claim(treeId, "engine-a"))
+          yield* store.eventLog.append(treeId, 0, [queued(0)], a)
           yield* TestClock.adjust("11 seconds")
-          yield* store.heartbeat("engine-b", ttl)
-          const b = Option.getOrThrow(yield* store.claim(treeId, "engine-b"))
-          const late = yield* Effect.either(store.append(treeId, 1, [queued(1)], a))
+          yield* store.leases.heartbeat("engine-b", ttl)
+          const b = Option.getOrThrow(yield* store.leases.claim(treeId, "engine-b"))
+          const late = yield* Effect.either(store.eventLog.append(treeId, 1, [queued(1)], a))
           assert.isTrue(Either.isLeft(late))
           if (Either.isLeft(late)) {
             assert.strictEqual(late.left._tag, "LeaseLost")
@@ -94,34 +97,40 @@ export const leases = (makeDatabase: MakeDatabase): void => {
               assert.deepStrictEqual([late.left.owner, late.left.epoch], ["engine-a", 1])
             }
           }
-          assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0])
+          assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0])
           // A lease's check comes with the seq's: the new owner at a stale seq gets SeqConflict, at the right one wins.
-          const stale = yield* Effect.either(store.append(treeId, 0, [queued(0)], b))
+          const stale = yield* Effect.either(store.eventLog.append(treeId, 0, [queued(0)], b))
           assert.strictEqual(Either.isLeft(stale) ? stale.left._tag : "appended", "SeqConflict")
-          yield* store.append(treeId, 1, [queued(1)], b)
+          yield* store.eventLog.append(treeId, 1, [queued(1)], b)
           // Appends without a lease (answers from any process) are checked by seq only.
-          yield* store.append(treeId, 2, [opened(2, callbackId("open"))])
-          assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0, 1, 2])
+          yield* store.eventLog.append(treeId, 2, [opened(2, callbackId("open"))])
+          assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0, 1, 2])
         })))
     it.scoped("an unconditional claim takes a tree from a live owner, raising the epoch; the deposed owner's append fails", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.heartbeat("engine-a", ttl)
-          const a = Option.getOrThrow(yield* store.claim(treeId, "engine-a"))
-          yield* store.append(treeId, 0, [queued(0)], a)
+          yield* store.leases.heartbeat("engine-a", ttl)
+          const a = Option.getOrThrow(yield* store.leases.claim(treeId, "engine-a"))
+          yield* store.eventLog.append(treeId, 0, [queued(0)], a)
           // engine-a is alive: a plain claim by another fails, an unconditional one (a cluster placed it) takes it.
-          assert.isTrue(Option.isNone(yield* store.claim(treeId, "runner-b")))
-          const b = yield* store.claim(treeId, "runner-b", { unconditional: true })
+          assert.isTrue(Option.isNone(yield* store.leases.claim(treeId, "runner-b")))
+          const b = yield* store.leases.claim(treeId, "runner-b", { unconditional: true })
           assert.strictEqual(epochOf(b), "runner-b@2")
-          const late = yield* Effect.flip(store.append(treeId, 1, [queued(1)], a))
+          const late = yield* Effect.flip(store.eventLog.append(treeId, 1, [queued(1)], a))
           assert.strictEqual(late._tag, "LeaseLost")
-          assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0])
-          yield* store.append(treeId, 1, [queued(1)], Option.getOrUndefined(b))
+          assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0])
+          yield* store.eventLog.append(treeId, 1, [queued(1)], Option.getOrUndefined(b))
           // Taken back the same way (placed again on its first runner), and again by the same owner: a new epoch each.
-          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a", { unconditional: true })), "engine-a@3")
-          assert.strictEqual(epochOf(yield* store.claim(treeId, "engine-a", { unconditional: true })), "engine-a@4")
+          assert.strictEqual(
+            epochOf(yield* store.leases.claim(treeId, "engine-a", { unconditional: true })),
+            "engine-a@3"
+          )
+          assert.strictEqual(
+            epochOf(yield* store.leases.claim(treeId, "engine-a", { unconditional: true })),
+            "engine-a@4"
+          )
           assert.isTrue(
-            Option.isNone(yield* store.claim(otherTreeId, "engine-a", { unconditional: true })),
+            Option.isNone(yield* store.leases.claim(otherTreeId, "engine-a", { unconditional: true })),
             "no such tree"
           )
         })))
@@ -131,19 +140,19 @@ export const leases = (makeDatabase: MakeDatabase): void => {
     it.scoped("lists trees with turns not ended that the owner may claim", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.createTree(tree(otherTreeId, "other"))
+          yield* store.eventLog.createTree(tree(otherTreeId, "other"))
           assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [], "trees without turns are not unfinished")
-          yield* store.append(treeId, 0, [queued(0), queued(1, childId, "turn_child" as never)])
-          yield* store.append(otherTreeId, 0, [queued(0, otherTreeId)])
+          yield* store.eventLog.append(treeId, 0, [queued(0), queued(1, childId, "turn_child" as never)])
+          yield* store.eventLog.append(otherTreeId, 0, [queued(0, otherTreeId)])
           assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:-`, `${treeId}:-`].sort())
           // The root's turn ends; its subagent's does not: still unfinished. Then the subagent's ends too.
-          yield* store.append(treeId, 2, [ended(2)])
+          yield* store.eventLog.append(treeId, 2, [ended(2)])
           assert.include(yield* unfinishedOf(store, "engine-a"), `${treeId}:-`)
-          yield* store.append(treeId, 3, [ended(3, childId, "turn_child" as never)])
+          yield* store.eventLog.append(treeId, 3, [ended(3, childId, "turn_child" as never)])
           assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:-`])
           // A live owner's tree is listed for it, not for others; once it lapses, for others with its owner.
-          yield* store.heartbeat("engine-b", ttl)
-          yield* store.claim(otherTreeId, "engine-b")
+          yield* store.leases.heartbeat("engine-b", ttl)
+          yield* store.leases.claim(otherTreeId, "engine-b")
           assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [])
           assert.deepStrictEqual(yield* unfinishedOf(store, "engine-b"), [`${otherTreeId}:engine-b`])
           yield* TestClock.adjust("11 seconds")
@@ -153,7 +162,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
 
   describe("paused trees", () => {
     const pausedOf = (store: Store, owner: string, own: boolean) =>
-      Effect.map(store.claimPaused(owner, own), ({ deadlines, trees }) => ({
+      Effect.map(store.leases.claimPaused(owner, own), ({ deadlines, trees }) => ({
         trees: trees.map((tree) => `${tree.treeId}:${tree.lease.owner}@${tree.lease.epoch}`).sort(),
         deadlines: deadlines.map((deadline) => `${deadline.callbackId}@${deadline.expiresAt}`).sort()
       }))
@@ -164,11 +173,11 @@ export const leases = (makeDatabase: MakeDatabase): void => {
       () =>
         withStore(makeDatabase, (store) =>
           Effect.gen(function*() {
-            yield* store.createTree(tree(otherTreeId, "other"))
+            yield* store.eventLog.createTree(tree(otherTreeId, "other"))
             const [x, y] = [callbackId("x"), callbackId("y")]
-            yield* store.append(treeId, 0, [queued(0), opened(1, x), opened(2, y)])
-            yield* store.append(treeId, 3, [resolved(3, y), blocked(4, x)])
-            yield* store.append(otherTreeId, 0, [queued(0, otherTreeId)])
+            yield* store.eventLog.append(treeId, 0, [queued(0), opened(1, x), opened(2, y)])
+            yield* store.eventLog.append(treeId, 3, [resolved(3, y), blocked(4, x)])
+            yield* store.eventLog.append(otherTreeId, 0, [queued(0, otherTreeId)])
             // The paused tree is claimPaused's, the other unfinished's.
             assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:-`])
             const expiresAt = later.epochMillis
@@ -177,7 +186,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
               deadlines: [`${x}@${expiresAt}`]
             })
             // Claimed by a live owner: nobody else takes it, nor does the owner's own scan (not `own`) again.
-            yield* store.heartbeat("engine-a", ttl)
+            yield* store.leases.heartbeat("engine-a", ttl)
             assert.deepStrictEqual(yield* pausedOf(store, "engine-b", true), { trees: [], deadlines: [] })
             assert.deepStrictEqual(yield* pausedOf(store, "engine-a", false), { trees: [], deadlines: [] })
             // Its owner restarted under its name takes it again (a new epoch); once the owner lapses, anyone may.
@@ -185,7 +194,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
             yield* TestClock.adjust("11 seconds")
             assert.deepStrictEqual((yield* pausedOf(store, "engine-b", false)).trees, [`${treeId}:engine-b@3`])
             // An answer moves it: no longer paused, it is unfinished again.
-            yield* store.append(treeId, 5, [resolved(5, x)])
+            yield* store.eventLog.append(treeId, 5, [resolved(5, x)])
             yield* TestClock.adjust("11 seconds")
             assert.deepStrictEqual((yield* pausedOf(store, "engine-a", true)).trees, [])
             assert.deepStrictEqual(
@@ -200,16 +209,16 @@ export const leases = (makeDatabase: MakeDatabase): void => {
     it.scoped("lists callbacks opened and not resolved, by session and by kind", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.createTree(tree(otherTreeId, "other"))
-          yield* store.append(treeId, 0, [
+          yield* store.eventLog.createTree(tree(otherTreeId, "other"))
+          yield* store.eventLog.append(treeId, 0, [
             queued(0),
             opened(1, callbackId("x")),
             opened(2, callbackId("y")),
             opened(3, callbackId("z"), childId)
           ])
-          yield* store.append(otherTreeId, 0, [opened(0, callbackId("w"), otherTreeId)])
-          yield* store.append(treeId, 4, [resolved(4, callbackId("x"))])
-          const all = yield* store.listOpen()
+          yield* store.eventLog.append(otherTreeId, 0, [opened(0, callbackId("w"), otherTreeId)])
+          yield* store.eventLog.append(treeId, 4, [resolved(4, callbackId("x"))])
+          const all = yield* store.eventLog.listOpen()
           assert.deepStrictEqual(all.map((row) => row.callbackId).sort(), ["cb_w", "cb_y", "cb_z"])
           const y = all.find((row) => row.callbackId === callbackId("y"))
           assert.deepStrictEqual(y, {
@@ -225,12 +234,12 @@ export const leases = (makeDatabase: MakeDatabase): void => {
             all.filter((row) => row.treeId === treeId).map((row) => row.seq),
             [2, 3]
           )
-          const ofChild = yield* store.listOpen({ sessionId: childId })
+          const ofChild = yield* store.eventLog.listOpen({ sessionId: childId })
           assert.deepStrictEqual(ofChild.map((row) => [row.callbackId, row.treeId]), [["cb_z", treeId]])
-          assert.strictEqual((yield* store.listOpen({ kind: "approval" })).length, 3)
-          assert.deepStrictEqual(yield* store.listOpen({ kind: "client_tool" }), [])
+          assert.strictEqual((yield* store.eventLog.listOpen({ kind: "approval" })).length, 3)
+          assert.deepStrictEqual(yield* store.eventLog.listOpen({ kind: "client_tool" }), [])
           assert.deepStrictEqual(
-            yield* store.listOpen({ sessionId: otherTreeId, kind: "approval" }).pipe(
+            yield* store.eventLog.listOpen({ sessionId: otherTreeId, kind: "approval" }).pipe(
               Effect.map((rows) => rows.map((row) => row.callbackId))
             ),
             ["cb_w"]

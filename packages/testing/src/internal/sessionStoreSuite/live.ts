@@ -34,22 +34,22 @@ export const live = (makeDatabase: MakeDatabase): void => {
     it.scoped("gives the stored events then the live ones, without gaps or repeats, and the live-only deltas", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.append(treeId, 0, [queued(0), queued(1)])
+          yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
           const tailed = yield* reader(tail(store, treeId, 1))
           // The stored event arrives first: from then on the reader follows the live ones.
           assert.deepStrictEqual(tags(yield* tailed.take(1)), ["TurnQueued 1"])
-          yield* store.append(treeId, 2, [queued(2)])
+          yield* store.eventLog.append(treeId, 2, [queued(2)])
           // A delta of a step the reader has passed goes through; it is not stored.
-          yield* store.publish(treeId, [delta(2)])
-          yield* store.append(treeId, 3, [queued(3), queued(4)])
+          yield* store.eventLog.publish(treeId, [delta(2)])
+          yield* store.eventLog.append(treeId, 3, [queued(3), queued(4)])
           assert.deepStrictEqual(tags(yield* tailed.take(4)), [
             "TurnQueued 2",
             "MessageDelta 2",
             "TurnQueued 3",
             "TurnQueued 4"
           ])
-          assert.deepStrictEqual(seqs(yield* store.read(treeId, 0)), [0, 1, 2, 3, 4])
-          assert.deepStrictEqual((yield* store.read(treeId, 0)).map((event) => event._tag), [
+          assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0, 1, 2, 3, 4])
+          assert.deepStrictEqual((yield* store.eventLog.read(treeId, 0)).map((event) => event._tag), [
             "TurnQueued",
             "TurnQueued",
             "TurnQueued",
@@ -61,14 +61,14 @@ export const live = (makeDatabase: MakeDatabase): void => {
     it.scoped("deltas reach only the tails that have passed their step and started at or before it", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.append(treeId, 0, [queued(0), queued(1), queued(2)])
+          yield* store.eventLog.append(treeId, 0, [queued(0), queued(1), queued(2)])
           const fromStart = yield* reader(tail(store, treeId, 0))
           const fromTwo = yield* reader(tail(store, treeId, 2))
           assert.deepStrictEqual(seqs(yield* fromStart.take(3)), [0, 1, 2])
           assert.deepStrictEqual(seqs(yield* fromTwo.take(1)), [2])
           // Step 1 (both passed it; only `fromStart` started at or before it), step 2, and step 3 (nobody passed it).
-          yield* store.publish(treeId, [delta(1, "a"), delta(2, "b"), delta(3, "c")])
-          yield* store.append(treeId, 3, [queued(3)])
+          yield* store.eventLog.publish(treeId, [delta(1, "a"), delta(2, "b"), delta(3, "c")])
+          yield* store.eventLog.append(treeId, 3, [queued(3)])
           assert.deepStrictEqual(tags(yield* fromStart.take(3)), ["MessageDelta 1", "MessageDelta 2", "TurnQueued 3"])
           assert.deepStrictEqual(tags(yield* fromTwo.take(2)), ["MessageDelta 2", "TurnQueued 3"])
           // A tail that starts now gets the stored events only: deltas are never stored.
@@ -80,13 +80,13 @@ export const live = (makeDatabase: MakeDatabase): void => {
             "TurnQueued 3"
           ])
           // Publishing to a tree nobody follows is fine.
-          yield* store.publish(otherTreeId, [delta(0)])
+          yield* store.eventLog.publish(otherTreeId, [delta(0)])
         })))
 
     it.scoped("is gap-free while several writers race to append", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.append(treeId, 0, [queued(0)])
+          yield* store.eventLog.append(treeId, 0, [queued(0)])
           const early = yield* reader(tail(store, treeId, 0))
           assert.deepStrictEqual(seqs(yield* early.take(1)), [0])
           const total = 120
@@ -127,7 +127,7 @@ export const live = (makeDatabase: MakeDatabase): void => {
     it.scoped("from beyond the log's end waits for that seq", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.append(treeId, 0, [queued(0)])
+          yield* store.eventLog.append(treeId, 0, [queued(0)])
           const ahead = yield* reader(tail(store, treeId, 3))
           yield* settled
           yield* appendUntil(store, treeId, 6, (seq) => queued(seq))
@@ -141,15 +141,15 @@ export const live = (makeDatabase: MakeDatabase): void => {
     it.scoped("tells every append of the tree and how far the log reached, not refused or empty ones", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          yield* store.createTree(tree(otherTreeId, "other"))
+          yield* store.eventLog.createTree(tree(otherTreeId, "other"))
           const watcher = yield* reader(changesOf(store))
           yield* settled
-          yield* store.append(treeId, 0, [queued(0)])
-          yield* store.append(treeId, 1, [queued(1), queued(2, childId), resolved(3, callbackId("c"))])
-          yield* Effect.flip(store.append(treeId, 1, [queued(1)]))
-          yield* Effect.flip(store.append(treeId, 4, [resolved(4, callbackId("c"))]))
-          yield* store.append(treeId, 4, [])
-          yield* store.append(otherTreeId, 0, [queued(0, otherTreeId)])
+          yield* store.eventLog.append(treeId, 0, [queued(0)])
+          yield* store.eventLog.append(treeId, 1, [queued(1), queued(2, childId), resolved(3, callbackId("c"))])
+          yield* Effect.flip(store.eventLog.append(treeId, 1, [queued(1)]))
+          yield* Effect.flip(store.eventLog.append(treeId, 4, [resolved(4, callbackId("c"))]))
+          yield* store.eventLog.append(treeId, 4, [])
+          yield* store.eventLog.append(otherTreeId, 0, [queued(0, otherTreeId)])
           assert.deepStrictEqual(yield* watcher.take(3), [
             { treeId, nextSeq: 1 },
             { treeId, nextSeq: 4 },

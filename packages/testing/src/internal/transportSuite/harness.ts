@@ -101,13 +101,14 @@ const checkSnapshots = (header: TreeState.Header, events: ReadonlyArray<TurnEven
 const checkTree = (transport: Transport.Service, created: Created) =>
   Effect.gen(function*() {
     const treeId = created.info.sessionId
-    // A tree without events has nothing to check; stored events come at once, so a few yields tell.
-    const firstEvent = yield* Effect.raceFirst(
-      Stream.runHead(transport.events(treeId, 0)),
-      Effect.as(Effect.repeatN(Effect.yieldNow(), 100), Option.none())
-    )
-    if (Option.isNone(firstEvent)) return
+    // The runtime says where the tree's log ends: a tree without events has nothing to check.
+    const { cursor } = yield* transport.getSession(treeId)
+    assert.isDefined(cursor, `session ${treeId}: getSession reports the log's cursor`)
+    if (cursor === 0) return
+    const firstEvent = yield* Stream.runHead(transport.events(treeId, 0))
+    if (Option.isNone(firstEvent)) return assert.fail(`session ${treeId}: cursor ${cursor} but no stored event`)
     const probe = yield* transport.snapshot(treeId, firstEvent.value.turnId)
+    assert.isAtLeast(probe.cursor, cursor ?? 0, `session ${treeId}: the cursor of getSession is a stored position`)
     const events = yield* logUntil(transport, treeId, probe.cursor)
     const header: TreeState.Header = { treeId, agent: created.agent, createdAt: created.info.createdAt }
     const state = TreeState.fold(header, events)
@@ -145,6 +146,10 @@ const checkTree = (transport: Transport.Service, created: Created) =>
         }
       }
       const info = yield* transport.getSession(session.sessionId)
+      const now = yield* transport.snapshot(treeId, firstEvent.value.turnId)
+      if (now.cursor === probe.cursor) {
+        assert.strictEqual(info.cursor, probe.cursor, `session ${session.sessionId}: cursor is its tree's`)
+      }
       assert.strictEqual(info.parentSessionId, session.parent?.sessionId, `session ${session.sessionId}: parent`)
       assert.strictEqual(info.agent, session.agent.name, `session ${session.sessionId}: agent`)
     }

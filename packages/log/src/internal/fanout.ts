@@ -1,6 +1,6 @@
 /**
- * The in-process fan-out every store shares, written once: the subscribers of a tree's events from a cursor, in a
- * `Mailbox` each (no `Stream` to run), gap-free and in order.
+ * The in-process fan-out of `EventLog.make`, written once for every driver: the subscribers of a tree's events from a
+ * cursor, in a `Mailbox` each (no `Stream` to run), gap-free and in order.
  *
  * - `appended(treeId, events)`: the store's own append, as it committed it — handed to the tree's subscribers at once,
  *   with no read.
@@ -12,37 +12,7 @@
  *   A subscriber is registered before its first read, so nothing appended meanwhile is lost; what it is handed before
  *   that read returns waits until it has.
  *
- * A store gives it `read` (its stored events from a cursor) and `exists` (whether it has the tree).
- *
- * @example
- * ```ts
- * import { Ids, TurnEvent } from "@parley/core"
- * import { Fanout } from "@parley/log"
- * import { DateTime, Effect } from "effect"
- *
- * const treeId = Ids.SessionId.make("ses_example")
- * const stored: Array<TurnEvent.TurnEvent> = []
- * const fanout = Fanout.make({
- *   read: (_, from) => Effect.succeed(stored.slice(from)),
- *   exists: () => Effect.succeed(true)
- * })
- * const program = Effect.scoped(Effect.gen(function*() {
- *   const mailbox = yield* fanout.subscribe(treeId, 0)
- *   const event = new TurnEvent.TurnQueued({
- *     sessionId: treeId,
- *     turnId: Ids.TurnId.make("turn_1"),
- *     seq: 0,
- *     at: DateTime.unsafeMake(0),
- *     input: "hi"
- *   })
- *   stored.push(event)
- *   fanout.appended(treeId, [event]) // the store's own append, handed on without a read
- *   const [events] = yield* mailbox.takeAll
- *   return events
- * }))
- * ```
- *
- * @since 0.1.0
+ * The event log gives it its driver's `readRecent` (stored events from a cursor) and `exists` (whether it has the tree).
  */
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
@@ -51,12 +21,8 @@ import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import type { StoreError } from "./StoreError.js"
+import type { StoreError } from "../StoreError.js"
 
-/**
- * @since 0.1.0
- * @category Models
- */
 export interface Fanout {
   readonly subscribe: (
     treeId: SessionId,
@@ -77,12 +43,7 @@ interface Subscriber {
   readonly moved: (nextSeq: number) => void
 }
 
-/**
- * A fan-out over a store's reads.
- *
- * @since 0.1.0
- * @category Constructors
- */
+/** A fan-out over a driver's reads. */
 export const make = (store: {
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   readonly exists: (treeId: SessionId) => Effect.Effect<boolean, StoreError>
