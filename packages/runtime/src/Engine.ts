@@ -111,7 +111,7 @@ export const make: Effect.Effect<
  *
  * - `transport` serves the engine as usual; reads and the commands of a tree this engine is not placed on are those of
  *   a follower (decided, appended, the work left to the owner).
- * - `place(treeId)` says this engine now owns the tree: it claims it unconditionally (the store's
+ * - `place(treeId)` says this engine now owns the tree: it claims it unconditionally (the store's `Leases`
  *   `claim(…, { unconditional: true })`; the raised epoch fences off whoever held it, a deposed owner's append fails
  *   `LeaseLost`) unless it holds a lease already, and resumes what was in flight, as a new owner does under leases.
  *   Every later load of the tree in this engine claims it again the same way, until `release(treeId)`.
