@@ -33,6 +33,7 @@ describe.concurrent("API reference", () => {
   it("every package has a docgen.json", () => {
     assert.deepStrictEqual(packages, [
       "cli",
+      "cluster",
       "core",
       "log",
       "mcp",

@@ -66,6 +66,13 @@ const serve = (load: Effect.Effect<Extras>) =>
     logFormat: Options.choice("log-format", ["logfmt", "json", "pretty"]).pipe(
       Options.withDescription("The request log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
       Options.optional
+    ),
+    cluster: Options.text("cluster").pipe(
+      Options.withDescription(
+        "host:port: run as a runner of the cluster of the PostgreSQL --database, listening there for the other " +
+          "runners (default: PARLEY_CLUSTER_RUNNER, else no cluster)."
+      ),
+      Options.optional
     )
   }, (given) =>
     Effect.gen(function*() {
@@ -77,7 +84,18 @@ const serve = (load: Effect.Effect<Extras>) =>
         port: Option.getOrElse(given.port, () => defaults.port),
         host: Option.getOrElse(given.host, () => defaults.host),
         database: Option.getOrElse(given.database, () => defaults.database),
-        logFormat: Option.getOrElse(given.logFormat, () => defaults.logFormat)
+        logFormat: Option.getOrElse(given.logFormat, () => defaults.logFormat),
+        cluster: Option.getOrElse(given.cluster, () => defaults.cluster)
+      }
+      if (
+        settings.cluster !== undefined &&
+        (Serve.parseRunner(settings.cluster) === undefined || !Serve.isPostgres(settings.database ?? ""))
+      ) {
+        return yield* new CliError({
+          message: `--cluster ${settings.cluster}: a cluster runner needs host:port and a PostgreSQL database`,
+          hint: "give --cluster 127.0.0.1:34431 and --database postgres://… (or PARLEY_DATABASE_URL)",
+          exitCode: 2
+        })
       }
       if ((process.env.MISTRAL_API_KEY ?? "") === "" && extras.demo === undefined) {
         return yield* new CliError({

@@ -12,6 +12,7 @@
  * | `database` | `PARLEY_DATABASE_URL` | `<dataDir>/sessions.db`; `postgres://…` keeps sessions in PostgreSQL |
  * | `apiKeys` | `PARLEY_API_KEYS` | one local key, created in `<dataDir>/api-key` (mode 0600) |
  * | `logFormat` | `PARLEY_LOG_FORMAT` | `logfmt` (`json`, `pretty`) |
+ * | `cluster` | `PARLEY_CLUSTER_RUNNER` | none; `host:port` makes the server a runner of the cluster of its PostgreSQL database (`ClusterServer` of `@parley/cluster`), listening there for the other runners |
  *
  * @example
  * ```ts
@@ -35,6 +36,7 @@
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpServer from "@effect/platform/HttpServer"
+import type * as SocketServer from "@effect/platform/SocketServer"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import * as MistralModels from "@parley/mistral/MistralModels"
 import * as Connectors from "@parley/runtime/Connectors"
@@ -78,6 +80,11 @@ export interface Settings {
   /** `key:tenant,key2:tenant2`; when empty, the local key of `<dataDir>/api-key`. */
   readonly apiKeys?: string | undefined
   readonly logFormat: LogFormat
+  /**
+   * `host:port`: the server is a runner of the cluster of its PostgreSQL `database` (`@parley/cluster`), listening
+   * there for the other runners; every server of the cluster serves every session.
+   */
+  readonly cluster?: string | undefined
 }
 
 /**
@@ -101,8 +108,21 @@ export const settingsFromEnv = (
   dataDir: env.PARLEY_DATA_DIR ?? defaultDataDir,
   database: nonEmpty(env.PARLEY_DATABASE_URL),
   apiKeys: nonEmpty(env.PARLEY_API_KEYS),
-  logFormat: env.PARLEY_LOG_FORMAT === "json" ? "json" : env.PARLEY_LOG_FORMAT === "pretty" ? "pretty" : "logfmt"
+  logFormat: env.PARLEY_LOG_FORMAT === "json" ? "json" : env.PARLEY_LOG_FORMAT === "pretty" ? "pretty" : "logfmt",
+  cluster: nonEmpty(env.PARLEY_CLUSTER_RUNNER)
 })
+
+/**
+ * A runner address, `host:port` (the `cluster` setting), or `undefined` when it is not one.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const parseRunner = (text: string): { readonly host: string; readonly port: number } | undefined => {
+  const match = /^([^:\s]+):(\d{1,5})$/.exec(text.trim())
+  const port = match === null ? NaN : Number(match[2])
+  return match === null || port < 1 || port > 65535 ? undefined : { host: match[1], port }
+}
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value.trim() === "" ? undefined : value)
 
@@ -140,7 +160,10 @@ const isLive = () => (process.env.MISTRAL_API_KEY ?? "") !== ""
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (settings: Settings, demo: Demo): Layer.Layer<never, ParleyServer.StartError> =>
+export const layer = (
+  settings: Settings,
+  demo: Demo
+): Layer.Layer<never, ParleyServer.StartError | SocketServer.SocketServerError> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const given = settings.apiKeys
     const local = given === undefined ? yield* localKey(settings.dataDir) : undefined
@@ -159,7 +182,19 @@ export const layer = (settings: Settings, demo: Demo): Layer.Layer<never, Parley
     }
     const database = settings.database ?? path.join(settings.dataDir, "sessions.db")
     const postgres = isPostgres(database)
-    const server = postgres
+    const runner = settings.cluster === undefined ? undefined : parseRunner(settings.cluster)
+    if (settings.cluster !== undefined && (runner === undefined || !postgres)) {
+      return yield* Effect.dieMessage(`a cluster runner needs host:port and a postgres:// database`)
+    }
+    const server = runner !== undefined
+      ? Layer.unwrapEffect(
+        // The cluster's modules load only for a runner.
+        Effect.map(
+          Effect.promise(() => import("@parley/cluster/ClusterServer")),
+          (ClusterServer) => ClusterServer.layerPg({ ...options, url: database, runner })
+        )
+      )
+      : postgres
       ? ParleyServer.layerPg({ ...options, url: database })
       : Layer.unwrapEffect(Effect.sync(() => {
         fs.mkdirSync(path.dirname(path.resolve(database)), { recursive: true })
@@ -168,7 +203,11 @@ export const layer = (settings: Settings, demo: Demo): Layer.Layer<never, Parley
     const announce = Layer.effectDiscard(Effect.gen(function*() {
       const http = yield* HttpServer.HttpServer
       const url = http.address._tag === "TcpAddress" ? `http://${settings.host}:${http.address.port}` : "?"
-      yield* Console.log(`Parley server on ${url} (${postgres ? "PostgreSQL" : database})`)
+      yield* Console.log(
+        `Parley server on ${url} (${postgres ? "PostgreSQL" : database})${
+          runner === undefined ? "" : `, a cluster runner at ${runner.host}:${runner.port}`
+        }`
+      )
       yield* Console.log(
         `  models: ${live ? "MISTRAL_API_KEY is set: the agents' real models" : "the guides' scripted brains"}`
       )
@@ -188,7 +227,10 @@ export const layer = (settings: Settings, demo: Demo): Layer.Layer<never, Parley
  * @since 0.1.0
  * @category Constructors
  */
-export const launch = (settings: Settings, demo: Demo): Effect.Effect<never, ParleyServer.StartError> =>
+export const launch = (
+  settings: Settings,
+  demo: Demo
+): Effect.Effect<never, ParleyServer.StartError | SocketServer.SocketServerError> =>
   Layer.launch(layer(settings, demo)).pipe(Effect.provide(logger(settings.logFormat)))
 
 /**

@@ -83,8 +83,16 @@ export interface Service {
   /**
    * Makes `owner` the tree's owner if the tree has none, is `owner`'s, or its owner's heartbeat lapsed, with a new
    * epoch (raised by every claim). The lease is `None` while another owner is alive (or when there is no such tree).
+   *
+   * With `unconditional: true` the claim takes the tree whoever holds it, alive or not (`None` only when there is no
+   * such tree): the claim of an owner that something else placed on the tree (a cluster's shard holder). The epoch
+   * rises all the same, so the owner before it can no longer append.
    */
-  readonly claim: (treeId: SessionId, owner: string) => Effect.Effect<Option.Option<Lease>, StoreError>
+  readonly claim: (
+    treeId: SessionId,
+    owner: string,
+    options?: { readonly unconditional?: boolean | undefined }
+  ) => Effect.Effect<Option.Option<Lease>, StoreError>
   /**
    * The trees with turns not ended that `owner` may claim (unowned, its own, or whose owner's heartbeat lapsed) and
    * that have work to resume: paused trees — whose last append ended with `TurnBlocked`, waiting on callbacks only —

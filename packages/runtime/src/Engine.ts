@@ -22,6 +22,8 @@
  *
  * @since 0.1.0
  */
+import type { SessionId } from "@parley/core/Ids"
+import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import type * as Transport from "@parley/core/Transport"
 import { services as storeServices, type SessionStore } from "@parley/log/SessionStore"
 import type * as Duration from "effect/Duration"
@@ -102,3 +104,57 @@ export const make: Effect.Effect<
   never,
   SessionStore | Models | Connectors | RuntimeTools | Scope.Scope
 > = makeWith({})
+
+/**
+ * An engine whose trees are **placed** on it by something else — a cluster whose shard holder is the one engine that
+ * runs a tree's commands and work — instead of leased: it keeps no heartbeat and scans for no tree to take over.
+ *
+ * - `transport` serves the engine as usual; reads and the commands of a tree this engine is not placed on are those of
+ *   a follower (decided, appended, the work left to the owner).
+ * - `place(treeId)` says this engine now owns the tree: it claims it unconditionally (the store's `Leases`
+ *   `claim(…, { unconditional: true })`; the raised epoch fences off whoever held it, a deposed owner's append fails
+ *   `LeaseLost`) unless it holds a lease already, and resumes what was in flight, as a new owner does under leases.
+ *   Every later load of the tree in this engine claims it again the same way, until `release(treeId)`.
+ * - `release(treeId)`: the engine no longer owns the tree; a tree in memory keeps its lease and work until another
+ *   engine's claim deposes it.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Placed {
+  readonly transport: Transport.Service
+  readonly place: (treeId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure>
+  readonly release: (treeId: SessionId) => Effect.Effect<void>
+}
+
+/**
+ * Builds an engine under placement (see `Placed`) over the services in context. `leaseTtl` plays no part.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const makePlaced = (
+  options: Options
+): Effect.Effect<Placed, never, SessionStore | Models | Connectors | RuntimeTools | Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = yield* storeServices
+    const models = yield* Models
+    const connectors = yield* Connectors
+    const runtimeTools = yield* RuntimeTools
+    const placed = yield* internal.makePlaced({ store, models, connectors, runtimeTools }, options)
+    return {
+      transport: placed.transport,
+      place: (treeId) =>
+        placed.place(treeId).pipe(
+          Effect.catchTags({
+            TreeMissing: () =>
+              Effect.fail(new SessionNotFound({ module: "Engine", method: "place", sessionId: treeId })),
+            StoreError: (error) =>
+              Effect.fail(
+                new TransportFailure({ module: "Engine", method: "place", description: error.message, cause: error })
+              )
+          })
+        ),
+      release: placed.release
+    }
+  })

@@ -18,8 +18,8 @@
  * (`ResolutionConflict`, also across trees and within one append), racing appends (one winner per seq), concurrent
  * appends to many trees (each conflict fails only its own append), every kind of event read back as written, `tail`
  * (stored then live, gap-free under racing writers, from any cursor, of a missing tree), live-only deltas (delivered
- * to the tails that passed their step, never stored), `changes`, leases (`claim`, `heartbeat`, `retire`, appends
- * fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, snapshots (`Snapshots.save` / `load`: the latest
+ * to the tails that passed their step, never stored), `changes`, leases (`claim`, unconditional too, `heartbeat`,
+ * `retire`, appends fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, snapshots (`Snapshots.save` / `load`: the latest
  * per tree, never moving backwards), and two stores over one database (`read`, `tail`, `changes`, races, resolutions,
  * leases, open callbacks and snapshots across them).
  *

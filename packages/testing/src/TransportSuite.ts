@@ -102,6 +102,12 @@ export interface Behaviour {
    * (`"refused"`: a server checks a client's definition against the tools it provides).
    */
   readonly unprovidedRuntimeTool?: "failure result" | "refused" | undefined
+  /**
+   * Who gets a turn's live `MessageDelta`s (never stored): every reader (`"every reader"`, the default: one process
+   * runs the tree and serves its readers), or only the readers in the process that runs the tree (`"the tree's
+   * process"`: a cluster's runners, where a reader on another runner has the stored `MessageCompleted`).
+   */
+  readonly liveDeltas?: "every reader" | "the tree's process" | undefined
 }
 
 /**
@@ -119,7 +125,7 @@ export const suite = (
 ) =>
   describe(`${name} (Transport contract)`, () => {
     const withModel = Harness.withModel(makeTransport)
-    driving(withModel)
+    driving(withModel, behaviour.liveDeltas ?? "every reader")
     blocked(withModel)
     answerValidation(withModel)
     expiry(withModel)

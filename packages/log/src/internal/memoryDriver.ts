@@ -119,10 +119,11 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
         owners.set(owner, now + Duration.toMillis(ttl))
       }),
     retire: (owner) => Effect.sync(() => owners.delete(owner)),
-    claim: (treeId, owner) =>
+    claim: (treeId, owner, options) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const log = logs.get(treeId)
-        if (log === undefined || (log.owner !== owner && isAlive(log.owner, now))) return Option.none()
+        if (log === undefined) return Option.none()
+        if (options?.unconditional !== true && log.owner !== owner && isAlive(log.owner, now)) return Option.none()
         // Every claim starts a new tenure, even the same owner's (a process restarted under its name): the epoch
         // fences off whatever appended under the name before.
         log.owner = owner

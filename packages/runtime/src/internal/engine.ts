@@ -29,6 +29,7 @@
  */
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
+import type { SessionId } from "@parley/core/Ids"
 import type * as Transport from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Duration from "effect/Duration"
@@ -43,7 +44,7 @@ import type * as RuntimeTools from "../RuntimeTools.js"
 import type { ResolvedTool } from "./agentTools.js"
 import { markRuntimeTools, resolveTools } from "./agentTools.js"
 import * as Commit from "./engine/commit.js"
-import type { Core } from "./engine/core.js"
+import type { Core, TreeMissing } from "./engine/core.js"
 import * as Facade from "./engine/facade.js"
 import * as Follow from "./engine/follow.js"
 import * as Mailbox from "./engine/mailbox.js"
@@ -103,6 +104,13 @@ const definitions = (services: Services) => {
   return { toolsOf, modelOf, marked, validate: Validation.make(models, connectors) }
 }
 
+/** An engine under placement: its transport, and where the cluster places it (`ownership.ts`). */
+export interface Placed {
+  readonly transport: Transport.Service
+  readonly place: (treeId: SessionId) => Effect.Effect<void, TreeMissing | SessionStore.StoreError>
+  readonly release: (treeId: SessionId) => Effect.Effect<void>
+}
+
 /**
  * Makes the engine's parts and wires them through one `Core` record: each part reaches the others through it at call
  * time, so the order in which they are made only matters for what runs while they are made.
@@ -111,6 +119,17 @@ export const make = (
   services: Services,
   options?: Options
 ): Effect.Effect<Transport.Service, never, Scope.Scope> =>
+  Effect.map(makeWith(services, options, false), (placed) => placed.transport)
+
+/** An engine whose trees are placed on it (see `Placed`): no leases' heartbeat, no recovery scans. */
+export const makePlaced = (services: Services, options?: Options): Effect.Effect<Placed, never, Scope.Scope> =>
+  makeWith(services, options, true)
+
+const makeWith = (
+  services: Services,
+  options: Options | undefined,
+  placed: boolean
+): Effect.Effect<Placed, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { runtimeTools, store } = services
     const { marked, modelOf, toolsOf, validate } = definitions(services)
@@ -119,6 +138,7 @@ export const make = (
       env: { toolsOf },
       owner: options?.owner ?? `engine-${crypto.randomUUID()}`,
       runsWork: options?.runsWork ?? true,
+      placed: placed ? new Set<SessionId>() : undefined,
       leaseTtl: Duration.decode(options?.leaseTtl ?? "10 seconds"),
       snapshotEvery: Math.max(0, options?.snapshotEvery ?? Snapshots.defaultEvery),
       work: Work.make({ store, runtimeTools, toolsOf, modelOf })
@@ -136,5 +156,9 @@ export const make = (
     Object.assign(core, { deadlines: yield* Follow.deadlines(core) })
     yield* Follow.changes(core)
     yield* Ownership.recover(core)
-    return Facade.make(core, { validate, marked, completeSignIn: SignIn.make(services.connectors) })
+    return {
+      transport: Facade.make(core, { validate, marked, completeSignIn: SignIn.make(services.connectors) }),
+      place: (treeId) => Ownership.place(core, treeId),
+      release: (treeId) => Ownership.release(core, treeId)
+    }
   })

@@ -104,6 +104,12 @@ export interface Settings {
   /** This engine's name as an owner of trees. */
   readonly owner: string
   readonly runsWork: boolean
+  /**
+   * `undefined` under leases (the default: heartbeats, claims of lapsed trees, take-over scans). Under placement
+   * (something else, a cluster, decides who owns a tree): the trees this engine was placed on, which a load claims
+   * unconditionally; nothing else is ever claimed, and there is no heartbeat nor scan.
+   */
+  readonly placed: Set<SessionId> | undefined
   readonly leaseTtl: Duration.Duration
   readonly snapshotEvery: number
   readonly work: Work.Work

@@ -124,9 +124,9 @@ export const make = (
         store.eventLog.createTree({ treeId, agent, createdAt }),
         (error) => failure("createSession", error)
       )
-      // The engine that creates a session owns its tree (unless it runs no work): another process that reads it
-      // first only follows it.
-      const lease = runsWork
+      // The engine that creates a session owns its tree (unless it runs no work, or is placed: then the engine the
+      // tree is placed on claims it with its first command): another process that reads it first only follows it.
+      const lease = runsWork && core.placed === undefined
         ? Option.getOrUndefined(
           yield* Effect.mapError(store.leases.claim(treeId, owner), (error) => failure("createSession", error))
         )

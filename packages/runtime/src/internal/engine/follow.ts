@@ -1,7 +1,7 @@
 /**
  * Following the store: appends by anyone (another process, an engine that runs no work) wake the tree they touched —
- * a tree in memory reads them (`Settle`), a tree out of memory is loaded, which settles it — and the callbacks'
- * deadlines, when they pass, are applied to their trees (`Expire`).
+ * a tree in memory reads them (`Settle`), a tree out of memory is loaded, which settles it (under placement: only a
+ * tree the engine is placed on) — and the callbacks' deadlines, when they pass, are applied to their trees (`Expire`).
  */
 import type { CallbackId, SessionId } from "@parley/core/Ids"
 import type * as SessionStore from "@parley/log/SessionStore"
@@ -26,6 +26,9 @@ export const changes = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
       if (actor !== undefined) {
         return actor.state.nextSeq >= change.nextSeq ? Effect.void : core.offerForked(actor, { _tag: "Settle" })
       }
+      // Placed: a tree out of memory is loaded for its owner only (whose work the append may call for); a reader
+      // elsewhere reads the log when it asks.
+      if (core.placed !== undefined && !core.placed.has(change.treeId)) return Effect.void
       return Effect.forkDaemon(
         core.withTree("changes", change.treeId, (tree) => core.submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
       )

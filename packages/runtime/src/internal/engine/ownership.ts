@@ -4,19 +4,25 @@
  * loaded, which resumes them, and the paused ones are claimed without loading (their deadlines kept); then, every
  * lease period, the trees whose owner stopped beating are taken over. A tree
  * loaded as a follower is claimed when its owner's lease lapses, and resumes.
+ *
+ * Placement (`core.placed`) replaces all of that: something else (a cluster's shard holder) says which engine owns a
+ * tree. `place` claims the tree unconditionally (its epoch fences off whoever held it) and resumes it; `release`
+ * forgets it, so a later load only follows. No heartbeat, no scan; a lost lease (`LeaseLost`) deposes as always.
  */
+import type { SessionId } from "@parley/core/Ids"
+import type * as SessionStore from "@parley/log/SessionStore"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type { Core } from "./core.js"
+import type { Core, TreeMissing } from "./core.js"
 import { sleepLive } from "./core.js"
 
 /** Starts the heartbeat (after a first one) and arranges the retirement; nothing for an engine that runs no work. */
 export const beat = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { leaseTtl, owner, runsWork, store } = core
-    if (!runsWork) return
+    if (!runsWork || core.placed !== undefined) return
     const renew = store.leases.heartbeat(owner, leaseTtl).pipe(
       Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
     )
@@ -84,7 +90,7 @@ const takeUpPaused = (core: Core, own: boolean) =>
  * claim this owner's own trees.
  */
 export const recover = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
-  core.runsWork
+  core.runsWork && core.placed === undefined
     ? Effect.zipRight(
       takeUpPaused(core, true),
       Effect.asVoid(Effect.forkScoped(
@@ -100,3 +106,35 @@ export const recover = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
       ))
     )
     : Effect.void
+
+/**
+ * Placement: this engine was placed on the tree. Its actor (loaded if needed: a load claims a placed tree) takes the
+ * tree unconditionally unless it holds a lease already, and resumes what was in flight. Nothing under leases.
+ */
+export const place = (core: Core, treeId: SessionId): Effect.Effect<void, TreeMissing | SessionStore.StoreError> =>
+  Effect.suspend(() => {
+    const placed = core.placed
+    if (placed === undefined) return Effect.void
+    placed.add(treeId)
+    return core.holding(treeId, (actor) =>
+      actor.lease !== undefined ? Effect.void : Effect.flatMap(
+        core.store.leases.claim(treeId, core.owner, { unconditional: true }),
+        (lease) => {
+          if (Option.isNone(lease) || actor.closed) return Effect.void
+          // A claim of this engine's that overtook this one's (a reload) has the higher epoch: it stays.
+          if (actor.lease !== undefined && actor.lease.epoch >= lease.value.epoch) return Effect.void
+          actor.lease = lease.value
+          actor.resumed = false
+          return core.offer(actor, { _tag: "Resume" })
+        }
+      ))
+  })
+
+/**
+ * Placement: the engine is no longer placed on the tree (the cluster moved it, or its entity went idle). A later load
+ * only follows it; an actor in memory keeps its lease (and its work) until another engine's claim deposes it.
+ */
+export const release = (core: Core, treeId: SessionId): Effect.Effect<void> =>
+  Effect.sync(() => {
+    core.placed?.delete(treeId)
+  })

@@ -38,7 +38,7 @@ export const make = (
   }
 ): Effect.Effect<Trees, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { owner, runsWork, store } = core
+    const { owner, placed, runsWork, store } = core
 
     const install = (
       treeId: SessionId,
@@ -101,7 +101,14 @@ export const make = (
         if (Option.isNone(header)) return yield* new TreeMissing()
         // The latest snapshot and the events after it, or the whole log.
         const restored = yield* Snapshots.restore(store, header.value)
-        const lease = runsWork ? Option.getOrUndefined(yield* store.leases.claim(treeId, owner)) : undefined
+        // Placed: claimed, whoever held it, only when this engine was placed on it (the cluster routes its commands here).
+        const lease = placed !== undefined
+          ? placed.has(treeId)
+            ? Option.getOrUndefined(yield* store.leases.claim(treeId, owner, { unconditional: true }))
+            : undefined
+          : runsWork
+          ? Option.getOrUndefined(yield* store.leases.claim(treeId, owner))
+          : undefined
         // Whatever was in flight when the tree was last in memory is taken up again, by its owner only.
         return yield* install(treeId, scope, restored, lease, { _tag: lease === undefined ? "Settle" : "Resume" })
       })

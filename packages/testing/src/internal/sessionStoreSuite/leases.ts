@@ -106,6 +106,34 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           yield* store.eventLog.append(treeId, 2, [opened(2, callbackId("open"))])
           assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0, 1, 2])
         })))
+    it.scoped("an unconditional claim takes a tree from a live owner, raising the epoch; the deposed owner's append fails", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          yield* store.leases.heartbeat("engine-a", ttl)
+          const a = Option.getOrThrow(yield* store.leases.claim(treeId, "engine-a"))
+          yield* store.eventLog.append(treeId, 0, [queued(0)], a)
+          // engine-a is alive: a plain claim by another fails, an unconditional one (a cluster placed it) takes it.
+          assert.isTrue(Option.isNone(yield* store.leases.claim(treeId, "runner-b")))
+          const b = yield* store.leases.claim(treeId, "runner-b", { unconditional: true })
+          assert.strictEqual(epochOf(b), "runner-b@2")
+          const late = yield* Effect.flip(store.eventLog.append(treeId, 1, [queued(1)], a))
+          assert.strictEqual(late._tag, "LeaseLost")
+          assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0])
+          yield* store.eventLog.append(treeId, 1, [queued(1)], Option.getOrUndefined(b))
+          // Taken back the same way (placed again on its first runner), and again by the same owner: a new epoch each.
+          assert.strictEqual(
+            epochOf(yield* store.leases.claim(treeId, "engine-a", { unconditional: true })),
+            "engine-a@3"
+          )
+          assert.strictEqual(
+            epochOf(yield* store.leases.claim(treeId, "engine-a", { unconditional: true })),
+            "engine-a@4"
+          )
+          assert.isTrue(
+            Option.isNone(yield* store.leases.claim(otherTreeId, "engine-a", { unconditional: true })),
+            "no such tree"
+          )
+        })))
   })
 
   describe("unfinished trees", () => {

@@ -1,0 +1,109 @@
+/**
+ * `parley serve --cluster host:port` (`Serve.layer` with the `cluster` setting): two servers on one PostgreSQL
+ * database are runners of one cluster and serve the same sessions — a turn started through one is answered through
+ * the other. A `--cluster` that is no address, or without a PostgreSQL database, is refused before anything starts.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { assert, describe, it } from "@effect/vitest"
+import { Serve } from "@parley/cli"
+import type { TurnState } from "@parley/core"
+import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Models } from "@parley/runtime"
+import { ScriptedModel } from "@parley/testing"
+import { HttpTransport } from "@parley/transport-http"
+import { Context, Effect, Layer, Redacted } from "effect"
+import * as Net from "node:net"
+import * as Fixture from "./fixtures/server.js"
+
+const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
+
+/** A fresh schema in the test PostgreSQL database (dropped with the scope); the URL returned selects it. */
+const pgSchema = Effect.gen(function*() {
+  const schema = `cli_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+  const admin = yield* Layer.build(PgClient.layer({ url: Redacted.make(pgUrl), maxConnections: 1 }))
+  const sql = Context.get(admin, PgClient.PgClient)
+  yield* Effect.acquireRelease(
+    sql`CREATE SCHEMA ${sql(schema)}`,
+    () => Effect.ignore(sql`DROP SCHEMA ${sql(schema)} CASCADE`)
+  )
+  return `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+})
+
+const freePort = Effect.promise(() =>
+  new Promise<number>((resolve) => {
+    const server = Net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as Net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+)
+
+describe("parley serve --cluster", () => {
+  it.scopedLive(
+    "two servers on one PostgreSQL database are runners of one cluster: an answer through either",
+    () =>
+      Effect.gen(function*() {
+        const database = yield* pgSchema
+        const model = yield* ScriptedModel.fromFunction(Fixture.brain)
+        const demo: Serve.Demo = { models: Effect.succeed(Models.single(model.languageModel)), agents: [] }
+        const printed: Array<string> = []
+        const urls: Array<string> = []
+        for (let i = 0; i < 2; i++) {
+          const port = yield* freePort
+          const settings: Serve.Settings = {
+            port,
+            host: "127.0.0.1",
+            dataDir: ".parley",
+            database,
+            apiKeys: `${Fixture.key}:tester`,
+            logFormat: "logfmt",
+            cluster: `127.0.0.1:${yield* freePort}`
+          }
+          yield* Layer.build(Layer.orDie(Serve.layer(settings, demo))).pipe(
+            Effect.withConsole({
+              ...(yield* Effect.console),
+              log: (...args) => Effect.sync(() => printed.push(args.join(" ")))
+            })
+          )
+          urls.push(`http://127.0.0.1:${port}`)
+        }
+        assert.include(printed[0], ", a cluster runner at 127.0.0.1:")
+        const through = (i: number) =>
+          Effect.provide(HttpTransport.layer({ url: urls[i], apiKey: Redacted.make(Fixture.key) }))
+        const turn = yield* Effect.gen(function*() {
+          const session = yield* Agent.startSession(Fixture.locator)
+          return yield* Session.sendMessage(session, "Where am I?")
+        }).pipe(through(0))
+        const blocked = (yield* Turn.result(turn).pipe(through(1))) as TurnState.Blocked
+        assert.strictEqual(blocked._tag, "Blocked")
+        yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval()).pipe(through(1))
+        const asked = (yield* Turn.result(turn, { after: blocked }).pipe(through(0))) as TurnState.Blocked
+        assert.strictEqual(asked.callbacks[0].kind, "client_tool")
+        yield* Turn.answer(turn, asked.callbacks[0].id, Answer.ClientToolResult.success({ city: "Lyon" })).pipe(
+          through(0)
+        )
+        const done = yield* Turn.result(turn, { after: asked }).pipe(through(1))
+        assert.strictEqual(done._tag, "Completed")
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scopedLive(
+    "--cluster needs host:port and a PostgreSQL database: refused before anything starts (exit 2)",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* Fixture.tempDir
+        const noAddress = yield* Fixture.parley(["serve", "--cluster", "nowhere", "--database", pgUrl])
+        assert.strictEqual(noAddress.code, 2)
+        assert.include(
+          noAddress.stderr,
+          "--cluster nowhere: a cluster runner needs host:port and a PostgreSQL database"
+        )
+        const sqlite = yield* Fixture.parley(["serve", "--cluster", "127.0.0.1:34431"], { PARLEY_DATA_DIR: dir })
+        assert.strictEqual(sqlite.code, 2)
+        assert.include(sqlite.stderr, "hint: give --cluster 127.0.0.1:34431 and --database postgres://")
+      }),
+    { timeout: 120_000 }
+  )
+})

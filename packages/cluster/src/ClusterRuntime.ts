@@ -1,0 +1,164 @@
+/**
+ * Parley's runtime on `@effect/cluster`: each session tree is a `Tree` entity (`TreeEntity`), placed on the runner
+ * that holds its shard, whose engine owns the tree (`Engine.makePlaced`: claimed unconditionally when placed, no
+ * per-tree heartbeat, no take-over scans; every append still fenced by the tree's epoch). The `Transport` it provides
+ * is the same as `LocalTransport.layer`'s: commands that change a tree (send, answer, cancel, revoke a grant) go to the
+ * tree's runner through the entity's client; creating sessions and every read are answered by this process's engine
+ * from the log. A singleton wakes the trees a dead runner left (`Resume`).
+ *
+ * - `layer(options)` needs a `Sharding` (a runner's: `NodeClusterSocket.layer({ storage: "byo" })` with
+ *   `MessageStorage.layerNoop` and `SqlRunnerStorage.layer` on the store's PostgreSQL), besides what the engine needs.
+ * - `layerSingle(options)`: one process, its own in-memory cluster (development, tests).
+ *
+ * The cluster's own fibers run on the wall clock; the engine's decisions and deadlines on the program's `Clock`.
+ *
+ * @example
+ * ```ts
+ * import { ClusterRuntime } from "@parley/cluster"
+ * import type { Models } from "@parley/runtime"
+ * import { Connectors, RuntimeTools } from "@parley/runtime"
+ * import { SqlStore } from "@parley/store-sql"
+ * import { Layer } from "effect"
+ *
+ * // One process, its own cluster; the trees' logs in a SQLite file. Commands go through the Tree entity.
+ * const runtime = (models: Layer.Layer<Models.Models>) =>
+ *   ClusterRuntime.layerSingle().pipe(
+ *     Layer.provide([
+ *       SqlStore.layerSqlite({ filename: "parley.db" }),
+ *       Connectors.layerEmpty,
+ *       RuntimeTools.layerEmpty,
+ *       models
+ *     ])
+ *   )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as RunnerHealth from "@effect/cluster/RunnerHealth"
+import * as Runners from "@effect/cluster/Runners"
+import * as RunnerStorage from "@effect/cluster/RunnerStorage"
+import * as Sharding from "@effect/cluster/Sharding"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as SocketRunner from "@effect/cluster/SocketRunner"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import type * as SocketServer from "@effect/platform/SocketServer"
+import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { Transport } from "@parley/core/Transport"
+import { services as storeServices, type SessionStore } from "@parley/log/SessionStore"
+import type { Connectors } from "@parley/runtime/Connectors"
+import * as Engine from "@parley/runtime/Engine"
+import type { Models } from "@parley/runtime/Models"
+import type { RuntimeTools } from "@parley/runtime/RuntimeTools"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Handlers from "./internal/handlers.js"
+import * as ClusterTransport from "./internal/transport.js"
+import * as WakeUp from "./internal/wakeUp.js"
+import { Tree } from "./TreeEntity.js"
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** The engine's options (`leaseTtl` plays no part: the cluster places trees). */
+  readonly engine?: Engine.Options | undefined
+  /** How long a `Tree` entity lives without a message (default: the cluster's `entityMaxIdleTime`, one minute). */
+  readonly entityMaxIdleTime?: Duration.DurationInput | undefined
+  /** How often the wake-up singleton looks for trees a dead runner left mid-turn (default: 5 seconds). */
+  readonly wakeUpInterval?: Duration.DurationInput | undefined
+}
+
+/** Builds a layer's services on the wall clock: the fibers it forks keep it, whatever `Clock` the program runs under. */
+const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Clock): Layer.Layer<A, E, R> =>
+  Layer.scopedContext(Effect.withClock(Layer.build(layer), wallClock))
+
+/**
+ * The runtime on a runner: the `Tree` entity registered on the `Sharding` in context, its engine, the wake-up
+ * singleton, and the `Transport`.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<Transport, never, Sharding.Sharding | SessionStore | Models | Connectors | RuntimeTools> =>
+  Layer.scopedContext(Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const wallClock = Clock.make()
+    const store = yield* storeServices
+    const engine = yield* Engine.makePlaced(options.engine ?? {})
+    const sharding = yield* Sharding.Sharding
+    yield* Layer.build(
+      onWallClock(
+        Layer.mergeAll(
+          Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }),
+          WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds" })
+        ),
+        wallClock
+      ).pipe(Layer.provide(Layer.succeed(Sharding.Sharding, sharding)))
+    )
+    const client = yield* Tree.client
+    return Context.make(
+      Transport,
+      ClusterTransport.make({ local: engine.transport, store, client, wallClock })
+    )
+  }))
+
+/**
+ * A cluster of one process, held in memory: shards and runners in memory, messages volatile. For development and
+ * tests; the trees' logs are in the `SessionStore` as ever. Its `Sharding` is provided too (`TreeEntity.Tree.client`;
+ * it runs on the wall clock).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSingle = (
+  options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined } = {}
+): Layer.Layer<Transport | Sharding.Sharding, never, SessionStore | Models | Connectors | RuntimeTools> =>
+  layer(options).pipe(
+    Layer.provideMerge(onWallClock(
+      Sharding.layer.pipe(
+        Layer.provide(Runners.layerNoop),
+        Layer.provide([MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
+        Layer.provide(ShardingConfig.layer(options.shardingConfig))
+      ),
+      Clock.make()
+    ))
+  )
+
+/**
+ * A runner of a cluster over sockets (`@effect/cluster`'s `SocketRunner` on Node, msgpack): it listens at
+ * `shardingConfig.runnerAddress` (or `runnerListenAddress`), keeps its registration and shard locks in the
+ * `SqlClient`'s database (`SqlRunnerStorage`: `cluster_` tables; on PostgreSQL, advisory locks), and stores no
+ * message (`MessageStorage.layerNoop`: the trees' logs are the record). The configuration is only what is given
+ * (the environment is not read). Its `Sharding` is provided too.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSocket = (
+  options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]> }
+): Layer.Layer<
+  Transport | Sharding.Sharding,
+  SocketServer.SocketServerError,
+  SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
+> => {
+  const config = ShardingConfig.layer(options.shardingConfig)
+  const runner = SocketRunner.layer.pipe(
+    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+    Layer.provide(
+      RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
+    ),
+    Layer.provide([MessageStorage.layerNoop, Layer.orDie(SqlRunnerStorage.layer)]),
+    Layer.provide(config),
+    Layer.provide(RpcSerialization.layerMsgPack)
+  )
+  return layer(options).pipe(Layer.provideMerge(onWallClock(runner, Clock.make())))
+}

@@ -1,0 +1,58 @@
+/**
+ * The `Tree` entity's handlers on a runner: every message first places the runner's engine on the tree (a claim
+ * unless it holds the tree already), then submits the command to it. They run under the engine's `Clock` (the
+ * cluster's fibers run on the wall clock; the engine's decisions, deadlines included, on the program's). When the
+ * entity stops (idle, or its shard moved), the engine is released from the tree.
+ */
+import * as Entity from "@effect/cluster/Entity"
+import type { SessionId } from "@parley/core/Ids"
+import { TransportFailure } from "@parley/core/ParleyError"
+import { Principal } from "@parley/core/Principal"
+import type * as Transport from "@parley/core/Transport"
+import type * as Engine from "@parley/runtime/Engine"
+import type * as Clock from "effect/Clock"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Tree } from "../TreeEntity.js"
+
+const decodePrincipal = Schema.decodeUnknown(Principal)
+
+export const layer = (
+  engine: Engine.Placed,
+  clock: Clock.Clock,
+  options: { readonly maxIdleTime?: Duration.DurationInput | undefined }
+) =>
+  Tree.toLayer(
+    Effect.gen(function*() {
+      const address = yield* Entity.CurrentAddress
+      const treeId = address.entityId as string as SessionId
+      yield* Effect.addFinalizer(() => engine.release(treeId))
+      const owned = <A, E>(effect: Effect.Effect<A, E>) =>
+        Effect.withClock(Effect.zipRight(engine.place(treeId), effect), clock)
+      const { transport } = engine
+      return Tree.of({
+        SendMessage: ({ payload }) =>
+          owned(transport.sendMessage(payload.sessionId as SessionId, payload.input, { requestId: payload.requestId })),
+        Answer: ({ payload }) => owned(transport.answer(payload as unknown as Transport.AnswerRequest)),
+        Cancel: ({ payload }) => owned(transport.cancel(payload.sessionId as SessionId)),
+        RevokeGrant: ({ payload }) =>
+          owned(Effect.flatMap(
+            payload.revokedBy === undefined ? Effect.succeed(undefined) : Effect.mapError(
+              decodePrincipal(payload.revokedBy),
+              (error) =>
+                new TransportFailure({
+                  module: "ClusterRuntime",
+                  method: "revokeGrant",
+                  description: `revokedBy does not decode: ${error.message}`
+                })
+            ),
+            (revokedBy) =>
+              transport.revokeGrant({ sessionId: payload.sessionId as SessionId, grantId: payload.grantId, revokedBy })
+          )),
+        Resume: () => owned(Effect.void)
+      })
+    }),
+    // One message at a time: a claim is never raced by the tree's own next message (the actor batches anyway).
+    { concurrency: 1, maxIdleTime: options.maxIdleTime }
+  )

@@ -1,0 +1,132 @@
+/**
+ * The `Transport` of a cluster process: what changes a tree goes to the runner that holds its shard, through the
+ * `Tree` entity's client (on the wall clock: a send to a shard being moved is retried in real time); everything else
+ * — creating a session, reading its turns, events, grants, open callbacks — is answered here, by this process's engine
+ * from the log, as a follower would.
+ */
+import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
+import { Answer as AnswerSchema } from "@parley/core/Answer"
+import * as Ids from "@parley/core/Ids"
+import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
+import { Principal } from "@parley/core/Principal"
+import type * as Transport from "@parley/core/Transport"
+import type * as SessionStore from "@parley/log/SessionStore"
+import type * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { Tree } from "../TreeEntity.js"
+
+type Client = Effect.Effect.Success<typeof Tree.client>
+
+const decodeSessionId = Schema.decodeUnknownEither(Ids.SessionId)
+const encodeAnswer = Schema.encodeUnknownEither(AnswerSchema)
+const encodePrincipal = Schema.encodeUnknownEither(Principal)
+
+/** What crosses to the runner: the encoded form when the value is one, else the value itself (the runner refuses it). */
+const encoded = <A>(encode: (value: unknown) => Either.Either<A, unknown>, value: unknown) =>
+  Either.getOrElse(encode(value), () => value)
+
+const failure = (method: string, error: { readonly message: string }) =>
+  new TransportFailure({ module: "ClusterRuntime", method, description: error.message, cause: error })
+
+/** The cluster's own failures to deliver (a full mailbox, storage), as the transport's. */
+const clusterErrors = new Set<string>(["MailboxFull", "AlreadyProcessingMessage", "PersistenceError"])
+
+export const make = (options: {
+  /** This process's engine: creates sessions, answers reads. */
+  readonly local: Transport.Service
+  readonly store: SessionStore.Services
+  readonly client: Client
+  /** The wall clock the cluster's sends run on. */
+  readonly wallClock: Clock.Clock
+}): Transport.Service => {
+  const { client, local, store, wallClock } = options
+
+  /** The tree a session belongs to: its entity's id. */
+  const treeOf = (method: string, sessionId: unknown) => {
+    const id = decodeSessionId(sessionId)
+    if (Either.isLeft(id)) {
+      return Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: String(sessionId) }))
+    }
+    return store.eventLog.treeOf(id.right).pipe(
+      Effect.mapError((error) => failure(method, error)),
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: id.right })),
+        onSome: (treeId) => Effect.succeed({ treeId, sessionId: id.right })
+      }))
+    )
+  }
+
+  /** A message to the tree's runner, on the wall clock; the cluster's failures to deliver it are `TransportFailure`s. */
+  const routed = <A, E>(
+    method: string,
+    send: Effect.Effect<A, E | MailboxFull | AlreadyProcessingMessage | PersistenceError>
+  ): Effect.Effect<A, E | TransportFailure> =>
+    Effect.withClock(send, wallClock).pipe(
+      Effect.catchIf(
+        (error): error is MailboxFull | AlreadyProcessingMessage | PersistenceError =>
+          typeof error === "object" && error !== null && "_tag" in error && clusterErrors.has(String(error._tag)),
+        (error) => Effect.fail(failure(method, error))
+      )
+    ) as Effect.Effect<A, E | TransportFailure>
+
+  return {
+    createSession: local.createSession,
+    getSession: local.getSession,
+    getTurn: local.getTurn,
+    events: local.events,
+    subscribe: local.subscribe,
+    snapshot: local.snapshot,
+    grants: local.grants,
+    listOpen: local.listOpen,
+    sendMessage: (sessionId, input, sendOptions) =>
+      Effect.gen(function*() {
+        // Checked first (a malformed id sends nothing); one made up when none is given: a send the cluster repeats
+        // (its runner died before replying) queues one turn.
+        const requestId = sendOptions?.requestId === undefined
+          ? yield* Ids.newRequestId
+          : yield* Ids.requestId(sendOptions.requestId)
+        const { treeId } = yield* treeOf("sendMessage", sessionId)
+        return yield* routed(
+          "sendMessage",
+          client(treeId).SendMessage({ sessionId, input: String(input), requestId })
+        )
+      }),
+    answer: (request) =>
+      Effect.gen(function*() {
+        const fields = (typeof request === "object" && request !== null ? request : {}) as Partial<
+          Transport.AnswerRequest
+        >
+        const { sessionId, treeId } = yield* treeOf("answer", fields.sessionId)
+        return yield* routed(
+          "answer",
+          client(treeId).Answer({
+            sessionId,
+            turnId: fields.turnId,
+            callbackId: fields.callbackId,
+            answer: encoded(encodeAnswer, fields.answer),
+            answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy)
+          })
+        )
+      }),
+    revokeGrant: (request) =>
+      Effect.gen(function*() {
+        const { sessionId, treeId } = yield* treeOf("revokeGrant", request.sessionId)
+        return yield* routed(
+          "revokeGrant",
+          client(treeId).RevokeGrant({
+            sessionId,
+            grantId: String(request.grantId),
+            revokedBy: request.revokedBy === undefined ? undefined : encoded(encodePrincipal, request.revokedBy)
+          })
+        )
+      }),
+    cancel: (sessionId) =>
+      Effect.gen(function*() {
+        const { sessionId: id, treeId } = yield* treeOf("cancel", sessionId)
+        return yield* routed("cancel", client(treeId).Cancel({ sessionId: id }))
+      })
+  }
+}
