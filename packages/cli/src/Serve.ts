@@ -42,6 +42,7 @@ import * as MistralModels from "@parley/mistral/MistralModels"
 import * as Connectors from "@parley/runtime/Connectors"
 import type * as Models from "@parley/runtime/Models"
 import * as ParleyServer from "@parley/server/ParleyServer"
+import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -184,7 +185,9 @@ export const layer = (
     const postgres = isPostgres(database)
     const runner = settings.cluster === undefined ? undefined : parseRunner(settings.cluster)
     if (settings.cluster !== undefined && (runner === undefined || !postgres)) {
-      return yield* Effect.dieMessage(`a cluster runner needs host:port and a postgres:// database`)
+      return yield* Effect.fail(
+        ConfigError.InvalidData(["cluster"], "a cluster runner needs host:port and a postgres:// database")
+      )
     }
     const server = runner !== undefined
       ? Layer.unwrapEffect(

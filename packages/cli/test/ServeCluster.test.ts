@@ -11,7 +11,7 @@ import { Agent, Answer, Session, Turn } from "@parley/core"
 import { Models } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { ConfigError, Context, Effect, Layer, Redacted } from "effect"
 import * as Net from "node:net"
 import * as Fixture from "./fixtures/server.js"
 
@@ -103,6 +103,19 @@ describe("parley serve --cluster", () => {
         const sqlite = yield* Fixture.parley(["serve", "--cluster", "127.0.0.1:34431"], { PARLEY_DATA_DIR: dir })
         assert.strictEqual(sqlite.code, 2)
         assert.include(sqlite.stderr, "hint: give --cluster 127.0.0.1:34431 and --database postgres://")
+        // `Serve.layer` given the same settings by a program: a typed ConfigError, nothing started.
+        const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("ok"))
+        const demo: Serve.Demo = { models: Effect.succeed(Models.single(model.languageModel)), agents: [] }
+        const refused = yield* Effect.flip(Effect.scoped(Layer.build(Serve.layer({
+          port: 0,
+          host: "127.0.0.1",
+          dataDir: dir,
+          apiKeys: `${Fixture.key}:tester`,
+          logFormat: "logfmt",
+          cluster: "127.0.0.1:34431"
+        }, demo))))
+        assert.isTrue(ConfigError.isConfigError(refused) && ConfigError.isInvalidData(refused), String(refused))
+        assert.include(String(refused), "a cluster runner needs host:port and a postgres:// database")
       }),
     { timeout: 120_000 }
   )
