@@ -46,6 +46,7 @@ import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import type * as SocketServer from "@effect/platform/SocketServer"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
 import { Transport } from "@parley/core/Transport"
 import { services as storeServices, type SessionStore } from "@parley/log/SessionStore"
 import type { Connectors } from "@parley/runtime/Connectors"
@@ -147,7 +148,7 @@ export const layerSocket = (
   options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]> }
 ): Layer.Layer<
   Transport | Sharding.Sharding,
-  SocketServer.SocketServerError,
+  SocketServer.SocketServerError | SqlError.SqlError,
   SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
 > => {
   const config = ShardingConfig.layer(options.shardingConfig)
@@ -156,7 +157,7 @@ export const layerSocket = (
     Layer.provide(
       RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
     ),
-    Layer.provide([MessageStorage.layerNoop, Layer.orDie(SqlRunnerStorage.layer)]),
+    Layer.provide([MessageStorage.layerNoop, SqlRunnerStorage.layer]),
     Layer.provide(config),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
