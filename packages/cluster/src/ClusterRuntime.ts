@@ -57,6 +57,7 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as ClusterStatus from "./ClusterStatus.js"
 import * as Handlers from "./internal/handlers.js"
 import * as ClusterTransport from "./internal/transport.js"
 import * as WakeUp from "./internal/wakeUp.js"
@@ -114,20 +115,24 @@ export const layer = (
 /**
  * A cluster of one process, held in memory: shards and runners in memory, messages volatile. For development and
  * tests; the trees' logs are in the `SessionStore` as ever. Its `Sharding` is provided too (`TreeEntity.Tree.client`;
- * it runs on the wall clock).
+ * it runs on the wall clock), and its `ClusterStatus`.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerSingle = (
   options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined } = {}
-): Layer.Layer<Transport | Sharding.Sharding, never, SessionStore | Models | Connectors | RuntimeTools> =>
-  layer(options).pipe(
+): Layer.Layer<
+  Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
+  never,
+  SessionStore | Models | Connectors | RuntimeTools
+> =>
+  Layer.merge(layer(options), ClusterStatus.layer).pipe(
     Layer.provideMerge(onWallClock(
       Sharding.layer.pipe(
         Layer.provide(Runners.layerNoop),
-        Layer.provide([MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
-        Layer.provide(ShardingConfig.layer(options.shardingConfig))
+        Layer.provideMerge(Layer.mergeAll(MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop)),
+        Layer.provideMerge(ShardingConfig.layer(options.shardingConfig))
       ),
       Clock.make()
     ))
@@ -138,7 +143,7 @@ export const layerSingle = (
  * `shardingConfig.runnerAddress` (or `runnerListenAddress`), keeps its registration and shard locks in the
  * `SqlClient`'s database (`SqlRunnerStorage`: `cluster_` tables; on PostgreSQL, advisory locks), and stores no
  * message (`MessageStorage.layerNoop`: the trees' logs are the record). The configuration is only what is given
- * (the environment is not read). Its `Sharding` is provided too.
+ * (the environment is not read). Its `Sharding` is provided too, and its `ClusterStatus`.
  *
  * @since 0.1.0
  * @category Layers
@@ -146,7 +151,7 @@ export const layerSingle = (
 export const layerSocket = (
   options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]> }
 ): Layer.Layer<
-  Transport | Sharding.Sharding,
+  Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
   SocketServer.SocketServerError,
   SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
 > => {
@@ -156,9 +161,11 @@ export const layerSocket = (
     Layer.provide(
       RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
     ),
-    Layer.provide([MessageStorage.layerNoop, Layer.orDie(SqlRunnerStorage.layer)]),
-    Layer.provide(config),
+    Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, Layer.orDie(SqlRunnerStorage.layer))),
+    Layer.provideMerge(config),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
-  return layer(options).pipe(Layer.provideMerge(onWallClock(runner, Clock.make())))
+  return Layer.merge(layer(options), ClusterStatus.layer).pipe(
+    Layer.provideMerge(onWallClock(runner, Clock.make()))
+  )
 }
