@@ -57,10 +57,13 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as ClusterStatus from "./ClusterStatus.js"
 import * as Handlers from "./internal/handlers.js"
+import * as ShardMetrics from "./internal/shardMetrics.js"
 import * as ClusterTransport from "./internal/transport.js"
 import * as WakeUp from "./internal/wakeUp.js"
+import * as RunnerMetrics from "./RunnerMetrics.js"
 import { Tree } from "./TreeEntity.js"
 
 /**
@@ -82,7 +85,8 @@ const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Cloc
 
 /**
  * The runtime on a runner: the `Tree` entity registered on the `Sharding` in context, its engine, the wake-up
- * singleton, and the `Transport`.
+ * singleton, and the `Transport`. It counts the runner's `RunnerMetrics` (its shards sampled every second when the
+ * `ShardingConfig` is in context, as `layerSocket` and `layerSingle` give it).
  *
  * @since 0.1.0
  * @category Layers
@@ -96,10 +100,19 @@ export const layer = (
     const store = yield* storeServices
     const engine = yield* Engine.makePlaced(options.engine ?? {})
     const sharding = yield* Sharding.Sharding
+    const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
+    const runner = Option.flatMap(config, (config) => config.runnerAddress)
+    const metrics = RunnerMetrics.forRunner(
+      Option.match(runner, { onNone: () => "none", onSome: (address) => `${address.host}:${address.port}` })
+    )
+    if (Option.isSome(config)) {
+      const shards = { groups: config.value.availableShardGroups, perGroup: config.value.shardsPerGroup }
+      yield* Effect.withClock(ShardMetrics.sample(sharding, shards, metrics, "1 second"), wallClock)
+    }
     yield* Layer.build(
       onWallClock(
         Layer.mergeAll(
-          Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }),
+          Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }, metrics),
           WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds" })
         ),
         wallClock

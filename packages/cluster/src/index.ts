@@ -31,6 +31,13 @@ export * as ClusterServer from "./ClusterServer.js"
 export * as ClusterStatus from "./ClusterStatus.js"
 
 /**
+ * What each runner reports about its part: trees, messages, shards, shard moves (see the module).
+ *
+ * @since 0.1.0
+ */
+export * as RunnerMetrics from "./RunnerMetrics.js"
+
+/**
  * A session tree as an `@effect/cluster` entity (see the module).
  *
  * @since 0.1.0

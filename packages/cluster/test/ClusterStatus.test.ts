@@ -1,19 +1,20 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import type { ClusterStatus } from "@parley/cluster"
-import { ClusterApi, ClusterServer } from "@parley/cluster"
+import { ClusterApi, ClusterServer, RunnerMetrics } from "@parley/cluster"
 import { Agent, Session, Turn } from "@parley/core"
 import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { Context, Effect, Layer, Redacted, TestServices } from "effect"
+import { Context, Effect, Layer, Metric, Redacted, TestServices } from "effect"
 import { freePorts, pgSchema } from "./databases.js"
 import { brain, lookupPrice, pricer } from "./fixtures/pricing.js"
 import { shardingConfig } from "./runners.js"
 
 // `GET /cluster/status` of two `ClusterServer.layerPg` servers of one cluster on PostgreSQL: each lists both runners,
-// their shards summing to the cluster's, its own part (shards held, trees in memory); a bad key is refused (401).
+// their shards summing to the cluster's, its own part (shards held, trees in memory), and each runner's metrics say
+// the same; a bad key is refused (401).
 
 const key = "acme-key-0123456789"
 
@@ -97,6 +98,28 @@ describe("ClusterStatus over HTTP", () => {
           }).pipe(Effect.provide(HttpTransport.layer({ url: urls[0], apiKey: Redacted.make(key) }))))
         const trees = yield* Effect.forEach(urls, (serverUrl) => Effect.map(statusOf(serverUrl), (s) => s.trees))
         assert.strictEqual(trees[0] + trees[1], 4, `trees in memory: ${trees.join(", ")}`)
+
+        // Each runner's metrics, tagged with its address: the same trees, the messages that placed them, its shards
+        // (sampled every second) and the rebalance when the second runner joined (the first gave shards up).
+        const metrics = runnerPorts.map((port) => RunnerMetrics.forRunner(`127.0.0.1:${port}`))
+        const treesCounted = yield* Effect.forEach(metrics, (m) => Effect.map(Metric.value(m.trees), (v) => v.count))
+        assert.deepStrictEqual(treesCounted, trees)
+        const sent = yield* Effect.forEach(
+          metrics,
+          (m) => Effect.map(Metric.value(m.messages("SendMessage")), (v) => v.count)
+        )
+        assert.isAtLeast(sent[0] + sent[1], 4)
+        yield* TestServices.provideLive(Effect.sleep("1500 millis"))
+        const final = yield* statusOf(urls[0])
+        for (const [i, m] of metrics.entries()) {
+          const gauge = yield* Metric.value(m.shards)
+          assert.strictEqual(
+            gauge.value,
+            final.runners.find((r) => r.address === `127.0.0.1:${runnerPorts[i]}`)?.shards
+          )
+          assert.isAtLeast((yield* Metric.value(m.acquired)).count, gauge.value)
+        }
+        assert.isAtLeast((yield* Metric.value(metrics[0].released)).count, 1)
       }).pipe(Effect.scoped),
     120_000
   )
