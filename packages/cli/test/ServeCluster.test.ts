@@ -110,7 +110,7 @@ describe("parley serve --cluster", () => {
           assert.match(table.stdout, new RegExp(`${address}( \\(asked\\))?\\s+yes\\s+\\d+`))
         }
         assert.include(table.stdout, `2 runners, ${json.shardsPerGroup} shards (default: ${json.shardsPerGroup} each)`)
-        assert.match(table.stdout, /holds \d+ shards and \d+ trees in memory/)
+        assert.match(table.stdout, /holds \d+ shards? and \d+ trees? in memory/)
         const refused = yield* Fixture.parley(["cluster", "status", "--url", urls[0], "--key", "not-the-key-012345"])
         assert.strictEqual(refused.code, 1)
         assert.include(refused.stderr, `the server at ${urls[0]} refused the API key (from --key)`)

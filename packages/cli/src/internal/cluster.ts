@@ -17,6 +17,8 @@ import * as Connection from "./connection.js"
 import { CliError } from "./connection.js"
 import * as Format from "./format.js"
 
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`
+
 const encodeStatus = Schema.encode(ClusterStatus.Status)
 
 /** The status, or the one line that says why not (a server that is no runner answers 404). */
@@ -65,10 +67,14 @@ const status = Command.make("status", {
     ))
     yield* Console.log("")
     yield* Console.log(
-      `${found.runners.length} runners, ${total} shards (${found.groups.join(", ")}: ${found.shardsPerGroup} each)`
+      `${count(found.runners.length, "runner")}, ${count(total, "shard")} (${
+        found.groups.join(", ")
+      }: ${found.shardsPerGroup} each)`
     )
     yield* Console.log(
-      `${found.runner ?? "the server asked"} holds ${found.shardsHeld} shards and ${found.trees} trees in memory`
+      `${found.runner ?? "the server asked"} holds ${count(found.shardsHeld, "shard")} and ${
+        count(found.trees, "tree")
+      } in memory`
     )
   })).pipe(Command.withDescription("The cluster's runners, their shards, and the asked runner's trees."))
 
