@@ -21,6 +21,7 @@
  *
  * @since 0.1.0
  */
+import type * as Runner from "@effect/cluster/Runner"
 import type * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as RunnerStorage from "@effect/cluster/RunnerStorage"
 import * as ShardId from "@effect/cluster/ShardId"
@@ -108,12 +109,12 @@ export const get: Effect.Effect<Status, StatusUnavailable, ClusterStatus> = Effe
 
 /** How many shards (all groups) each healthy runner is assigned, by address, as `Sharding` assigns them. */
 const assignments = (
-  runners: ReadonlyArray<{ readonly runner: RunnerStatusInput; readonly healthy: boolean }>,
+  runners: ReadonlyArray<readonly [runner: Runner.Runner, healthy: boolean]>,
   shardsPerGroup: number
 ): Map<string, number> => {
   const counts = new Map<string, number>()
   const rings = new Map<string, HashRing.HashRing<RunnerAddress.RunnerAddress>>()
-  for (const { healthy, runner } of runners) {
+  for (const [runner, healthy] of runners) {
     if (!healthy) continue
     for (const group of runner.groups) {
       let ring = rings.get(group)
@@ -135,9 +136,6 @@ const assignments = (
 
 /** A runner's address as `host:port`. */
 const hostPort = (address: RunnerAddress.RunnerAddress) => `${address.host}:${address.port}`
-
-/** What `assignments` reads of a runner (`@effect/cluster`'s `Runner`). */
-type RunnerStatusInput = Effect.Effect.Success<RunnerStorage.RunnerStorage["Type"]["getRunners"]>[number][0]
 
 /**
  * The service over the cluster's `RunnerStorage`, `ShardingConfig` and this process's `Sharding`.
@@ -164,7 +162,7 @@ export const make: Effect.Effect<
         storage.getRunners,
         (error) => new StatusUnavailable({ description: `the cluster's runners could not be read: ${error.message}` })
       )
-      const counts = assignments(registered.map(([runner, healthy]) => ({ runner, healthy })), config.shardsPerGroup)
+      const counts = assignments(registered, config.shardsPerGroup)
       const runners = registered
         .map(([runner, healthy]) => {
           const address = hostPort(runner.address)
