@@ -1,4 +1,5 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import type { ClusterStatus } from "@parley/cluster"
 import { ClusterApi, ClusterServer, RunnerMetrics } from "@parley/cluster"
@@ -124,31 +125,50 @@ describe("ClusterStatus over HTTP", () => {
     120_000
   )
 
-  it.live("a bad key is refused: 401, nothing said about the cluster", () =>
-    Effect.gen(function*() {
-      const url = yield* pgSchema
-      const model = yield* ScriptedModel.fromFunction(brain)
-      const [port] = yield* freePorts(1)
-      const server = ClusterServer.layerPg({
-        keys: ParleyServer.parseKeys(`${key}:acme`),
-        models: Models.single(model.languageModel),
-        log: false,
-        url,
-        port: 0,
-        runner: { host: "127.0.0.1", port },
-        shardingConfig
-      })
-      const address = Context.get(yield* Layer.build(Layer.orDie(server)), HttpServer.HttpServer).address
-      const serverUrl = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
-      const refused = yield* Effect.flip(
-        Effect.flatMap(client(serverUrl, "not-the-key-0123456789"), (api) => api.cluster.status())
-      ).pipe(Effect.provide(FetchHttpClient.layer))
-      assert.strictEqual(refused._tag, "Unauthorized")
-      const raw = yield* Effect.promise(() => fetch(`${serverUrl}/cluster/status`))
-      assert.strictEqual(raw.status, 401)
-      assert.notInclude(yield* Effect.promise(() => raw.text()), "127.0.0.1")
-      // The right key is answered.
-      const status = yield* until(serverUrl, (s) => s.runners.length === 1 && s.shardsHeld === s.shardsPerGroup)
-      assert.strictEqual(status.runners[0].shards, shardingConfig.shardsPerGroup)
-    }).pipe(Effect.scoped), 120_000)
+  it.live(
+    "a bad key is refused: 401, nothing said about the cluster; storage unreadable: 503",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* pgSchema
+        const model = yield* ScriptedModel.fromFunction(brain)
+        const [port] = yield* freePorts(1)
+        const server = ClusterServer.layerPg({
+          keys: ParleyServer.parseKeys(`${key}:acme`),
+          models: Models.single(model.languageModel),
+          log: false,
+          url,
+          port: 0,
+          runner: { host: "127.0.0.1", port },
+          shardingConfig
+        })
+        const address = Context.get(yield* Layer.build(Layer.orDie(server)), HttpServer.HttpServer).address
+        const serverUrl = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+        const refused = yield* Effect.flip(
+          Effect.flatMap(client(serverUrl, "not-the-key-0123456789"), (api) => api.cluster.status())
+        ).pipe(Effect.provide(FetchHttpClient.layer))
+        assert.strictEqual(refused._tag, "Unauthorized")
+        const raw = yield* Effect.promise(() => fetch(`${serverUrl}/cluster/status`))
+        assert.strictEqual(raw.status, 401)
+        assert.notInclude(yield* Effect.promise(() => raw.text()), "127.0.0.1")
+        // The right key is answered.
+        const status = yield* until(serverUrl, (s) => s.runners.length === 1 && s.shardsHeld === s.shardsPerGroup)
+        assert.strictEqual(status.runners[0].shards, shardingConfig.shardsPerGroup)
+        // The runner storage unreadable (its table gone): 503, the typed error.
+        const admin = yield* Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
+        const sql = Context.get(admin, PgClient.PgClient)
+        yield* sql`ALTER TABLE cluster_runners RENAME TO cluster_runners_away`
+        const unavailable = yield* Effect.flip(statusOf(serverUrl))
+        assert.strictEqual(unavailable._tag, "StatusUnavailable")
+        assert.include(
+          unavailable._tag === "StatusUnavailable" ? unavailable.description : "",
+          "the cluster's runners could not"
+        )
+        const raw503 = yield* Effect.promise(() =>
+          fetch(`${serverUrl}/cluster/status`, { headers: { authorization: `Bearer ${key}` } })
+        )
+        assert.strictEqual(raw503.status, 503)
+        yield* sql`ALTER TABLE cluster_runners_away RENAME TO cluster_runners`
+      }).pipe(Effect.scoped),
+    120_000
+  )
 })
