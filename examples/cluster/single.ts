@@ -2,12 +2,12 @@
  * `@parley/cluster` in one process (`ClusterRuntime.layerSingle`): the session's tree is a `Tree` entity of an
  * in-memory cluster, its log in a SQLite file. The program is the same as with `LocalTransport`: the turn blocks on
  * an approval, the program answers it by id (the answer travels to the tree's entity, whose placed engine runs the
- * tool), and the turn completes. A deployment swaps the one layer for `ClusterRuntime.layerSocket` on each runner,
+ * tool), and the turn completes; then the cluster's status (`ClusterStatus.get`). A deployment swaps the one layer for `ClusterRuntime.layerSocket` on each runner,
  * with `SqlStore.layerPg` (see packages/cluster/README.md).
  *
  * Run it: `npx tsx --conditions=@parley/source examples/cluster/single.ts`
  */
-import { ClusterRuntime } from "@parley/cluster"
+import { ClusterRuntime, ClusterStatus } from "@parley/cluster"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import { Connectors, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
@@ -42,6 +42,12 @@ export const program = Effect.gen(function*() {
   const turn = yield* Session.turn(session, blocked.turnId)
   yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
   yield* Console.log(`turn: ${describeState(yield* Turn.result(turn, { after: blocked }))}`)
+  // What `GET /cluster/status` of a ClusterServer answers: the runners, their shards, this runner's trees.
+  const status = yield* ClusterStatus.get
+  for (const runner of status.runners) {
+    yield* Console.log(`runner ${runner.address}: ${runner.shards} shards assigned${runner.self ? " (this one)" : ""}`)
+  }
+  yield* Console.log(`this runner holds ${status.shardsHeld} shards and ${status.trees} tree(s) in memory`)
 })
 
 /** The runtime: a cluster of one process, the log in `filename`, the model scripted (offline). */

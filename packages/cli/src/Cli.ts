@@ -1,5 +1,6 @@
 /**
- * The `parley` command, on `@effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`, `demo`.
+ * The `parley` command, on `@effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
+ * `cluster status`, `demo`.
  * Every command but `serve` and `demo` talks to a server through `HttpTransport` (`--url`, `--key`, or `PARLEY_URL`
  * / `PARLEY_API_KEY`; by default the local server and the key in `.parley/api-key`).
  *
@@ -28,6 +29,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as path from "node:path"
 import * as Answer from "./internal/answer.js"
+import * as Cluster from "./internal/cluster.js"
 import { CliError } from "./internal/connection.js"
 import * as Read from "./internal/read.js"
 import type * as Serve from "./Serve.js"
@@ -133,7 +135,15 @@ const demo = (load: Effect.Effect<Extras>) =>
 export const command = (extras: Effect.Effect<Extras> = Effect.succeed({})) =>
   Command.make("parley").pipe(
     Command.withDescription("See what waits in Parley sessions, answer it, watch it happen."),
-    Command.withSubcommands([serve(extras), Read.sessions, Read.callbacks, Answer.command, Read.events, demo(extras)])
+    Command.withSubcommands([
+      serve(extras),
+      Read.sessions,
+      Read.callbacks,
+      Answer.command,
+      Read.events,
+      Cluster.command,
+      demo(extras)
+    ])
   )
 
 /**

@@ -253,6 +253,8 @@ describe.sequential("parley", () => {
     [["callbacks", "list"], "Everything that waits for an answer"],
     [["answer"], "Answer an open callback by id"],
     [["events"], "A session's events"],
+    [["cluster"], "See a cluster of `parley serve --cluster` servers."],
+    [["cluster", "status"], "The cluster's runners, their shards"],
     [["demo"], "Run the guides' walkthrough"]
   ]
   it.live("--help of every command", () =>

@@ -85,8 +85,50 @@ describe("parley serve --cluster", () => {
         )
         const done = yield* Turn.result(turn, { after: asked }).pipe(through(1))
         assert.strictEqual(done._tag, "Completed")
+
+        // `parley cluster status` (the real executable) through either server: both runners, 300 shards between them.
+        const runners = [...printed.join("\n").matchAll(/a cluster runner at ([\d.]+:\d+)/g)].map((m) => m[1]).sort()
+        assert.strictEqual(runners.length, 2, printed.join("\n"))
+        let listed: Fixture.Result = { code: null, stdout: "", stderr: "" }
+        for (let attempt = 0; attempt < 100; attempt++) {
+          listed = yield* Fixture.parley(["cluster", "status", "--url", urls[1], "--json"])
+          const shown = listed.code === 0 ? JSON.parse(listed.stdout) : undefined
+          if (shown !== undefined && shown.runners.length === 2 && shown.shardsHeld > 0) break
+          yield* Effect.sleep("300 millis")
+        }
+        assert.strictEqual(listed.code, 0, listed.stderr)
+        const json = JSON.parse(listed.stdout)
+        assert.deepStrictEqual(json.runners.map((runner: { address: string }) => runner.address), runners)
+        assert.strictEqual(
+          json.runners.reduce((sum: number, runner: { shards: number }) => sum + runner.shards, 0),
+          json.shardsPerGroup
+        )
+        const table = yield* Fixture.parley(["cluster", "status", "--url", urls[0]])
+        assert.strictEqual(table.code, 0, table.stderr)
+        assert.match(table.stdout, /^RUNNER\s+HEALTHY\s+SHARDS/)
+        for (const address of runners) {
+          assert.match(table.stdout, new RegExp(`${address}( \\(asked\\))?\\s+yes\\s+\\d+`))
+        }
+        assert.include(table.stdout, `2 runners, ${json.shardsPerGroup} shards (default: ${json.shardsPerGroup} each)`)
+        assert.match(table.stdout, /holds \d+ shards? and \d+ trees? in memory/)
+        const refused = yield* Fixture.parley(["cluster", "status", "--url", urls[0], "--key", "not-the-key-012345"])
+        assert.strictEqual(refused.code, 1)
+        assert.include(refused.stderr, `the server at ${urls[0]} refused the API key (from --key)`)
       }),
     { timeout: 120_000 }
+  )
+
+  it.scopedLive(
+    "parley cluster status of a server that is no runner: a one-line error (exit 1)",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* Fixture.tempDir
+        const server = yield* Fixture.start(`${dir}/sessions.db`)
+        const asked = yield* Fixture.parley(["cluster", "status", "--url", server.url])
+        assert.strictEqual(asked.code, 1)
+        assert.include(asked.stderr, `the server at ${server.url} is not a cluster runner (no /cluster/status)`)
+      }),
+    { timeout: 60_000 }
   )
 
   it.scopedLive(

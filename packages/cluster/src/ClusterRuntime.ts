@@ -58,9 +58,13 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ClusterStatus from "./ClusterStatus.js"
 import * as Handlers from "./internal/handlers.js"
+import * as ShardMetrics from "./internal/shardMetrics.js"
 import * as ClusterTransport from "./internal/transport.js"
 import * as WakeUp from "./internal/wakeUp.js"
+import * as RunnerMetrics from "./RunnerMetrics.js"
 import { Tree } from "./TreeEntity.js"
 
 /**
@@ -82,7 +86,8 @@ const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Cloc
 
 /**
  * The runtime on a runner: the `Tree` entity registered on the `Sharding` in context, its engine, the wake-up
- * singleton, and the `Transport`.
+ * singleton, and the `Transport`. It counts the runner's `RunnerMetrics` (its shards sampled every second when the
+ * `ShardingConfig` is in context, as `layerSocket` and `layerSingle` give it).
  *
  * @since 0.1.0
  * @category Layers
@@ -96,10 +101,19 @@ export const layer = (
     const store = yield* storeServices
     const engine = yield* Engine.makePlaced(options.engine ?? {})
     const sharding = yield* Sharding.Sharding
+    const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
+    const runner = Option.flatMap(config, (config) => config.runnerAddress)
+    const metrics = RunnerMetrics.forRunner(
+      Option.match(runner, { onNone: () => "none", onSome: (address) => `${address.host}:${address.port}` })
+    )
+    if (Option.isSome(config)) {
+      const shards = { groups: config.value.availableShardGroups, perGroup: config.value.shardsPerGroup }
+      yield* Effect.withClock(ShardMetrics.sample(sharding, shards, metrics, "1 second"), wallClock)
+    }
     yield* Layer.build(
       onWallClock(
         Layer.mergeAll(
-          Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }),
+          Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }, metrics),
           WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds" })
         ),
         wallClock
@@ -115,20 +129,24 @@ export const layer = (
 /**
  * A cluster of one process, held in memory: shards and runners in memory, messages volatile. For development and
  * tests; the trees' logs are in the `SessionStore` as ever. Its `Sharding` is provided too (`TreeEntity.Tree.client`;
- * it runs on the wall clock).
+ * it runs on the wall clock), and its `ClusterStatus`.
  *
  * @since 0.1.0
  * @category Layers
  */
 export const layerSingle = (
   options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined } = {}
-): Layer.Layer<Transport | Sharding.Sharding, never, SessionStore | Models | Connectors | RuntimeTools> =>
-  layer(options).pipe(
+): Layer.Layer<
+  Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
+  never,
+  SessionStore | Models | Connectors | RuntimeTools
+> =>
+  Layer.merge(layer(options), ClusterStatus.layer).pipe(
     Layer.provideMerge(onWallClock(
       Sharding.layer.pipe(
         Layer.provide(Runners.layerNoop),
-        Layer.provide([MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
-        Layer.provide(ShardingConfig.layer(options.shardingConfig))
+        Layer.provideMerge(Layer.mergeAll(MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop)),
+        Layer.provideMerge(ShardingConfig.layer(options.shardingConfig))
       ),
       Clock.make()
     ))
@@ -139,7 +157,7 @@ export const layerSingle = (
  * `shardingConfig.runnerAddress` (or `runnerListenAddress`), keeps its registration and shard locks in the
  * `SqlClient`'s database (`SqlRunnerStorage`: `cluster_` tables; on PostgreSQL, advisory locks), and stores no
  * message (`MessageStorage.layerNoop`: the trees' logs are the record). The configuration is only what is given
- * (the environment is not read). Its `Sharding` is provided too.
+ * (the environment is not read). Its `Sharding` is provided too, and its `ClusterStatus`.
  *
  * @since 0.1.0
  * @category Layers
@@ -147,7 +165,7 @@ export const layerSingle = (
 export const layerSocket = (
   options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]> }
 ): Layer.Layer<
-  Transport | Sharding.Sharding,
+  Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
   SocketServer.SocketServerError | SqlError.SqlError,
   SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
 > => {
@@ -157,9 +175,11 @@ export const layerSocket = (
     Layer.provide(
       RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
     ),
-    Layer.provide([MessageStorage.layerNoop, SqlRunnerStorage.layer]),
-    Layer.provide(config),
+    Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, SqlRunnerStorage.layer)),
+    Layer.provideMerge(config),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
-  return layer(options).pipe(Layer.provideMerge(onWallClock(runner, Clock.make())))
+  return Layer.merge(layer(options), ClusterStatus.layer).pipe(
+    Layer.provideMerge(onWallClock(runner, Clock.make()))
+  )
 }

@@ -1,8 +1,8 @@
 /**
  * Parley's session server (`@parley/server`'s `ParleyServer.layer`, unchanged) as a runner of a cluster on
  * PostgreSQL: the engine's place is taken by `ClusterRuntime.layerSocket`, so every server of the cluster serves every
- * session — an answer accepted by any of them reaches the runner that holds the tree. What `parley serve --cluster`
- * runs.
+ * session — an answer accepted by any of them reaches the runner that holds the tree. Each also serves
+ * `GET /cluster/status` (`ClusterApi`: the runners, their shards, its trees). What `parley serve --cluster` runs.
  *
  * @example
  * ```ts
@@ -40,6 +40,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { createServer } from "node:http"
+import * as ClusterApi from "./ClusterApi.js"
 import * as ClusterRuntime from "./ClusterRuntime.js"
 
 /**
@@ -86,7 +87,8 @@ export const layerPg = (
       Models.layer(options.models)
     ])
   )
-  return ParleyServer.layer(options).pipe(
+  const extension = { api: ClusterApi.Api, groups: ClusterApi.layer }
+  return ParleyServer.layer({ ...options, extension }).pipe(
     Layer.provide([runtime, runtimeTools, ParleyServer.layerSessionsSql.pipe(Layer.provide(sql))]),
     Layer.provideMerge(
       NodeHttpServer.layer(createServer, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" })

@@ -36,6 +36,7 @@
  * @since 0.1.0
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import type * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
@@ -47,7 +48,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { TransportFailure } from "@parley/core/ParleyError"
-import { ProtocolApi } from "@parley/core/ProtocolApi"
+import { type Authorization, ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Connectors from "@parley/runtime/Connectors"
@@ -104,6 +105,30 @@ export interface Options {
 }
 
 /**
+ * Routes served with the protocol's: `api` is `ProtocolApi` with more groups (`ProtocolApi.add(...)`, each group with
+ * the `Authorization` middleware), `groups` their handlers (`HttpApiBuilder.group(api, …)`; the server gives them the
+ * `Authorization`, the rest they need is the server layer's). The protocol's own handlers stay the server's.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Extension<E = never, R = never> {
+  readonly api: HttpApi.HttpApi.Any
+  readonly groups: Layer.Layer<never, E, R | Authorization>
+}
+
+/**
+ * The server's options with an `Extension`: more routes, behind the same keys (`ClusterServer`'s
+ * `GET /cluster/status`; default: none).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface WithExtension<E = never, R = never> {
+  readonly extension?: Extension<E, R> | undefined
+}
+
+/**
  * Which tenant owns which session: the server's table next to the store's. `layerSessionsSql` keeps it on the
  * `SqlClient` in context (the store's database); `layerSessionsMemory` in memory (with an in-memory store).
  *
@@ -136,7 +161,7 @@ export const layerSessionsSql: Layer.Layer<
  */
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
-const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
+const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const transport = yield* Transport
     const tenants = yield* Sessions.SessionTenants
@@ -153,7 +178,13 @@ const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
         shutdown
       })
     )
-    return HttpApiBuilder.api(ProtocolApi).pipe(Layer.provide(groups), Layer.provide(Auth.layer(options.keys)))
+    // An extension's API is `ProtocolApi` with more groups: it is served as the protocol, its groups' handlers given.
+    const api = (options.extension?.api ?? ProtocolApi) as typeof ProtocolApi
+    const extension: Layer.Layer<never, E, R | Authorization> = options.extension?.groups ?? Layer.empty
+    return HttpApiBuilder.api(api).pipe(
+      Layer.provide(Layer.merge(groups, extension)),
+      Layer.provide(Auth.layer(options.keys))
+    )
   }))
 
 /**
@@ -165,12 +196,12 @@ const apiLayer = (options: Options, shutdown: Deferred.Deferred<void>) =>
  * @since 0.1.0
  * @category Layers
  */
-export const layer = (
-  options: Options
+export const layer = <E = never, R = never>(
+  options: Options & WithExtension<E, R>
 ): Layer.Layer<
   never,
-  never,
-  Transport | Sessions.SessionTenants | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices
+  E,
+  Transport | Sessions.SessionTenants | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | R
 > =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const shutdown = yield* Deferred.make<void>()

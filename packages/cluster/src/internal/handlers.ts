@@ -2,7 +2,8 @@
  * The `Tree` entity's handlers on a runner: every message first places the runner's engine on the tree (a claim
  * unless it holds the tree already), then submits the command to it. They run under the engine's `Clock` (the
  * cluster's fibers run on the wall clock; the engine's decisions, deadlines included, on the program's). When the
- * entity stops (idle, or its shard moved), the engine is released from the tree.
+ * entity stops (idle, or its shard moved), the engine is released from the tree. Each counts in the runner's metrics
+ * (`RunnerMetrics`: trees in memory, messages handled).
  */
 import * as Entity from "@effect/cluster/Entity"
 import type { SessionId } from "@parley/core/Ids"
@@ -13,7 +14,9 @@ import type * as Engine from "@parley/runtime/Engine"
 import type * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
+import type * as RunnerMetrics from "../RunnerMetrics.js"
 import { Tree } from "../TreeEntity.js"
 
 const decodePrincipal = Schema.decodeUnknown(Principal)
@@ -21,23 +24,38 @@ const decodePrincipal = Schema.decodeUnknown(Principal)
 export const layer = (
   engine: Engine.Placed,
   clock: Clock.Clock,
-  options: { readonly maxIdleTime?: Duration.DurationInput | undefined }
+  options: { readonly maxIdleTime?: Duration.DurationInput | undefined },
+  metrics: RunnerMetrics.Tagged
 ) =>
   Tree.toLayer(
     Effect.gen(function*() {
       const address = yield* Entity.CurrentAddress
       const treeId = address.entityId as string as SessionId
-      yield* Effect.addFinalizer(() => engine.release(treeId))
-      const owned = <A, E>(effect: Effect.Effect<A, E>) =>
-        Effect.withClock(Effect.zipRight(engine.place(treeId), effect), clock)
+      yield* Metric.increment(metrics.trees)
+      yield* Effect.addFinalizer(() => Effect.zipRight(Metric.incrementBy(metrics.trees, -1), engine.release(treeId)))
+      const counted = (name: string) => {
+        const counter = metrics.messages(name)
+        return <A, E>(effect: Effect.Effect<A, E>) =>
+          Effect.withClock(
+            Effect.zipRight(Metric.increment(counter), Effect.zipRight(engine.place(treeId), effect)),
+            clock
+          )
+      }
+      const sendMessage = counted("SendMessage")
+      const answer = counted("Answer")
+      const cancel = counted("Cancel")
+      const revokeGrant = counted("RevokeGrant")
+      const resume = counted("Resume")
       const { transport } = engine
       return Tree.of({
         SendMessage: ({ payload }) =>
-          owned(transport.sendMessage(payload.sessionId as SessionId, payload.input, { requestId: payload.requestId })),
-        Answer: ({ payload }) => owned(transport.answer(payload as unknown as Transport.AnswerRequest)),
-        Cancel: ({ payload }) => owned(transport.cancel(payload.sessionId as SessionId)),
+          sendMessage(
+            transport.sendMessage(payload.sessionId as SessionId, payload.input, { requestId: payload.requestId })
+          ),
+        Answer: ({ payload }) => answer(transport.answer(payload as unknown as Transport.AnswerRequest)),
+        Cancel: ({ payload }) => cancel(transport.cancel(payload.sessionId as SessionId)),
         RevokeGrant: ({ payload }) =>
-          owned(Effect.flatMap(
+          revokeGrant(Effect.flatMap(
             payload.revokedBy === undefined ? Effect.succeed(undefined) : Effect.mapError(
               decodePrincipal(payload.revokedBy),
               (error) =>
@@ -50,7 +68,7 @@ export const layer = (
             (revokedBy) =>
               transport.revokeGrant({ sessionId: payload.sessionId as SessionId, grantId: payload.grantId, revokedBy })
           )),
-        Resume: () => owned(Effect.void)
+        Resume: () => resume(Effect.void)
       })
     }),
     // One message at a time: a claim is never raced by the tree's own next message (the actor batches anyway).
