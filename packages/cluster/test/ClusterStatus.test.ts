@@ -10,14 +10,13 @@ import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Metric, Redacted, TestServices } from "effect"
 import { freePorts, pgSchema } from "./databases.js"
-import { brain, lookupPrice, pricer } from "./fixtures/pricing.js"
+import { brain, pricer } from "./fixtures/pricing.js"
+import { clusterServers, key } from "./fixtures/servers.js"
 import { shardingConfig } from "./runners.js"
 
 // `GET /cluster/status` of two `ClusterServer.layerPg` servers of one cluster on PostgreSQL: each lists both runners,
 // their shards summing to the cluster's, its own part (shards held, trees in memory), and each runner's metrics say
 // the same; a bad key is refused (401).
-
-const key = "acme-key-0123456789"
 
 const client = (url: string, apiKey: string) =>
   HttpApiClient.make(ClusterApi.Api, {
@@ -48,25 +47,7 @@ describe("ClusterStatus over HTTP", () => {
     "two servers of one cluster: both runners, their shards summing to the cluster's",
     () =>
       Effect.gen(function*() {
-        const url = yield* pgSchema
-        const model = yield* ScriptedModel.fromFunction(brain)
-        const tool = lookupPrice({ took: "10 millis", note: () => undefined })
-        const runnerPorts = yield* freePorts(2)
-        const urls: Array<string> = []
-        for (const port of runnerPorts) {
-          const server = ClusterServer.layerPg({
-            keys: ParleyServer.parseKeys(`${key}:acme`),
-            models: Models.single(model.languageModel),
-            tools: [tool],
-            log: false,
-            url,
-            port: 0,
-            runner: { host: "127.0.0.1", port },
-            shardingConfig
-          })
-          const address = Context.get(yield* Layer.build(Layer.orDie(server)), HttpServer.HttpServer).address
-          urls.push(address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : "")
-        }
+        const { runnerPorts, tool, urls } = yield* clusterServers(2)
         const addresses = runnerPorts.map((port) => `127.0.0.1:${port}`).sort()
         for (const [i, serverUrl] of urls.entries()) {
           const status = yield* until(serverUrl, settled)
