@@ -68,6 +68,8 @@ const child = Effect.gen(function*() {
   const database = yield* store.open
   // The first engine lives in a scope of its own: with `--restart` it stops before the second starts.
   const firstScope = yield* Scope.make()
+  // Closed at the end in every case (early with `--restart`): an engine left running keeps the process alive.
+  yield* Effect.addFinalizer(() => Scope.close(firstScope, Exit.void))
   const first = yield* Layer.buildWithScope(runtime(model, database.layer), firstScope)
   const { paused, result } = yield* Effect.gen(function*() {
     yield* heapAfterGc
