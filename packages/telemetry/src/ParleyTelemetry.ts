@@ -37,10 +37,20 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type { MetricReader } from "@opentelemetry/sdk-metrics"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { NonEmptyReadonlyArray } from "effect/Array"
+import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Tracer from "effect/Tracer"
+
+/**
+ * Effect's native tracer's `context` (which runs each step as it is): a tracer that shares this very function keeps
+ * the fiber runtime's call of it, made at every step of every fiber, on one target the JIT inlines. A function of
+ * its own, however alike, makes that call site polymorphic for the whole process as soon as traced and untraced
+ * fibers both run.
+ */
+const nativeContext = Context.get(DefaultServices.liveServices, Tracer.Tracer).context
 
 /**
  * @since 0.1.0
@@ -117,7 +127,7 @@ export const layerSdk = (options: SdkOptions): Layer.Layer<Resource.Resource> =>
       Layer.setTracer(Tracer.make({
         span: (name, parent, context, links, startTime, kind, spanOptions) =>
           otel.span(name, parent, context, links, startTime, kind, spanOptions),
-        context: (execution) => execution()
+        context: nativeContext
       })))).pipe(Layer.provide(OtelTracer.layerTracer))
   const reader = options.metricReader
   const metrics = reader === undefined ? Layer.empty : Metrics.layer(() => reader)
