@@ -53,7 +53,8 @@ export const SendMessage = Rpc.make("SendMessage", {
 })
 
 /**
- * Answers a callback of the tree (`Transport.answer`); the fields are decoded by the engine on the runner.
+ * Answers a callback of the tree (`Transport.answer`); the fields are decoded by the engine on the runner. `requestId`
+ * makes it idempotent: an answer the cluster delivers again after the first delivery won succeeds again.
  *
  * @since 0.1.0
  * @category Schemas
@@ -64,12 +65,14 @@ export const Answer = Rpc.make("Answer", {
     turnId: Schema.Unknown,
     callbackId: Schema.Unknown,
     answer: Schema.Unknown,
-    answeredBy: Schema.optional(Schema.Unknown)
+    answeredBy: Schema.optional(Schema.Unknown),
+    requestId: Schema.String
   },
   error: Schema.Union(
     AnswerMismatch,
     CallbackNotOpen,
     CallbackAlreadyAnswered,
+    InvalidId,
     SessionNotFound,
     TurnNotFound,
     TransportFailure

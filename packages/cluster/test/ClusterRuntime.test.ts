@@ -97,6 +97,42 @@ describe("ClusterRuntime", () => {
       )
     }))
 
+  it.live("the Tree entity's Answer delivered twice (its first delivery won): accepted twice, resolved once", () =>
+    Effect.gen(function*() {
+      const model = yield* ScriptedModel.fromFunction(locatorBrain)
+      yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(locator)
+        const turn = yield* Session.sendMessage(session, "Where am I?")
+        const blocked = yield* Turn.result(turn)
+        assert.strictEqual(blocked._tag, "Blocked")
+        if (blocked._tag !== "Blocked") return
+        const approval = blocked.callbacks[0]
+        const client = yield* TreeEntity.Tree.client
+        const message = {
+          sessionId: session.id,
+          turnId: turn.turnId,
+          callbackId: approval.id,
+          answer: { _tag: "DenyApproval", reason: "not now" },
+          requestId: "a-1"
+        }
+        yield* client(session.id).Answer(message)
+        // The cluster delivers it again (its runner died before replying): the answer that won, so accepted.
+        yield* client(session.id).Answer(message)
+        const error = yield* Effect.flip(client(session.id).Answer({ ...message, requestId: "a-2" }))
+        assert.strictEqual(error._tag, "CallbackAlreadyAnswered")
+        const done = yield* Turn.result(turn, { after: blocked })
+        assert.strictEqual(done._tag, "Completed")
+        const log = yield* (yield* Transport.Transport).events(session.id, 0).pipe(
+          Stream.takeUntil((event) => event._tag === "TurnEnded"),
+          Stream.runCollect
+        )
+        const resolved = Chunk.toReadonlyArray(log).filter((event) => event._tag === "CallbackResolved")
+        assert.deepStrictEqual(resolved.map((event) => event._tag === "CallbackResolved" && event.requestId), ["a-1"])
+      }).pipe(
+        Effect.provide(ClusterRuntime.layerSingle().pipe(Layer.provide(services(SessionStore.layerMemory, model))))
+      )
+    }))
+
   it.scoped("the wake-up singleton resumes a turn a dead process left in flight, with nobody asking", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile

@@ -56,7 +56,9 @@ export const listOpen = (
  * Answers an open callback by its id: as `listOpen` gave it, a `Callback` from a turn's events, or the id alone — a
  * `CallbackId`, or a plain string (from a URL, a CLI argument, a queue message) that is checked first (`Ids.callbackId`:
  * a malformed id fails with `InvalidId` and sends nothing). Given the id alone, the callback is looked up among those
- * open (`listOpen`); one that is not open (never opened, or already resolved) fails with `CallbackNotOpen`.
+ * open (`listOpen`); one that is not open (never opened, or already resolved) fails with `CallbackNotOpen`. So a
+ * program that retries an answer with its `requestId` (see `Turn.AnswerOptions`) passes the callback, not its id
+ * alone: the retry of an answer that won then succeeds.
  *
  * @example
  * ```ts
@@ -95,7 +97,8 @@ export const answer = (
       turnId: callback.turnId,
       callbackId: callback.id,
       answer,
-      answeredBy: new Principal.Client({ label: options?.label })
+      answeredBy: new Principal.Client({ label: options?.label }),
+      requestId: options?.requestId
     })
   })
 

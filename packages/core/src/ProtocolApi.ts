@@ -203,6 +203,20 @@ export const AnsweredByParams = Schema.Struct({
 })
 
 /**
+ * The query of an answer: who answers (`AnsweredByParams`) and the client's `requestId` of this answer (1 to 128
+ * printable ASCII characters without spaces; a malformed one is refused with `InvalidId`, 400). A POST repeated with
+ * the id of the answer that won — a retry after a dropped connection — answers 204 again and adds nothing; any other
+ * answer to a resolved callback is 409 `CallbackAlreadyAnswered`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const AnswerParams = Schema.Struct({
+  ...AnsweredByParams.fields,
+  requestId: Schema.optional(Schema.String)
+})
+
+/**
  * Sessions: create (the body is the `AgentSpec`), list (newest first, paged), get, cancel.
  *
  * @since 0.1.0
@@ -340,9 +354,10 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
   .add(
     HttpApiEndpoint.post("answer", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/answer")
       .setPath(callbackPath)
-      .setUrlParams(AnsweredByParams)
+      .setUrlParams(AnswerParams)
       .setPayload(Answer)
       .addSuccess(HttpApiSchema.NoContent)
+      .addError(InvalidId, { status: 400 })
       .addError(AnswerMismatch, { status: 422 })
       .addError(CallbackNotOpen, { status: 409 })
       .addError(CallbackAlreadyAnswered, { status: 409 })

@@ -126,6 +126,14 @@ export interface AnswerRequest {
   readonly answer: Answer
   /** Who answers, recorded on the `CallbackResolved` (none: `Client` without a label). */
   readonly answeredBy?: Principal | undefined
+  /**
+   * The caller's id for this answer (1 to 128 printable ASCII characters, no spaces; see `Ids.RequestId`), recorded on
+   * the `CallbackResolved` of the answer that wins. Answering again with the id of the winning answer succeeds and
+   * adds nothing: a retry whose first try was accepted (a dropped connection, a message delivered twice) is not
+   * reported `CallbackAlreadyAnswered`. Any other answer to a resolved callback still is. The HTTP transport makes one
+   * up when none is given.
+   */
+  readonly requestId?: string | undefined
 }
 
 /**
@@ -202,12 +210,22 @@ export interface Service {
     sessionId: SessionId,
     turnId: TurnId
   ) => Effect.Effect<TurnSnapshot, SessionNotFound | TurnNotFound | TransportFailure>
-  /** Answers a callback of the turn's tree. Validated first: a mismatch stores nothing. Exactly one answer wins. */
+  /**
+   * Answers a callback of the turn's tree. Validated first: a mismatch stores nothing. Exactly one answer wins; with a
+   * `requestId` (see `AnswerRequest`) the winner's retries succeed too. A malformed request id fails with `InvalidId`,
+   * and nothing is sent.
+   */
   readonly answer: (
     request: AnswerRequest
   ) => Effect.Effect<
     void,
-    AnswerMismatch | CallbackNotOpen | CallbackAlreadyAnswered | SessionNotFound | TurnNotFound | TransportFailure
+    | AnswerMismatch
+    | CallbackNotOpen
+    | CallbackAlreadyAnswered
+    | InvalidId
+    | SessionNotFound
+    | TurnNotFound
+    | TransportFailure
   >
   /**
    * The grants in force for the session (`ApprovalGranted` not revoked): its own and its tree's; for a root session,

@@ -42,6 +42,7 @@ import type {
   AnswerMismatch,
   CallbackAlreadyAnswered,
   CallbackNotOpen,
+  InvalidId,
   SessionNotFound,
   TurnNotFound
 } from "./ParleyError.js"
@@ -130,7 +131,8 @@ export const events = (
   )
 
 /**
- * Answers a callback of the turn's tree (its own, or a subagent's) by id.
+ * Answers a callback of the turn's tree (its own, or a subagent's) by id. With `requestId` (see `AnswerOptions`) a
+ * retry of an answer that was accepted succeeds.
  *
  * @since 0.1.0
  * @category Accessors
@@ -145,6 +147,7 @@ export const answer = (
   | AnswerMismatch
   | CallbackNotOpen
   | CallbackAlreadyAnswered
+  | InvalidId
   | SessionNotFound
   | TurnNotFound
   | TransportFailure
@@ -159,19 +162,23 @@ export const answer = (
         turnId: turn.turnId,
         callbackId,
         answer,
-        answeredBy: new Principal.Client({ label: options?.label })
+        answeredBy: new Principal.Client({ label: options?.label }),
+        requestId: options?.requestId
       })
   )
 
 /**
  * Who answers by id: `label` is recorded on the answer's `CallbackResolved` (`answeredBy: Client { label }`), e.g. the
- * user who clicked "approve".
+ * user who clicked "approve". `requestId` (1 to 128 printable ASCII characters, no spaces) is the caller's id of this
+ * answer, recorded with it when it wins: answering again with the same id — a retry after a dropped connection, a
+ * job run twice — then succeeds and adds nothing, where any other answer fails with `CallbackAlreadyAnswered`.
  *
  * @since 0.1.0
  * @category Models
  */
 export interface AnswerOptions {
   readonly label?: string | undefined
+  readonly requestId?: string | undefined
 }
 
 /**

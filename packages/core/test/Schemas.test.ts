@@ -30,6 +30,25 @@ const assertSame = <A extends { readonly _tag: string }>(decoded: A, original: A
 }
 
 describe("Callback", () => {
+  it.effect("a version-3 CallbackResolved (no requestId) upcasts unchanged and decodes without one", () =>
+    Effect.gen(function*() {
+      const resolved = new TurnEvent.CallbackResolved({
+        ...common,
+        seq: 4,
+        callbackId: F.approvalId,
+        resolution: "answered",
+        answer: new Answer.AllowApproval()
+      })
+      const v3 = JSON.parse(JSON.stringify(yield* Schema.encode(TurnEvent.TurnEvent)(resolved)))
+      const upcast = TurnEvent.upcast(3, v3)
+      assert.deepStrictEqual(upcast, Either.right(v3))
+      const decoded = yield* Schema.decodeUnknown(TurnEvent.TurnEvent)(Either.getOrThrow(upcast))
+      assert.isTrue(decoded._tag === "CallbackResolved" && decoded.requestId === undefined)
+      // A request id that is not one is refused by the schema, as anywhere else.
+      const bad = yield* Effect.either(Schema.decodeUnknown(TurnEvent.TurnEvent)({ ...v3, requestId: "two words" }))
+      assert.isTrue(Either.isLeft(bad))
+    }))
+
   it.effect("round-trips every member through JSON with the union schema", () =>
     Effect.gen(function*() {
       for (const callback of F.callbacks) {
@@ -237,7 +256,8 @@ const events: ReadonlyArray<TurnEvent.TurnEvent> = [
       tenant: "acme",
       keyId: "key_1",
       onBehalfOf: new Principal.Handler({ name: "approveReads" })
-    })
+    }),
+    requestId: "answer-7"
   }),
   new TurnEvent.ApprovalGranted({
     ...common,
@@ -264,7 +284,7 @@ describe("TurnEvent", () => {
         arguments: {}
       })
       const v2 = JSON.parse(JSON.stringify(yield* Schema.encode(TurnEvent.TurnEvent)(started)))
-      assert.strictEqual(TurnEvent.schemaVersion, 3)
+      assert.strictEqual(TurnEvent.schemaVersion, 4)
       const upcast = TurnEvent.upcast(2, v2)
       assert.deepStrictEqual(upcast, Either.right(v2))
       const decoded = yield* Schema.decodeUnknown(TurnEvent.TurnEvent)(Either.getOrThrow(upcast))

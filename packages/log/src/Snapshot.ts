@@ -113,7 +113,8 @@ const CallbackRecordSchema = Schema.Struct({
   callback: CallbackSchema,
   seq: Schema.Number,
   resolution: Schema.UndefinedOr(Resolution),
-  answer: Schema.UndefinedOr(AnswerSchema)
+  answer: Schema.UndefinedOr(AnswerSchema),
+  requestId: Schema.optional(Schema.String)
 })
 
 const TreeStateSchema = Schema.Struct({
@@ -151,7 +152,7 @@ export const TreeState: Schema.Schema<TreeStateModule.TreeState, TreeStateEncode
  * @since 0.1.0
  * @category Schemas
  */
-export const snapshotVersion = 4
+export const snapshotVersion = 5
 
 const TreeStateJson = Schema.parseJson(TreeStateSchema)
 const encodeJson = Schema.encodeEither(TreeStateJson)

@@ -174,6 +174,8 @@ export interface CallbackRecord {
   readonly seq: number
   readonly resolution: Resolution | undefined
   readonly answer: Answer | undefined
+  /** The client's id of the answer that won (`CallbackResolved.requestId`): its retries succeed. */
+  readonly requestId?: string | undefined
 }
 
 /**

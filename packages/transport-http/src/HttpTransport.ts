@@ -12,7 +12,9 @@
  * `sendMessage` is safe to retry: each POST carries a request id (the caller's `requestId`, or one made up here), and
  * when the connection drops before the response is read, or the answer is a 502, 503 or 504, or no answer comes within
  * `sendTimeout`, the POST is sent again with the same id under `reconnect` (for at most `sendRetryFor`). The server
- * answers a repeated id with the turn the first POST queued, so a drop never duplicates a turn nor loses one.
+ * answers a repeated id with the turn the first POST queued, so a drop never duplicates a turn nor loses one. Answers
+ * are sent the same way (`AnswerRequest.requestId`, or one made up): a retry of the answer that won is accepted again,
+ * so a drop after the server committed an answer is not reported as `CallbackAlreadyAnswered`.
  *
  * @example
  * ```ts
@@ -52,15 +54,15 @@ export interface Options {
   /** The API key (sent as `Authorization: Bearer …`). */
   readonly apiKey: Redacted.Redacted<string> | string
   /**
-   * How long to wait between tries when an event stream drops, or a `sendMessage` POST must be sent again (default:
-   * exponential from 50 ms, capped at 2 s, forever).
+   * How long to wait between tries when an event stream drops, or a `sendMessage` or `answer` POST must be sent again
+   * (default: exponential from 50 ms, capped at 2 s, forever).
    */
   readonly reconnect?: Schedule.Schedule<unknown, unknown> | undefined
-  /** How long one `sendMessage` POST may wait for its response before it is sent again (default: 30 s). */
+  /** How long one `sendMessage` or `answer` POST may wait for its response before it is sent again (default: 30 s). */
   readonly sendTimeout?: Duration.DurationInput | undefined
   /**
-   * How long `sendMessage` keeps sending its POST again before it fails with `TransportFailure` (default: 1 minute).
-   * The caller may then send again with the same `requestId`: still one turn.
+   * How long `sendMessage` or `answer` keeps sending its POST again before it fails with `TransportFailure` (default:
+   * 1 minute). The caller may then send again with the same `requestId`: still one turn, still one answer.
    */
   readonly sendRetryFor?: Duration.DurationInput | undefined
   /** Changes the `HttpClient` of every request (retries, proxies, tracing). */

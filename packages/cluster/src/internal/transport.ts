@@ -99,6 +99,11 @@ export const make = (options: {
         const fields = (typeof request === "object" && request !== null ? request : {}) as Partial<
           Transport.AnswerRequest
         >
+        // As for a send: an answer the cluster delivers twice (its runner died before replying) wins once and is
+        // accepted both times, not reported as already answered the second time.
+        const requestId = fields.requestId === undefined
+          ? yield* Ids.newRequestId
+          : yield* Ids.requestId(fields.requestId)
         const { sessionId, treeId } = yield* treeOf("answer", fields.sessionId)
         return yield* routed(
           "answer",
@@ -107,7 +112,8 @@ export const make = (options: {
             turnId: fields.turnId,
             callbackId: fields.callbackId,
             answer: encoded(encodeAnswer, fields.answer),
-            answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy)
+            answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy),
+            requestId
           })
         )
       }),

@@ -7,7 +7,7 @@ import * as Either from "effect/Either"
  * @since 0.1.0
  * @category Models
  */
-export const schemaVersion = 3
+export const schemaVersion = 4
 
 /**
  * The steps from each older version to the next, as functions of the encoded (JSON) event: `upcasts[n - 1]` turns
@@ -19,8 +19,11 @@ export const schemaVersion = 3
  * - 2 → 3: `ToolCallStarted` gained `decidedBy` (the policy rule that allowed or denied the call without asking):
  *   optional, so a version-2 event reads as it is, without it (it was not recorded, and is not guessed from today's
  *   policy).
+ * - 3 → 4: `CallbackResolved` gained `requestId` (the client's id of the answer that won): optional, so a version-3
+ *   event reads as it is; a retry of an answer resolved before it was recorded is refused as already answered.
  */
 const upcasts: ReadonlyArray<(encoded: unknown) => unknown> = [
+  (encoded) => encoded,
   (encoded) => encoded,
   (encoded) => encoded
 ]

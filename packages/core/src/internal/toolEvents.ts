@@ -2,7 +2,7 @@
 import * as Schema from "effect/Schema"
 import { Answer, Remember } from "../Answer.js"
 import { Callback } from "../Callback.js"
-import { CallbackId, ToolId } from "../Ids.js"
+import { CallbackId, RequestId, ToolId } from "../Ids.js"
 import { Principal } from "../Principal.js"
 import { common } from "./eventFields.js"
 
@@ -119,7 +119,12 @@ export class CallbackResolved
     resolution: Resolution,
     answer: Schema.optional(Answer),
     /** Who or what gave the answer (events of schema version 1 carry none). */
-    answeredBy: Schema.optional(Principal)
+    answeredBy: Schema.optional(Principal),
+    /**
+     * The client's id of the answer that won (`AnswerRequest.requestId`; events of schema version 3 and older carry
+     * none): the same answer sent again with it — a retry whose first try was accepted — succeeds and adds nothing.
+     */
+    requestId: Schema.optional(RequestId)
   })
 {}
 

@@ -133,7 +133,12 @@ export const result = <R = never>(
           answer: decided.answer,
           answeredBy: decided.answeredBy
         }).pipe(
-          Effect.catchTags({ CallbackNotOpen: () => Effect.void, CallbackAlreadyAnswered: () => Effect.void })
+          Effect.catchTags({
+            CallbackNotOpen: () => Effect.void,
+            CallbackAlreadyAnswered: () => Effect.void,
+            // A handler's answer carries no request id, so none can be malformed.
+            InvalidId: (error) => Effect.die(error)
+          })
         )
         return "answered"
       })

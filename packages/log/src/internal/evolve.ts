@@ -174,7 +174,9 @@ export const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
         callbacks: HashMap.set(state.callbacks, event.callbackId, {
           ...record.value,
           resolution: event.resolution,
-          answer: event.answer
+          answer: event.answer,
+          // Only when there is one: a snapshot leaves an absent field out, and reads back the same record.
+          ...(event.requestId === undefined ? {} : { requestId: event.requestId })
         }),
         open: state.open.filter((id) => id !== event.callbackId)
       }

@@ -44,6 +44,8 @@ export type Command =
     readonly answer: Answer
     /** Who answers (the façade always says; a command without it records none). */
     readonly answeredBy?: Principal | undefined
+    /** The client's id of this answer (checked by the façade): a retry of the answer that won is accepted again. */
+    readonly requestId?: string | undefined
   }
   | { readonly _tag: "Cancel"; readonly sessionId: SessionId }
   /** Revokes a grant of the session (or, for a tree grant, of its tree). */

@@ -127,10 +127,14 @@ export const settle = (tx: Tx) => {
 const notOpen = (callbackId: string, description: string) =>
   new CallbackNotOpen({ module: "Turn", method: "answer", callbackId, description })
 
+/**
+ * An answer checked against the callback: the record to resolve, `"repeated"` for a retry of the answer that won (the
+ * same request id: accepted again, nothing to append), or why it is refused.
+ */
 const validateAnswer = (
   tx: Tx,
   command: Extract<Command, { _tag: "Answer" }>
-): Either.Either<TreeState.CallbackRecord, Rejection> => {
+): Either.Either<TreeState.CallbackRecord | "repeated", Rejection> => {
   const { answer, callbackId, sessionId, turnId } = command
   const session = tx.session(sessionId)
   if (session === undefined) {
@@ -143,6 +147,7 @@ const validateAnswer = (
   const record = TreeState.callback(tx.state, callbackId)
   if (record === undefined) return Either.left(notOpen(callbackId, "no such callback"))
   if (record.resolution === "answered") {
+    if (command.requestId !== undefined && record.requestId === command.requestId) return Either.right("repeated")
     return Either.left(
       new CallbackAlreadyAnswered({ module: "Turn", method: "answer", callbackId, answer: record.answer })
     )
@@ -154,7 +159,7 @@ const validateAnswer = (
   }
   const kind = Either.flatMap(
     Answers.validateSync(callback, answer),
-    (): Either.Either<TreeState.CallbackRecord, AnswerMismatch> => {
+    (): Either.Either<TreeState.CallbackRecord | "repeated", AnswerMismatch> => {
       if (callback._tag === "OpenApproval" && answer._tag === "AllowApproval" && answer.arguments !== undefined) {
         const agent = tx.session(callback.sessionId)?.agent
         const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
@@ -233,7 +238,8 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         return Either.left(notOpen(command.callbackId, "it expired"))
       }
       return Either.map(validateAnswer(tx, command), (valid) => {
-        resolve(tx, valid, "answered", command.answer, command.answeredBy)
+        if (valid === "repeated") return undefined
+        resolve(tx, valid, "answered", command.answer, command.answeredBy, command.requestId)
         remember(tx, valid.callback, command.answer, command.answeredBy)
         return undefined
       })

@@ -139,7 +139,8 @@ export const resolve = (
   record: TreeState.CallbackRecord,
   resolution: Resolution,
   answer?: Answer,
-  answeredBy?: Principal
+  answeredBy?: Principal,
+  requestId?: string
 ) => {
   const callback = record.callback
   tx.emit((meta) =>
@@ -150,7 +151,8 @@ export const resolve = (
       callbackId: callback.id,
       resolution,
       answer,
-      answeredBy
+      answeredBy,
+      requestId
     }, noValidation)
   )
 }

@@ -240,6 +240,39 @@ rules("Answer", [
     then: rejects("CallbackAlreadyAnswered")
   },
   {
+    rule: "an answer with the client's request id: the id is recorded with the resolution",
+    given: askedToCharge,
+    when: answer(allow, open(0), { requestId: "req-1" }),
+    then: appends(
+      ev("CallbackResolved", { callbackId: "cb_spec_4", resolution: "answered", answer: allow, requestId: "req-1" }),
+      ev("ToolExecutionStarted", { executor: owner })
+    )
+  },
+  {
+    rule: "an answer repeated with the request id of the one that won (a retry): accepted, nothing appended",
+    given: [...askedToCharge, answer(allow, open(0), { requestId: "req-1" })],
+    when: answer(deny, latest, { requestId: "req-1" }),
+    then: nothing
+  },
+  {
+    rule: "an approval already answered, asked again with another request id",
+    given: [...askedToCharge, answer(allow, open(0), { requestId: "req-1" })],
+    when: answer(allow, latest, { requestId: "req-2" }),
+    then: rejects("CallbackAlreadyAnswered")
+  },
+  {
+    rule: "an approval already answered without a request id, asked again with one",
+    given: [...askedToCharge, answer(allow)],
+    when: answer(allow, latest, { requestId: "req-1" }),
+    then: rejects("CallbackAlreadyAnswered")
+  },
+  {
+    rule: "a request id does not open a callback again that its cancelled turn closed",
+    given: [...askedToCharge, cancel()],
+    when: answer(allow, latest, { requestId: "req-1" }),
+    then: rejects("CallbackNotOpen")
+  },
+  {
     rule: "an approval already answered elsewhere, its call waiting for the owner",
     given: [...askedToCharge, answer(allow).by(nobody)],
     when: answer(deny, latest),

@@ -219,7 +219,9 @@ const commandOf = (state: TreeState.TreeState, intent: Intent): Command => {
         sessionId,
         turnId,
         callbackId: callback?.id ?? ("cb_none" as Ids.CallbackId),
-        answer: at(fitting, intent.kind) ?? new Answer.AllowApproval()
+        answer: at(fitting, intent.kind) ?? new Answer.AllowApproval(),
+        // None, or one of two ids: some answers repeat the id of the one that won (a retry), some do not.
+        requestId: [undefined, "req-a", "req-b"][Math.floor(intent.route / 8) % 3]
       }
     }
     case "Cancel":
@@ -297,7 +299,11 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
     ? TreeState.requested(before, command.sessionId, command.requestId)
     : undefined
   if (repeated !== undefined) {
-    assert.isFalse(events.some((event) => event._tag === "TurnQueued"), "a repeated request id queues no turn")
+    // (The owner's decision may settle what was pending first: a subagent started then queues the child's turn.)
+    assert.isFalse(
+      events.some((event) => event._tag === "TurnQueued" && event.sessionId === repeated.sessionId),
+      "a repeated request id queues no turn in its session"
+    )
     assert.strictEqual(Either.getOrUndefined(reply)?.turnId, repeated.turnId, "a repeated request id answers its turn")
   }
   // Only the owner, under its lease, records starts.
@@ -339,17 +345,26 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
   // An accepted answer is recorded first, as it was given.
   if (command._tag === "Answer" && Either.isRight(reply)) {
     const first = events[0]
-    assert.isTrue(
-      first?._tag === "CallbackResolved" && first.resolution === "answered" && first.answer === command.answer,
-      "an accepted answer appends its CallbackResolved first"
-    )
+    const repeated = TreeState.callback(before, command.callbackId)
+    if (repeated?.resolution === "answered") {
+      // A retry of the answer that won: accepted again, and resolves nothing. (The owner's decision may record the
+      // start of a call an earlier answer allowed, as with any command.)
+      assert.isTrue(command.requestId !== undefined && repeated.requestId === command.requestId, "only a retry")
+      assert.isFalse(events.some((event) => event._tag === "CallbackResolved"), "a retry resolves nothing")
+    } else {
+      assert.isTrue(
+        first?._tag === "CallbackResolved" && first.resolution === "answered" && first.answer === command.answer &&
+          first.requestId === command.requestId,
+        "an accepted answer appends its CallbackResolved first, with its request id"
+      )
+    }
   }
   // An answer that does not fit the schema the callback publishes (`TreeState.answerSchema`) is refused as a mismatch;
   // one that fits is accepted, for approvals and client tools (a sign-in must also name each request once).
   if (command._tag === "Answer") {
     const record = TreeState.callback(before, command.callbackId)
     const routed = Either.isRight(reply) || reply.left._tag === "AnswerMismatch"
-    if (record !== undefined && routed) {
+    if (record !== undefined && record.resolution === undefined && routed) {
       const fits = fitsAnswerSchema(before, record.callback, command.answer)
       if (!fits) assert.isTrue(Either.isLeft(reply), "an answer outside the callback's answer schema is refused")
       if (fits && record.callback._tag !== "OpenSignIn") {

@@ -184,6 +184,8 @@ export const answer = (
     readonly turnId?: string
     readonly runningTurnOf?: Who
     readonly callbackId?: string
+    /** The client's id of the answer. */
+    readonly requestId?: string
   } = {}
 ) =>
   new Step((state) => {
@@ -195,7 +197,8 @@ export const answer = (
         ? turnIdOf(state, to.runningTurnOf)
         : (to.turnId ?? record?.callback.turnId ?? noTurn)) as Ids.TurnId,
       callbackId: (to.callbackId ?? record?.callback.id ?? "cb_none") as Ids.CallbackId,
-      answer: value
+      answer: value,
+      requestId: to.requestId
     }
   })
 

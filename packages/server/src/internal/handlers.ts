@@ -194,7 +194,10 @@ export const callbacks = (transport: Transport.Service, access: Access) =>
               ? new Handler({ name: urlParams.handler })
               : new Client({ label: urlParams.label })
           })
-          yield* uniform(path.sessionId, transport.answer({ ...path, answer: payload, answeredBy }))
+          yield* uniform(
+            path.sessionId,
+            transport.answer({ ...path, answer: payload, answeredBy, requestId: urlParams.requestId })
+          )
         })))
 
 /** The `Option` of a header's `seq`: the event after it is where a stream resumes. */

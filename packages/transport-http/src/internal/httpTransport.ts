@@ -133,6 +133,19 @@ export const make = (options: Options) =>
         )
       })
 
+    /**
+     * A POST that names its request, sent again with the same id while nothing decided came back (`retriable`): the
+     * server answers a repeated id as it answered the first.
+     */
+    const resent = <A, E>(post: Effect.Effect<A, E>) =>
+      post.pipe(
+        Effect.timeoutFail({
+          duration: options.sendTimeout,
+          onTimeout: () => new SendTimedOut({ message: "no response in time" })
+        }),
+        Effect.retry({ schedule: Schedule.upTo(options.reconnect, options.sendRetryFor), while: retriable })
+      )
+
     const sessionNotFound = (method: string, sessionId: unknown) =>
       new SessionNotFound({ module: "HttpTransport", method, sessionId: String(sessionId) })
 
@@ -154,12 +167,7 @@ export const make = (options: Options) =>
             ? yield* Ids.newRequestId
             : yield* Ids.requestId(sendOptions.requestId)
           const payload = new SendMessage({ input, requestId })
-          return yield* sends.turns.send({ path: { sessionId }, payload }).pipe(
-            Effect.timeoutFail({
-              duration: options.sendTimeout,
-              onTimeout: () => new SendTimedOut({ message: "no response in time" })
-            }),
-            Effect.retry({ schedule: Schedule.upTo(options.reconnect, options.sendRetryFor), while: retriable }),
+          return yield* resent(sends.turns.send({ path: { sessionId }, payload })).pipe(
             typed("sendMessage", ["SessionNotFound", "InvalidId"])
           )
         }),
@@ -183,7 +191,7 @@ export const make = (options: Options) =>
         )
       },
       answer: (request) => {
-        const { callbackId, sessionId, turnId } = request
+        const { callbackId, requestId, sessionId, turnId } = request
         if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("answer", sessionId))
         if (!isTurnId(turnId)) {
           return Effect.fail(
@@ -210,16 +218,26 @@ export const make = (options: Options) =>
         // The client's request type is one per member of the payload union: any member is fine here.
         // Who answers travels as the client's claim; the server records it beside the key it checked.
         const by = request.answeredBy === undefined ? undefined : Principal.claimed(request.answeredBy)
-        const urlParams = by?._tag === "Handler"
+        const claim = by?._tag === "Handler"
           ? { handler: by.name }
           : by?._tag === "Client" && by.label !== undefined
           ? { label: by.label }
           : {}
-        const body = { path: { sessionId, turnId, callbackId }, urlParams, payload: answer.right } as Parameters<
-          typeof client.callbacks.answer
-        >[0]
-        return inOrder(sessionId, client.callbacks.answer(body)).pipe(
+        // As a send: every answer names its request (the caller's id, or one made up here), so it is sent again on a
+        // drop, and a retry of the answer that won is accepted, not reported as already answered.
+        return Effect.flatMap(
+          requestId === undefined ? Ids.newRequestId : Ids.requestId(requestId),
+          (id) => {
+            const body = {
+              path: { sessionId, turnId, callbackId },
+              urlParams: { ...claim, requestId: id },
+              payload: answer.right
+            } as Parameters<typeof sends.callbacks.answer>[0]
+            return inOrder(sessionId, resent(sends.callbacks.answer(body)))
+          }
+        ).pipe(
           typed("answer", [
+            "InvalidId",
             "AnswerMismatch",
             "CallbackNotOpen",
             "CallbackAlreadyAnswered",

@@ -219,6 +219,7 @@ export const make = (
         const answeredBy = fields.answeredBy === undefined
           ? Either.right(anonymous)
           : decodePrincipal(fields.answeredBy)
+        const requestId = fields.requestId === undefined ? undefined : yield* Ids.requestId(fields.requestId)
         return yield* core.withTree("answer", fields.sessionId, (actor, sessionId) =>
           Effect.gen(function*() {
             if (Either.isLeft(turnId)) {
@@ -265,7 +266,8 @@ export const make = (
                     turnId: turnId.right as TurnId,
                     callbackId: id,
                     answer: stored,
-                    answeredBy: answeredBy.right
+                    answeredBy: answeredBy.right,
+                    requestId
                   })
                 ),
                 Effect.catchTag("GrantNotFound", (error) => Effect.fail(failure("answer", error)))
