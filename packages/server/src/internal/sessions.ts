@@ -100,18 +100,26 @@ export const layerSql: Layer.Layer<SessionTenants, TransportFailure, SqlClient.S
   SessionTenants,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const create = Effect.zipRight(
+      sql`CREATE TABLE IF NOT EXISTS parley_server_sessions (
+        session_id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      )`,
+      sql`CREATE INDEX IF NOT EXISTS parley_server_sessions_by_tenant
+        ON parley_server_sessions (tenant, created_at DESC, session_id DESC)`
+    )
     yield* sql.onDialectOrElse({
-      sqlite: () => sql`PRAGMA busy_timeout = 10000`.pipe(Effect.asVoid),
-      orElse: () => Effect.void
+      sqlite: () => Effect.zipRight(sql`PRAGMA busy_timeout = 10000`, create),
+      // Servers that start together on a new database would race: PostgreSQL's `IF NOT EXISTS` is no lock (the
+      // loser fails on the catalog's unique index). One at a time, under a lock held until the transaction ends.
+      pg: () =>
+        sql.withTransaction(
+          Effect.zipRight(sql`SELECT pg_advisory_xact_lock(hashtext('parley_server_sessions'))`, create)
+        ),
+      orElse: () => create
     })
-    yield* sql`CREATE TABLE IF NOT EXISTS parley_server_sessions (
-      session_id TEXT PRIMARY KEY,
-      tenant TEXT NOT NULL,
-      agent TEXT NOT NULL,
-      created_at BIGINT NOT NULL
-    )`
-    yield* sql`CREATE INDEX IF NOT EXISTS parley_server_sessions_by_tenant
-      ON parley_server_sessions (tenant, created_at DESC, session_id DESC)`
     const cache = new Map<SessionId, string>()
     const service: Service = {
       register: (tenant, info) =>
