@@ -8,14 +8,15 @@
  *   (optimistic concurrency: a writer that lost a race fails with `SeqConflict`, re-reads and decides again), a
  *   callback is resolved at most once (`ResolutionConflict`), and an append made under a lease (`Leases`) checks it
  *   in the same write (a fencing token: a deposed owner's late append fails with `LeaseLost`).
- * - `read` returns the stored events from a cursor; `subscribe` continues with the live ones, gap-free, in a `Mailbox`,
- *   and with the live-only events `publish` hands it (streamed `MessageDelta`s, never stored) in this process; `tail`
- *   is the same as a `Stream`. `changes` tells which trees were appended to, by anyone.
+ * - `read` returns the stored events from a cursor; `subscribe` continues with the live ones, gap-free, in a `Mailbox`;
+ *   `tail` is the same as a `Stream`. `changes` tells which trees were appended to, by anyone. Only stored events go
+ *   through the log: the live-only ones (a model step's streamed `MessageDelta`s) go through the engine's own channel,
+ *   which merges them into its readers' view.
  * - `listOpen` lists the callbacks open across trees (answers from another process).
  *
  * `make(driver)` writes the rest once for every driver: what an append adds to the indexes (sessions, callbacks
- * opened and resolved, turns not ended, paused) derived from its events, the in-process fan-out (`subscribe`, `tail`,
- * `publish`) and `changes`. A driver stores rows and reads them back: it checks the compare-and-set of a tree's length,
+ * opened and resolved, turns not ended, paused) derived from its events, the in-process fan-out (`subscribe`, `tail`)
+ * and `changes`. A driver stores rows and reads them back: it checks the compare-and-set of a tree's length,
  * the fence and the one resolution per callback in one write, and tells of appends made by others (`follow`). The
  * memory driver is `SessionStore.layerMemory`'s; the SQL one is `@parley/store-sql`'s.
  *
@@ -138,9 +139,8 @@ export interface Service {
   /** The stored events with `seq >= from`. */
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   /**
-   * A mailbox of the stored events with `seq >= from`, then every event appended later, in order, gap-free; with them
-   * the live-only events `publish` gives in this process (after the event their `seq` names). With `sessionId`, only
-   * that session's events. The subscription ends with the scope. The mailbox is done at once when there is no such
+   * A mailbox of the stored events with `seq >= from`, then every event appended later, in order, gap-free. With
+   * `sessionId`, only that session's events. The subscription ends with the scope. The mailbox is done at once when there is no such
    * tree, and fails with the `StoreError` that stops it.
    */
   readonly subscribe: (
@@ -148,8 +148,6 @@ export interface Service {
     from: number,
     sessionId?: SessionId | undefined
   ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, StoreError>, StoreError, Scope.Scope>
-  /** Hands live-only events (streamed deltas) to the subscribers of this process. Nothing is stored. */
-  readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => Effect.Effect<void>
   /**
    * A mailbox of the trees appended to from now on (with the `seq` the log reached), by anyone, as long as the scope
    * lives.

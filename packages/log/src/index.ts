@@ -1,6 +1,6 @@
 /**
  * A tree's append-only event log over a row-level driver (`EventLog` Tag, `Driver`, `make`): appends, reads, the
- * in-process fan-out (`subscribe`, `tail`, `publish`) and `changes`, written once for every driver.
+ * in-process fan-out (`subscribe`, `tail`) and `changes`, written once for every driver.
  *
  * @since 0.1.0
  */

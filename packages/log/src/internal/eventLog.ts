@@ -133,12 +133,11 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
       },
       read: driver.read,
       subscribe: fanout.subscribe,
-      publish: (treeId, events) =>
-        Effect.sync(() =>
-          fanout.publish(treeId, events)
-        ),
       changes: Effect.acquireRelease(
-        Effect.tap(Mailbox.make<Change, StoreError>(), (watcher) => Effect.sync(() => watchers.add(watcher))),
+        Effect.tap(Mailbox.make<Change, StoreError>(), (watcher) =>
+          Effect.sync(() =>
+            watchers.add(watcher)
+          )),
         (watcher) => Effect.sync(() => watchers.delete(watcher))
       ),
       listOpen: driver.listOpen

@@ -6,8 +6,6 @@
  *   with no read.
  * - `moved(treeId, nextSeq)`: someone else (another process) appended up to `nextSeq` — the subscribers behind it read
  *   what they miss from the store.
- * - `publish(treeId, events)`: live-only events (streamed `MessageDelta`s, never stored), for the subscribers in this
- *   process whose cursor is past their `seq`'s step.
  * - `subscribe(treeId, from, sessionId?)`: the stored events from `from` (read once), then every later one as it comes.
  *   A subscriber is registered before its first read, so nothing appended meanwhile is lost; what it is handed before
  *   that read returns waits until it has.
@@ -30,12 +28,8 @@ export interface Fanout {
     sessionId?: SessionId | undefined
   ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, StoreError>, never, Scope.Scope>
   readonly appended: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => void
-  readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => void
   readonly moved: (treeId: SessionId, nextSeq: number) => void
 }
-
-/** Live-only events (streamed deltas) are never stored: they ride along the subscriptions of this process. */
-const isLiveOnly = (event: TurnEvent) => event._tag === "MessageDelta"
 
 interface Subscriber {
   /** Events handed to it (or a `moved` mark) while it reads: taken in order once the read is done. */
@@ -69,14 +63,12 @@ export const make = (store: {
       const waiting: Array<TurnEvent> = []
       const runtime = yield* Effect.runtime<never>()
 
-      /** Takes events in order: stored ones at `next`, live-only ones of steps it has reached. */
+      /** Takes events in order, from `next` on. */
       const take = (events: ReadonlyArray<TurnEvent>): boolean => {
         const taken: Array<TurnEvent> = []
         let gap = false
         for (const event of events) {
-          if (isLiveOnly(event)) {
-            if (event.seq >= cursor && event.seq < next && mine(event)) taken.push(event)
-          } else if (event.seq === next) {
+          if (event.seq === next) {
             next = event.seq + 1
             if (mine(event)) taken.push(event)
           } else if (event.seq > next) {
@@ -159,7 +151,6 @@ export const make = (store: {
   return {
     subscribe,
     appended: (treeId, events) => each(treeId, (subscriber) => subscriber.handed(events)),
-    publish: (treeId, events) => each(treeId, (subscriber) => subscriber.handed(events)),
     moved: (treeId, nextSeq) => each(treeId, (subscriber) => subscriber.moved(nextSeq))
   }
 }

@@ -47,6 +47,7 @@ import * as Commit from "./engine/commit.js"
 import type { Core, TreeMissing } from "./engine/core.js"
 import * as Facade from "./engine/facade.js"
 import * as Follow from "./engine/follow.js"
+import * as Live from "./engine/live.js"
 import * as Mailbox from "./engine/mailbox.js"
 import * as Ownership from "./engine/ownership.js"
 import * as Reconcile from "./engine/reconcile.js"
@@ -133,6 +134,7 @@ const makeWith = (
   Effect.gen(function*() {
     const { runtimeTools, store } = services
     const { marked, modelOf, toolsOf, validate } = definitions(services)
+    const live = Live.make()
     const core = {
       store,
       env: { toolsOf },
@@ -141,7 +143,8 @@ const makeWith = (
       placed: placed ? new Set<SessionId>() : undefined,
       leaseTtl: Duration.decode(options?.leaseTtl ?? "10 seconds"),
       snapshotEvery: Math.max(0, options?.snapshotEvery ?? Snapshots.defaultEvery),
-      work: Work.make({ store, runtimeTools, toolsOf, modelOf })
+      work: Work.make({ live, runtimeTools, toolsOf, modelOf }),
+      live
     } as Core
     yield* Ownership.beat(core)
     Object.assign(core, Mailbox.make(core), Commit.make(core), Reconcile.make(core))

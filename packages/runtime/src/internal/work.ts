@@ -12,7 +12,6 @@ import type { CallbackId, SessionId } from "@parley/core/Ids"
 import { ModelFailure, ToolFailure } from "@parley/core/ParleyError"
 import type { AgentInvalid } from "@parley/core/ParleyError"
 import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
-import type * as SessionStore from "@parley/log/SessionStore"
 import * as TreeState from "@parley/log/TreeState"
 import * as Cause from "effect/Cause"
 import * as DateTime from "effect/DateTime"
@@ -23,6 +22,7 @@ import * as Connectors from "../Connectors.js"
 import type * as RuntimeTools from "../RuntimeTools.js"
 import type { ResolvedTool } from "./agentTools.js"
 import type { Command } from "./decide.js"
+import type * as Live from "./engine/live.js"
 import { promptOf, toolkitOf } from "./prompt.js"
 import { refOf } from "./toolCalls.js"
 
@@ -107,12 +107,13 @@ const callOf = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call, tool: Re
 
 /** The work items: a model step (streamed, deltas published live) and a runtime tool's run. */
 export const make = (deps: {
-  readonly store: SessionStore.Services
+  /** Where a model step's deltas go live (the engine's channel: never stored). */
+  readonly live: Live.Live
   readonly runtimeTools: RuntimeTools.Service
   readonly toolsOf: (agent: AgentSpec) => ReadonlyMap<string, ResolvedTool>
   readonly modelOf: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
 }) => {
-  const { modelOf, runtimeTools, store, toolsOf } = deps
+  const { live, modelOf, runtimeTools, toolsOf } = deps
 
   const modelStep = (
     tree: Tree,
@@ -180,7 +181,7 @@ export const make = (deps: {
           }
           if (deltas.length > 0) {
             const at = yield* DateTime.now
-            yield* store.eventLog.publish(
+            live.publish(
               tree.treeId,
               deltas.map((delta) => new MessageDelta({ ...ids, seq: step.seq, at, delta }, true))
             )

@@ -24,6 +24,7 @@ import type * as Snapshots from "../snapshots.js"
 import type * as Telemetry from "../telemetry.js"
 import type { Env } from "../tx.js"
 import type * as Work from "../work.js"
+import type * as Live from "./live.js"
 
 export type Decided = Exit.Exit<Either.Either<Reply, Rejection>, TransportFailure>
 
@@ -113,6 +114,8 @@ export interface Settings {
   readonly leaseTtl: Duration.Duration
   readonly snapshotEvery: number
   readonly work: Work.Work
+  /** The live-only events (streamed deltas) of this process's model steps, for its readers. */
+  readonly live: Live.Live
 }
 
 /** `mailbox.ts`: commands into an actor's mailbox, processed by the fiber that finds it idle. */

@@ -13,8 +13,6 @@ import { AnswerMismatch, CallbackNotOpen, TurnNotFound } from "@parley/core/Parl
 import { Client, Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/Transport"
-import type { TurnEvent } from "@parley/core/TurnEvent"
-import type * as SessionStore from "@parley/log/SessionStore"
 import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -98,20 +96,19 @@ export const make = (
         { read: true }
       )
       const cursor = Number.isSafeInteger(from) && from > 0 ? from : 0
-      const source = yield* Effect.mapError(
-        store.eventLog.subscribe(treeId, cursor, id === treeId ? undefined : id),
+      const only = id === treeId ? undefined : id
+      const stored = yield* Effect.mapError(
+        store.eventLog.subscribe(treeId, cursor, only),
         (error) => failure(method, error)
       )
-      const events = yield* Mailbox.make<TurnEvent, SessionNotFound | TransportFailure>()
-      const move: Effect.Effect<void, SessionStore.StoreError> = Effect.flatMap(source.takeAll, ([batch, done]) => {
-        events.unsafeOfferAll(batch)
-        return done ? events.end : move
-      })
-      yield* move.pipe(
-        Effect.catchAll((error) => events.fail(failure(method, error))),
-        Effect.forkScoped
+      // The stored events, with the live deltas of this process's model steps merged in.
+      return yield* core.live.follow(
+        treeId,
+        cursor,
+        only,
+        stored,
+        (error): SessionNotFound | TransportFailure => failure(method, error)
       )
-      return events as Mailbox.ReadonlyMailbox<TurnEvent, SessionNotFound | TransportFailure>
     })
 
   const createSession = (given: AgentSpec) =>

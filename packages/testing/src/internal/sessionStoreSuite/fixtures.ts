@@ -124,9 +124,6 @@ export const opened = (seq: number, callback: CallbackId, sessionId: SessionId =
 export const blocked = (seq: number, ...callbacks: ReadonlyArray<CallbackId>) =>
   new TurnEvent.TurnBlocked({ sessionId: treeId, turnId, seq, at, callbackIds: callbacks })
 
-export const delta = (seq: number, text = "x") =>
-  new TurnEvent.MessageDelta({ sessionId: treeId, turnId, seq, at, messageId: "msg_1", delta: text })
-
 /** One stored event of every kind (no `MessageDelta`: those are live-only), with `seq`s from `from`. */
 export const everyKind = (from: number): ReadonlyArray<TurnEvent.TurnEvent> => {
   const common = { sessionId: treeId, turnId, at }
