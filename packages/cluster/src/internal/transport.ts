@@ -2,7 +2,8 @@
  * The `Transport` of a cluster process: what changes a tree goes to the runner that holds its shard, through the
  * `Tree` entity's client (on the wall clock: a send to a shard being moved is retried in real time); everything else
  * — creating a session, reading its turns, events, grants, open callbacks — is answered here, by this process's engine
- * from the log, as a follower would.
+ * from the log, as a follower would. A message refused by a runner that is stopping (`RunnerStopping`: nothing
+ * decided) is sent again every 100 ms, for 60 s at most, until the tree's shard moved to a runner that takes it.
  */
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import { Answer as AnswerSchema } from "@parley/core/Answer"
@@ -15,8 +16,9 @@ import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import type { Tree } from "../TreeEntity.js"
+import type { RunnerStopping, Tree } from "../TreeEntity.js"
 
 type Client = Effect.Effect.Success<typeof Tree.client>
 
@@ -30,6 +32,9 @@ const encoded = <A>(encode: (value: unknown) => Either.Either<A, unknown>, value
 
 const failure = (method: string, error: { readonly message: string }) =>
   new TransportFailure({ module: "ClusterRuntime", method, description: error.message, cause: error })
+
+const isStopping = (error: unknown): error is RunnerStopping =>
+  typeof error === "object" && error !== null && "_tag" in error && error._tag === "RunnerStopping"
 
 /** The cluster's own failures to deliver (a full mailbox, storage), as the transport's. */
 const clusterErrors = new Set<string>(["MailboxFull", "AlreadyProcessingMessage", "PersistenceError"])
@@ -59,18 +64,28 @@ export const make = (options: {
     )
   }
 
-  /** A message to the tree's runner, on the wall clock; the cluster's failures to deliver it are `TransportFailure`s. */
+  /**
+   * A message to the tree's runner, on the wall clock: sent again while its runner is stopping; the cluster's failures
+   * to deliver it are `TransportFailure`s.
+   */
   const routed = <A, E>(
     method: string,
-    send: Effect.Effect<A, E | MailboxFull | AlreadyProcessingMessage | PersistenceError>
-  ): Effect.Effect<A, E | TransportFailure> =>
-    Effect.withClock(send, wallClock).pipe(
+    send: Effect.Effect<A, E | RunnerStopping | MailboxFull | AlreadyProcessingMessage | PersistenceError>
+  ): Effect.Effect<A, Exclude<E, RunnerStopping> | TransportFailure> =>
+    Effect.withClock(
+      Effect.retry(send, {
+        while: isStopping,
+        schedule: Schedule.spaced("100 millis").pipe(Schedule.upTo("60 seconds"))
+      }),
+      wallClock
+    ).pipe(
       Effect.catchIf(
-        (error): error is MailboxFull | AlreadyProcessingMessage | PersistenceError =>
+        (error): error is MailboxFull | AlreadyProcessingMessage | PersistenceError | RunnerStopping =>
+          isStopping(error) ||
           typeof error === "object" && error !== null && "_tag" in error && clusterErrors.has(String(error._tag)),
         (error) => Effect.fail(failure(method, error))
       )
-    ) as Effect.Effect<A, E | TransportFailure>
+    ) as Effect.Effect<A, Exclude<E, RunnerStopping> | TransportFailure>
 
   return {
     createSession: local.createSession,
