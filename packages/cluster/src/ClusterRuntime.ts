@@ -77,7 +77,10 @@ export interface Options {
   readonly engine?: Engine.Options | undefined
   /** How long a `Tree` entity lives without a message (default: the cluster's `entityMaxIdleTime`, one minute). */
   readonly entityMaxIdleTime?: Duration.DurationInput | undefined
-  /** How often the wake-up singleton looks for trees a dead runner left mid-turn (default: 5 seconds). */
+  /**
+   * How often the wake-up singleton looks for trees a dead runner left mid-turn, or paused with a deadline due
+   * (default: 5 seconds).
+   */
   readonly wakeUpInterval?: Duration.DurationInput | undefined
 }
 
@@ -122,7 +125,7 @@ export const layer = (
       onWallClock(
         Layer.mergeAll(
           Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }, metrics, () => stopping),
-          WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds" })
+          WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds", clock })
         ),
         wallClock
       ).pipe(Layer.provide(Layer.succeed(Sharding.Sharding, sharding)))
