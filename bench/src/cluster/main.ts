@@ -8,84 +8,26 @@
  *
  * `npm run bench:cluster -- --sessions=60 --turns=5 --runners=1,2,3` (PostgreSQL: `PARLEY_TEST_PG_URL`, default the
  * test database of `scripts/postgres.sh`). Reports turns/s and each runner's CPU time per turn.
+ *
+ * `--resume=N` adds the resume phase (`resume.ts`): a runner of three holding its share of N trees (half paused on
+ * approvals, half running a tool) is killed; p50 and p99 of the time from the kill to each of its trees' next event.
+ * `--runners=` (empty) runs that phase alone.
  */
-import { ShardId, Sharding } from "@effect/cluster"
+import { Sharding } from "@effect/cluster"
 import { NodeRuntime } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
-import { Console, Context, Effect, Layer, Redacted } from "effect"
-import * as ChildProcess from "node:child_process"
-import * as fs from "node:fs"
-import * as Net from "node:net"
-import * as path from "node:path"
-import { agent, brain, runner } from "./runner.js"
+import { Console, Context, Effect, Layer } from "effect"
+import { cpuOf, freePort, schema, settled, spawnRunner } from "./processes.js"
+import { measureResume } from "./resume.js"
+import { agent, brain, runner, shardsPerGroup } from "./runner.js"
 
 const arg = (name: string, fallback: string) =>
   process.argv.find((value) => value.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
 const sessions = Number(arg("sessions", "60"))
 const turnsEach = Number(arg("turns", "5"))
-const runnerCounts = arg("runners", "1,2,3").split(",").map(Number)
-const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
-
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-)
-
-/** CPU time (ms) a process used so far: this one's, or a child's from /proc. */
-const cpuOf = (pid: number) => {
-  if (pid === process.pid) {
-    const usage = process.cpuUsage()
-    return (usage.user + usage.system) / 1000
-  }
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10 // utime + stime, in 1/100 s
-}
-
-const spawnRunner = (url: string, port: number) =>
-  Effect.acquireRelease(
-    Effect.async<ChildProcess.ChildProcess, Error>((resume) => {
-      const child = ChildProcess.spawn(
-        process.execPath,
-        [
-          "--conditions=@parley/source",
-          "--import",
-          "tsx",
-          path.join(import.meta.dirname, "runnerProcess.ts"),
-          JSON.stringify({ url, port })
-        ],
-        { stdio: ["ignore", "ignore", "inherit", "ipc"], env: { ...process.env, NODE_OPTIONS: "" } }
-      )
-      child.on("message", () => resume(Effect.succeed(child)))
-      child.on("exit", (code) => resume(Effect.fail(new Error(`a runner exited (${code})`))))
-    }),
-    (child) =>
-      Effect.async<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
-        child.on("exit", () => resume(Effect.void))
-        child.kill("SIGTERM")
-      })
-  )
-
-const schema = Effect.gen(function*() {
-  const name = `bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
-  const admin = Context.get(
-    yield* Layer.build(PgClient.layer({ url: Redacted.make(pgUrl), maxConnections: 1 })),
-    PgClient.PgClient
-  )
-  yield* Effect.acquireRelease(
-    admin`CREATE SCHEMA ${admin(name)}`,
-    () => Effect.ignore(admin`DROP SCHEMA ${admin(name)} CASCADE`)
-  )
-  return `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${name}`)}`
-})
-
+const runnerCounts = arg("runners", "1,2,3").split(",").filter((count) => count !== "").map(Number)
+const resumeTrees = Number(arg("resume", "0"))
 const measure = (count: number) =>
   Effect.gen(function*() {
     const url = yield* schema
@@ -93,16 +35,7 @@ const measure = (count: number) =>
     const context = yield* Layer.build(runner({ url, port: yield* freePort, model: model.languageModel }))
     const children = []
     for (let i = 1; i < count; i++) children.push(yield* spawnRunner(url, yield* freePort))
-    // Until the shards are split (this runner's share holds for a second).
-    const sharding = Context.get(context, Sharding.Sharding)
-    const shards = Array.from({ length: 60 }, (_, i) => ShardId.make("default", i + 1))
-    let last = -1
-    for (let stable = 0; stable < 4;) {
-      yield* Effect.sleep("250 millis")
-      const held = shards.filter((shard) => sharding.hasShardId(shard)).length
-      stable = held === last && (count === 1 || held < shards.length) ? stable + 1 : 0
-      last = held
-    }
+    yield* settled(Context.get(context, Sharding.Sharding), count, shardsPerGroup)
     const loop = (rounds: number) =>
       Effect.forEach(Array.from({ length: sessions }), () =>
         Effect.gen(function*() {
@@ -131,14 +64,33 @@ const measure = (count: number) =>
   }).pipe(Effect.scoped)
 
 NodeRuntime.runMain(Effect.gen(function*() {
-  yield* Console.log(`| runners | turns | seconds | turns/s | CPU ms per turn (this runner, others) |`)
-  yield* Console.log(`|---|---|---|---|---|`)
+  if (runnerCounts.length > 0) {
+    yield* Console.log(`| runners | turns | seconds | turns/s | CPU ms per turn (this runner, others) |`)
+    yield* Console.log(`|---|---|---|---|---|`)
+  }
   for (const count of runnerCounts) {
     const row = yield* measure(count)
     yield* Console.log(
       `| ${row.count} | ${row.turns} | ${row.seconds.toFixed(1)} | ${(row.turns / row.seconds).toFixed(1)} | ${
         row.cpu.map((ms) => ms.toFixed(2)).join(", ")
       } |`
+    )
+  }
+  if (resumeTrees > 0) {
+    const resumed = yield* measureResume(resumeTrees)
+    yield* Console.log(
+      `\nA runner of three killed (SIGKILL) holding its share of ${resumed.trees} trees (lock expiry 8 s, refreshed every` +
+        ` 1 s; health checks every 1 s; wake-up every 5 s): from the kill to each tree's next event`
+    )
+    yield* Console.log(`| its trees | count | p50 ms | p99 ms | max ms |`)
+    yield* Console.log(`|---|---|---|---|---|`)
+    for (const row of resumed.rows) {
+      yield* Console.log(`| ${row.kind} | ${row.trees} | ${row.p50} | ${row.p99} | ${row.max} |`)
+    }
+    yield* Console.log(
+      `every turn ended ${resumed.recoveredIn} ms after the kill; CPU meanwhile (this runner, the other): ${
+        resumed.cpu.map((ms) => `${ms.toFixed(0)} ms`).join(", ")
+      }`
     )
   }
 }))

@@ -59,6 +59,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as ClusterStatus from "./ClusterStatus.js"
 import * as Handlers from "./internal/handlers.js"
 import * as ShardMetrics from "./internal/shardMetrics.js"
@@ -76,7 +77,10 @@ export interface Options {
   readonly engine?: Engine.Options | undefined
   /** How long a `Tree` entity lives without a message (default: the cluster's `entityMaxIdleTime`, one minute). */
   readonly entityMaxIdleTime?: Duration.DurationInput | undefined
-  /** How often the wake-up singleton looks for trees a dead runner left mid-turn (default: 5 seconds). */
+  /**
+   * How often the wake-up singleton looks for trees a dead runner left mid-turn, or paused with a deadline due
+   * (default: 5 seconds).
+   */
   readonly wakeUpInterval?: Duration.DurationInput | undefined
 }
 
@@ -99,7 +103,14 @@ export const layer = (
     const clock = yield* Effect.clock
     const wallClock = Clock.make()
     const store = yield* storeServices
-    const engine = yield* Engine.makePlaced(options.engine ?? {})
+    // The engine in a scope of its own, closed by one finalizer after it says the runner is stopping: a layer's
+    // finalizers may run at once, and the handlers must know before the engine refuses commands.
+    let stopping = false
+    const engineScope = yield* Scope.make()
+    yield* Effect.addFinalizer((exit) =>
+      Effect.zipRight(Effect.sync(() => void (stopping = true)), Scope.close(engineScope, exit))
+    )
+    const engine = yield* Scope.extend(Engine.makePlaced(options.engine ?? {}), engineScope)
     const sharding = yield* Sharding.Sharding
     const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
     const runner = Option.flatMap(config, (config) => config.runnerAddress)
@@ -113,8 +124,8 @@ export const layer = (
     yield* Layer.build(
       onWallClock(
         Layer.mergeAll(
-          Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }, metrics),
-          WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds" })
+          Handlers.layer(engine, clock, { maxIdleTime: options.entityMaxIdleTime }, metrics, () => stopping),
+          WakeUp.layer(store, { interval: options.wakeUpInterval ?? "5 seconds", clock })
         ),
         wallClock
       ).pipe(Layer.provide(Layer.succeed(Sharding.Sharding, sharding)))

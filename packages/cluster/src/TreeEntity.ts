@@ -7,8 +7,10 @@
  * tree.
  *
  * The messages are volatile (not `ClusterSchema.Persisted`): the tree's log is the only record, and every message is
- * idempotent in it. What comes from a caller (an answer, who answers) crosses as it is and is decoded by the engine on
- * the runner, so a malformed request is the engine's typed error, as in-process.
+ * idempotent in it. A runner that is stopping (drained) refuses a message with `RunnerStopping` without deciding it:
+ * the sender sends it again, and it reaches the tree's next runner once the shard moved. What comes from a caller (an
+ * answer, who answers) crosses as it is and is decoded by the engine on the runner, so a malformed request is the
+ * engine's typed error, as in-process.
  *
  * @example
  * ```ts
@@ -41,6 +43,26 @@ import { TurnRef } from "@parley/core/Transport"
 import * as Schema from "effect/Schema"
 
 /**
+ * The runner that got the message is stopping (a drain): its engine did not decide the command, and the tree's shard
+ * is about to move. Sending the message again is safe; `ClusterRuntime`'s `Transport` does so until another runner
+ * takes it.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class RunnerStopping extends Schema.TaggedError<RunnerStopping>("@parley/cluster/TreeEntity/RunnerStopping")(
+  "RunnerStopping",
+  { treeId: Schema.String }
+) {
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `the runner of tree ${this.treeId} is stopping: the command was not decided`
+  }
+}
+
+/**
  * Queues a turn on a session of the tree (`Transport.sendMessage`); `requestId` makes it idempotent.
  *
  * @since 0.1.0
@@ -49,7 +71,7 @@ import * as Schema from "effect/Schema"
 export const SendMessage = Rpc.make("SendMessage", {
   payload: { sessionId: Schema.String, input: Schema.String, requestId: Schema.String },
   success: TurnRef,
-  error: Schema.Union(SessionNotFound, InvalidId, TransportFailure)
+  error: Schema.Union(SessionNotFound, InvalidId, TransportFailure, RunnerStopping)
 })
 
 /**
@@ -75,7 +97,8 @@ export const Answer = Rpc.make("Answer", {
     InvalidId,
     SessionNotFound,
     TurnNotFound,
-    TransportFailure
+    TransportFailure,
+    RunnerStopping
   )
 })
 
@@ -87,7 +110,7 @@ export const Answer = Rpc.make("Answer", {
  */
 export const Cancel = Rpc.make("Cancel", {
   payload: { sessionId: Schema.String },
-  error: Schema.Union(SessionNotFound, TransportFailure)
+  error: Schema.Union(SessionNotFound, TransportFailure, RunnerStopping)
 })
 
 /**
@@ -98,7 +121,7 @@ export const Cancel = Rpc.make("Cancel", {
  */
 export const RevokeGrant = Rpc.make("RevokeGrant", {
   payload: { sessionId: Schema.String, grantId: Schema.String, revokedBy: Schema.optional(Schema.Unknown) },
-  error: Schema.Union(GrantNotFound, SessionNotFound, TransportFailure)
+  error: Schema.Union(GrantNotFound, SessionNotFound, TransportFailure, RunnerStopping)
 })
 
 /**
@@ -108,7 +131,7 @@ export const RevokeGrant = Rpc.make("RevokeGrant", {
  * @category Schemas
  */
 export const Resume = Rpc.make("Resume", {
-  error: Schema.Union(SessionNotFound, TransportFailure)
+  error: Schema.Union(SessionNotFound, TransportFailure, RunnerStopping)
 })
 
 /**

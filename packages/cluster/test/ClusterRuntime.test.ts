@@ -195,4 +195,40 @@ describe("ClusterRuntime", () => {
       assert.include(["CallbackNotOpen", "TurnNotFound"], late._tag)
       yield* runner.stop
     }))
+
+  it.scoped(
+    "the singleton's periodic pass expires a paused tree a process left after the singleton started: its deadline due",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* sqliteFile
+        const model = yield* ScriptedModel.fromFunction(locatorBrain)
+        // The runner first: its singleton's pass at start finds nothing.
+        const runner = yield* start(
+          ClusterRuntime.layerSingle({ wakeUpInterval: "100 millis" }).pipe(
+            Layer.provide(services(sqlite(filename), model))
+          )
+        )
+        yield* TestServices.provideLive(Effect.sleep("1 second"))
+        // Then a process that leaves a paused tree (its approval due in an hour) and dies: no runner holds the tree,
+        // no message comes to it.
+        const dead = yield* start(
+          LocalTransport.layerWith({ owner: "dead" }).pipe(Layer.provide(services(sqlite(filename), model)))
+        )
+        const turn = yield* dead.provide(Effect.gen(function*() {
+          const session = yield* Agent.startSession(locator)
+          const turn = yield* Session.sendMessage(session, "Where am I?")
+          const state = yield* Turn.result(turn)
+          assert.strictEqual(state._tag, "Blocked")
+          return turn
+        }))
+        yield* dead.stop
+        // The hour passes (the test's clock, the engine's): the deadline is due, the pass wakes the tree, the runner
+        // loads it and expires the approval.
+        yield* TestClock.adjust(Duration.hours(2))
+        const events = yield* waitForLog(filename, turn.sessionId, (events) => tagsOf(events).includes("TurnEnded"))
+        const resolved = events.find((event) => event._tag === "CallbackResolved")
+        assert.strictEqual(resolved?._tag === "CallbackResolved" ? resolved.resolution : "", "expired")
+        yield* runner.stop
+      })
+  )
 })

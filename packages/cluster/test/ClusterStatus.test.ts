@@ -1,8 +1,8 @@
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { FetchHttpClient, HttpServer } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import type { ClusterStatus } from "@parley/cluster"
-import { ClusterApi, ClusterServer, RunnerMetrics } from "@parley/cluster"
+import { ClusterServer, RunnerMetrics } from "@parley/cluster"
 import { Agent, Session, Turn } from "@parley/core"
 import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
@@ -11,32 +11,12 @@ import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Metric, Redacted, TestServices } from "effect"
 import { freePorts, pgSchema } from "./databases.js"
 import { brain, pricer } from "./fixtures/pricing.js"
-import { clusterServers, key } from "./fixtures/servers.js"
+import { client, clusterServers, key, statusOf, until } from "./fixtures/servers.js"
 import { shardingConfig } from "./runners.js"
 
 // `GET /cluster/status` of two `ClusterServer.layerPg` servers of one cluster on PostgreSQL: each lists both runners,
 // their shards summing to the cluster's, its own part (shards held, trees in memory), and each runner's metrics say
 // the same; a bad key is refused (401).
-
-const client = (url: string, apiKey: string) =>
-  HttpApiClient.make(ClusterApi.Api, {
-    baseUrl: url,
-    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(apiKey))
-  }).pipe(Effect.provide(FetchHttpClient.layer))
-
-const statusOf = (url: string) =>
-  Effect.flatMap(client(url, key), (api) => api.cluster.status()).pipe(Effect.provide(FetchHttpClient.layer))
-
-/** Asks `url` until its status satisfies `done` (real time, 60 s at most); the last status. */
-const until = (url: string, done: (status: ClusterStatus.Status) => boolean) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 300; attempt++) {
-      const status = yield* statusOf(url)
-      if (done(status)) return status
-      yield* TestServices.provideLive(Effect.sleep("200 millis"))
-    }
-    return yield* Effect.dieMessage(`${url}: the status never settled`)
-  })
 
 const settled = (status: ClusterStatus.Status) =>
   status.runners.length === 2 && status.runners.every((runner) => runner.healthy && runner.shards > 0) &&

@@ -11,6 +11,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { spawnRunner } from "./children.js"
 import { freePorts, pgSchema } from "./databases.js"
+import { read } from "./fixtures/ledger.js"
 import { brain, lookupPrice, pricer } from "./fixtures/pricing.js"
 import { runner, shardingConfig } from "./runners.js"
 
@@ -22,20 +23,6 @@ import { runner, shardingConfig } from "./runners.js"
 // process), a tool cut off by the stop is reported failed to the model, and every tree's log is gap-free.
 
 const SESSIONS = 30
-
-interface Line {
-  readonly what: "began" | "finished"
-  readonly product: string
-  readonly pid: number
-}
-
-const read = (ledger: string): ReadonlyArray<Line> =>
-  fs.existsSync(ledger)
-    ? fs.readFileSync(ledger, "utf8").trim().split("\n").filter((line) => line !== "").map((line) => {
-      const [what, product, pid] = line.split(" ")
-      return { what: what as Line["what"], product, pid: Number(pid) }
-    })
-    : []
 
 describe("ClusterRuntime.layerSocket: runner processes", () => {
   it.live(

@@ -98,7 +98,8 @@ export interface Change {
 }
 
 /**
- * The callbacks `listOpen` lists: of one session (not its subagents) and/or of one kind.
+ * The callbacks `listOpen` lists: of one session (not its subagents), of one kind, and/or with a deadline at or before
+ * `expiresBy` (epoch millis: the callbacks due by then; those without a deadline are left out).
  *
  * @since 0.1.0
  * @category Models
@@ -106,6 +107,7 @@ export interface Change {
 export interface OpenFilter {
   readonly sessionId?: SessionId | undefined
   readonly kind?: Callback.Kind | undefined
+  readonly expiresBy?: number | undefined
 }
 
 /**

@@ -36,6 +36,7 @@ import {
   callbackId,
   childId,
   ended,
+  later,
   opened,
   otherTreeId,
   queued,
@@ -129,6 +130,20 @@ export const suite = (name: string, makeDriver: MakeDriver) =>
             (yield* driver.listOpen({ sessionId: otherTreeId })).map((row) => row.callbackId),
             []
           )
+        })))
+
+    it.scoped("lists the callbacks due by a time (`expiresBy`): open, with a deadline at or before it", () =>
+      withDriver(makeDriver, (driver) =>
+        Effect.gen(function*() {
+          yield* driver.append(
+            rows(0, [queued(0), opened(1, callbackId("a")), opened(2, callbackId("b"), treeId, undefined)])
+          )
+          const dueBy = (millis: number) =>
+            Effect.map(driver.listOpen({ expiresBy: millis }), (open) => open.map((row) => row.callbackId))
+          assert.deepStrictEqual(yield* dueBy(later.epochMillis - 1), [])
+          assert.deepStrictEqual(yield* dueBy(later.epochMillis), [callbackId("a")])
+          yield* driver.append(rows(3, [resolved(3, callbackId("a"))]))
+          assert.deepStrictEqual(yield* dueBy(later.epochMillis + 1), [])
         })))
 
     it.scoped("checks the fence in the same write: a lease the tree does not have writes nothing", () =>

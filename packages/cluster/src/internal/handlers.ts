@@ -4,10 +4,14 @@
  * cluster's fibers run on the wall clock; the engine's decisions, deadlines included, on the program's). When the
  * entity stops (idle, or its shard moved), the engine is released from the tree. Each counts in the runner's metrics
  * (`RunnerMetrics`: trees in memory, messages handled).
+ *
+ * Once the runner is stopping (a drain; `stopping()` says so before its engine begins to close), a message is refused
+ * with `RunnerStopping` (nothing decided; the sender sends it again, to the tree's next runner), and so is a command
+ * the closing engine refused ("the engine is stopping") — never a `TransportFailure` the caller would have to retry.
  */
 import * as Entity from "@effect/cluster/Entity"
 import type { SessionId } from "@parley/core/Ids"
-import { TransportFailure } from "@parley/core/ParleyError"
+import { type SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import type * as Engine from "@parley/runtime/Engine"
@@ -17,7 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import type * as RunnerMetrics from "../RunnerMetrics.js"
-import { Tree } from "../TreeEntity.js"
+import { RunnerStopping, Tree } from "../TreeEntity.js"
 
 const decodePrincipal = Schema.decodeUnknown(Principal)
 
@@ -25,7 +29,8 @@ export const layer = (
   engine: Engine.Placed,
   clock: Clock.Clock,
   options: { readonly maxIdleTime?: Duration.DurationInput | undefined },
-  metrics: RunnerMetrics.Tagged
+  metrics: RunnerMetrics.Tagged,
+  stopping: () => boolean
 ) =>
   Tree.toLayer(
     Effect.gen(function*() {
@@ -33,12 +38,21 @@ export const layer = (
       const treeId = address.entityId as string as SessionId
       yield* Metric.increment(metrics.trees)
       yield* Effect.addFinalizer(() => Effect.zipRight(Metric.incrementBy(metrics.trees, -1), engine.release(treeId)))
+      const refused = Effect.fail(new RunnerStopping({ treeId }))
       const counted = (name: string) => {
         const counter = metrics.messages(name)
-        return <A, E>(effect: Effect.Effect<A, E>) =>
-          Effect.withClock(
-            Effect.zipRight(Metric.increment(counter), Effect.zipRight(engine.place(treeId), effect)),
-            clock
+        return <A, E>(
+          effect: Effect.Effect<A, E>
+        ): Effect.Effect<A, E | SessionNotFound | TransportFailure | RunnerStopping> =>
+          Effect.suspend(() =>
+            stopping() ? refused : Effect.withClock(
+              Effect.zipRight(Metric.increment(counter), Effect.zipRight(engine.place(treeId), effect)),
+              clock
+            ).pipe(
+              // The engine closing refuses what it had not decided yet (every command is idempotent in the log:
+              // sending it again is safe even if it was).
+              Effect.catchIf((error) => stopping() && error instanceof TransportFailure, () => refused)
+            )
           )
       }
       const sendMessage = counted("SendMessage")
@@ -66,7 +80,11 @@ export const layer = (
                 })
             ),
             (revokedBy) =>
-              transport.revokeGrant({ sessionId: payload.sessionId as SessionId, grantId: payload.grantId, revokedBy })
+              transport.revokeGrant({
+                sessionId: payload.sessionId as SessionId,
+                grantId: payload.grantId,
+                revokedBy
+              })
           )),
         Resume: () => resume(Effect.void)
       })

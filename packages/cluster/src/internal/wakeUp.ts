@@ -3,11 +3,14 @@
  * runner died is taken up by the tree's next message, and this is what sends one when nobody else will. At start it
  * wakes every tree with open callbacks (their deadlines are armed again by the runner that loads them) or with turns
  * not ended; then, every `interval`, the trees with turns running (not paused) — those of a runner that died
- * mid-turn. A `Resume` to a tree its runner holds already is a no-op there.
+ * mid-turn — and the trees with an open callback whose deadline is due (on the engine's clock): a paused tree of a
+ * runner that died while this singleton lived on, whose deadline nobody holds any more, expires at most `interval`
+ * late. A `Resume` to a tree its runner holds already is a no-op there (a deadline it holds fires by itself).
  */
 import * as Singleton from "@effect/cluster/Singleton"
 import type { SessionId } from "@parley/core/Ids"
 import type * as SessionStore from "@parley/log/SessionStore"
+import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Tree } from "../TreeEntity.js"
@@ -17,7 +20,11 @@ const sweeper = "parley-cluster-wake-up"
 
 export const layer = (
   store: SessionStore.Services,
-  options: { readonly interval: Duration.DurationInput }
+  options: {
+    readonly interval: Duration.DurationInput
+    /** The engine's clock: deadlines are due by it. */
+    readonly clock: Clock.Clock
+  }
 ) =>
   Singleton.make(
     "parley/TreeWakeUp",
@@ -37,7 +44,11 @@ export const layer = (
         const open = yield* store.eventLog.listOpen()
         yield* wake([...open.map((row) => row.treeId), ...yield* running])
       })
-      const sweep = Effect.flatMap(running, wake)
+      const due = Effect.flatMap(
+        options.clock.currentTimeMillis,
+        (now) => Effect.map(store.eventLog.listOpen({ expiresBy: now }), (rows) => rows.map((row) => row.treeId))
+      )
+      const sweep = Effect.flatMap(Effect.zip(running, due), ([turns, deadlines]) => wake([...turns, ...deadlines]))
       const logged = (what: string) =>
         Effect.catchAllCause((cause) => Effect.logWarning(`the cluster could not ${what}`, cause))
       yield* first.pipe(logged("wake the trees at start"))

@@ -107,7 +107,8 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
       Effect.sync(() =>
         Array.from(open.values()).filter((row) =>
           (filter?.sessionId === undefined || row.sessionId === filter.sessionId) &&
-          (filter?.kind === undefined || row.kind === filter.kind)
+          (filter?.kind === undefined || row.kind === filter.kind) &&
+          (filter?.expiresBy === undefined || (expiries.get(row.callbackId) ?? Infinity) <= filter.expiresBy)
         )
       ),
     follow: () => Effect.void

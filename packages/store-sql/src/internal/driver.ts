@@ -73,6 +73,9 @@ export const make = (
           ? sql.literal("")
           : sql`AND c.session_id = ${filter.sessionId}`
         const byKind = filter?.kind === undefined ? sql.literal("") : sql`AND c.kind = ${filter.kind}`
+        const due = filter?.expiresBy === undefined
+          ? sql.literal("")
+          : sql`AND c.expires_at IS NOT NULL AND c.expires_at <= ${filter.expiresBy}`
         return sql<{
           readonly callback_id: string
           readonly tree_id: string
@@ -82,7 +85,7 @@ export const make = (
           readonly seq: number | string
         }>`SELECT c.callback_id, c.tree_id, c.session_id, c.turn_id, c.kind, c.seq FROM parley_callbacks c
           WHERE NOT EXISTS (SELECT 1 FROM parley_callback_resolutions r WHERE r.callback_id = c.callback_id)
-          ${bySession} ${byKind} ORDER BY c.tree_id, c.seq`.pipe(
+          ${bySession} ${byKind} ${due} ORDER BY c.tree_id, c.seq`.pipe(
           Effect.map((rows) =>
             rows.map((row) => ({
               treeId: row.tree_id as SessionId,

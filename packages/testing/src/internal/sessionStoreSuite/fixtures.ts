@@ -100,7 +100,13 @@ export const ended = (seq: number, sessionId: SessionId = treeId, id = turnId) =
     state: new TurnState.Completed({ sessionId, turnId: id, text: "done" })
   })
 
-export const opened = (seq: number, callback: CallbackId, sessionId: SessionId = treeId) =>
+/** An approval opened at `seq`, due `later` (or at `expiresAt`; none when `undefined` is given). */
+export const opened = (
+  seq: number,
+  callback: CallbackId,
+  sessionId: SessionId = treeId,
+  ...deadline: [expiresAt?: DateTime.Utc | undefined]
+) =>
   new TurnEvent.CallbackOpened({
     sessionId,
     turnId,
@@ -111,7 +117,7 @@ export const opened = (seq: number, callback: CallbackId, sessionId: SessionId =
       sessionId,
       turnId,
       openedAt: at,
-      expiresAt: later,
+      expiresAt: deadline.length === 0 ? later : deadline[0],
       request: new Callback.ApprovalRequest({
         tool: new Callback.ToolRef({ id: Ids.ToolId.make("client.send_email"), name: "send_email" }),
         toolCallId: "call_1",

@@ -4,6 +4,7 @@
  * (trees with turns not ended that an owner may take up) and `listOpen` (callbacks open across trees).
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -243,6 +244,33 @@ export const leases = (makeDatabase: MakeDatabase): void => {
               Effect.map((rows) => rows.map((row) => row.callbackId))
             ),
             ["cb_w"]
+          )
+        })))
+
+    it.scoped("lists the callbacks due by a time: open, with a deadline at or before it", () =>
+      withStore(makeDatabase, (store) =>
+        Effect.gen(function*() {
+          const sooner = DateTime.subtract(later, { minutes: 30 })
+          yield* store.eventLog.append(treeId, 0, [
+            queued(0),
+            opened(1, callbackId("x")),
+            opened(2, callbackId("y"), treeId, sooner),
+            opened(3, callbackId("z"), treeId, undefined)
+          ])
+          const dueBy = (time: DateTime.Utc) =>
+            Effect.map(
+              store.eventLog.listOpen({ expiresBy: time.epochMillis }),
+              (rows) => rows.map((row) => row.callbackId)
+            )
+          assert.deepStrictEqual(yield* dueBy(DateTime.subtract(sooner, { millis: 1 })), [])
+          assert.deepStrictEqual(yield* dueBy(sooner), ["cb_y"])
+          assert.deepStrictEqual(yield* dueBy(later), ["cb_x", "cb_y"])
+          // Resolved: no longer due; the one without a deadline never is.
+          yield* store.eventLog.append(treeId, 4, [resolved(4, callbackId("y"))])
+          assert.deepStrictEqual(yield* dueBy(DateTime.add(later, { hours: 1 })), ["cb_x"])
+          assert.deepStrictEqual(
+            (yield* store.eventLog.listOpen({ expiresBy: later.epochMillis, kind: "client_tool" })).length,
+            0
           )
         })))
   })
