@@ -6,19 +6,12 @@
  * hand got `CallbackAlreadyAnswered` for an answer that had won). The log holds one resolution.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, AgentSpec, Answer, Session, Turn } from "@parley/core"
-import { ScriptedModel } from "@parley/testing"
-import { HttpTransport } from "@parley/transport-http"
-import { Effect, Redacted, Schedule, Schema } from "effect"
-import { brain, locator } from "./fixtures/agents.js"
+import { Agent, Answer, Session, Turn } from "@parley/core"
+import { Effect } from "effect"
+import { locator } from "./fixtures/agents.js"
 import { request } from "./fixtures/http.js"
-import type { LostResponse } from "./fixtures/proxy.js"
-import { startProxy } from "./fixtures/proxy.js"
-import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
-
-const encodeAgent = Schema.encodeSync(AgentSpec.AgentSpec)
-
-const fast = Schedule.exponential("10 millis").pipe(Schedule.union(Schedule.spaced("200 millis")))
+import { behindProxy, createSession, locatorServer, lossCases } from "./fixtures/lossy.js"
+import { keys } from "./fixtures/servers.js"
 
 interface Stored {
   readonly _tag: string
@@ -41,29 +34,14 @@ const storedEvents = (base: string, sessionId: string) =>
 const resolutionsOf = (events: ReadonlyArray<Stored>, callbackId: string) =>
   events.filter((event) => event._tag === "CallbackResolved" && event.callbackId === callbackId)
 
-const lossCases: ReadonlyArray<readonly [LostResponse, string]> = [
-  ["reset", "the connection is reset after the answer reached the server"],
-  ["503", "a gateway answers 503 after the answer reached the server"],
-  ["hold", "no response comes before sendTimeout"]
-]
-
 describe("HttpTransport.answer: a lost response is sent again with its request id", () => {
   for (const [how, what] of lossCases) {
     it.scopedLive(
       `${what}: Turn.answer succeeds, one CallbackResolved, the turn goes on`,
       () =>
         Effect.gen(function*() {
-          const model = yield* ScriptedModel.fromFunction(brain)
-          const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
-            runtimeTools: []
-          })
-          const proxy = yield* startProxy(base)
-          const transport = HttpTransport.layer({
-            url: proxy.url,
-            apiKey: Redacted.make(keys.alice),
-            reconnect: fast,
-            sendTimeout: "500 millis"
-          })
+          const base = yield* locatorServer
+          const { proxy, transport } = yield* behindProxy(base)
           const { approval, next, turn } = yield* Effect.gen(function*() {
             const session = yield* Agent.startSession(locator)
             const turn = yield* Session.sendMessage(session, "Where am I?")
@@ -91,16 +69,8 @@ describe("HttpTransport.answer: a lost response is sent again with its request i
 
   it.scopedLive("over plain HTTP: a repeat of the winner's requestId is a 204, another answer a 409, a bad id a 400", () =>
     Effect.gen(function*() {
-      const model = yield* ScriptedModel.fromFunction(brain)
-      const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
-        runtimeTools: []
-      })
-      const created = yield* request(`${base}/sessions`, {
-        method: "POST",
-        key: keys.alice,
-        body: encodeAgent(locator.spec)
-      })
-      const sessionId = (created.json as { readonly sessionId: string }).sessionId
+      const base = yield* locatorServer
+      const sessionId = yield* createSession(base)
       const sent = yield* request(`${base}/sessions/${sessionId}/turns`, {
         method: "POST",
         key: keys.alice,

@@ -5,19 +5,14 @@
  */
 import { HttpClient } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, AgentSpec, Ids, Session, Turn } from "@parley/core"
-import { ScriptedModel } from "@parley/testing"
+import { Agent, Ids, Session, Turn } from "@parley/core"
 import { HttpTransport } from "@parley/transport-http"
-import { Effect, Redacted, Schedule, Schema } from "effect"
-import { brain, locator } from "./fixtures/agents.js"
+import { Effect, Redacted } from "effect"
+import { locator } from "./fixtures/agents.js"
 import { request } from "./fixtures/http.js"
-import type { LostResponse } from "./fixtures/proxy.js"
+import { behindProxy, createSession, fast, locatorServer, lossCases } from "./fixtures/lossy.js"
 import { startProxy } from "./fixtures/proxy.js"
-import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
-
-const encodeAgent = Schema.encodeSync(AgentSpec.AgentSpec)
-
-const fast = Schedule.exponential("10 millis").pipe(Schedule.union(Schedule.spaced("200 millis")))
+import { keys } from "./fixtures/servers.js"
 
 /** The `TurnQueued`s the server stored for the session (read straight from the server, not through the proxy). */
 const queuedTurns = (base: string, sessionId: string) =>
@@ -33,27 +28,12 @@ const queuedTurns = (base: string, sessionId: string) =>
       }))
   )
 
-const lossCases: ReadonlyArray<readonly [LostResponse, string]> = [
-  ["reset", "the connection is reset after the request reached the server"],
-  ["503", "a gateway answers 503 after the request reached the server"],
-  ["hold", "no answer comes before sendTimeout"]
-]
-
 describe("HttpTransport.sendMessage: a lost response is sent again with its request id", () => {
   for (const [how, what] of lossCases) {
     it.scopedLive(`${what}: one TurnQueued, and the caller's TurnRef is it`, () =>
       Effect.gen(function*() {
-        const model = yield* ScriptedModel.fromFunction(brain)
-        const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
-          runtimeTools: []
-        })
-        const proxy = yield* startProxy(base)
-        const transport = HttpTransport.layer({
-          url: proxy.url,
-          apiKey: Redacted.make(keys.alice),
-          reconnect: fast,
-          sendTimeout: "500 millis"
-        })
+        const base = yield* locatorServer
+        const { proxy, transport } = yield* behindProxy(base)
         const { blocked, turn } = yield* Effect.gen(function*() {
           const session = yield* Agent.startSession(locator)
           // The first two answers are lost: the transport sends the POST a third time.
@@ -73,10 +53,7 @@ describe("HttpTransport.sendMessage: a lost response is sent again with its requ
 
   it.scopedLive("the caller's own request id is the one the server records, and a later retry finds the turn", () =>
     Effect.gen(function*() {
-      const model = yield* ScriptedModel.fromFunction(brain)
-      const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
-        runtimeTools: []
-      })
+      const base = yield* locatorServer
       const proxy = yield* startProxy(base)
       const transport = HttpTransport.layer({ url: proxy.url, apiKey: Redacted.make(keys.alice), reconnect: fast })
       const { again, first } = yield* Effect.gen(function*() {
@@ -113,16 +90,8 @@ describe("HttpTransport.sendMessage: a lost response is sent again with its requ
 
   it.scopedLive("over plain HTTP: a malformed requestId is a 400 InvalidId and queues nothing; a repeat is a 202", () =>
     Effect.gen(function*() {
-      const model = yield* ScriptedModel.fromFunction(brain)
-      const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
-        runtimeTools: []
-      })
-      const created = yield* request(`${base}/sessions`, {
-        method: "POST",
-        key: keys.alice,
-        body: encodeAgent(locator.spec)
-      })
-      const sessionId = (created.json as { readonly sessionId: string }).sessionId
+      const base = yield* locatorServer
+      const sessionId = yield* createSession(base)
       const send = (body: unknown) =>
         request(`${base}/sessions/${sessionId}/turns`, { method: "POST", key: keys.alice, body })
       const refused = yield* send({ input: "Where am I?", requestId: "two words" })
