@@ -28,6 +28,15 @@ const locatorBrain = (call: ScriptedModel.Call): ScriptedModel.Reply =>
     ? ScriptedModel.toolCall("get_location", {})
     : ScriptedModel.text("The tool said no.")
 
+/** A locator turn, blocked on its approval: the turn. */
+const blockedOnApproval = Effect.gen(function*() {
+  const session = yield* Agent.startSession(locator)
+  const turn = yield* Session.sendMessage(session, "Where am I?")
+  const state = yield* Turn.result(turn)
+  assert.strictEqual(state._tag, "Blocked")
+  return turn
+})
+
 const services = (store: Layer.Layer<SessionStore.SessionStore>, model: ScriptedModel.Service) =>
   Layer.mergeAll(
     store,
@@ -171,13 +180,7 @@ describe("ClusterRuntime", () => {
           Layer.provide(services(sqlite(filename), model))
         )
       )
-      const turn = yield* dead.provide(Effect.gen(function*() {
-        const session = yield* Agent.startSession(locator)
-        const turn = yield* Session.sendMessage(session, "Where am I?")
-        const state = yield* Turn.result(turn)
-        assert.strictEqual(state._tag, "Blocked")
-        return turn
-      }))
+      const turn = yield* dead.provide(blockedOnApproval)
       yield* dead.stop
       const runner = yield* start(ClusterRuntime.layerSingle().pipe(Layer.provide(services(sqlite(filename), model))))
       // The runner loads the tree when the singleton wakes it (real time), and arms the approval's deadline on the
@@ -214,13 +217,7 @@ describe("ClusterRuntime", () => {
         const dead = yield* start(
           LocalTransport.layerWith({ owner: "dead" }).pipe(Layer.provide(services(sqlite(filename), model)))
         )
-        const turn = yield* dead.provide(Effect.gen(function*() {
-          const session = yield* Agent.startSession(locator)
-          const turn = yield* Session.sendMessage(session, "Where am I?")
-          const state = yield* Turn.result(turn)
-          assert.strictEqual(state._tag, "Blocked")
-          return turn
-        }))
+        const turn = yield* dead.provide(blockedOnApproval)
         yield* dead.stop
         // The hour passes (the test's clock, the engine's): the deadline is due, the pass wakes the tree, the runner
         // loads it and expires the approval.
