@@ -11,7 +11,7 @@
  * - the server's RSS with 10,000 idle SSE streams open (`/proc/<pid>/status`), against its RSS before.
  *
  * Sizes: `--turns=` (sequential turns), `--seconds=` (the 64-client phase), `--deltas=`, `--readers=`,
- * `--idle=`, `--clients=`.
+ * `--idle=`, `--clients=`. `--only=approval,reader,readers,idle` runs some rows only.
  */
 import { Transport } from "@parley/core"
 import { Agent, Answer, CallbackHandler, Session } from "@parley/core"
@@ -29,6 +29,8 @@ const arg = (name: string, full: number, small: number) => {
   const given = process.argv.find((a) => a.startsWith(`--${name}=`))
   return given === undefined ? (quick ? small : full) : Number(given.split("=")[1])
 }
+const only = process.argv.find((a) => a.startsWith("--only="))?.split("=")[1]?.split(",")
+const runs = (row: "approval" | "reader" | "readers" | "idle") => only === undefined || only.includes(row)
 const sizes = {
   turns: arg("turns", 500, 100),
   seconds: arg("seconds", 15, 5),
@@ -50,6 +52,10 @@ const startServer = (deltas: number) =>
       const child = ChildProcess.spawn(
         process.execPath,
         [
+          // `PARLEY_BENCH_PROFILE=<dir>`: the server writes a CPU profile there when it stops.
+          ...(process.env.PARLEY_BENCH_PROFILE
+            ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_BENCH_PROFILE}`]
+            : []),
           "--conditions=@parley/source",
           "--import",
           "tsx",
@@ -66,7 +72,19 @@ const startServer = (deltas: number) =>
       })
       child.on("exit", (code) => resume(Effect.fail(new Error(`the server exited (${code})`))))
     }),
-    ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+    // SIGINT first: the server stops as it would (and writes its profile), SIGKILL after 5 s.
+    ({ child }) =>
+      Effect.async<void>((resume) => {
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5000)
+        child.once("exit", () => {
+          clearTimeout(timer)
+          resume(Effect.void)
+        })
+        if (!child.kill("SIGINT")) {
+          clearTimeout(timer)
+          resume(Effect.void)
+        }
+      })
   )
 
 const rssOf = (pid: number) => {
@@ -265,14 +283,18 @@ const main = Effect.gen(function*() {
   const { child, url } = yield* startServer(sizes.deltas)
   const transport = HttpTransport.layer({ url, apiKey: benchKey })
   const run = <A, E>(effect: Effect.Effect<A, E, Transport.Transport>) => Effect.provide(effect, transport)
-  yield* run(approvalLoop)
-  yield* run(oneReader)
-  yield* Effect.scoped(Effect.gen(function*() {
-    // the 1,000 readers read a shorter answer: a server of its own
-    const second = yield* startServer(sizes.readerDeltas)
-    yield* manyReaders(second.url).pipe(Effect.provide(HttpTransport.layer({ url: second.url, apiKey: benchKey })))
-  }))
-  yield* run(idleStreams(url, child.pid ?? 0))
+  yield* Console.log(`load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(", ")}`)
+  if (runs("approval")) yield* run(approvalLoop)
+  if (runs("reader")) yield* run(oneReader)
+  if (runs("readers")) {
+    yield* Effect.scoped(Effect.gen(function*() {
+      // the 1,000 readers read a shorter answer: a server of its own
+      const second = yield* startServer(sizes.readerDeltas)
+      yield* manyReaders(second.url).pipe(Effect.provide(HttpTransport.layer({ url: second.url, apiKey: benchKey })))
+    }))
+  }
+  if (runs("idle")) yield* run(idleStreams(url, child.pid ?? 0))
+  yield* Console.log(`load average at end: ${os.loadavg().map((n) => n.toFixed(2)).join(", ")}`)
 }).pipe(Effect.scoped)
 
 Effect.runPromise(main).then(() => process.exit(0), (error) => {

@@ -11,7 +11,7 @@ import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import type { SessionId } from "@parley/core/Ids"
 import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { eventStreamContentType } from "@parley/core/ProtocolApi"
-import { TurnEvent } from "@parley/core/TurnEvent"
+import { MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -20,9 +20,9 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 
 /** A connection that ended or failed: opened again. */
-class Dropped extends Schema.TaggedError<Dropped>()("Dropped", { description: Schema.String }) {}
+export class Dropped extends Schema.TaggedError<Dropped>()("Dropped", { description: Schema.String }) {}
 
-const decodeEvent = Schema.decodeEither(Schema.parseJson(TurnEvent))
+const decodeEvent = Schema.decodeUnknownEither(TurnEvent)
 const decodeError = Schema.decodeUnknownEither(Schema.parseJson(Schema.Union(SessionNotFound, TransportFailure)))
 
 export interface Options {
@@ -32,23 +32,106 @@ export interface Options {
 
 const describe = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
+/** The most a frame may grow to before its end (`@effect/experimental`'s default for one event). */
+const maxFrame = 10 * 1024 * 1024
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * The text cut at frame ends (a blank line) before the SSE parser, one frame a piece: the parser's cost grows with the
- * square of the piece it is given, and a server that writes a batch of events at once sends large pieces.
+ * Decodes the `data` of each frame as a `TurnEvent` (`undefined`: not one). A model's deltas come by the thousand and
+ * differ from the delta before only in their text: a delta whose other fields are those of the last delta decoded is
+ * built from that one's decoded fields (its text checked to be a string), not decoded again.
  */
-const frames = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<string, E, R> =>
+export const makeDecoder = () => {
+  let last: MessageDelta | undefined
+  let lastAt: unknown
+  return (data: string): TurnEvent | undefined => {
+    const json = parseJson(data)
+    if (typeof json !== "object" || json === null) return undefined
+    const fields = json as Record<string, unknown>
+    if (
+      last !== undefined && fields._tag === "MessageDelta" && typeof fields.delta === "string" &&
+      fields.sessionId === last.sessionId && fields.turnId === last.turnId && fields.seq === last.seq &&
+      fields.messageId === last.messageId && fields.at === lastAt
+    ) {
+      return new MessageDelta({
+        sessionId: last.sessionId,
+        turnId: last.turnId,
+        seq: last.seq,
+        at: last.at,
+        messageId: last.messageId,
+        delta: fields.delta
+      }, true)
+    }
+    const decoded = decodeEvent(json)
+    if (Either.isLeft(decoded)) return undefined
+    if (decoded.right._tag === "MessageDelta") {
+      last = decoded.right
+      lastAt = fields.at
+    }
+    return decoded.right
+  }
+}
+
+/**
+ * The SSE text parsed into the tree's events, in one synchronous pass per chunk of text: cut at frame ends (a blank
+ * line), each frame fed to `@effect/experimental`'s SSE parser (whose cost grows with the square of the piece it is
+ * given, so it gets one frame at a time; its channel, which hands events on through a small mailbox, a fiber switch
+ * every few events, is not used), each frame's `data` decoded (a frame that does not decode is skipped).
+ */
+export const parse = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<TurnEvent, E | Dropped, R> =>
   Stream.suspend(() => {
     let tail = ""
-    return Stream.mapChunks(text, (chunk) => {
-      const out: Array<string> = []
+    let out: Array<TurnEvent> = []
+    const decode = makeDecoder()
+    const parser = Sse.makeParser((event) => {
+      if (event._tag !== "Event") return
+      const decoded = decode(event.data)
+      if (decoded !== undefined) out.push(decoded)
+    })
+    return Stream.mapChunksEffect(text, (chunk) => {
       for (const piece of chunk) {
-        const parts = (tail + piece).split("\n\n")
-        tail = parts.pop() ?? ""
-        for (const part of parts) out.push(`${part}\n\n`)
+        const text = tail + piece
+        let start = 0
+        let end = text.indexOf("\n\n")
+        while (end >= 0) {
+          const error = parser.feed(text.slice(start, end + 2))
+          if (error !== undefined) return Effect.fail(new Dropped({ description: error.message }))
+          start = end + 2
+          end = text.indexOf("\n\n", start)
+        }
+        tail = text.slice(start)
+        if (tail.length > maxFrame) {
+          return Effect.fail(new Dropped({ description: `an event outgrew ${maxFrame} characters` }))
+        }
       }
-      return Chunk.unsafeFromArray(out)
+      const events = out
+      out = []
+      return Effect.succeed(Chunk.unsafeFromArray(events))
     })
   })
+
+/**
+ * Drops the events before the cursor (deltas pass: they share their step's `seq`) and moves the cursor past each
+ * stored event read: one synchronous pass per chunk.
+ */
+const fromCursor = <E, R>(
+  events: Stream.Stream<TurnEvent, E, R>,
+  cursor: { next: number }
+): Stream.Stream<TurnEvent, E, R> =>
+  Stream.mapChunks(events, (chunk) =>
+    Chunk.filter(chunk, (event) => {
+      if (event._tag === "MessageDelta") return true
+      if (event.seq < cursor.next) return false
+      cursor.next = event.seq + 1
+      return true
+    }))
 
 /** Opens one connection: its events (ended by `Dropped`), or the typed error of a refused request. */
 const connect = (options: Options, sessionId: SessionId, from: number) =>
@@ -75,9 +158,7 @@ const connect = (options: Options, sessionId: SessionId, from: number) =>
     }
     return response.stream.pipe(
       Stream.decodeText(),
-      frames,
-      Stream.pipeThroughChannel(Sse.makeChannel()),
-      Stream.mapChunks((chunk) => Chunk.filterMap(chunk, (event) => Either.getRight(decodeEvent(event.data)))),
+      parse,
       Stream.mapError((error) => new Dropped({ description: describe(error) })),
       Stream.concat(Stream.fail(new Dropped({ description: "the server ended the stream" })))
     )
@@ -91,15 +172,8 @@ export const events = (
 ): Stream.Stream<TurnEvent, SessionNotFound | TransportFailure> =>
   Stream.suspend(() => {
     // The next stored event wanted: every connection starts there.
-    let next = from
-    const once = Stream.unwrap(Effect.suspend(() => connect(options, sessionId, next))).pipe(
-      Stream.filter((event) => event._tag === "MessageDelta" || event.seq >= next),
-      Stream.tap((event) =>
-        Effect.sync(() => {
-          if (event._tag !== "MessageDelta") next = event.seq + 1
-        })
-      )
-    )
+    const cursor = { next: from }
+    const once = fromCursor(Stream.unwrap(Effect.suspend(() => connect(options, sessionId, cursor.next))), cursor)
     return once.pipe(
       Stream.retry(Schedule.whileInput(options.reconnect, (error: unknown) => error instanceof Dropped)),
       Stream.catchTag("Dropped", (dropped) =>
@@ -116,7 +190,7 @@ export const open = (
   from: number
 ): Effect.Effect<Stream.Stream<TurnEvent, SessionNotFound | TransportFailure>, SessionNotFound | TransportFailure> =>
   Effect.gen(function*() {
-    let next = from
+    const cursor = { next: from }
     const first = yield* connect(options, sessionId, from).pipe(
       Effect.retry({ schedule: options.reconnect, while: (error) => error instanceof Dropped }),
       Effect.catchTag(
@@ -127,14 +201,6 @@ export const open = (
           )
       )
     )
-    const head = first.pipe(
-      Stream.filter((event) => event._tag === "MessageDelta" || event.seq >= next),
-      Stream.tap((event) =>
-        Effect.sync(() => {
-          if (event._tag !== "MessageDelta") next = event.seq + 1
-        })
-      ),
-      Stream.catchTag("Dropped", () => Stream.empty)
-    )
-    return Stream.concat(head, Stream.suspend(() => events(options, sessionId, next)))
+    const head = fromCursor(first, cursor).pipe(Stream.catchTag("Dropped", () => Stream.empty))
+    return Stream.concat(head, Stream.suspend(() => events(options, sessionId, cursor.next)))
   })
