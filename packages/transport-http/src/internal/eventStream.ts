@@ -31,7 +31,7 @@ export interface Options {
 
 const describe = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
-/** The most a frame may grow to before its end (as `@effect/experimental`'s SSE parser allows one event). */
+/** The most a frame may grow to before its end (10 MiB, as much as `@effect/experimental`'s SSE parser allows). */
 const maxFrame = 10 * 1024 * 1024
 
 const parseJson = (text: string): unknown => {
