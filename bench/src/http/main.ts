@@ -143,19 +143,37 @@ const inProcess = Effect.gen(function*() {
   )
 })
 
-const approvalLoop = (local: Context.Context<Transport.Transport>) =>
+/** CPU time (user + system) of a process so far, in ms: this one's from Node, another's from `/proc/<pid>/stat`. */
+const cpuOf = (pid: number | undefined) => {
+  if (pid === undefined) {
+    const { system, user } = process.cpuUsage()
+    return (user + system) / 1000
+  }
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
+  // utime and stime, in clock ticks (100 per second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+const approvalLoop = (local: Context.Context<Transport.Transport>, serverPid: number | undefined) =>
   Effect.gen(function*() {
     for (let i = 0; i < 30; i++) yield* Effect.zipRight(oneTurn, Effect.provide(oneTurn, local))
-    // One turn over HTTP, one in this process, by turns: both under the same load.
+    // One turn over HTTP, one in this process, by turns: both under the same load. The CPU each takes is summed too
+    // (less at the mercy of the load than wall time): the client's and the server's for a turn over HTTP.
     const samples: Array<number> = []
     const localSamples: Array<number> = []
+    const cpu = { client: 0, server: 0, local: 0 }
     for (let i = 0; i < sizes.turns; i++) {
       const started = performance.now()
+      const [client, server] = [cpuOf(undefined), cpuOf(serverPid)]
       yield* oneTurn
       samples.push(performance.now() - started)
+      cpu.client += cpuOf(undefined) - client
+      cpu.server += cpuOf(serverPid) - server
       const localStarted = performance.now()
+      const local0 = cpuOf(undefined)
       yield* Effect.provide(oneTurn, local)
       localSamples.push(performance.now() - localStarted)
+      cpu.local += cpuOf(undefined) - local0
     }
     samples.sort((a, b) => a - b)
     localSamples.sort((a, b) => a - b)
@@ -170,6 +188,12 @@ const approvalLoop = (local: Context.Context<Transport.Transport>) =>
       `  the same turns in this process (LocalTransport on SQLite, no HTTP), taken by turns with them: p50 ${
         ms(at(localSamples, 0.5))
       }  p90 ${ms(at(localSamples, 0.9))}: HTTP adds ${ms(at(samples, 0.5) - at(localSamples, 0.5))} at p50`
+    )
+    const per = (total: number) => ms(total / sizes.turns)
+    yield* Console.log(
+      `  CPU per turn: over HTTP ${per(cpu.client + cpu.server)} (client ${per(cpu.client)}, server ${
+        per(cpu.server)
+      }); in this process ${per(cpu.local)}`
     )
     let done = 0
     const deadline = performance.now() + sizes.seconds * 1000
@@ -320,7 +344,7 @@ const main = Effect.gen(function*() {
   const run = <A, E>(effect: Effect.Effect<A, E, Transport.Transport>) => Effect.provide(effect, transport)
   yield* Console.log(`load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(", ")}`)
   const local = yield* inProcess
-  if (runs("approval")) yield* run(approvalLoop(local))
+  if (runs("approval")) yield* run(approvalLoop(local, child.pid))
   if (runs("reader")) {
     yield* run(oneReader("SSE, one reader (Transport.events over HttpTransport; target ≥ 100,000 events/s)"))
     yield* Effect.provide(oneReader("  the same reader in this process (LocalTransport on SQLite, no HTTP)"), local)
