@@ -8,27 +8,35 @@
  *   and tool result answered, result read): p50 per turn sequentially, and turns/s with 64 clients at once;
  * - SSE throughput of one long streamed answer (`deltas` `MessageDelta`s) to one `Turn.events` reader, and to 1,000
  *   raw SSE readers of one session at once (events/s in total);
+ * - next to the approval loop and the one reader, the same measured in this process on the server's engine
+ *   (`LocalTransport` on SQLite, no HTTP; its turns taken by turns with the HTTP ones, under the same load): what HTTP
+ *   adds is the difference;
  * - the server's RSS with 10,000 idle SSE streams open (`/proc/<pid>/status`), against its RSS before.
  *
  * Sizes: `--turns=` (sequential turns), `--seconds=` (the 64-client phase), `--deltas=`, `--readers=`,
- * `--idle=`, `--clients=`.
+ * `--idle=`, `--clients=`. `--only=approval,reader,readers,idle` runs some rows only.
  */
 import { Transport } from "@parley/core"
 import { Agent, Answer, CallbackHandler, Session } from "@parley/core"
+import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
+import { SqlStore } from "@parley/store-sql"
 import { Tool } from "@parley/tools"
 import { HttpTransport } from "@parley/transport-http"
-import { Console, Effect, Fiber, Schema, Stream } from "effect"
+import type { Context } from "effect"
+import { Console, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { benchKey } from "./models.js"
+import { benchKey, pricer as pricerModel, streamer as streamerModel } from "./models.js"
 
 const quick = process.argv.includes("--quick")
 const arg = (name: string, full: number, small: number) => {
   const given = process.argv.find((a) => a.startsWith(`--${name}=`))
   return given === undefined ? (quick ? small : full) : Number(given.split("=")[1])
 }
+const only = process.argv.find((a) => a.startsWith("--only="))?.split("=")[1]?.split(",")
+const runs = (row: "approval" | "reader" | "readers" | "idle") => only === undefined || only.includes(row)
 const sizes = {
   turns: arg("turns", 500, 100),
   seconds: arg("seconds", 15, 5),
@@ -50,6 +58,10 @@ const startServer = (deltas: number) =>
       const child = ChildProcess.spawn(
         process.execPath,
         [
+          // `PARLEY_BENCH_PROFILE=<dir>`: the server writes a CPU profile there when it stops.
+          ...(process.env.PARLEY_BENCH_PROFILE
+            ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_BENCH_PROFILE}`]
+            : []),
           "--conditions=@parley/source",
           "--import",
           "tsx",
@@ -66,7 +78,19 @@ const startServer = (deltas: number) =>
       })
       child.on("exit", (code) => resume(Effect.fail(new Error(`the server exited (${code})`))))
     }),
-    ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+    // SIGINT first: the server stops as it would (and writes its profile), SIGKILL after 5 s.
+    ({ child }) =>
+      Effect.async<void>((resume) => {
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5000)
+        child.once("exit", () => {
+          clearTimeout(timer)
+          resume(Effect.void)
+        })
+        if (!child.kill("SIGINT")) {
+          clearTimeout(timer)
+          resume(Effect.void)
+        }
+      })
   )
 
 const rssOf = (pid: number) => {
@@ -103,75 +127,128 @@ const at = (sorted: ReadonlyArray<number>, p: number) =>
 const ms = (n: number) => `${n.toFixed(2)} ms`
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US")
 
-const approvalLoop = Effect.gen(function*() {
-  for (let i = 0; i < 30; i++) yield* oneTurn
-  const samples: Array<number> = []
-  for (let i = 0; i < sizes.turns; i++) {
-    const started = performance.now()
-    yield* oneTurn
-    samples.push(performance.now() - started)
+/**
+ * The engine of the server (`LocalTransport` on a SQLite file, the same models) in this process: the approval loop and
+ * the reader measured without HTTP, next to the HTTP rows, so what HTTP adds is their difference.
+ */
+const inProcess = Effect.gen(function*() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-local-"))
+  return yield* Layer.build(
+    LocalTransport.layer.pipe(Layer.provide([
+      SqlStore.layerSqlite({ filename: path.join(dir, "sessions.db") }),
+      Connectors.layer([]),
+      RuntimeTools.layer(),
+      Models.layer(Models.byAgent({ pricer: pricerModel, streamer: streamerModel(sizes.deltas) }))
+    ]))
+  )
+})
+
+/** CPU time (user + system) of a process so far, in ms: this one's from Node, another's from `/proc/<pid>/stat`. */
+const cpuOf = (pid: number | undefined) => {
+  if (pid === undefined) {
+    const { system, user } = process.cpuUsage()
+    return (user + system) / 1000
   }
-  samples.sort((a, b) => a - b)
-  yield* Console.log(
-    `approval loop over HTTP, sequential, ${sizes.turns} turns (session created, message, approval, tool result, answer):`
-  )
-  yield* Console.log(
-    `  p50 ${ms(at(samples, 0.5))}  p90 ${ms(at(samples, 0.9))}  p99 ${ms(at(samples, 0.99))}  (target p50 ≤ 2 ms)`
-  )
-  yield* Console.log(`  sequential turns/s: ${fmt(1000 / (samples.reduce((a, b) => a + b, 0) / samples.length))}`)
-  let done = 0
-  const deadline = performance.now() + sizes.seconds * 1000
-  const started = performance.now()
-  yield* Effect.all(
-    Array.from({ length: sizes.clients }, () =>
-      Effect.gen(function*() {
-        while (performance.now() < deadline) {
-          yield* oneTurn
-          done += 1
-        }
-      })),
-    { concurrency: "unbounded", discard: true }
-  )
-  const elapsed = (performance.now() - started) / 1000
-  yield* Console.log(
-    `  ${sizes.clients} clients at once for ${sizes.seconds} s: ${fmt(done)} turns, ${
-      fmt(done / elapsed)
-    } turns/s (target ≥ 1,000)`
-  )
-}).pipe(Effect.provide(approve))
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
+  // utime and stime, in clock ticks (100 per second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+const approvalLoop = (local: Context.Context<Transport.Transport>, serverPid: number | undefined) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 30; i++) yield* Effect.zipRight(oneTurn, Effect.provide(oneTurn, local))
+    // One turn over HTTP, one in this process, by turns: both under the same load. The CPU each takes is summed too
+    // (less at the mercy of the load than wall time): the client's and the server's for a turn over HTTP.
+    const samples: Array<number> = []
+    const localSamples: Array<number> = []
+    const cpu = { client: 0, server: 0, local: 0 }
+    for (let i = 0; i < sizes.turns; i++) {
+      const started = performance.now()
+      const [client, server] = [cpuOf(undefined), cpuOf(serverPid)]
+      yield* oneTurn
+      samples.push(performance.now() - started)
+      cpu.client += cpuOf(undefined) - client
+      cpu.server += cpuOf(serverPid) - server
+      const localStarted = performance.now()
+      const local0 = cpuOf(undefined)
+      yield* Effect.provide(oneTurn, local)
+      localSamples.push(performance.now() - localStarted)
+      cpu.local += cpuOf(undefined) - local0
+    }
+    samples.sort((a, b) => a - b)
+    localSamples.sort((a, b) => a - b)
+    yield* Console.log(
+      `approval loop over HTTP, sequential, ${sizes.turns} turns (session created, message, approval, tool result, answer):`
+    )
+    yield* Console.log(
+      `  p50 ${ms(at(samples, 0.5))}  p90 ${ms(at(samples, 0.9))}  p99 ${ms(at(samples, 0.99))}  (target p50 ≤ 2 ms)`
+    )
+    yield* Console.log(`  sequential turns/s: ${fmt(1000 / (samples.reduce((a, b) => a + b, 0) / samples.length))}`)
+    yield* Console.log(
+      `  the same turns in this process (LocalTransport on SQLite, no HTTP), taken by turns with them: p50 ${
+        ms(at(localSamples, 0.5))
+      }  p90 ${ms(at(localSamples, 0.9))}: HTTP adds ${ms(at(samples, 0.5) - at(localSamples, 0.5))} at p50`
+    )
+    const per = (total: number) => ms(total / sizes.turns)
+    yield* Console.log(
+      `  CPU per turn: over HTTP ${per(cpu.client + cpu.server)} (client ${per(cpu.client)}, server ${
+        per(cpu.server)
+      }); in this process ${per(cpu.local)}`
+    )
+    let done = 0
+    const deadline = performance.now() + sizes.seconds * 1000
+    const started = performance.now()
+    yield* Effect.all(
+      Array.from({ length: sizes.clients }, () =>
+        Effect.gen(function*() {
+          while (performance.now() < deadline) {
+            yield* oneTurn
+            done += 1
+          }
+        })),
+      { concurrency: "unbounded", discard: true }
+    )
+    const elapsed = (performance.now() - started) / 1000
+    yield* Console.log(
+      `  ${sizes.clients} clients at once for ${sizes.seconds} s: ${fmt(done)} turns, ${
+        fmt(done / elapsed)
+      } turns/s (target ≥ 1,000)`
+    )
+  }).pipe(Effect.provide(approve))
 
 // ----------------------------------------------------------------------------
 // SSE throughput
 // ----------------------------------------------------------------------------
 
-const oneReader = Effect.gen(function*() {
-  const transport = yield* Transport.Transport
-  const session = yield* Agent.startSession(streamer)
-  let first = 0
-  let connected = false
-  // The reader is connected before the message: it gets every live delta.
-  const reader = yield* Effect.fork(
-    transport.events(session.id, 0).pipe(
-      Stream.tap((event) =>
-        Effect.sync(() => {
-          connected = true
-          if (first === 0 && event._tag === "MessageDelta") first = performance.now()
-        })
-      ),
-      Stream.takeUntil((event) => event._tag === "TurnEnded"),
-      Stream.runCount
+const oneReader = (label: string) =>
+  Effect.gen(function*() {
+    const transport = yield* Transport.Transport
+    const session = yield* Agent.startSession(streamer)
+    let first = 0
+    let connected = false
+    // The reader is connected before the message: it gets every live delta.
+    const reader = yield* Effect.fork(
+      transport.events(session.id, 0).pipe(
+        Stream.tap((event) =>
+          Effect.sync(() => {
+            connected = true
+            if (first === 0 && event._tag === "MessageDelta") first = performance.now()
+          })
+        ),
+        Stream.takeUntil((event) => event._tag === "TurnEnded"),
+        Stream.runCount
+      )
     )
-  )
-  yield* Effect.sleep("300 millis")
-  yield* Session.sendMessage(session, "Tell me a long story.")
-  const events = yield* Fiber.join(reader)
-  const seconds = (performance.now() - first) / 1000
-  yield* Console.log(
-    `SSE, one reader (Transport.events over HttpTransport), one answer of ${fmt(sizes.deltas)} deltas: ${
-      fmt(events)
-    } events, ${fmt(events / seconds)} events/s (target ≥ 100,000)${connected ? "" : " (no event read)"}`
-  )
-})
+    yield* Effect.sleep("300 millis")
+    yield* Session.sendMessage(session, "Tell me a long story.")
+    const events = yield* Fiber.join(reader)
+    const seconds = (performance.now() - first) / 1000
+    yield* Console.log(
+      `${label}, one answer of ${fmt(sizes.deltas)} deltas: ${fmt(events)} events, ${fmt(events / seconds)} events/s${
+        connected ? "" : " (no event read)"
+      }`
+    )
+  })
 
 /** A raw SSE reader: counts the frames until `TurnEnded`. */
 const rawReader = (url: string, sessionId: string, connected: () => void) =>
@@ -265,14 +342,22 @@ const main = Effect.gen(function*() {
   const { child, url } = yield* startServer(sizes.deltas)
   const transport = HttpTransport.layer({ url, apiKey: benchKey })
   const run = <A, E>(effect: Effect.Effect<A, E, Transport.Transport>) => Effect.provide(effect, transport)
-  yield* run(approvalLoop)
-  yield* run(oneReader)
-  yield* Effect.scoped(Effect.gen(function*() {
-    // the 1,000 readers read a shorter answer: a server of its own
-    const second = yield* startServer(sizes.readerDeltas)
-    yield* manyReaders(second.url).pipe(Effect.provide(HttpTransport.layer({ url: second.url, apiKey: benchKey })))
-  }))
-  yield* run(idleStreams(url, child.pid ?? 0))
+  yield* Console.log(`load average at start: ${os.loadavg().map((n) => n.toFixed(2)).join(", ")}`)
+  const local = yield* inProcess
+  if (runs("approval")) yield* run(approvalLoop(local, child.pid))
+  if (runs("reader")) {
+    yield* run(oneReader("SSE, one reader (Transport.events over HttpTransport; target ≥ 100,000 events/s)"))
+    yield* Effect.provide(oneReader("  the same reader in this process (LocalTransport on SQLite, no HTTP)"), local)
+  }
+  if (runs("readers")) {
+    yield* Effect.scoped(Effect.gen(function*() {
+      // the 1,000 readers read a shorter answer: a server of its own
+      const second = yield* startServer(sizes.readerDeltas)
+      yield* manyReaders(second.url).pipe(Effect.provide(HttpTransport.layer({ url: second.url, apiKey: benchKey })))
+    }))
+  }
+  if (runs("idle")) yield* run(idleStreams(url, child.pid ?? 0))
+  yield* Console.log(`load average at end: ${os.loadavg().map((n) => n.toFixed(2)).join(", ")}`)
 }).pipe(Effect.scoped)
 
 Effect.runPromise(main).then(() => process.exit(0), (error) => {

@@ -103,6 +103,9 @@ export const result = <R = never>(
     /** The callbacks whose handler decided and is sending the answer: not interrupted when the callback closes. */
     const answering = new Set<CallbackId>()
     let running = 0
+    /** The callbacks of the turn's view open as far as the events read say, and those this wait's handlers answered. */
+    const open = new Set<CallbackId>(snapshot.callbacks.map((callback) => callback.id))
+    const answeredHere = new Set<CallbackId>()
 
     const decide = (callback: Callback): Effect.Effect<Decision, ResultError> =>
       Effect.gen(function*() {
@@ -206,8 +209,22 @@ export const result = <R = never>(
     let blockedAt: number | undefined = snapshot.state?._tag === "Blocked" ? snapshot.state.cursor - 1 : undefined
     let lastSeq = from - 1
 
-    /** Whether the wait may be Blocked now: a TurnBlocked read, nothing after it, no handler running. */
-    const mayBeBlocked = () => blockedAt !== undefined && running === 0 && lastSeq >= blockedAt
+    /**
+     * Whether every callback known open was answered by this wait's handlers: the turn moves on (their
+     * `CallbackResolved`s are on their way), so a `TurnBlocked` read before them needs no confirming (over a network:
+     * one request fewer per answer).
+     */
+    const allAnsweredHere = () => {
+      if (open.size === 0) return false
+      for (const id of open) if (!answeredHere.has(id)) return false
+      return true
+    }
+
+    /**
+     * Whether the wait may be Blocked now: a TurnBlocked read, nothing after it, no handler running, and a callback open
+     * that this wait did not answer.
+     */
+    const mayBeBlocked = () => blockedAt !== undefined && running === 0 && lastSeq >= blockedAt && !allAnsweredHere()
 
     const blockedNow = (): Effect.Effect<Option.Option<TurnState>, ResultError> =>
       Effect.gen(function*() {
@@ -238,6 +255,7 @@ export const result = <R = never>(
             return yield* signal.error
           case "Handled":
             running -= 1
+            if (signal.decision === "answered") answeredHere.add(signal.callbackId)
             break
           case "Event": {
             const event = signal.event
@@ -248,8 +266,10 @@ export const result = <R = never>(
               if (Effect.isEffect(shown)) yield* shown
             }
             if (event._tag === "CallbackOpened") {
+              open.add(event.callback.id)
               if (event.seq >= snapshot.cursor) yield* start(event.callback)
             } else if (event._tag === "CallbackResolved") {
+              open.delete(event.callbackId)
               closed.add(event.callbackId)
               // A handler that is sending its answer ends by itself; one still deciding is interrupted.
               if (!answering.has(event.callbackId)) yield* FiberMap.remove(fibers, event.callbackId)

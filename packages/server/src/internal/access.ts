@@ -20,6 +20,8 @@ export interface Access {
   ) => Effect.Effect<SessionId, SessionNotFound | TransportFailure>
   /** Whether the session's tree belongs to `tenant` (no error for unknown sessions). */
   readonly isOwned: (tenant: string, sessionId: SessionId) => Effect.Effect<boolean, TransportFailure>
+  /** A root session this server just created: its next requests need not look its root up. */
+  readonly created: (sessionId: SessionId) => void
 }
 
 /** The one `SessionNotFound` of the server, for unknown and foreign sessions alike. */
@@ -52,5 +54,5 @@ export const make = (transport: Transport.Service, sessions: Sessions.Service): 
       Effect.as(true),
       Effect.catchTag("SessionNotFound", () => Effect.succeed(false))
     )
-  return { rootOf, owned, isOwned }
+  return { rootOf, owned, isOwned, created: (sessionId) => void roots.set(sessionId, sessionId) }
 }

@@ -74,6 +74,7 @@ export const sessions = (
           yield* checkRuntimeTools(payload, runtimeTools)
           const info = yield* transport.createSession(payload)
           yield* tenants.register(tenant.id, info)
+          access.created(info.sessionId)
           return info
         }))
       .handle("list", ({ urlParams }) =>

@@ -11,7 +11,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { SessionId } from "@parley/core/Ids"
 import { eventStreamContentType, ProtocolApi, Tenant, TooManyStreams } from "@parley/core/ProtocolApi"
 import type * as Transport from "@parley/core/Transport"
-import { TurnEvent } from "@parley/core/TurnEvent"
+import { type MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -43,6 +43,31 @@ const frame = (event: TurnEvent): string => {
     id: event._tag === "MessageDelta" ? undefined : String(event.seq),
     data: JSON.stringify(encoded.right)
   })
+}
+
+/**
+ * The frames of one stream. A model's deltas come by the thousand and differ from the delta before only in their
+ * text: the frame of a delta whose other fields are the last encoded delta's is that frame's text with the new text,
+ * without encoding the event again (the same JSON, the text last).
+ */
+export const makeFramer = () => {
+  let last: MessageDelta | undefined
+  let head = ""
+  return (event: TurnEvent): string => {
+    if (event._tag !== "MessageDelta") return frame(event)
+    if (
+      last === undefined || event.sessionId !== last.sessionId || event.turnId !== last.turnId ||
+      event.seq !== last.seq || event.messageId !== last.messageId || event.at.epochMillis !== last.at.epochMillis
+    ) {
+      const encoded = encodeEvent(event)
+      if (Either.isLeft(encoded)) return ""
+      const { delta: _, ...rest } = encoded.right as { readonly delta: string }
+      const json = JSON.stringify(rest)
+      head = `event: MessageDelta\ndata: ${json.slice(0, -1)}${json.length > 2 ? "," : ""}"delta":`
+      last = event
+    }
+    return `${head}${JSON.stringify(event.delta)}}\n\n`
+  }
 }
 
 /**
@@ -103,9 +128,10 @@ export const events = (transport: Transport.Service, access: Access, options: Op
           const batched = Stream.unwrapScoped(
             Effect.map(Mailbox.fromStream(source, { capacity: 4096 }), (mailbox) => Mailbox.toStream(mailbox))
           )
+          const framer = makeFramer()
           const frames = batched.pipe(
             // One write per batch of events.
-            Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, frame), ""))),
+            Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, framer), ""))),
             Stream.catchAll(() => Stream.empty),
             live
               ? Stream.merge(Stream.as(Stream.drop(Stream.tick(options.heartbeat), 1), heartbeat), {
