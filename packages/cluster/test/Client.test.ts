@@ -20,7 +20,8 @@ import { shardingConfig } from "./runners.js"
 // Two runner processes on one PostgreSQL schema, and this process as a client-only member of their cluster
 // (`ClusterRuntime.layerClient`): it starts every session, sends every turn, answers every approval, cancels one
 // turn and revokes one grant; the runners run every turn (the ledger: every tool ran in a runner process, once). The
-// client is no runner: not in `cluster_runners`, no shard lock, no lease, no shard held, no tree in memory. A client
+// client is no runner: not in `cluster_runners`, no shard lock, no lease, no shard held, no tree in memory; with the
+// runners stopped, an answer or a cancel from it waits for a runner (nothing decided in the client). A client
 // given a runner address, or a shard count that is no whole number, fails with `ConfigInvalid` before it starts.
 
 const SESSIONS = 16
@@ -95,7 +96,7 @@ describe("ClusterRuntime.layerClient: a process that is no runner", () => {
           }), { concurrency: 8 }))
 
         // One turn cancelled from the client; the others' approvals answered from it (the first with a grant).
-        const [cancelled, granted, ...rest] = blocked
+        const [cancelled, granted, waiting, ...rest] = blocked
         yield* here(Session.cancel(cancelled.session))
         assert.strictEqual((yield* here(Turn.result(cancelled.turn)))._tag, "Cancelled")
         yield* here(Turn.answer(
@@ -122,7 +123,8 @@ describe("ClusterRuntime.layerClient: a process that is no runner", () => {
         assert.strictEqual(grants.length, 1)
         yield* transport.revokeGrant({ sessionId: granted.session.id, grantId: grants[0].grantId })
         assert.deepStrictEqual(yield* transport.grants(granted.session.id), [])
-        assert.deepStrictEqual(yield* transport.listOpen(), [])
+        const open = yield* transport.listOpen()
+        assert.deepStrictEqual(open.map((row) => row.callback.id), [waiting.blocked.callbacks[0].id])
 
         // Every tool ran once, in a runner process, and both runners ran some.
         const lines = read(ledger)
@@ -146,6 +148,17 @@ describe("ClusterRuntime.layerClient: a process that is no runner", () => {
         const sharding = Context.get(context, Sharding.Sharding)
         const shards = Array.from({ length: shardingConfig.shardsPerGroup }, (_, i) => ShardId.make("default", i + 1))
         assert.isFalse(shards.some((shard) => sharding.hasShardId(shard)))
+
+        // With the runners stopped, the client decides nothing itself: an answer and a cancel wait for a runner.
+        for (const child of children) yield* child.kill("SIGTERM")
+        const answer = Turn.answer(waiting.turn, waiting.blocked.callbacks[0].id, new Answer.AllowApproval())
+        for (const command of [answer, Session.cancel(waiting.session)]) {
+          const late = yield* here(Effect.flip(Effect.timeout(command, "2 seconds")))
+          assert.strictEqual(late._tag, "TimeoutException")
+        }
+        assert.deepStrictEqual((yield* transport.listOpen()).map((row) => row.callback.id), [
+          waiting.blocked.callbacks[0].id
+        ])
       }).pipe(Effect.scoped),
     180_000
   )
