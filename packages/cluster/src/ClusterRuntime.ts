@@ -297,7 +297,8 @@ export const layerClient = (
       Transport,
       Effect.gen(function*() {
         const store = yield* storeServices
-        // Placed on no tree, running no work: it claims nothing, follows the log and decides nothing it is asked.
+        // Placed on no tree, running no work: it claims nothing and loads a tree only to answer a read (the commands
+        // go to the runners).
         const engine = yield* Engine.makePlaced({ ...options.engine, runsWork: false })
         const client = yield* Tree.client
         return ClusterTransport.make({ local: engine.transport, store, client, wallClock: Clock.make() })
