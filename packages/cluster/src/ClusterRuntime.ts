@@ -9,6 +9,8 @@
  * - `layer(options)` needs a `Sharding` (a runner's: `NodeClusterSocket.layer({ storage: "byo" })` with
  *   `MessageStorage.layerNoop` and `SqlRunnerStorage.layer` on the store's PostgreSQL), besides what the engine needs.
  * - `layerSingle(options)`: one process, its own in-memory cluster (development, tests).
+ * - `layerClient(options)`: a process that is no runner (a web front, a worker answering approvals): it sends every
+ *   command to the tree's runner and answers reads from the log; it runs nothing and holds no shard.
  *
  * The cluster's own fibers run on the wall clock; the engine's decisions and deadlines on the program's `Clock`.
  *
@@ -57,8 +59,10 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as ClusterStatus from "./ClusterStatus.js"
 import * as Handlers from "./internal/handlers.js"
@@ -194,3 +198,113 @@ export const layerSocket = (
     Layer.provideMerge(onWallClock(runner, Clock.make()))
   )
 }
+
+/**
+ * A client-only process was given a configuration it cannot run with (`layerClient`): nothing was started.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>("@parley/cluster/ClusterRuntime/ConfigInvalid")(
+  "ConfigInvalid",
+  { option: Schema.String, description: Schema.String }
+) {
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `${this.option}: ${this.description}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ClientOptions {
+  /**
+   * The engine that answers reads and creates sessions (its trees' idle times, its snapshots). It runs no work:
+   * `runsWork` and `leaseTtl` play no part.
+   */
+  readonly engine?: Omit<Engine.Options, "runsWork" | "leaseTtl"> | undefined
+  /**
+   * The cluster's settings: `shardsPerGroup` must be the runners' (it says which shard a tree is in); the timings
+   * (`refreshAssignmentsInterval`, `sendRetryInterval`) are this process's. No runner address: a client is no runner.
+   */
+  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined
+}
+
+/** The client's configuration, checked: no runner address, a whole number of shards per group. */
+const clientConfig = (
+  config: Partial<ShardingConfig.ShardingConfig["Type"]> = {}
+): Either.Either<Partial<ShardingConfig.ShardingConfig["Type"]>, ConfigInvalid> => {
+  for (const option of ["runnerAddress", "runnerListenAddress"] as const) {
+    const address: unknown = config[option]
+    if (address !== undefined && !(Option.isOption(address) && Option.isNone(address))) {
+      return Either.left(
+        new ConfigInvalid({
+          option: `shardingConfig.${option}`,
+          description: "a client-only process is no runner and has no runner address (a runner: layerSocket)"
+        })
+      )
+    }
+  }
+  const shards = config.shardsPerGroup
+  if (shards !== undefined && !(Number.isSafeInteger(shards) && shards >= 1)) {
+    return Either.left(
+      new ConfigInvalid({
+        option: "shardingConfig.shardsPerGroup",
+        description: `must be a whole number of at least 1, the runners' own (got ${String(shards)})`
+      })
+    )
+  }
+  return Either.right({ ...config, runnerAddress: Option.none(), runnerListenAddress: Option.none() })
+}
+
+/**
+ * A process of a cluster over sockets that is **no runner**: a web front, a worker that answers approvals, a CLI host.
+ * Its `Transport` is the runners': every command that changes a tree (send, answer, cancel, revoke a grant) goes to
+ * the runner that holds the tree's shard through the `Tree` entity's client, resent while it does not get through;
+ * creating a session and every read (sessions, turns, events, grants, open callbacks) are answered here from the log,
+ * as a runner that does not hold the tree answers them. It registers no runner, holds no shard, takes no lease, runs
+ * no turn and no wake-up singleton: `@effect/cluster`'s client-only `Sharding` (`SocketRunner.layerClientOnly`) reads
+ * the runners from the `SqlClient`'s database (`SqlRunnerStorage`) and computes where each shard is, as they do.
+ *
+ * It needs the runners' models, connectors and runtime tools (a session it creates is validated and its runtime tools
+ * marked as a runner would; it runs none of them), and fails with `ConfigInvalid` before starting anything when given
+ * a runner address or a shard count that is not a whole number. Start it after the first runner of a new database
+ * (that one creates the `cluster_` tables). Its `Sharding` and `ClusterStatus` (the runners; no shard held here) are
+ * provided too.
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerClient = (
+  options: ClientOptions = {}
+): Layer.Layer<
+  Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
+  ConfigInvalid | SqlError.SqlError,
+  SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
+> =>
+  Layer.unwrapEffect(Effect.map(clientConfig(options.shardingConfig), (shardingConfig) => {
+    const sharding = SocketRunner.layerClientOnly.pipe(
+      Layer.provide(NodeClusterSocket.layerClientProtocol),
+      Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, SqlRunnerStorage.layer)),
+      Layer.provideMerge(ShardingConfig.layer(shardingConfig)),
+      Layer.provide(RpcSerialization.layerMsgPack)
+    )
+    const transport = Layer.scoped(
+      Transport,
+      Effect.gen(function*() {
+        const store = yield* storeServices
+        // Placed on no tree, running no work: it claims nothing and loads a tree only to answer a read (the commands
+        // go to the runners).
+        const engine = yield* Engine.makePlaced({ ...options.engine, runsWork: false })
+        const client = yield* Tree.client
+        return ClusterTransport.make({ local: engine.transport, store, client, wallClock: Clock.make() })
+      })
+    )
+    return Layer.merge(transport, ClusterStatus.layer).pipe(
+      Layer.provideMerge(onWallClock(sharding, Clock.make()))
+    )
+  }))

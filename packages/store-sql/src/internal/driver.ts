@@ -73,9 +73,15 @@ export const make = (
           ? sql.literal("")
           : sql`AND c.session_id = ${filter.sessionId}`
         const byKind = filter?.kind === undefined ? sql.literal("") : sql`AND c.kind = ${filter.kind}`
-        const due = filter?.expiresBy === undefined
-          ? sql.literal("")
-          : sql`AND c.expires_at IS NOT NULL AND c.expires_at <= ${filter.expiresBy}`
+        const resolution = sql`EXISTS (SELECT 1 FROM parley_callback_resolutions r WHERE r.callback_id = c.callback_id)`
+        // The due ones (a cluster's wake-up pass, every few seconds) are read from the partial index
+        // `parley_callbacks_due` (its terms: `resolved = 0 AND expires_at IS NOT NULL`), and each is checked against
+        // the resolutions in the select list: a probe per due row, where an anti-join in the WHERE clause lets
+        // PostgreSQL hash every resolution ever written. The check stays for callbacks a process of an older version
+        // resolved without marking them.
+        const [answered, open] = filter?.expiresBy === undefined
+          ? [sql.literal("0"), sql`WHERE NOT ${resolution}`]
+          : [resolution, sql`WHERE c.resolved = 0 AND c.expires_at IS NOT NULL AND c.expires_at <= ${filter.expiresBy}`]
         return sql<{
           readonly callback_id: string
           readonly tree_id: string
@@ -83,11 +89,11 @@ export const make = (
           readonly turn_id: string
           readonly kind: string
           readonly seq: number | string
-        }>`SELECT c.callback_id, c.tree_id, c.session_id, c.turn_id, c.kind, c.seq FROM parley_callbacks c
-          WHERE NOT EXISTS (SELECT 1 FROM parley_callback_resolutions r WHERE r.callback_id = c.callback_id)
-          ${bySession} ${byKind} ${due} ORDER BY c.tree_id, c.seq`.pipe(
+          readonly answered: boolean | number | string
+        }>`SELECT c.callback_id, c.tree_id, c.session_id, c.turn_id, c.kind, c.seq, ${answered} AS answered
+          FROM parley_callbacks c ${open} ${bySession} ${byKind} ORDER BY c.tree_id, c.seq`.pipe(
           Effect.map((rows) =>
-            rows.map((row) => ({
+            rows.filter((row) => Number(row.answered) !== 1).map((row) => ({
               treeId: row.tree_id as SessionId,
               sessionId: row.session_id as SessionId,
               turnId: row.turn_id as TurnId,

@@ -137,11 +137,27 @@ const pausedTrees = Effect.gen(function*() {
   yield* sql`ALTER TABLE parley_callbacks ADD COLUMN expires_at ${bigint}`
 })
 
+// The due deadlines: a cluster's wake-up pass asks every few seconds for the open callbacks whose deadline has passed
+// (`listOpen({ expiresBy })`). Open is "no row in `parley_callback_resolutions`", which a partial index cannot say, so
+// a callback says it too (`resolved`, set by the append that resolves it), and a partial index holds the open
+// callbacks with a deadline by `expires_at`: the query reads the few due ones, not every callback ever opened. It
+// still checks each against the resolutions (a process of an older version resolves without setting `resolved`: its
+// callbacks only stay in the index).
+const dueDeadlines = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE parley_callbacks ADD COLUMN resolved INTEGER NOT NULL DEFAULT 0`
+  yield* sql`UPDATE parley_callbacks SET resolved = 1 WHERE EXISTS
+    (SELECT 1 FROM parley_callback_resolutions r WHERE r.callback_id = parley_callbacks.callback_id)`
+  yield* sql`CREATE INDEX parley_callbacks_due ON parley_callbacks (expires_at)
+    WHERE resolved = 0 AND expires_at IS NOT NULL`
+})
+
 export const loader: Migrator.Loader = Migrator.fromRecord({
   "0001_create_tables": createTables,
   "0002_leases": addLeases,
   "0003_snapshots": addSnapshots,
   "0004_change_numbers": changeNumbers,
   "0005_secrets": addSecrets,
-  "0006_paused_trees": pausedTrees
+  "0006_paused_trees": pausedTrees,
+  "0007_due_deadlines": dueDeadlines
 })

@@ -19,6 +19,8 @@ export interface Statements {
   readonly insertResolutions: (rows: number) => string
   readonly insertSessions: (rows: number) => string
   readonly insertCallbacks: (rows: number) => string
+  /** Marks callbacks resolved (`parley_callbacks.resolved`, for the due-deadline index); params: their ids. */
+  readonly markResolved: (rows: number) => string
   readonly insertTree: string
   readonly insertRootSession: string
 }
@@ -88,6 +90,8 @@ export const make = (dialect: Dialect): Statements => {
       " ON CONFLICT (session_id) DO NOTHING RETURNING session_id"
     ),
     insertCallbacks: rowsOf("parley_callbacks", callbackColumns, " ON CONFLICT (callback_id) DO NOTHING"),
+    markResolved: (rows) =>
+      text(`UPDATE parley_callbacks SET resolved = 1 WHERE callback_id IN (${Array(rows).fill("?").join(", ")})`),
     insertTree: rowsOf("parley_trees", treeColumns, " ON CONFLICT (tree_id) DO NOTHING")(1),
     insertRootSession: rowsOf("parley_sessions", sessionColumns, " ON CONFLICT (session_id) DO NOTHING")(1)
   }

@@ -137,6 +137,10 @@ const writeOne = (database: Database, reads: Reads, channel: string) => {
       for (const chunk of Statements.chunksOf(callbacks)) {
         yield* run(connection, statements.insertCallbacks(chunk.length), chunk.flat())
       }
+      // After the callbacks: one opened and resolved in this append is marked too.
+      for (const chunk of Statements.chunksOf(write.append.resolved)) {
+        yield* run(connection, statements.markResolved(chunk.length), chunk.map(({ callbackId }) => callbackId))
+      }
       return filed
     })
 
