@@ -11,7 +11,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { spawnRunner } from "./children.js"
 import { freePorts, pgSchema } from "./databases.js"
-import { read } from "./fixtures/ledger.js"
+import { checkRun, read } from "./fixtures/ledger.js"
 import { brain, lookupPrice, pricer } from "./fixtures/pricing.js"
 import { runner, shardingConfig } from "./runners.js"
 
@@ -96,18 +96,7 @@ describe("ClusterRuntime.layerSocket: runner processes", () => {
             )
             const resumedIn = Date.now() - stoppedAt
             const lines = read(ledger)
-            for (const [i, { product }] of turns.entries()) {
-              const state = ended[i]
-              assert.strictEqual(state._tag, "Completed", `${product}: ${state._tag}`)
-              const begun = lines.filter((line) => line.what === "began" && line.product === product)
-              const finished = lines.filter((line) => line.what === "finished" && line.product === product)
-              assert.isAtMost(begun.length, 1, `${product} began ${begun.length} times`)
-              // A price comes only from a run that finished; a run cut off before its result was recorded (its side
-              // effect done or not) is reported failed to the model, never run again.
-              const text = (state as TurnState.Completed).text
-              assert.include([`${product} costs 1,200 EUR.`, `No price for ${product}.`], text)
-              if (text.endsWith("costs 1,200 EUR.")) assert.strictEqual(finished.length, 1, product)
-            }
+            for (const [i, { product }] of turns.entries()) checkRun(lines, product, ended[i])
             for (const { turn } of turns) {
               const events = yield* store.eventLog.read(turn.sessionId, 0)
               assert.deepStrictEqual(events.map((event) => event.seq), events.map((_, i) => i))

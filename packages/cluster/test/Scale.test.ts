@@ -14,7 +14,7 @@ import * as path from "node:path"
 import type { Runner } from "./children.js"
 import { spawnRunner } from "./children.js"
 import { freePorts, pgSchema } from "./databases.js"
-import { inFlight, read } from "./fixtures/ledger.js"
+import { checkRun, inFlight, read } from "./fixtures/ledger.js"
 import { lookupPrice, pricer } from "./fixtures/pricing.js"
 import { key, until } from "./fixtures/servers.js"
 
@@ -187,15 +187,7 @@ describe("ClusterServer processes at scale", () => {
         const store = SessionStore.get(yield* Layer.build(Layer.orDie(SqlStore.layerPg({ url, maxConnections: 2 }))))
         for (const [i, tree] of trees.entries()) {
           const { product } = tree
-          const state = ended[i]
-          assert.strictEqual(state._tag, "Completed", `${product}: ${state._tag}`)
-          const begun = lines.filter((line) => line.what === "began" && line.product === product)
-          const finished = lines.filter((line) => line.what === "finished" && line.product === product)
-          assert.isAtMost(begun.length, 1, `${product} began ${begun.length} times`)
-          // A price comes only from a run that finished; a run cut off is reported failed to the model.
-          const text = (state as TurnState.Completed).text
-          assert.include([`${product} costs 1,200 EUR.`, `No price for ${product}.`], text)
-          if (text.endsWith("costs 1,200 EUR.")) assert.strictEqual(finished.length, 1, product)
+          checkRun(lines, product, ended[i])
           yield* checkLog(product, yield* store.eventLog.read(tree.turn.sessionId, 0))
         }
         // The runner that joined ran tools, and turns to their end with the price it found (a run there cut off by a
