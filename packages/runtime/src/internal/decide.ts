@@ -127,10 +127,7 @@ export const settle = (tx: Tx) => {
 const notOpen = (callbackId: string, description: string) =>
   new CallbackNotOpen({ module: "Turn", method: "answer", callbackId, description })
 
-/**
- * An answer checked against the callback: the record to resolve, `"repeated"` for a retry of the answer that won (the
- * same request id: accepted again, nothing to append), or why it is refused.
- */
+/** An answer checked: the record to resolve, `"repeated"` (a retry of the winner's request id), or why it is refused. */
 const validateAnswer = (
   tx: Tx,
   command: Extract<Command, { _tag: "Answer" }>
