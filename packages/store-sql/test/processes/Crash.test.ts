@@ -117,7 +117,7 @@ const crash = (config: StoreConfig, store: SessionStore.Services) =>
         const child = yield* spawn<Message>(`round ${round.name}`, "crashProcess.ts", argsOf(round))
         const stops: Array<Extract<Message, { _tag: "Stopped" }>> = []
         yield* expect(child, "Settled", {
-          timeout: "45 seconds",
+          timeout: "90 seconds",
           onOther: (message) => {
             switch (message._tag) {
               case "Started":
@@ -363,14 +363,14 @@ describe.sequential("Crash: kill -9 at every append, in tools and model calls, a
         const filename = yield* sqliteFile
         yield* crash({ _tag: "sqlite", filename }, yield* storeOf(SqlStore.layerSqlite({ filename })))
       }),
-    { timeout: 180_000 }
+    { timeout: 300_000 }
   )
 
   it.scopedLive("on PostgreSQL, the same", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       yield* crash({ _tag: "pg", url }, yield* storeOf(SqlStore.layerPg({ url, maxConnections: 4 })))
-    }), { timeout: 180_000 })
+    }), { timeout: 300_000 })
 })
 
 const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
