@@ -20,6 +20,7 @@ import * as Response from "@effect/ai/Response"
 import * as Telemetry from "@effect/ai/Telemetry"
 import * as Tool from "@effect/ai/Tool"
 import * as Toolkit from "@effect/ai/Toolkit"
+import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -169,6 +170,12 @@ const describeTools = (
 // =============================================================================
 
 interface Decoders {
+  /** One part, decoded synchronously (no effect to run): what a part whose schema needs no effect goes through. */
+  readonly streamPart: (part: Response.StreamPartEncoded) => Either.Either<Response.StreamPart<Tools>, ParseResult.ParseError>
+  /**
+   * A chunk of parts, decoded as `LanguageModel.make` decodes each chunk (in an effect: a tool's parameters may need
+   * one): a part the synchronous decoder refused goes through it, which gives `LanguageModel.make`'s error.
+   */
   readonly stream: (
     chunk: Chunk.Chunk<Response.StreamPartEncoded>
   ) => Effect.Effect<Chunk.Chunk<Response.StreamPart<Tools>>, ParseResult.ParseError>
@@ -177,9 +184,11 @@ interface Decoders {
 
 /** The decoders `LanguageModel.make` builds on every call with this toolkit, each built on first use. */
 const makeDecoders = (toolkit: Toolkit.Any | Toolkit.WithHandler<Tools>): Decoders => {
+  let streamPart: Decoders["streamPart"] | undefined
   let stream: Decoders["stream"] | undefined
   let parts: Decoders["parts"] | undefined
   return {
+    streamPart: (part) => (streamPart ??= Schema.decodeEither(Response.StreamPart(toolkit)))(part),
     stream: (chunk) => (stream ??= Schema.decode(Schema.ChunkFromSelf(Response.StreamPart(toolkit))))(chunk),
     parts: (content) => (parts ??= Schema.decodeUnknown(Schema.mutable(Schema.Array(Response.Part(toolkit)))))(content)
   }
@@ -269,27 +278,41 @@ const direct = (
             )
         ))
 
+  // The span is `LanguageModel.make`'s, ended once the reply is rendered rather than when its stream ends: a scripted
+  // reply is whole at once. The stream is one channel that writes the reply's parts as one chunk: a caller pulling
+  // it runs a third of the runtime's steps a stream built with `Stream.unwrap` and `Stream.fromIterable` costs.
   const streamText = (options: Options) =>
-    Stream.unwrapScoped(Effect.gen(function*() {
-      if ((yield* withTransformer) || needsMake(options)) return made.streamText(options)
-      yield* Effect.makeSpanScoped("LanguageModel.streamText", {
-        captureStackTrace: false,
-        attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
-      })
-      const { decoders, request } = prepare(options, textFormat)
-      const rendered = yield* respond(request, "streamText")
-      // Decoded part by part, as `LanguageModel.make` decodes the one-part chunks: a part that fails to decode ends
-      // the stream after the parts before it.
-      const chunks: Array<Chunk.Chunk<Response.StreamPart<Tools>>> = []
-      for (const part of toStreamParts(rendered)) {
-        const decoded = yield* Effect.either(decoders.stream(Chunk.of(part)))
-        if (Either.isLeft(decoded)) {
-          return Stream.concat(Stream.fromChunks(...chunks), Stream.fail(malformed("streamText", decoded.left)))
-        }
-        chunks.push(decoded.right)
-      }
-      return Stream.fromChunks(...chunks)
-    }))
+    Stream.fromChannel(Channel.unwrap(Effect.flatMap(withTransformer, (transformed) =>
+      transformed || needsMake(options)
+        ? Effect.succeed(Stream.toChannel(made.streamText(options)))
+        : Effect.useSpan("LanguageModel.streamText", {
+          captureStackTrace: false,
+          attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
+        }, () =>
+          Effect.gen(function*() {
+            const { decoders, request } = prepare(options, textFormat)
+            const rendered = yield* respond(request, "streamText")
+            // Decoded part by part, as `LanguageModel.make` decodes the one-part chunks: a part that fails to decode
+            // ends the stream after the parts before it.
+            const parts: Array<Response.StreamPart<Tools>> = []
+            for (const part of toStreamParts(rendered)) {
+              const decoded = decoders.streamPart(part)
+              if (Either.isRight(decoded)) {
+                parts.push(decoded.right)
+                continue
+              }
+              const again = yield* Effect.either(decoders.stream(Chunk.of(part)))
+              if (Either.isLeft(again)) {
+                return Channel.zipRight(
+                  Channel.write(Chunk.unsafeFromArray(parts)),
+                  Channel.fail(malformed("streamText", again.left))
+                )
+              }
+              parts.push(...again.right)
+            }
+            return Channel.write(Chunk.unsafeFromArray(parts))
+          }))
+    )))
 
   const service = { generateText, generateObject: made.generateObject, streamText }
   // `LanguageModel.Service`'s methods are generic in the caller's toolkit, as in `LanguageModel.make`'s own result.
