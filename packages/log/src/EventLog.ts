@@ -98,6 +98,16 @@ export interface Change {
 }
 
 /**
+ * What `changes` leaves out: the appends fenced by the leases of `exceptOwner` (the follower's own).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ChangesOptions {
+  readonly exceptOwner?: string | undefined
+}
+
+/**
  * The callbacks `listOpen` lists: of one session (not its subagents), of one kind, and/or with a deadline at or before
  * `expiresBy` (epoch millis: the callbacks due by then; those without a deadline are left out).
  *
@@ -152,9 +162,12 @@ export interface Service {
   ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, StoreError>, StoreError, Scope.Scope>
   /**
    * A mailbox of the trees appended to from now on (with the `seq` the log reached), by anyone, as long as the scope
-   * lives.
+   * lives. With `exceptOwner`, the appends fenced by that owner's leases are left out: an engine following the log
+   * for what others append is not woken by its own appends.
    */
-  readonly changes: Effect.Effect<Mailbox.ReadonlyMailbox<Change, StoreError>, never, Scope.Scope>
+  readonly changes: (
+    options?: ChangesOptions
+  ) => Effect.Effect<Mailbox.ReadonlyMailbox<Change, StoreError>, never, Scope.Scope>
   /** The callbacks open across trees, oldest first, optionally of one session (not its subagents) or one kind. */
   readonly listOpen: (filter?: OpenFilter) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
 }
@@ -250,8 +263,8 @@ export const rowsOf: (
  * @since 0.1.0
  * @category Accessors
  */
-export const changes = (log: Service): Stream.Stream<Change, StoreError> =>
-  Stream.unwrapScoped(Effect.map(log.changes, Mailbox.toStream))
+export const changes = (log: Service, options?: ChangesOptions): Stream.Stream<Change, StoreError> =>
+  Stream.unwrapScoped(Effect.map(log.changes(options), Mailbox.toStream))
 
 /**
  * A log's `subscribe` as a `Stream`: the stored events with `seq >= from`, then the live ones.

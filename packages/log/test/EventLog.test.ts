@@ -30,7 +30,7 @@ const approval = (id: string, expiresAt?: DateTime.Utc) =>
 
 /** The memory driver, counting what reaches it, with moves another process would make. */
 const counted = Effect.gen(function*() {
-  const { driver } = yield* SessionStore.makeMemoryDriver
+  const { driver, leases } = yield* SessionStore.makeMemoryDriver
   const calls = { append: 0, readRecent: 0 }
   let moved: ((treeId: Ids.SessionId, nextSeq: number) => Effect.Effect<void>) | undefined
   const wrapped: EventLog.Driver = {
@@ -41,7 +41,7 @@ const counted = Effect.gen(function*() {
   }
   const log = yield* EventLog.make(wrapped)
   yield* log.createTree({ treeId, agent: AgentSpec.make({ name: "a" }), createdAt: at })
-  return { calls, driver, log, moved: (nextSeq: number) => moved!(treeId, nextSeq) }
+  return { calls, driver, leases, log, moved: (nextSeq: number) => moved!(treeId, nextSeq) }
 })
 
 describe("EventLog.make", () => {
@@ -91,7 +91,7 @@ describe("EventLog.make", () => {
     Effect.gen(function*() {
       const { calls, log } = yield* counted
       const events = yield* log.subscribe(treeId, 0)
-      const changes = yield* log.changes
+      const changes = yield* log.changes()
       const readsBefore = calls.readRecent
       yield* log.append(treeId, 0, [queued(0), queued(1)])
       yield* Effect.flip(log.append(treeId, 0, [queued(0)]))
@@ -102,11 +102,27 @@ describe("EventLog.make", () => {
       assert.deepStrictEqual(Chunk.toReadonlyArray(told), [{ treeId, nextSeq: 2 }])
     }))
 
+  it.scoped("changes leave out the appends fenced by the watcher's own leases, and only those", () =>
+    Effect.gen(function*() {
+      const { leases, log } = yield* counted
+      const lease = Option.getOrThrow(yield* leases.claim(treeId, "engine-a"))
+      const all = yield* log.changes()
+      const exceptA = yield* log.changes({ exceptOwner: "engine-a" })
+      const exceptB = yield* log.changes({ exceptOwner: "engine-b" })
+      yield* log.append(treeId, 0, [queued(0)], lease)
+      yield* log.append(treeId, 1, [queued(1)])
+      const told = (mailbox: typeof all) =>
+        Effect.map(mailbox.takeAll, ([changes]) => Chunk.toReadonlyArray(changes).map((change) => change.nextSeq))
+      assert.deepStrictEqual(yield* told(all), [1, 2])
+      assert.deepStrictEqual(yield* told(exceptB), [1, 2])
+      assert.deepStrictEqual(yield* told(exceptA), [2], "engine-a's own fenced append is left out, an unfenced one is not")
+    }))
+
   it.scoped("after another process's append (the driver's follow), tells changes and lets subscribers read it", () =>
     Effect.gen(function*() {
       const { driver, log, moved } = yield* counted
       const events = yield* log.subscribe(treeId, 0)
-      const changes = yield* log.changes
+      const changes = yield* log.changes()
       // Written by "another process": straight into the driver, which tells of it.
       yield* driver.append(EventLog.rowsOf(treeId, 0, [queued(0)], undefined, "sync"))
       yield* moved(1)

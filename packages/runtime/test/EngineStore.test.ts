@@ -390,7 +390,7 @@ describe("Engine and store", () => {
         ...store.service,
         eventLog: {
           ...store.service.eventLog,
-          changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+          changes: () => Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
         }
       }
       const modelA = yield* ScriptedModel.fromFunction(brain)
@@ -426,7 +426,7 @@ describe("Engine and store", () => {
         ...store,
         eventLog: {
           ...store.eventLog,
-          changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+          changes: () => Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
         }
       }
       const owner = yield* ScriptedModel.fromFunction(brain)

@@ -339,7 +339,7 @@ describe("Leases: one owner per tree", () => {
         ...store,
         eventLog: {
           ...store.eventLog,
-          changes: Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+          changes: () => Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
         }
       }
       const b = yield* start(deaf, yield* ScriptedModel.fromFunction(pricerBrain), { runsWork: false })

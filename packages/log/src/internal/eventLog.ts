@@ -82,10 +82,13 @@ export const rowsOf = (
 
 export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
-    /** The mailboxes of the readers of `changes`. */
-    const watchers = new Set<Mailbox.Mailbox<Change, StoreError>>()
-    const tell = (change: Change) => {
-      for (const watcher of watchers) watcher.unsafeOffer(change)
+    /** The mailboxes of the readers of `changes`, each with the owner whose appends it is not told of. */
+    const watchers = new Map<Mailbox.Mailbox<Change, StoreError>, string | undefined>()
+    /** Tells the watchers of an append, fenced by `owner`'s lease when it is given. */
+    const tell = (change: Change, owner?: string) => {
+      for (const [watcher, except] of watchers) {
+        if (owner === undefined || except !== owner) watcher.unsafeOffer(change)
+      }
     }
     const fanout = Fanout.make({
       read: driver.readRecent,
@@ -126,20 +129,21 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
             driver.append(rowsOf(treeId, expectedSeq, events, fence, durability)),
             Effect.sync(() => {
               fanout.appended(treeId, events)
-              tell({ treeId, nextSeq: expectedSeq + events.length })
+              tell({ treeId, nextSeq: expectedSeq + events.length }, fence?.owner)
             })
           )
         )
       },
       read: driver.read,
       subscribe: fanout.subscribe,
-      changes: Effect.acquireRelease(
-        Effect.tap(Mailbox.make<Change, StoreError>(), (watcher) =>
-          Effect.sync(() =>
-            watchers.add(watcher)
-          )),
-        (watcher) => Effect.sync(() => watchers.delete(watcher))
-      ),
+      changes: (options) =>
+        Effect.acquireRelease(
+          Effect.tap(Mailbox.make<Change, StoreError>(), (watcher) =>
+            Effect.sync(() => {
+              watchers.set(watcher, options?.exceptOwner)
+            })),
+          (watcher) => Effect.sync(() => watchers.delete(watcher))
+        ),
       listOpen: driver.listOpen
     }
     return service

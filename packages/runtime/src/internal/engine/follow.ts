@@ -33,7 +33,8 @@ export const changes = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
         core.withTree("changes", change.treeId, (tree) => core.submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
       )
     }
-    const mailbox = yield* core.store.eventLog.changes
+    // Its own appends (under its leases) tell the engine nothing it does not know: they do not wake it.
+    const mailbox = yield* core.store.eventLog.changes({ exceptOwner: core.owner })
     const follow: Effect.Effect<void, SessionStore.StoreError> = Effect.flatMap(
       mailbox.takeAll,
       ([batch, done]) => Effect.zipRight(Effect.forEach(batch, noticed, { discard: true }), done ? Effect.void : follow)
