@@ -18,14 +18,13 @@
  * - The periodic poll stays, as the fallback: every `pollInterval` (default 250 ms with a watch, 25 ms without one —
  *   no file, `watch: false`, or a watch that fails to start or errors later).
  *
- * Events are coalesced (a sliding queue of one wake-up) and one fiber runs every poll, so polls never overlap. The
+ * Events are coalesced (one pending wake-up) and one fiber runs every poll, so polls never overlap. The
  * watch lives in the scope: closed with the store.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -54,6 +53,42 @@ export const sleepLive = (millis: number) =>
     const timer = setTimeout(() => resume(Effect.void), millis)
     return Effect.sync(() => clearTimeout(timer))
   })
+
+/**
+ * The poll loop's wake-ups: `wake` (from the watch's callback) wakes the loop at once, or its next wait if none runs
+ * (wake-ups coalesce); `next(millis)` waits for one, or for `millis` on the wall clock (`false`). One timer and no
+ * fiber per wait: the loop waits after each of the store's own commits too (the watch sees them).
+ */
+const wakeupSignal = () => {
+  let pending = false
+  let waiting: (() => void) | undefined
+  return {
+    wake: () => {
+      if (waiting !== undefined) waiting()
+      else pending = true
+    },
+    next: (millis: number): Effect.Effect<boolean> =>
+      Effect.async<boolean>((resume) => {
+        if (pending) {
+          pending = false
+          return resume(Effect.succeed(true))
+        }
+        const timer = setTimeout(() => {
+          waiting = undefined
+          resume(Effect.succeed(false))
+        }, millis)
+        waiting = () => {
+          waiting = undefined
+          clearTimeout(timer)
+          resume(Effect.succeed(true))
+        }
+        return Effect.sync(() => {
+          waiting = undefined
+          clearTimeout(timer)
+        })
+      })
+  }
+}
 
 interface ChangeRow {
   readonly tree_id: string
@@ -106,7 +141,7 @@ export const follow = (
       return true
     })
 
-    const wakeups = yield* Queue.sliding<void>(1)
+    const wakeups = wakeupSignal()
     const file = yield* Effect.map(
       sql<{ readonly name: string; readonly file: string | null }>`PRAGMA database_list`,
       (rows) => rows.find((row) => row.name === "main")?.file ?? ""
@@ -166,7 +201,7 @@ export const follow = (
         Effect.sync(() => {
           try {
             return fs.watch(directory, { persistent: false }, (_event, name) => {
-              if (name === null || names.has(String(name))) wakeups.unsafeOffer(undefined)
+              if (name === null || names.has(String(name))) wakeups.wake()
             })
           } catch {
             return undefined
@@ -180,7 +215,7 @@ export const follow = (
           // The watch is gone (its folder was removed, inotify failed): the poll takes over at its fast period.
           watching = false
           watcher.close()
-          wakeups.unsafeOffer(undefined)
+          wakeups.wake()
         })
       } else {
         yield* Effect.logWarning(`SqlStore: cannot watch ${directory}; polling every ${unwatchedInterval} ms`)
@@ -192,10 +227,7 @@ export const follow = (
       // The looks still due after an event nothing explained yet; a new event starts again from the first.
       let retries: ReadonlyArray<number> = []
       while (true) {
-        const woken = yield* Effect.raceFirst(
-          Effect.as(Queue.take(wakeups), true),
-          Effect.as(sleepLive(retries[0] ?? interval()), false)
-        )
+        const woken = yield* wakeups.next(retries[0] ?? interval())
         if (woken) {
           const outcome = yield* logged(afterEvent, "pending" as const)
           // Our own commit explains this event, not one that an earlier event announced: its looks stay due.
