@@ -115,7 +115,11 @@ describe("EventLog.make", () => {
         Effect.map(mailbox.takeAll, ([changes]) => Chunk.toReadonlyArray(changes).map((change) => change.nextSeq))
       assert.deepStrictEqual(yield* told(all), [1, 2])
       assert.deepStrictEqual(yield* told(exceptB), [1, 2])
-      assert.deepStrictEqual(yield* told(exceptA), [2], "engine-a's own fenced append is left out, an unfenced one is not")
+      assert.deepStrictEqual(
+        yield* told(exceptA),
+        [2],
+        "engine-a's own fenced append is left out, an unfenced one is not"
+      )
     }))
 
   it.scoped("after another process's append (the driver's follow), tells changes and lets subscribers read it", () =>

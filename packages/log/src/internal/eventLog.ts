@@ -142,7 +142,10 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
             Effect.sync(() => {
               watchers.set(watcher, options?.exceptOwner)
             })),
-          (watcher) => Effect.sync(() => watchers.delete(watcher))
+          (watcher) =>
+            Effect.sync(() =>
+              watchers.delete(watcher)
+            )
         ),
       listOpen: driver.listOpen
     }

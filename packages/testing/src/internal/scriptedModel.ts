@@ -171,7 +171,9 @@ const describeTools = (
 
 interface Decoders {
   /** One part, decoded synchronously (no effect to run): what a part whose schema needs no effect goes through. */
-  readonly streamPart: (part: Response.StreamPartEncoded) => Either.Either<Response.StreamPart<Tools>, ParseResult.ParseError>
+  readonly streamPart: (
+    part: Response.StreamPartEncoded
+  ) => Either.Either<Response.StreamPart<Tools>, ParseResult.ParseError>
   /**
    * A chunk of parts, decoded as `LanguageModel.make` decodes each chunk (in an effect: a tool's parameters may need
    * one): a part the synchronous decoder refused goes through it, which gives `LanguageModel.make`'s error.
@@ -311,8 +313,7 @@ const direct = (
               parts.push(...again.right)
             }
             return Channel.write(Chunk.unsafeFromArray(parts))
-          }))
-    )))
+          })))))
 
   const service = { generateText, generateObject: made.generateObject, streamText }
   // `LanguageModel.Service`'s methods are generic in the caller's toolkit, as in `LanguageModel.make`'s own result.
