@@ -8,9 +8,9 @@
  * `LanguageModel.make` rebuilds the response schema (`Response.StreamPart(toolkit)` / `Response.Part(toolkit)`) and
  * compiles its decoder on every call, which costs milliseconds. So the common requests (no toolkit, or a toolkit
  * whose calls the caller runs itself, `disableToolCallResolution: true`) are answered by a direct implementation of
- * `LanguageModel.Service` that does what `LanguageModel.make` does (same provider options, same span, same decoding
- * of the encoded parts, same `MalformedOutput` on a decoding failure) with decoders built once per toolkit (kept
- * for the 16 toolkits used last). The other requests (tool calls resolved by `@effect/ai`, a toolkit given as an
+ * `LanguageModel.Service` that does what `LanguageModel.make` does (same provider options, same span — ended once
+ * the reply is rendered —, same decoding of the encoded parts, same `MalformedOutput` on a decoding failure) with
+ * decoders built once per toolkit (kept for the 16 toolkits used last), and streams the parts as one chunk. The other requests (tool calls resolved by `@effect/ai`, a toolkit given as an
  * Effect, a span transformer in context) go through `LanguageModel.make` itself.
  */
 import * as AiError from "@effect/ai/AiError"
