@@ -36,10 +36,14 @@ export interface Database {
   /** This store instance: the `changed_by` of its appends, the sender of its notifications. */
   readonly instance: string
   readonly options: Options
-  /** A write transaction; `waits: false` fails at once when another process holds the lock (the caller retries). */
+  /**
+   * A write transaction; `waits: false` fails at once when another process holds the lock (the caller retries).
+   * `prelude` runs on the transaction's connection just before it begins (a setting SQLite refuses inside one).
+   */
   readonly transaction: <A, E, R>(
     body: (connection: Connection) => Effect.Effect<A, E, R>,
-    waits?: boolean
+    waits?: boolean,
+    prelude?: ((connection: Connection) => Effect.Effect<void>) | undefined
   ) => Effect.Effect<A, E | SqlError | StoreError, R>
   /** A write outside a transaction, waiting for another process's lock as a transaction does. */
   readonly awaitingLock: <A, E, R>(what: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreError, R>
@@ -105,11 +109,12 @@ export const open = (
         : effect
     const transaction = <A, E, R>(
       body: (connection: Connection) => Effect.Effect<A, E, R>,
-      waits = true
+      waits = true,
+      prelude?: (connection: Connection) => Effect.Effect<void>
     ): Effect.Effect<A, E | SqlError | StoreError, R> =>
       Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
-        yield* Effect.addFinalizer(() => Effect.sync(() => database.afterOwnWrite()))
+        if (prelude !== undefined) yield* prelude(connection)
         const started = connection.executeUnprepared(begin, [], undefined)
         yield* waits ? awaitingLock("a write", started) : started
         const exit = yield* Effect.exit(
@@ -123,7 +128,7 @@ export const open = (
         }
         yield* Effect.ignore(connection.executeUnprepared("ROLLBACK", [], undefined))
         return yield* Effect.failCause(exit.cause)
-      }))
+      })).pipe(Effect.ensuring(Effect.sync(() => database.afterOwnWrite())))
     const database: Database = {
       sql,
       dialect,

@@ -184,7 +184,7 @@ export const start = (
   channel: string
 ): Effect.Effect<Writers, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { dialect, options, sql, transaction } = database
+    const { dialect, options, transaction } = database
     const { run, runWrite } = writeOne(database, reads, channel)
     const queue = yield* Queue.unbounded<Write>()
     const maxBatch = Math.max(1, options.maxBatch ?? 256)
@@ -200,12 +200,13 @@ export const start = (
       options.synchronous !== "normal" &&
       writes.some((write) => write._tag === "Append" && write.append.durability === "sync")
     let sqliteSynchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
-    const setSqliteSynchronous = (wanted: "FULL" | "NORMAL") =>
-      dialect !== "sqlite" || sqliteSynchronous === wanted
-        ? Effect.void
-        : Effect.zipRight(
+    /** Sets SQLite's `synchronous` on the transaction's connection, before it begins (SQLite refuses it inside). */
+    const sqliteSynchronousFor = (wanted: "FULL" | "NORMAL") =>
+      dialect !== "sqlite" || sqliteSynchronous === wanted ? undefined : (connection: Connection) =>
+        Effect.zipRight(
           Effect.sync(() => sqliteSynchronous = wanted),
-          Effect.catchAll(sql.unsafe(`PRAGMA synchronous = ${wanted}`), () => Effect.sync(() => sqliteSynchronous = ""))
+          Effect.catchAll(run(connection, `PRAGMA synchronous = ${wanted}`, []), () =>
+            Effect.sync(() => sqliteSynchronous = ""))
         )
 
     const fail = (write: Write, error: StoreError) =>
@@ -214,7 +215,7 @@ export const start = (
     const runBatch = (writes: ReadonlyArray<Write>) =>
       Effect.gen(function*() {
         const sync = syncs(writes)
-        yield* setSqliteSynchronous(sync ? "FULL" : "NORMAL")
+        const prelude = sqliteSynchronousFor(sync ? "FULL" : "NORMAL")
         if (sync) yield* Metric.increment(syncedCommits)
         // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
         const ordered = [...writes].sort((a, b) => {
@@ -238,7 +239,9 @@ export const start = (
                 outcomes.push(outcome)
               }
               return outcomes
-            })
+            }),
+            true,
+            prelude
           )
         const results = new Map<Write, Either.Either<ReadonlyArray<string>, AppendError>>()
         let failed: StoreError | undefined
