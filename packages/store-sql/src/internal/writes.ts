@@ -205,8 +205,10 @@ export const start = (
       dialect !== "sqlite" || sqliteSynchronous === wanted ? undefined : (connection: Connection) =>
         Effect.zipRight(
           Effect.sync(() => sqliteSynchronous = wanted),
-          Effect.catchAll(run(connection, `PRAGMA synchronous = ${wanted}`, []), () =>
-            Effect.sync(() => sqliteSynchronous = ""))
+          Effect.catchAll(
+            run(connection, `PRAGMA synchronous = ${wanted}`, []),
+            () => Effect.sync(() => sqliteSynchronous = "")
+          )
         )
 
     const fail = (write: Write, error: StoreError) =>
@@ -226,20 +228,23 @@ export const start = (
         // Optimistically without savepoints (conflicts are rare; each savepoint costs two statements): when a write
         // fails, the transaction rolls back and the others run again, each in its own savepoint this time.
         const attempt = (batch: ReadonlyArray<Write>, savepoints: boolean) =>
-          transaction((connection) =>
-            Effect.gen(function*() {
-              if (!sync && dialect === "pg") yield* run(connection, "SET LOCAL synchronous_commit = off", [])
-              const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
-              for (let i = 0; i < batch.length; i++) {
-                if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
-                const outcome = yield* Effect.either(runWrite(connection, batch[i]))
-                if (Either.isLeft(outcome) && !savepoints) return yield* new Rollback({ index: i, error: outcome.left })
-                if (Either.isLeft(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
-                if (savepoints) yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
-                outcomes.push(outcome)
-              }
-              return outcomes
-            }),
+          transaction(
+            (connection) =>
+              Effect.gen(function*() {
+                if (!sync && dialect === "pg") yield* run(connection, "SET LOCAL synchronous_commit = off", [])
+                const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
+                for (let i = 0; i < batch.length; i++) {
+                  if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
+                  const outcome = yield* Effect.either(runWrite(connection, batch[i]))
+                  if (Either.isLeft(outcome) && !savepoints) {
+                    return yield* new Rollback({ index: i, error: outcome.left })
+                  }
+                  if (Either.isLeft(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
+                  if (savepoints) yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
+                  outcomes.push(outcome)
+                }
+                return outcomes
+              }),
             true,
             prelude
           )
