@@ -12,8 +12,7 @@
  *   index, which no watch sees): when the poll after an event finds nothing new, it looks again a few times over the
  *   next ~250 ms (1 ms apart at first), until the commit shows; a new such event starts those looks again from the
  *   first. Unless the event is this store's own: the store notes the size and modification time of the file and its
- *   log after each of its write transactions (`afterOwnWrite`), and an event that finds them as noted is its own —
- *   nothing to poll (its commits would otherwise cost a query each).
+ *   log after each of its write transactions (`afterOwnWrite`), and an event that finds them as noted is its own.
  *   (File times are coarse — a few milliseconds — but another writer's commit also grows the log, except right after
  *   the log restarted; a commit missed that way waits for the next event or the periodic poll.)
  * - The periodic poll stays, as the fallback: every `pollInterval` (default 250 ms with a watch, 25 ms without one —
@@ -173,9 +172,8 @@ export const follow = (
      */
     const afterEvent: Effect.Effect<"found" | "own" | "pending", SqlError> = Effect.gen(function*() {
       const before = stamp()
-      // The files as this store's last commit left them: the event is that commit's, and nobody wrote since (another
-      // writer's commit would have grown the log or touched the files) — no query to run.
-      if (before === seen) return "own"
+      // Polled even when the files are as this store's last commit left them: another writer may have committed just
+      // before that commit, whose stamp then covers both.
       const found = yield* poll
       if (found) seen = before
       return found ? "found" : before === seen ? "own" : "pending"
