@@ -7,7 +7,7 @@ import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
 import type { Duration } from "effect"
-import { Context, DateTime, Effect, Exit, Layer, Metric, Queue, Redacted, Scope, Stream } from "effect"
+import { Context, DateTime, Deferred, Effect, Exit, Layer, Metric, Queue, Redacted, Scope, Stream } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -322,6 +322,34 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
         // A checkpoint that empties the write-ahead log (it starts again from nothing): the watch still sees it.
         if (seq === 2) yield* sql`PRAGMA wal_checkpoint(TRUNCATE)`
       }
+    }))
+
+  it.scopedLive("another store's commit just before one of its own is still noticed at once (the same stamp covers both)", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const a = yield* storeOf(SqlStore.layerSqlite({ filename, ...slowPoll }))
+      const b = yield* storeOf(SqlStore.layerSqlite({ filename, watch: false, ...slowPoll }))
+      const other = Ids.SessionId.make("ses_sql_other")
+      yield* create(a)
+      yield* a.eventLog.createTree({ treeId: other, agent: AgentSpec.make({ name: "b" }), createdAt: at })
+      const foreign = yield* Deferred.make<number>()
+      yield* SessionStore.changes(a).pipe(
+        Stream.filter((change) => change.treeId === treeId),
+        Stream.runForEach(() => Deferred.succeed(foreign, performance.now())),
+        Effect.forkScoped
+      )
+      yield* Effect.sleep("10 millis")
+      // B's commit, then A's own at once: no turn of the event loop between them, so the watch's events for both
+      // come after A noted the files as its commit left them.
+      const started = performance.now()
+      yield* b.eventLog.append(treeId, 0, [queued(0)])
+      yield* a.eventLog.append(other, 0, [
+        new TurnEvent.TurnQueued({ sessionId: other, turnId: Ids.TurnId.make("turn_other"), seq: 0, at, input: "hi" })
+      ])
+      const noticed = yield* Deferred.await(foreign).pipe(
+        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("B's append was not noticed in 2 s") })
+      )
+      assert.isBelow(noticed - started, 2000)
     }))
 
   it.scopedLive("its own appends are told once, whatever the watch sees", () =>
