@@ -49,6 +49,7 @@ import * as Effect from "effect/Effect"
 import type * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Internal from "./internal/scriptedModel.js"
+import * as Rendering from "./internal/scriptedReply.js"
 
 // =============================================================================
 // Models
@@ -371,7 +372,7 @@ export const assertComplete: Effect.Effect<void, UnexpectedModelCall | Unconsume
  * @since 0.1.0
  * @category Utils
  */
-export const lastUserText: (call: Call) => string | undefined = Internal.lastUserText
+export const lastUserText: (call: Call) => string | undefined = Rendering.lastUserText
 
 /**
  * Every tool result in the call's prompt, in order.
@@ -379,7 +380,7 @@ export const lastUserText: (call: Call) => string | undefined = Internal.lastUse
  * @since 0.1.0
  * @category Utils
  */
-export const toolResults: (call: Call) => ReadonlyArray<ToolResult> = Internal.toolResults
+export const toolResults: (call: Call) => ReadonlyArray<ToolResult> = Rendering.toolResults
 
 /**
  * The names of the tools offered in the call.
