@@ -87,6 +87,18 @@ export interface OpenCallbackRow {
 }
 
 /**
+ * What an append wrote: `bytes`, the size of its events as the store keeps them — the UTF-8 JSON text of a SQL store's
+ * rows — or `undefined` for a store that keeps the events themselves (the memory store). The engine's
+ * `parley.store.append` span reports it.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Written {
+  readonly bytes: number | undefined
+}
+
+/**
  * An append to a tree: the `seq` its log reached.
  *
  * @since 0.1.0
@@ -147,7 +159,7 @@ export interface Service {
     events: ReadonlyArray<TurnEvent>,
     fence?: Lease | undefined,
     durability?: Durability
-  ) => Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
+  ) => Effect.Effect<Written, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
   /** The stored events with `seq >= from`. */
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   /**
@@ -225,7 +237,9 @@ export interface Driver {
   readonly treeOf: (sessionId: SessionId) => Effect.Effect<Option.Option<SessionId>, StoreError>
   /** The tree's length, `None` when there is no such tree. */
   readonly nextSeq: (treeId: SessionId) => Effect.Effect<Option.Option<number>, StoreError>
-  readonly append: (rows: AppendRows) => Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
+  readonly append: (
+    rows: AppendRows
+  ) => Effect.Effect<Written, SeqConflict | ResolutionConflict | LeaseLost | StoreError>
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   readonly readRecent: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   readonly listOpen: (filter?: OpenFilter) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>

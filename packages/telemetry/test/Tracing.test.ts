@@ -2,6 +2,8 @@
  * The engine's spans, exported by the OpenTelemetry SDK into an in-memory exporter: the span tree of one approval-loop
  * turn, and the link from a turn taken up by a second engine over the same SQLite file to its span in the first.
  */
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
@@ -11,7 +13,7 @@ import { SqlRuntime } from "@parley/store-sql"
 import { ParleyTelemetry } from "@parley/telemetry"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Effect, Layer, Schema } from "effect"
+import { Deferred, Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -144,14 +146,49 @@ describe("tracing", () => {
         "parley.tool.runs_in": "runtime",
         "parley.tool.outcome": "ok"
       })
-      // Every append is a span under the turn: how many events, how many bytes.
+      // Every append is a span under the turn: how many events (no bytes: the memory store keeps the events as they
+      // are; a SQL store's appends report theirs, below).
       const appends = named(spans, "parley.store.append")
       assert.isAtLeast(appends.length, 3)
       for (const append of appends) {
         assert.strictEqual(append.parentSpanContext?.traceId, turn.spanContext().traceId)
         assert.isAbove(append.attributes["parley.store.events"] as number, 0)
-        assert.isAbove(append.attributes["parley.store.bytes"] as number, 0)
+        assert.notProperty(append.attributes, "parley.store.bytes")
       }
+    }))
+
+  it.effect("a tool stopped by a cancel ends its span, interrupted, with no outcome", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = tracing()
+      const started = yield* Deferred.make<void>()
+      const hang = Tool.make("hang", {
+        description: "Never returns.",
+        parameters: {},
+        success: Schema.String
+      }, () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.never))
+      const engine = LocalTransport.layer.pipe(Layer.provide([
+        SessionStore.layerMemory,
+        Connectors.layerEmpty,
+        RuntimeTools.layer(hang),
+        Models.layer(Models.single((yield* ScriptedModel.make([ScriptedModel.toolCall("hang", {})])).languageModel))
+      ]))
+      const [final, spans] = yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(
+          Agent.make({ name: "waiter", model: "scripted", tools: [hang.spec], permissionMode: "allow" })
+        )
+        const turn = yield* Session.sendMessage(session, "Wait.")
+        yield* Deferred.await(started)
+        yield* Session.cancel(session)
+        const final = yield* Turn.result(turn)
+        // Read while the engine still holds the tree: the cancel ended the tool's span, not the tree's close.
+        return [final, exporter.getFinishedSpans()] as const
+      }).pipe(Effect.provide(engine), Effect.provide(layer))
+      assert.strictEqual(final._tag, "Cancelled")
+      const tool = one(spans, "parley.tool")
+      assert.strictEqual(tool.parentSpanContext?.spanId, one(spans, "parley.turn").spanContext().spanId)
+      assert.strictEqual(tool.attributes["status.interrupted"], true)
+      assert.notProperty(tool.attributes, "parley.tool.outcome")
+      assert.strictEqual(one(spans, "parley.turn").attributes["parley.turn.state"], "Cancelled")
     }))
 
   it.effect("the turn span is a child of the caller's span", () =>
@@ -252,5 +289,19 @@ describe("tracing", () => {
       // The answer given there is an event of the second engine's turn span, with who gave it.
       const resolved = second.events.find((event) => event.name === "parley.callback.resolved")
       assert.strictEqual(resolved?.attributes?.["parley.callback.resolution"], "answered")
+
+      // The first engine's appends (the log's first events, under its turn span) report the bytes SQLite holds for
+      // them: their events' JSON text, in UTF-8.
+      const appends = childrenOf(exporter.getFinishedSpans(), first).filter((span) =>
+        span.name === "parley.store.append"
+      )
+      assert.isAtLeast(appends.length, 2)
+      const sum = (key: string) => appends.reduce((total, span) => total + (span.attributes[key] as number), 0)
+      const [stored] = yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql<{ readonly bytes: number }>`SELECT SUM(LENGTH(CAST(event AS BLOB))) AS bytes
+          FROM parley_events WHERE tree_id = ${blocked.sessionId} AND seq < ${sum("parley.store.events")}`
+      }).pipe(Effect.provide(SqliteClient.layer({ filename })))
+      assert.strictEqual(sum("parley.store.bytes"), stored.bytes)
     }))
 })

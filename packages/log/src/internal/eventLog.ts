@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type { AppendRows, Change, Driver, Durability, Service } from "../EventLog.js"
+import type { AppendRows, Change, Driver, Durability, Service, Written } from "../EventLog.js"
 import type { Lease } from "../Leases.js"
 import { SeqConflict, StoreError } from "../StoreError.js"
 import * as Fanout from "./fanout.js"
@@ -80,6 +80,9 @@ export const rowsOf = (
   }
 }
 
+/** An append of no events: nothing written, in any store. */
+const nothingWritten = Effect.succeed<Written>({ bytes: 0 })
+
 export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     /** The mailboxes of the readers of `changes`, each with the owner whose appends it is not told of. */
@@ -116,7 +119,7 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
       treeOf: driver.treeOf,
       append: (treeId, expectedSeq, events, fence, durability = "sync") => {
         if (events.length === 0) {
-          return Effect.void
+          return nothingWritten
         }
         for (let i = 0; i < events.length; i++) {
           if (events[i].seq !== expectedSeq + i) {
@@ -125,12 +128,13 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
         }
         // Once the driver committed, the subscribers and `changes` are told whatever becomes of the appender.
         return Effect.uninterruptible(
-          Effect.zipRight(
+          Effect.tap(
             driver.append(rowsOf(treeId, expectedSeq, events, fence, durability)),
-            Effect.sync(() => {
-              fanout.appended(treeId, events)
-              tell({ treeId, nextSeq: expectedSeq + events.length }, fence?.owner)
-            })
+            () =>
+              Effect.sync(() => {
+                fanout.appended(treeId, events)
+                tell({ treeId, nextSeq: expectedSeq + events.length }, fence?.owner)
+              })
           )
         )
       },

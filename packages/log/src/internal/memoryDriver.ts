@@ -9,7 +9,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { Driver, OpenCallbackRow, StoredTree } from "../EventLog.js"
+import type { Driver, OpenCallbackRow, StoredTree, Written } from "../EventLog.js"
 import type * as Leases from "../Leases.js"
 import type * as Secrets from "../Secrets.js"
 import type { MemoryDriver } from "../SessionStore.js"
@@ -28,6 +28,9 @@ interface Log {
   /** The latest snapshot of the tree's projection. */
   snapshot: Snapshots.Snapshot | undefined
 }
+
+/** What an append writes here: no bytes, the events are kept as they are. */
+const keptAsValues = Effect.succeed<Written>({ bytes: undefined })
 
 export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
   const logs = new Map<SessionId, Log>()
@@ -66,7 +69,7 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
     nextSeq: (treeId) =>
       Effect.sync(() => Option.map(Option.fromNullable(logs.get(treeId)), (log) => log.events.length)),
     append: (rows) =>
-      Effect.suspend((): Effect.Effect<void, SeqConflict | ResolutionConflict | LeaseLost | StoreError> => {
+      Effect.suspend((): Effect.Effect<Written, SeqConflict | ResolutionConflict | LeaseLost | StoreError> => {
         const { expectedSeq, fence, treeId } = rows
         const log = logs.get(treeId)
         if (log === undefined) {
@@ -99,7 +102,7 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
         }
         log.openTurns += rows.openTurns
         log.paused = rows.paused
-        return Effect.void
+        return keptAsValues
       }),
     read,
     readRecent: read,

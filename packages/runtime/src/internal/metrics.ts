@@ -3,11 +3,8 @@
  * `@parley/telemetry`): turns by final state, model steps, tool runs, callback wait time, callbacks open. Counted by
  * the tree's owner only (a follower sees the same events).
  */
-import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
-import type * as MetricLabel from "effect/MetricLabel"
 
 /** Turns ended, tagged `parley.turn.state` (Completed, Blocked is never final, Failed, Cancelled). */
 export const turnsEnded = Metric.counter("parley.turns", { description: "Turns ended, by final state" })
@@ -34,20 +31,3 @@ export const turnsEndedIn = (state: string) => {
   }
   return metric
 }
-
-/** A metric and the value it is updated with (a counter's increment, a histogram's sample). */
-export type Update = readonly [
-  { readonly unsafeUpdate: (input: number, labels: ReadonlyArray<MetricLabel.MetricLabel>) => void },
-  number
-]
-
-/**
- * Applies the updates in one step of the fiber, with the fiber's metric labels: what `Metric.update` does for each,
- * without an effect (and its steps of the runtime) per update.
- */
-export const count = (updates: ReadonlyArray<Update>): Effect.Effect<void> =>
-  Effect.withFiberRuntime((fiber) => {
-    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-    for (const [metric, value] of updates) metric.unsafeUpdate(value, labels)
-    return Effect.void
-  })

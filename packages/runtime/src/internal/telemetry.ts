@@ -3,58 +3,84 @@
  * exports them by providing a tracer, e.g. `@parley/telemetry`'s `ParleyTelemetry.layer`).
  *
  * Telemetry is on for a tree once a fiber that works on it runs under a tracer other than Effect's native one (a
- * program that provides none gets nothing, and pays one comparison per commit). The tree then keeps that tracer:
+ * program that provides none gets nothing, and pays one comparison per commit). The tree then keeps that tracer, and
+ * the clock of that fiber. Every span is made by hand, started and ended where the engine already is (a commit, a
+ * work item's start and report): no effect wraps what it measures, so telemetry adds no step to the runtime's work.
  *
  * - `parley.turn`: one span per turn per engine, from its `TurnQueued` (or from when this engine took it up) to its
  *   `TurnEnded` (or to when the tree leaves memory). The engine that accepts a turn records the span's context on the
  *   `TurnQueued`; an engine that takes the turn up later (after a restart, another process) links its span to it.
- * - `parley.model_step`, `parley.tool`: the work items, children of their turn's span.
+ * - `parley.model_step`, `parley.tool`: the work items, children of their turn's span, from their start to their
+ *   report (or until the engine stops them).
  * - `parley.callback`: from `CallbackOpened` to `CallbackResolved`, a child of its turn's span.
  * - `parley.store.append`: each append, a child of the span of the first event's turn.
  *
- * Metrics (`metrics.ts`) are counted by the tree's owner only (a follower sees the same events): turns by final state, model steps,
- * tool runs, callback wait time, callbacks open.
+ * Metrics (`metrics.ts`) are counted by the tree's owner only (a follower sees the same events): turns by final
+ * state, model steps, tool runs, callback wait time, callbacks open.
  */
 import type { CallbackId, TurnId } from "@parley/core/Ids"
 import * as Principal from "@parley/core/Principal"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import { TraceContext } from "@parley/core/TurnEvent"
+import type { Written } from "@parley/log/EventLog"
 import * as TreeState from "@parley/log/TreeState"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
-import { callbacksOpen, callbackWait, count, modelSteps, toolRuns, turnsEndedIn, type Update } from "./metrics.js"
+import type { Command } from "./commands.js"
+import { callbacksOpen, callbackWait, modelSteps, toolRuns, turnsEndedIn } from "./metrics.js"
 
 /** Effect's native tracer: the one a program that provides no tracer runs under. */
 const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
-/** The tracer a fiber runs under, unless it is the native one. */
-export const tracerOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Tracer.Tracer | undefined => {
-  const tracer = fiber.currentTracer
-  return tracer === nativeTracer ? undefined : tracer
-}
-
-/** What a traced tree keeps: its tracer and the spans it has open. */
+/** What a traced tree keeps: its tracer and clock, and the spans it has open. */
 export interface Traced {
   readonly tracer: Tracer.Tracer
+  /**
+   * The clock of the fiber that began tracing the tree (a test's `TestClock` included): spans read it directly, with
+   * no effect (and no step of the runtime) to start or end one.
+   */
+  readonly clock: Clock.Clock
+  /** The span of the append under way, if any (a tree's appends are one at a time): `close` ends it if cut short. */
+  appending: Tracer.Span | undefined
+  /** The spans of the work items running, by the work's key (`startWork`). */
+  readonly work: Map<string, Tracer.Span>
+  /** The clock's last reading (epoch milliseconds), and as a span's time (`now`). */
+  lastMillis: number
+  lastNanos: bigint
   /** Turn spans made before their `TurnQueued` was appended (it records their context), by span id. */
   readonly pending: Map<string, Tracer.Span>
   readonly turns: Map<TurnId, Tracer.Span>
   readonly callbacks: Map<CallbackId, Tracer.Span>
 }
 
-export const make = (tracer: Tracer.Tracer): Traced => ({
-  tracer,
-  pending: new Map(),
-  turns: new Map(),
-  callbacks: new Map()
-})
+/**
+ * The telemetry of a tree worked on by `fiber`: none when the fiber runs under Effect's native tracer (a program that
+ * provides no tracer), else its tracer's and clock's.
+ */
+export const tracing = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Traced | undefined => {
+  const tracer = fiber.currentTracer
+  if (tracer === nativeTracer) return undefined
+  return {
+    tracer,
+    clock: Context.get(fiber.currentDefaultServices, Clock.Clock),
+    appending: undefined,
+    work: new Map(),
+    lastMillis: 0,
+    lastNanos: 0n,
+    pending: new Map(),
+    turns: new Map(),
+    callbacks: new Map()
+  }
+}
 
 // =============================================================================
 // Spans
@@ -62,11 +88,26 @@ export const make = (tracer: Tracer.Tracer): Traced => ({
 
 const nanos = (millis: number) => BigInt(Math.round(millis)) * 1_000_000n
 
-/** The time of the fiber's clock, as a span's time (nanoseconds). */
-export const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): bigint =>
-  nanos(Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis())
+/**
+ * The time of the tree's clock, as a span's time (nanoseconds). Most of a turn's spans start and end within the same
+ * few milliseconds: the last conversion is kept.
+ */
+export const now = (traced: Traced): bigint => timeOf(traced, traced.clock.unsafeCurrentTimeMillis())
 
-export const contextOf = (span: Tracer.Span) => new TraceContext({ traceId: span.traceId, spanId: span.spanId })
+/** `millis` (epoch milliseconds) as a span's time, the last conversion kept. */
+const timeOf = (traced: Traced, millis: number): bigint => {
+  if (millis !== traced.lastMillis) {
+    traced.lastMillis = millis
+    traced.lastNanos = nanos(millis)
+  }
+  return traced.lastNanos
+}
+
+/** The context a `TurnQueued` records (not validated again: a tracer's own ids). */
+export const contextOf = (span: Tracer.Span) => new TraceContext({ traceId: span.traceId, spanId: span.spanId }, true)
+
+/** The context of every span the engine starts: none of its own (a tracer's services are the fiber's). */
+const noContext = Context.empty()
 
 /** A span of the tree's tracer started at `at` (nanoseconds), under `parent`, with `attributes` and `links`. */
 const startSpan = (
@@ -80,7 +121,7 @@ const startSpan = (
   const span = traced.tracer.span(
     name,
     parent === undefined ? Option.none() : Option.some(parent),
-    Context.empty(),
+    noContext,
     links,
     at,
     "internal"
@@ -94,7 +135,7 @@ export const startTurn = (traced: Traced, fiber: Fiber.RuntimeFiber<unknown, unk
   readonly session: string
   readonly agent: string
 }): Tracer.Span => {
-  const span = startSpan(traced, "parley.turn", fiber.currentSpan, nowOf(fiber), {
+  const span = startSpan(traced, "parley.turn", fiber.currentSpan, now(traced), {
     "parley.session.id": attributes.session,
     "parley.agent.name": attributes.agent
   })
@@ -103,7 +144,7 @@ export const startTurn = (traced: Traced, fiber: Fiber.RuntimeFiber<unknown, unk
 }
 
 /** Ends a span with a successful exit at `at` (epoch milliseconds). */
-const end = (span: Tracer.Span, at: number) => span.end(nanos(at), Exit.void)
+const end = (traced: Traced, span: Tracer.Span, at: number) => span.end(timeOf(traced, at), Exit.void)
 
 /**
  * The span of a turn in this engine: the one open, or one started now — linked to the span its `TurnQueued` names
@@ -120,7 +161,7 @@ export const turnSpan = (traced: Traced, state: TreeState.TreeState, turnId: Tur
     span: Tracer.externalSpan({ traceId: turn.trace.traceId, spanId: turn.trace.spanId }),
     attributes: { "parley.link": "turn taken up" }
   }]
-  const span = startSpan(traced, "parley.turn", parent, nanos(at), {
+  const span = startSpan(traced, "parley.turn", parent, timeOf(traced, at), {
     "parley.session.id": turn.sessionId,
     "parley.turn.id": turnId
   }, links)
@@ -136,15 +177,18 @@ const kindOf = (callback: TreeState.CallbackRecord["callback"]) =>
 
 /**
  * Takes committed events in: opens and ends the turn and callback spans, and counts the metrics (when `owner`: the
- * engine holds the tree's lease). `state` is the tree's state after them.
+ * engine holds the tree's lease) with `fiber`'s metric labels. `state` is the tree's state after them. Called where a
+ * fiber runs (`Effect.withFiberRuntime`): the metrics are updated at once, with no effect of their own.
  */
 export const observe = (
   traced: Traced,
   state: TreeState.TreeState,
   events: ReadonlyArray<TurnEvent>,
-  owner: boolean
-): Effect.Effect<void> => {
-  const metrics: Array<Update> = []
+  owner: boolean,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
+): void => {
+  // The owner counts the metrics, with the fiber's metric labels (what `Metric.update` does, without its effect).
+  const labels = owner ? fiber.getFiberRef(FiberRef.currentMetricLabels) : undefined
   for (const event of events) {
     const at = event.at.epochMillis
     switch (event._tag) {
@@ -160,22 +204,21 @@ export const observe = (
         break
       }
       case "ModelStepStarted":
-        if (owner) metrics.push([modelSteps, 1])
+        if (labels !== undefined) modelSteps.unsafeUpdate(1, labels)
         break
       case "ToolExecutionStarted":
-        if (owner) metrics.push([toolRuns, 1])
+        if (labels !== undefined) toolRuns.unsafeUpdate(1, labels)
         break
       case "CallbackOpened": {
         const callback = event.callback
         const parent = turnSpan(traced, state, callback.turnId, at)
-        const span = startSpan(traced, "parley.callback", parent, nanos(at), {
+        const span = startSpan(traced, "parley.callback", parent, timeOf(traced, at), {
           "parley.callback.id": callback.id,
           "parley.callback.kind": kindOf(callback)
         })
         if (callback._tag !== "OpenSignIn") span.attribute("parley.tool.id", callback.request.tool.id)
-        span.attribute("parley.session.id", callback.sessionId)
         traced.callbacks.set(callback.id, span)
-        if (owner) metrics.push([callbacksOpen, 1])
+        if (labels !== undefined) callbacksOpen.unsafeUpdate(1, labels)
         break
       }
       case "CallbackResolved": {
@@ -191,10 +234,10 @@ export const observe = (
             span.attribute("parley.callback.answered_by", Principal.describe(event.answeredBy))
             span.attribute("parley.callback.answered_by.kind", event.answeredBy._tag)
           }
-          end(span, at)
+          end(traced, span, at)
         } else {
           // Answered here, opened elsewhere: the turn's span in this engine (linked to the first) shows it.
-          turnSpan(traced, state, event.turnId, at)?.event("parley.callback.resolved", nanos(at), {
+          turnSpan(traced, state, event.turnId, at)?.event("parley.callback.resolved", timeOf(traced, at), {
             "parley.callback.id": event.callbackId,
             "parley.callback.resolution": event.resolution,
             ...(event.answeredBy === undefined
@@ -202,9 +245,9 @@ export const observe = (
               : { "parley.callback.answered_by": Principal.describe(event.answeredBy) })
           })
         }
-        if (owner) {
-          metrics.push([callbacksOpen, -1])
-          if (waited !== undefined) metrics.push([callbackWait, waited])
+        if (labels !== undefined) {
+          callbacksOpen.unsafeUpdate(-1, labels)
+          if (waited !== undefined) callbackWait.unsafeUpdate(waited, labels)
         }
         break
       }
@@ -214,10 +257,10 @@ export const observe = (
           traced.turns.delete(event.turnId)
           span.attribute("parley.turn.state", event.state._tag)
           span.attribute("parley.turn.steps", TreeState.turn(state, event.turnId)?.steps ?? 0)
-          end(span, at)
+          end(traced, span, at)
         }
-        if (owner) {
-          metrics.push([turnsEndedIn(event.state._tag), 1])
+        if (labels !== undefined) {
+          turnsEndedIn(event.state._tag).unsafeUpdate(1, labels)
         }
         break
       }
@@ -225,18 +268,23 @@ export const observe = (
         break
     }
   }
-  return metrics.length === 0 ? Effect.void : count(metrics)
 }
 
 /** Ends what is still open when the tree leaves memory: another load (or engine) takes its turns up, linked. */
 export const close = (traced: Traced, at: number) => {
+  if (traced.appending !== undefined) {
+    traced.appending.end(timeOf(traced, at), Exit.interrupt(FiberId.none))
+    traced.appending = undefined
+  }
+  for (const span of traced.work.values()) span.end(timeOf(traced, at), Exit.interrupt(FiberId.none))
+  traced.work.clear()
   for (const span of traced.callbacks.values()) {
     span.attribute("parley.callback.resolution", "elsewhere")
-    end(span, at)
+    end(traced, span, at)
   }
   for (const span of [...traced.turns.values(), ...traced.pending.values()]) {
     span.attribute("parley.turn.suspended", true)
-    end(span, at)
+    end(traced, span, at)
   }
   traced.callbacks.clear()
   traced.turns.clear()
@@ -244,109 +292,91 @@ export const close = (traced: Traced, at: number) => {
 }
 
 /**
- * Runs `f` in a span made by hand (`parley.tool`): nothing under it needs it as a parent, and leaving the fiber's
- * context alone spares the fiber references' bookkeeping a span in context costs. `f` may set attributes on it.
+ * Starts the span of a work item (`parley.model_step`, `parley.tool`), a child of its turn's, kept under the work's
+ * key: the work ends it when it reports its result (`endWork`), the engine when it stops the work or the tree leaves
+ * memory. No effect wraps the work: the span costs the runtime no step.
  */
-export const manual = <A, E, R>(
+export const startWork = (
   traced: Traced,
-  parent: Tracer.Span | undefined,
+  key: string,
   name: string,
-  attributes: Record<string, unknown>,
-  f: (span: Tracer.Span) => Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) => {
-    const span = startSpan(traced, name, parent, nowOf(fiber), attributes)
-    return Effect.onExit(f(span), (exit) => Effect.sync(() => span.end(nowOf(fiber), exit)))
-  })
+  parent: Tracer.Span | undefined,
+  attributes: Record<string, unknown>
+): Tracer.Span => {
+  const span = startSpan(traced, name, parent, now(traced), attributes)
+  traced.work.set(key, span)
+  return span
+}
 
 /**
- * Runs a work item in a span (`parley.model_step`), a child of its turn's, and the span of its fiber's context:
- * `@effect/ai`'s span of the model call is its child. `effect` must be the whole body of a fiber of its own (the
- * engine forks each work item): the span is put in that fiber's context for good, not for a region, which spares
- * the steps of `Effect.withSpan` (span options read from fiber references, the context set and restored). (Not pinned
- * to the tree's tracer with `Effect.withTracer`: that costs every join of the work's fibers a comparison of fiber
- * references; the work's fiber has the tracer of the one that started it.)
+ * Makes `span` the parent of the spans the rest of the fiber starts (`@effect/ai`'s span of the model call is a child
+ * of the model step's). For a fiber of its own (the engine forks each work item): the span is put in that fiber's
+ * context for good, not for a region, which spares the steps of `Effect.withSpan` (span options read from fiber
+ * references, the context set and restored). (Not pinned to the tree's tracer with `Effect.withTracer`: that costs
+ * every join of the work's fibers a comparison of fiber references; the work's fiber has the tracer of the one that
+ * started it.)
  */
-export const work = <A, E, R>(
-  traced: Traced,
-  parent: Tracer.Span | undefined,
-  name: string,
-  attributes: Record<string, unknown>,
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) => {
-    const span = startSpan(traced, name, parent, nowOf(fiber), attributes)
-    return FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span)).pipe(
-      Effect.zipRight(Effect.onExit(effect, (exit) => Effect.sync(() => span.end(nowOf(fiber), exit))))
-    )
-  })
+export const parentOf = (span: Tracer.Span): Effect.Effect<void> =>
+  FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span))
 
-/**
- * About how many bytes `value` takes as JSON text: strings by their length, numbers as 8, a date as 24, the keys and
- * punctuation of objects and arrays. `JSON.stringify` would be exact but costs as much as the rest of the telemetry
- * of a turn together (it goes through every value's `toJSON`).
- */
-const sizeOf = (value: unknown, depth: number): number => {
-  switch (typeof value) {
-    case "string":
-      return value.length + 2
-    case "number":
-      return 8
-    case "boolean":
-      return 5
-    case "object": {
-      if (value === null) return 4
-      if (depth > 16) return 0
-      if (Array.isArray(value)) {
-        let size = 2
-        for (const item of value) size += sizeOf(item, depth + 1) + 1
-        return size
-      }
-      if ("epochMillis" in value && typeof value.epochMillis === "number") return 24
-      let size = 2
-      for (const key in value) {
-        const field = (value as Record<string, unknown>)[key]
-        if (field !== undefined && typeof field !== "function") size += key.length + 4 + sizeOf(field, depth + 1)
-      }
-      return size
-    }
+/** What a work item's result says of its run: a tool's outcome, and the span's exit. */
+const outcomeOf = (
+  result: Command | undefined
+): { readonly outcome?: string; readonly exit: Exit.Exit<void, unknown> } => {
+  switch (result?._tag) {
+    case undefined:
+      return { exit: Exit.interrupt(FiberId.none) }
+    case "ModelStepDone":
+      return { exit: Exit.void }
+    case "ToolFinished":
+      return { outcome: result.isFailure ? "error" : "ok", exit: Exit.void }
+    case "ToolNeedsSignIn":
+      return { outcome: "sign_in", exit: Exit.void }
+    case "ModelStepFailed":
+    case "WorkFailed":
+      return { outcome: "failed", exit: Exit.fail(result.error) }
     default:
-      return 0
+      return { exit: Exit.void }
   }
 }
 
 /**
- * An append in a span, a child of the span of its first event's turn: how many events, and about how many bytes they
- * take as JSON text (what a SQL store writes, give or take its columns).
+ * Ends the span of the work under `key` with its result (`undefined`: the work was stopped before it had one). A
+ * tool's span says its outcome (`parley.tool.outcome`).
  */
-export const append = <A, E, R>(
-  traced: Traced,
-  events: ReadonlyArray<TurnEvent>,
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
-  // Made by hand, not with `Effect.withSpan`: nothing runs under it, and leaving the fiber's context alone spares the
-  // fiber references' bookkeeping a span in context costs.
-  Effect.withFiberRuntime((fiber) => {
-    const first = events[0]
-    const parent = first._tag === "TurnQueued" && first.trace !== undefined
-      ? traced.pending.get(first.trace.spanId) ?? traced.turns.get(first.turnId)
-      : traced.turns.get(first.turnId)
-    let bytes = 0
-    for (const event of events) bytes += sizeOf(event, 0)
-    const span = startSpan(traced, "parley.store.append", parent, nowOf(fiber), {
-      "parley.store.events": events.length,
-      "parley.store.bytes": bytes
-    })
-    // The span ends in the append's own continuations, not with `Effect.onExit` (its masks cost steps of the
-    // runtime): appends run where the tree's mailbox is processed, uninterruptibly, so one of them always runs.
-    return Effect.matchCauseEffect(effect, {
-      onFailure: (cause) => {
-        span.end(nowOf(fiber), Exit.failCause(cause))
-        return Effect.failCause(cause)
-      },
-      onSuccess: (value) => {
-        span.end(nowOf(fiber), Exit.void)
-        return Effect.succeed(value)
-      }
-    })
+export const endWork = (traced: Traced, key: string, result: Command | undefined): void => {
+  const span = traced.work.get(key)
+  if (span === undefined) return
+  traced.work.delete(key)
+  const { exit, outcome } = outcomeOf(result)
+  if (outcome !== undefined && span.name === "parley.tool") span.attribute("parley.tool.outcome", outcome)
+  span.end(now(traced), exit)
+}
+
+/**
+ * Starts the span of an append (`parley.store.append`), a child of the span of its first event's turn: how many
+ * events, and (`endAppend`) how many bytes the store wrote for them. Made by hand and ended where the append's result
+ * is taken in, not wrapped around the append's effect: nothing runs under it, and it costs the runtime no step.
+ */
+export const startAppend = (traced: Traced, events: ReadonlyArray<TurnEvent>): void => {
+  const first = events[0]
+  const parent = first._tag === "TurnQueued" && first.trace !== undefined
+    ? traced.pending.get(first.trace.spanId) ?? traced.turns.get(first.turnId)
+    : traced.turns.get(first.turnId)
+  traced.appending = startSpan(traced, "parley.store.append", parent, now(traced), {
+    "parley.store.events": events.length
   })
+}
+
+/**
+ * Ends the span of the append under way with its result: the bytes the store wrote (`Written`; none from a store that
+ * keeps the events as they are), or the store's error.
+ */
+export const endAppend = (traced: Traced, result: Either.Either<Written, unknown>): void => {
+  const span = traced.appending
+  if (span === undefined) return
+  traced.appending = undefined
+  if (Either.isLeft(result)) return span.end(now(traced), Exit.fail(result.left))
+  if (result.right.bytes !== undefined) span.attribute("parley.store.bytes", result.right.bytes)
+  span.end(now(traced), Exit.void)
+}

@@ -12,13 +12,20 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import { encodeEvent, encodeTree } from "./codec.js"
+import { encodeEvent, encodeTree, type EventRow } from "./codec.js"
 import type * as Database from "./database.js"
 import { storeError } from "./errors.js"
 import * as PgChanges from "./pgChanges.js"
 import * as Reads from "./reads.js"
 import * as SqliteChanges from "./sqliteChanges.js"
 import * as Writes from "./writes.js"
+
+/** The bytes the rows' events take in the database: their JSON text, in UTF-8 (what `parley_events.event` holds). */
+const bytesOf = (rows: ReadonlyArray<EventRow>) => {
+  let bytes = 0
+  for (const row of rows) bytes += Buffer.byteLength(row.event, "utf8")
+  return bytes
+}
 
 export const make = (
   database: Database.Database,
@@ -64,7 +71,10 @@ export const make = (
       append: (append) =>
         Effect.flatMap(
           Effect.forEach(append.events, (event) => encodeEvent("append", append.treeId, event)),
-          (rows) => write<Writes.AppendError>((done) => ({ _tag: "Append", append, rows, done }))
+          (rows) =>
+            Effect.as(write<Writes.AppendError>((done) => ({ _tag: "Append", append, rows, done })), {
+              bytes: bytesOf(rows)
+            })
         ),
       read: (treeId, from) => reads.readEvents("read", treeId, from),
       readRecent: reads.readRecent,

@@ -8,6 +8,7 @@
 import type { TransportFailure } from "@parley/core/ParleyError"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import type * as SessionStore from "@parley/log/SessionStore"
+import type { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/log/StoreError"
 import * as TreeState from "@parley/log/TreeState"
 import * as Cause from "effect/Cause"
 import * as DateTime from "effect/DateTime"
@@ -39,10 +40,6 @@ const durabilityOf = (events: ReadonlyArray<TurnEvent>, batch: ReadonlyArray<Env
   }
   return "relaxed"
 }
-
-/** An append in its span when the tree is traced. */
-const traced = <A, E>(actor: Actor, events: ReadonlyArray<TurnEvent>, append: Effect.Effect<A, E>) =>
-  actor.traced === undefined ? append : Telemetry.append(actor.traced, events, append)
 
 export const make = (core: Core): Commits => {
   const { env, store } = core
@@ -91,13 +88,17 @@ export const make = (core: Core): Commits => {
           events.push(...decision.events)
           replies.push(decision.reply)
         }
-        const appended = events.length === 0
-          ? Either.right(undefined)
-          : yield* Effect.either(traced(
-            actor,
-            events,
+        let appended: Either.Either<unknown, SeqConflict | ResolutionConflict | LeaseLost | StoreError> = Either.void
+        if (events.length > 0) {
+          // A traced tree's append is in a span (`parley.store.append`), started and ended here, around it.
+          const traced = actor.traced
+          if (traced !== undefined) Telemetry.startAppend(traced, events)
+          const written = yield* Effect.either(
             store.eventLog.append(actor.treeId, actor.state.nextSeq, events, actor.lease, durabilityOf(events, batch))
-          ))
+          )
+          if (traced !== undefined) Telemetry.endAppend(traced, written)
+          appended = written
+        }
         if (Either.isRight(appended)) {
           actor.state = state
           if (actor.lease !== undefined && batch.some((envelope) => envelope.command._tag === "Resume")) {

@@ -17,6 +17,7 @@ import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -60,15 +61,13 @@ export const make = (
    */
   /**
    * Queues a turn. Under a tracer, its span starts here (a child of the caller's span) and its context is recorded on
-   * the `TurnQueued`; a turn that is refused ends its span at once. A repeated request id the tree already has starts
-   * no span: no turn is queued.
+   * the `TurnQueued`, which takes the span over when it is committed; a turn that is refused ends its span at once. A
+   * caller interrupted meanwhile leaves it to the `TurnQueued`, if the command still lands, else to the tree's close.
+   * A repeated request id the tree already has starts no span: no turn is queued.
    */
   const send = (actor: Actor, sessionId: SessionId, input: string, requestId: string | undefined) =>
     Effect.withFiberRuntime<Reply, Rejection | TransportFailure>((fiber) => {
-      if (actor.traced === undefined) {
-        const tracer = Telemetry.tracerOf(fiber)
-        if (tracer !== undefined) actor.traced = Telemetry.make(tracer)
-      }
+      if (actor.traced === undefined) actor.traced = Telemetry.tracing(fiber)
       const traced = actor.traced
       const repeated = requestId !== undefined && TreeState.requested(actor.state, sessionId, requestId) !== undefined
       if (traced === undefined || repeated) {
@@ -76,13 +75,11 @@ export const make = (
       }
       const agent = TreeState.session(actor.state, sessionId)?.agent.name ?? ""
       const span = Telemetry.startTurn(traced, fiber, { session: sessionId, agent })
-      return Effect.onExit(
+      return Effect.tapErrorCause(
         core.submit(actor, { _tag: "SendMessage", sessionId, input, requestId, trace: Telemetry.contextOf(span) }),
-        (exit) =>
+        (cause) =>
           Effect.sync(() => {
-            if (traced.pending.delete(span.spanId)) {
-              span.end(Telemetry.nowOf(fiber), exit)
-            }
+            if (traced.pending.delete(span.spanId)) span.end(Telemetry.now(traced), Exit.failCause(cause))
           })
       )
     })

@@ -6,12 +6,10 @@
  */
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as TreeState from "@parley/log/TreeState"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
-import type * as Tracer from "effect/Tracer"
 import * as Snapshots from "../snapshots.js"
 import * as Telemetry from "../telemetry.js"
 import { startedBy } from "../toolCalls.js"
@@ -50,67 +48,53 @@ export const make = (core: Core): Reconciler => {
     }
   }
 
-  /** A tool's tree, whose results also say the outcome on the tool's span. */
-  const tracedTree = (actor: Actor, span: Tracer.Span): Work.Tree => {
+  /** The tree of a traced work item: its result ends the work's span. */
+  const tracedTree = (actor: Actor, traced: Telemetry.Traced): Work.Tree => {
     const tree = workTree(actor)
     return {
       ...tree,
       report: (key, command) =>
         Effect.suspend(() => {
-          span.attribute(
-            "parley.tool.outcome",
-            command._tag === "ToolFinished"
-              ? (command.isFailure ? "error" : "ok")
-              : command._tag === "ToolNeedsSignIn"
-              ? "sign_in"
-              : "failed"
-          )
+          Telemetry.endWork(traced, key, command)
           return tree.report(key, command)
         })
     }
   }
 
-  /** A model step in its span, a child of its turn's, when the tree is traced; else the model step as it is. */
-  const tracedStep = (
+  /** A model step, in its span (a child of its turn's, the parent of the model call's) when the tree is traced. */
+  const modelStep = (
     actor: Actor,
+    key: string,
     turn: TreeState.Turn,
     step: { readonly messageId: string; readonly seq: number }
   ) => {
-    const telemetry = actor.traced
-    const work = core.work.modelStep(workTree(actor), turn, step)
-    if (telemetry === undefined) return work
-    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
-      return Telemetry.work(
-        telemetry,
-        Telemetry.turnSpan(telemetry, actor.state, turn.turnId, now),
-        "parley.model_step",
-        {
-          "parley.session.id": turn.sessionId,
-          "parley.turn.id": turn.turnId,
-          "parley.model_step.index": turn.steps - 1,
-          ...(model === undefined ? {} : { "gen_ai.request.model": model })
-        },
-        work
-      )
-    })
+    const traced = actor.traced
+    if (traced === undefined) return core.work.modelStep(workTree(actor), turn, step)
+    const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
+    const span = Telemetry.startWork(
+      traced,
+      key,
+      "parley.model_step",
+      Telemetry.turnSpan(traced, actor.state, turn.turnId, traced.clock.unsafeCurrentTimeMillis()),
+      {
+        "parley.model_step.index": turn.steps - 1,
+        ...(model === undefined ? {} : { "gen_ai.request.model": model })
+      }
+    )
+    return Effect.zipRight(Telemetry.parentOf(span), core.work.modelStep(tracedTree(actor, traced), turn, step))
   }
 
-  /** A tool's run in its span, a child of its turn's, when the tree is traced; else the run as it is. */
-  const tracedTool = (actor: Actor, turn: TreeState.Turn, call: TreeState.Call) => {
-    const telemetry = actor.traced
-    if (telemetry === undefined) return core.work.runTool(workTree(actor), turn, call)
-    return Effect.flatMap(
-      Clock.currentTimeMillis,
-      (now) =>
-        Telemetry.manual(telemetry, Telemetry.turnSpan(telemetry, actor.state, turn.turnId, now), "parley.tool", {
-          "parley.session.id": turn.sessionId,
-          "parley.turn.id": turn.turnId,
-          "parley.tool.id": call.toolId,
-          "parley.tool.call_id": call.toolCallId,
-          "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
-        }, (span) => core.work.runTool(tracedTree(actor, span), turn, call))
-    )
+  /** A tool's run, in its span (a child of its turn's) when the tree is traced. */
+  const runTool = (actor: Actor, key: string, turn: TreeState.Turn, call: TreeState.Call) => {
+    const traced = actor.traced
+    if (traced === undefined) return core.work.runTool(workTree(actor), turn, call)
+    const now = traced.clock.unsafeCurrentTimeMillis()
+    Telemetry.startWork(traced, key, "parley.tool", Telemetry.turnSpan(traced, actor.state, turn.turnId, now), {
+      "parley.tool.id": call.toolId,
+      "parley.tool.call_id": call.toolCallId,
+      "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
+    })
+    return core.work.runTool(tracedTree(actor, traced), turn, call)
   }
 
   /**
@@ -124,11 +108,13 @@ export const make = (core: Core): Reconciler => {
     for (const turn of TreeState.runningTurns(actor.state)) {
       if (turn.modelPending && turn.step !== undefined) {
         const step = turn.step
-        work.set(`model:${step.messageId}`, () => tracedStep(actor, turn, step))
+        const key = `model:${step.messageId}`
+        work.set(key, () => modelStep(actor, key, turn, step))
       }
       for (const call of turn.calls) {
         if (startedBy(call, lease)) {
-          work.set(`tool:${call.toolCallId}`, () => tracedTool(actor, turn, call))
+          const key = `tool:${call.toolCallId}`
+          work.set(key, () => runTool(actor, key, turn, call))
         }
       }
     }
@@ -137,15 +123,15 @@ export const make = (core: Core): Reconciler => {
 
   /**
    * Stops the work items `keys` — all but the calling fiber: a work item that reported its result may be the one
-   * processing the mailbox, and ends by itself once it has.
+   * processing the mailbox, and ends by itself once it has. A stopped item's span ends (interrupted).
    */
   const stop = (actor: Actor, keys: Iterable<string>) =>
     Effect.flatMap(Effect.fiberId, (self) =>
       Effect.forEach(keys, (key) => {
         const fiber = FiberMap.unsafeGet(actor.work, key)
-        return Option.isSome(fiber) && !Equal.equals(fiber.value.id(), self)
-          ? FiberMap.remove(actor.work, key)
-          : Effect.void
+        if (Option.isNone(fiber) || Equal.equals(fiber.value.id(), self)) return Effect.void
+        if (actor.traced !== undefined) Telemetry.endWork(actor.traced, key, undefined)
+        return FiberMap.remove(actor.work, key)
       }, { discard: true }))
 
   /**
@@ -183,12 +169,9 @@ export const make = (core: Core): Reconciler => {
   const afterCommit = (actor: Actor, events: ReadonlyArray<TurnEvent>): Effect.Effect<void> =>
     Effect.withFiberRuntime((fiber) => {
       const effects: Array<Effect.Effect<void>> = []
-      if (actor.traced === undefined) {
-        const tracer = Telemetry.tracerOf(fiber)
-        if (tracer !== undefined) actor.traced = Telemetry.make(tracer)
-      }
+      if (actor.traced === undefined) actor.traced = Telemetry.tracing(fiber)
       if (actor.traced !== undefined) {
-        effects.push(Telemetry.observe(actor.traced, actor.state, events, actor.lease !== undefined))
+        Telemetry.observe(actor.traced, actor.state, events, actor.lease !== undefined, fiber)
       }
       for (const event of events) {
         if (event._tag === "CallbackOpened" && event.callback.expiresAt !== undefined) {
