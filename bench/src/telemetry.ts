@@ -2,9 +2,11 @@
  * The cost of the engine's telemetry (issue 20): the approval loop (variant A, the raw model double, the in-memory
  * store) with no tracer, then with `ParleyTelemetry.layerSdk` exporting every span into an in-memory exporter
  * (batched, as a production exporter is), in pairs of phases whose order alternates (the machine's load drifts, and
- * the second phase of a pair runs on the first one's garbage). The target is on the process's CPU time per turn, which other processes on a shared
- * machine disturb far less than wall time; the wall-time p50s are shown too. A run with no tracer must make no spans
- * and count no metrics: that is checked, not timed.
+ * the second phase of a pair runs on the first one's garbage), then in paired turns in one engine
+ * (`telemetryPairs.ts`). The target is on the paired turns' CPU time: with no tracer on either side they differ by
+ * about ±2 %, where two phases minutes apart on this shared machine differ by up to 6 % CPU and 15 % wall. The
+ * wall-time p50s are shown too. A run with no tracer must make no spans and count no metrics: that is checked, not
+ * timed.
  */
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { EngineTelemetry } from "@parley/runtime"
@@ -104,7 +106,12 @@ export const section = (options: {
       rows: [
         Report.info("CPU time per turn, no tracer (median of the rounds)", Report.ms(offCpu)),
         Report.info("CPU time per turn, spans exported in memory (ParleyTelemetry.layerSdk)", Report.ms(onCpu)),
-        Report.atMost("cost of telemetry per turn (CPU time)", (onCpu - offCpu) / offCpu, OVERHEAD, percent),
+        // Not the target: with no tracer on either side (an A/A run of this section) the phases differed by +6.3 % and
+        // -3.5 % CPU (+14.6 % and -6.6 % wall p50) in two runs; paired turns by -1.1 % and +1.7 % (the target below).
+        Report.info(
+          "cost of telemetry per turn (CPU time, phases: see the paired row)",
+          percent((onCpu - offCpu) / offCpu)
+        ),
         Report.info("p50 per turn (wall), no tracer / traced", `${Report.ms(off)} / ${Report.ms(on)}`),
         Report.info("cost of telemetry per turn (wall p50)", percent((on - off) / off)),
         Report.info("spans exported per traced turn", (spans / total).toFixed(1)),
