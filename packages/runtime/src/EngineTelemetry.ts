@@ -8,7 +8,7 @@
  * |---|---|---|
  * | `parley.turn` | from `TurnQueued` to `TurnEnded` (a child of the caller's span, else a root) | `parley.session.id`, `parley.turn.id`, `parley.agent.name`, `parley.turn.state`, `parley.turn.steps` |
  * | `parley.model_step` | a model call, under its turn (`@effect/ai`'s `LanguageModel.streamText` span, with the provider's GenAI attributes, is its child) | `parley.model_step.index`, `gen_ai.request.model` |
- * | `parley.tool` | a tool the runtime runs | `parley.tool.id`, `parley.tool.runs_in`, `parley.tool.outcome` |
+ * | `parley.tool` | a tool the runtime runs (the spans its code makes are children) | `parley.tool.id`, `parley.tool.runs_in`, `parley.tool.outcome` |
  * | `parley.callback` | from `CallbackOpened` to `CallbackResolved` | `parley.callback.kind`, `parley.tool.id`, `parley.callback.resolution`, `parley.callback.wait_ms`, `parley.callback.answer`, `parley.callback.answered_by` (`Principal.describe`), `parley.callback.answered_by.kind` |
  * | `parley.store.append` | each append to the tree's log | `parley.store.events`, `parley.store.bytes` (what a SQL store wrote: the events' JSON text in UTF-8; none from the memory store, which keeps the events as they are) |
  *

@@ -22,7 +22,7 @@ const lookupPrice = Tool.make("lookup_price", {
   description: "Price of one product.",
   parameters: { product: Schema.String },
   success: Schema.Struct({ price: Schema.String })
-}, () => Effect.succeed({ price: "129 EUR" }))
+}, () => Effect.withSpan(Effect.succeed({ price: "129 EUR" }), "price-list.query"))
 
 const pricer = Agent.make({
   name: "pricer",
@@ -146,6 +146,8 @@ describe("tracing", () => {
         "parley.tool.runs_in": "runtime",
         "parley.tool.outcome": "ok"
       })
+      // The spans the tool's own code makes are children of its `parley.tool` span.
+      assert.deepStrictEqual(childrenOf(spans, tool).map((span) => span.name), ["price-list.query"])
       // Every append is a span under the turn: how many events (no bytes: the memory store keeps the events as they
       // are; a SQL store's appends report theirs, below).
       const appends = named(spans, "parley.store.append")

@@ -84,17 +84,23 @@ export const make = (core: Core): Reconciler => {
     return Effect.zipRight(Telemetry.parentOf(span), core.work.modelStep(tracedTree(actor, traced), turn, step))
   }
 
-  /** A tool's run, in its span (a child of its turn's) when the tree is traced. */
+  /** A tool's run, in its span (a child of its turn's, the parent of the spans the tool makes) when the tree is traced. */
   const runTool = (actor: Actor, key: string, turn: TreeState.Turn, call: TreeState.Call) => {
     const traced = actor.traced
     if (traced === undefined) return core.work.runTool(workTree(actor), turn, call)
     const now = traced.clock.unsafeCurrentTimeMillis()
-    Telemetry.startWork(traced, key, "parley.tool", Telemetry.turnSpan(traced, actor.state, turn.turnId, now), {
-      "parley.tool.id": call.toolId,
-      "parley.tool.call_id": call.toolCallId,
-      "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
-    })
-    return core.work.runTool(tracedTree(actor, traced), turn, call)
+    const span = Telemetry.startWork(
+      traced,
+      key,
+      "parley.tool",
+      Telemetry.turnSpan(traced, actor.state, turn.turnId, now),
+      {
+        "parley.tool.id": call.toolId,
+        "parley.tool.call_id": call.toolCallId,
+        "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
+      }
+    )
+    return Effect.zipRight(Telemetry.parentOf(span), core.work.runTool(tracedTree(actor, traced), turn, call))
   }
 
   /**
