@@ -310,11 +310,11 @@ export const startWork = (
 
 /**
  * Makes `span` the parent of the spans the rest of the fiber starts (`@effect/ai`'s span of the model call is a child
- * of the model step's, a tool's own spans children of its `parley.tool`). For a fiber of its own (the engine forks each work item): the span is put in that fiber's
- * context for good, not for a region, which spares the steps of `Effect.withSpan` (span options read from fiber
- * references, the context set and restored). (Not pinned to the tree's tracer with `Effect.withTracer`: that costs
- * every join of the work's fibers a comparison of fiber references; the work's fiber has the tracer of the one that
- * started it.)
+ * of the model step's, a tool's own spans children of its `parley.tool`). For a fiber of its own (the engine forks
+ * each work item): the span is put in that fiber's context for good, not for a region, which spares the steps of
+ * `Effect.withSpan` (span options read from fiber references, the context set and restored). (Not pinned to the
+ * tree's tracer with `Effect.withTracer`: that costs every join of the work's fibers a comparison of fiber
+ * references; the work's fiber has the tracer of the one that started it.)
  */
 export const parentOf = (span: Tracer.Span): Effect.Effect<void> =>
   FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span))

@@ -84,7 +84,7 @@ export const make = (core: Core): Reconciler => {
     return Effect.zipRight(Telemetry.parentOf(span), core.work.modelStep(tracedTree(actor, traced), turn, step))
   }
 
-  /** A tool's run, in its span (a child of its turn's, the parent of the spans the tool makes) when the tree is traced. */
+  /** A tool's run, in its span (a child of its turn's, the parent of the tool's own spans) when the tree is traced. */
   const runTool = (actor: Actor, key: string, turn: TreeState.Turn, call: TreeState.Call) => {
     const traced = actor.traced
     if (traced === undefined) return core.work.runTool(workTree(actor), turn, call)
