@@ -128,14 +128,11 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
         }
         // Once the driver committed, the subscribers and `changes` are told whatever becomes of the appender.
         return Effect.uninterruptible(
-          Effect.tap(
-            driver.append(rowsOf(treeId, expectedSeq, events, fence, durability)),
-            () =>
-              Effect.sync(() => {
-                fanout.appended(treeId, events)
-                tell({ treeId, nextSeq: expectedSeq + events.length }, fence?.owner)
-              })
-          )
+          Effect.flatMap(driver.append(rowsOf(treeId, expectedSeq, events, fence, durability)), (written) => {
+            fanout.appended(treeId, events)
+            tell({ treeId, nextSeq: expectedSeq + events.length }, fence?.owner)
+            return Effect.succeed(written)
+          })
         )
       },
       read: driver.read,

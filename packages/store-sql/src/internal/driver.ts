@@ -6,7 +6,7 @@
  */
 import type * as Callback from "@parley/core/Callback"
 import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
-import type { Driver } from "@parley/log/EventLog"
+import type { Driver, Written } from "@parley/log/EventLog"
 import type { StoreError } from "@parley/log/StoreError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -63,7 +63,7 @@ export const make = (
       createTree: (tree) =>
         Effect.flatMap(
           encodeTree(tree),
-          (row) => write<StoreError>((done) => ({ _tag: "CreateTree", tree, row, done }))
+          (row) => write<StoreError, void>((done) => ({ _tag: "CreateTree", tree, row, done }), undefined)
         ),
       getTree: reads.getTree,
       treeOf: reads.treeOf,
@@ -72,7 +72,7 @@ export const make = (
         Effect.flatMap(
           Effect.forEach(append.events, (event) => encodeEvent("append", append.treeId, event)),
           (rows) =>
-            Effect.as(write<Writes.AppendError>((done) => ({ _tag: "Append", append, rows, done })), {
+            write<Writes.AppendError, Written>((done) => ({ _tag: "Append", append, rows, done }), {
               bytes: bytesOf(rows)
             })
         ),

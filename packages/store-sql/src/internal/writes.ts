@@ -170,8 +170,11 @@ const writeOne = (database: Database, reads: Reads, channel: string) => {
 }
 
 export interface Writers {
-  /** Queues a write and waits for its batch's commit. */
-  readonly write: <E>(make: (done: Deferred.Deferred<void, E>) => Write) => Effect.Effect<void, E | StoreError>
+  /** Queues a write and waits for its batch's commit; then gives `result`. */
+  readonly write: <E, A>(
+    make: (done: Deferred.Deferred<void, E>) => Write,
+    result: A
+  ) => Effect.Effect<A, E | StoreError>
 }
 
 /**
@@ -331,12 +334,13 @@ export const start = (
     for (let i = 0; i < writers; i++) yield* Effect.forkScoped(writer)
 
     return {
-      write: <E>(make: (done: Deferred.Deferred<void, E>) => Write) =>
+      write: <E, A>(make: (done: Deferred.Deferred<void, E>) => Write, result: A) =>
         Effect.gen(function*() {
           const done = yield* Deferred.make<void, E>()
           if (closed) return yield* new StoreError({ method: "append", description: "the store is closed" })
           yield* Queue.offer(queue, make(done))
-          return yield* Deferred.await(done)
+          yield* Deferred.await(done)
+          return result
         })
     }
   })
