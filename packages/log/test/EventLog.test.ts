@@ -87,6 +87,13 @@ describe("EventLog.make", () => {
       assert.strictEqual(calls.append, 1, "an empty append reaches no driver")
     }))
 
+  it.scoped("an append says what it wrote: no bytes from the memory store (it keeps the events), 0 for no events", () =>
+    Effect.gen(function*() {
+      const { log } = yield* counted
+      assert.deepStrictEqual(yield* log.append(treeId, 0, [queued(0)]), { bytes: undefined })
+      assert.deepStrictEqual(yield* log.append(treeId, 1, []), { bytes: 0 })
+    }))
+
   it.scoped("hands a committed append to the subscribers without a read, and tells changes; a refused one tells none", () =>
     Effect.gen(function*() {
       const { calls, log } = yield* counted

@@ -48,6 +48,26 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual(yield* normal.sql`PRAGMA busy_timeout`, [{ timeout: 5 }])
     }))
 
+  it.scoped("an append says how many bytes it wrote: its rows' JSON text, in UTF-8", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
+      yield* create(store)
+      const written = yield* store.eventLog.append(treeId, 0, [
+        queued(0),
+        new TurnEvent.TurnQueued({
+          sessionId: treeId,
+          turnId: Ids.TurnId.make("turn_sql"),
+          seq: 1,
+          at,
+          input: "héllo ✓"
+        })
+      ])
+      const [stored] = yield* sql<{ readonly bytes: number }>`SELECT SUM(LENGTH(CAST(event AS BLOB))) AS bytes
+        FROM parley_events WHERE tree_id = ${treeId}`
+      assert.strictEqual(written.bytes, stored.bytes)
+    }))
+
   it.scoped("durable points: a sync append commits with synchronous=FULL, a relaxed one with NORMAL; both visible", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
