@@ -549,7 +549,8 @@ const program = Effect.gen(function*() {
         turns: Math.max(options.turns, options.quick ? 300 : 1000),
         warmup: Math.min(options.warmup, 100),
         rounds: options.quick ? 4 : 6,
-        pairs: options.quick ? 1000 : 5000
+        pairs: options.quick ? 1000 : 5000,
+        sqlitePairs: options.quick ? 200 : 1000
       })
     )
   }

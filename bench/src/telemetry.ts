@@ -35,12 +35,34 @@ const percent = (n: number) => `${(n * 100).toFixed(1)} %`
 /** The overhead target of issue 20: telemetry on costs at most 10 % more per turn. */
 const OVERHEAD = 0.1
 
+/** The rows of one paired measure (`telemetryPairs.ts`): the target is on its CPU time. */
+const pairedRows = (label: string, paired: Pairs.Paired): ReadonlyArray<Report.Row> => [
+  Report.info(
+    `paired turns (${label} in one engine): CPU mean per turn, no tracer / traced (spans per turn)`,
+    `${Report.ms(paired.cpuOff)} / ${Report.ms(paired.cpuOn)} (${paired.spansPerTurn.toFixed(1)})`
+  ),
+  Report.atMost(
+    `cost of telemetry per turn, paired, ${label.split(",")[0]} (CPU time)`,
+    (paired.cpuOn - paired.cpuOff) / paired.cpuOff,
+    OVERHEAD,
+    percent
+  ),
+  Report.info(
+    "paired turns: p50 per turn (wall), no tracer / traced",
+    `${Report.ms(paired.wallOff)} / ${Report.ms(paired.wallOn)} (${
+      percent((paired.wallOn - paired.wallOff) / paired.wallOff)
+    })`
+  )
+]
+
 export const section = (options: {
   readonly turns: number
   readonly warmup: number
   readonly rounds: number
-  /** Pairs of turns (one traced, one not) measured in one engine. */
+  /** Pairs of turns (one traced, one not) measured in one engine over the memory store. */
   readonly pairs: number
+  /** The same over a SQLite file (the store's default options): every append a span too. */
+  readonly sqlitePairs: number
 }) =>
   Effect.gen(function*() {
     /** The phase, and the process's CPU time per turn over it (warm-up and session starts included), in ms. */
@@ -99,6 +121,7 @@ export const section = (options: {
     const onCpu = median(tracedCpu)
     const total = options.rounds * (options.turns + options.warmup)
     const paired = yield* Pairs.measure(options.pairs, Math.min(1000, options.pairs >> 2))
+    const pairedSqlite = yield* Pairs.measure(options.sqlitePairs, options.sqlitePairs >> 2, Stores.sqlite())
     const result: Report.Section = {
       title: `telemetry · ${rawDouble.name} · variant A · ${options.rounds} rounds of ${
         Report.count(options.turns)
@@ -115,22 +138,8 @@ export const section = (options: {
         Report.info("p50 per turn (wall), no tracer / traced", `${Report.ms(off)} / ${Report.ms(on)}`),
         Report.info("cost of telemetry per turn (wall p50)", percent((on - off) / off)),
         Report.info("spans exported per traced turn", (spans / total).toFixed(1)),
-        Report.info(
-          `paired turns (${Report.count(options.pairs)} pairs in one engine): CPU mean per turn, no tracer / traced`,
-          `${Report.ms(paired.cpuOff)} / ${Report.ms(paired.cpuOn)}`
-        ),
-        Report.atMost(
-          "cost of telemetry per turn, paired (CPU time)",
-          (paired.cpuOn - paired.cpuOff) / paired.cpuOff,
-          OVERHEAD,
-          percent
-        ),
-        Report.info(
-          "paired turns: p50 per turn (wall), no tracer / traced",
-          `${Report.ms(paired.wallOff)} / ${Report.ms(paired.wallOn)} (${
-            percent((paired.wallOn - paired.wallOff) / paired.wallOff)
-          })`
-        ),
+        ...pairedRows(`memory store, ${Report.count(options.pairs)} pairs`, paired),
+        ...pairedRows(`SQLite file, ${Report.count(options.sqlitePairs)} pairs`, pairedSqlite),
         Report.atMost("turns counted by the metrics with no tracer (nothing made)", countedWithout, 0, Report.count)
       ]
     }

@@ -10,6 +10,7 @@
  * node --expose-gc --conditions=@parley/source --import tsx bench/src/telemetryPairs.ts 5000
  * ```
  *
+ * `PAIRS_STORE=sqlite` runs them over a new SQLite file (the store's default options) instead of the memory store.
  * Diagnostics: `PAIRS_TRACER=noop` traces with a tracer whose spans record nothing (what the engine's own telemetry
  * costs, without any SDK); `PAIRS_PROCESSOR=simple` exports each span as it ends instead of in batches.
  */
@@ -21,11 +22,11 @@ import {
   SimpleSpanProcessor
 } from "@opentelemetry/sdk-trace-base"
 import { Agent, Session } from "@parley/core"
-import { SessionStore } from "@parley/runtime"
 import { ParleyTelemetry } from "@parley/telemetry"
 import { Cause, Console, Context, DefaultServices, Effect, Exit, Layer, Tracer } from "effect"
 import { makeRawDouble } from "./models.js"
 import { runtime } from "./phases.js"
+import * as Stores from "./stores.js"
 import { approveAll, checkCompleted, Ledger, makeAgent, message } from "./workload.js"
 
 /**
@@ -74,8 +75,20 @@ const noopTracer = Tracer.make({
 const median = (values: Array<number>) => values.sort((a, b) => a - b)[values.length >> 1]
 const mean = (values: ReadonlyArray<number>) => values.reduce((a, b) => a + b, 0) / values.length
 
-/** Measures `pairs` pairs of turns (after `warmup` pairs), the traced one first in every other pair. */
-export const measure = (pairs: number, warmup: number) =>
+/** What a paired measure found: p50 wall and mean CPU time per turn (ms) each way, and the spans a traced turn made. */
+export interface Paired {
+  readonly wallOff: number
+  readonly wallOn: number
+  readonly cpuOff: number
+  readonly cpuOn: number
+  readonly spansPerTurn: number
+}
+
+/**
+ * Measures `pairs` pairs of turns (after `warmup` pairs) over `store` (a new one), the traced one first in every other
+ * pair.
+ */
+export const measure = (pairs: number, warmup: number, store: Stores.BenchStore = Stores.memory) =>
   Effect.scoped(Effect.gen(function*() {
     const exporter = new CountedSpans()
     // The SDK's provider lives as long as the measure (its scope); its tracer is taken out to trace half the turns.
@@ -91,6 +104,7 @@ export const measure = (pairs: number, warmup: number) =>
     const tracer = process.env.PAIRS_TRACER === "noop"
       ? noopTracer
       : yield* Effect.tracer.pipe(Effect.provide(telemetry))
+    const database = yield* store.open
     const ledger = new Ledger()
     const agent = makeAgent(ledger)
     const model = makeRawDouble(ledger)
@@ -118,7 +132,7 @@ export const measure = (pairs: number, warmup: number) =>
         yield* turn(tracedFirst, i >= warmup)
         yield* turn(!tracedFirst, i >= warmup)
       }
-    }).pipe(Effect.provide(Layer.merge(runtime(model, SessionStore.layerMemory), approveAll(ledger))))
+    }).pipe(Effect.provide(Layer.merge(runtime(model, database.layer), approveAll(ledger))))
     return {
       wallOff: median(wall.off),
       wallOn: median(wall.on),
@@ -130,7 +144,8 @@ export const measure = (pairs: number, warmup: number) =>
 
 const main = Effect.gen(function*() {
   const pairs = Number(process.argv[2] ?? 10000) || 10000
-  const result = yield* measure(pairs, Math.min(2000, pairs >> 2))
+  const store = process.env.PAIRS_STORE === "sqlite" ? Stores.sqlite() : Stores.memory
+  const result = yield* measure(pairs, Math.min(2000, pairs >> 2), store)
   const percent = (on: number, off: number) => `${(((on - off) / off) * 100).toFixed(1)} %`
   yield* Console.log(
     `wall p50 ${result.wallOff.toFixed(3)} / ${result.wallOn.toFixed(3)} ms (${

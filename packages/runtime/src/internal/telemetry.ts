@@ -41,6 +41,13 @@ import { callbacksOpen, callbackWait, modelSteps, toolRuns, turnsEndedIn } from 
 /** Effect's native tracer: the one a program that provides no tracer runs under. */
 const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
+/** An append under way in a traced tree (`startAppend`): when it began, under which span, how many events. */
+interface Appending {
+  readonly at: bigint
+  readonly parent: Tracer.AnySpan | undefined
+  readonly events: number
+}
+
 /** What a traced tree keeps: its tracer and clock, and the spans it has open. */
 export interface Traced {
   readonly tracer: Tracer.Tracer
@@ -49,8 +56,8 @@ export interface Traced {
    * no effect (and no step of the runtime) to start or end one.
    */
   readonly clock: Clock.Clock
-  /** The span of the append under way, if any (a tree's appends are one at a time): `close` ends it if cut short. */
-  appending: Tracer.Span | undefined
+  /** The append under way, if any (a tree's appends are one at a time): `close` makes its span if cut short. */
+  appending: Appending | undefined
   /** The spans of the work items running, by the work's key (`startWork`). */
   readonly work: Map<string, Tracer.Span>
   /** The clock's last reading (epoch milliseconds), and as a span's time (`now`). */
@@ -273,7 +280,7 @@ export const observe = (
 /** Ends what is still open when the tree leaves memory: another load (or engine) takes its turns up, linked. */
 export const close = (traced: Traced, at: number) => {
   if (traced.appending !== undefined) {
-    traced.appending.end(timeOf(traced, at), Exit.interrupt(FiberId.none))
+    appendSpan(traced, traced.appending).end(timeOf(traced, at), Exit.interrupt(FiberId.none))
     traced.appending = undefined
   }
   for (const span of traced.work.values()) span.end(timeOf(traced, at), Exit.interrupt(FiberId.none))
@@ -354,29 +361,35 @@ export const endWork = (traced: Traced, key: string, result: Command | undefined
 }
 
 /**
- * Starts the span of an append (`parley.store.append`), a child of the span of its first event's turn: how many
- * events, and (`endAppend`) how many bytes the store wrote for them. Made by hand and ended where the append's result
- * is taken in, not wrapped around the append's effect: nothing runs under it, and it costs the runtime no step.
+ * Notes the start of an append (for `parley.store.append`): when, under the span of its first event's turn, how many
+ * events. No span is made yet: nothing runs under it, and `endAppend` makes it once the store has answered, only if
+ * the store wrote something.
  */
 export const startAppend = (traced: Traced, events: ReadonlyArray<TurnEvent>): void => {
   const first = events[0]
   const parent = first._tag === "TurnQueued" && first.trace !== undefined
     ? traced.pending.get(first.trace.spanId) ?? traced.turns.get(first.turnId)
     : traced.turns.get(first.turnId)
-  traced.appending = startSpan(traced, "parley.store.append", parent, now(traced), {
-    "parley.store.events": events.length
-  })
+  traced.appending = { at: now(traced), parent, events: events.length }
 }
 
 /**
- * Ends the span of the append under way with its result: the bytes the store wrote (`Written`; none from a store that
- * keeps the events as they are), or the store's error.
+ * The span of the append under way (`parley.store.append`, from its start to now), with its result: the bytes the
+ * store wrote (`Written`), or the store's error. A store that wrote nothing — the memory store keeps the events as
+ * values (`bytes: undefined`) — gets no span: its append is a few map updates, with no time or size worth a span.
  */
 export const endAppend = (traced: Traced, result: Either.Either<Written, unknown>): void => {
-  const span = traced.appending
-  if (span === undefined) return
+  const appending = traced.appending
+  if (appending === undefined) return
   traced.appending = undefined
+  if (Either.isRight(result) && result.right.bytes === undefined) return
+  const span = appendSpan(traced, appending)
   if (Either.isLeft(result)) return span.end(now(traced), Exit.fail(result.left))
-  if (result.right.bytes !== undefined) span.attribute("parley.store.bytes", result.right.bytes)
+  span.attribute("parley.store.bytes", result.right.bytes)
   span.end(now(traced), Exit.void)
 }
+
+const appendSpan = (traced: Traced, appending: Appending): Tracer.Span =>
+  startSpan(traced, "parley.store.append", appending.parent, appending.at, {
+    "parley.store.events": appending.events
+  })
