@@ -549,8 +549,9 @@ const program = Effect.gen(function*() {
         turns: Math.max(options.turns, options.quick ? 300 : 1000),
         warmup: Math.min(options.warmup, 100),
         rounds: options.quick ? 4 : 6,
-        pairs: options.quick ? 1000 : 5000,
-        sqlitePairs: options.quick ? 200 : 1000
+        processes: options.quick ? 2 : 3,
+        pairs: options.quick ? 500 : 2500,
+        sqlitePairs: options.quick ? 100 : 400
       })
     )
   }

@@ -35,14 +35,20 @@ const percent = (n: number) => `${(n * 100).toFixed(1)} %`
 /** The overhead target of issue 20: telemetry on costs at most 10 % more per turn. */
 const OVERHEAD = 0.1
 
-/** The rows of one paired measure (`telemetryPairs.ts`): the target is on its CPU time. */
-const pairedRows = (label: string, paired: Pairs.Paired): ReadonlyArray<Report.Row> => [
+/** The rows of one paired measure (`telemetryPairs.ts`, in processes of its own): the target is on its CPU time. */
+const pairedRows = (
+  store: string,
+  processes: number,
+  pairs: number,
+  paired: Pairs.PairedProcesses
+): ReadonlyArray<Report.Row> => [
   Report.info(
-    `paired turns (${label} in one engine): CPU mean per turn, no tracer / traced (spans per turn)`,
+    `paired turns, ${store} (${processes} processes × ${Report.count(pairs)} pairs): CPU mean per turn, ` +
+      "no tracer / traced (spans per traced turn)",
     `${Report.ms(paired.cpuOff)} / ${Report.ms(paired.cpuOn)} (${paired.spansPerTurn.toFixed(1)})`
   ),
   Report.atMost(
-    `cost of telemetry per turn, paired, ${label.split(",")[0]} (CPU time)`,
+    `cost of telemetry per turn, paired, ${store} (CPU time; each process: ${paired.costs.map(percent).join(", ")})`,
     (paired.cpuOn - paired.cpuOff) / paired.cpuOff,
     OVERHEAD,
     percent
@@ -59,7 +65,9 @@ export const section = (options: {
   readonly turns: number
   readonly warmup: number
   readonly rounds: number
-  /** Pairs of turns (one traced, one not) measured in one engine over the memory store. */
+  /** Processes the paired measures run in, one after another (their results averaged). */
+  readonly processes: number
+  /** Pairs of turns (one traced, one not) each process measures in one engine over the memory store. */
   readonly pairs: number
   /** The same over a SQLite file (the store's default options): every append a span too. */
   readonly sqlitePairs: number
@@ -120,8 +128,8 @@ export const section = (options: {
     const offCpu = median(plainCpu)
     const onCpu = median(tracedCpu)
     const total = options.rounds * (options.turns + options.warmup)
-    const paired = yield* Pairs.measure(options.pairs, Math.min(1000, options.pairs >> 2))
-    const pairedSqlite = yield* Pairs.measure(options.sqlitePairs, options.sqlitePairs >> 2, Stores.sqlite())
+    const paired = yield* Pairs.measureInProcesses(options.processes, options.pairs, "memory")
+    const pairedSqlite = yield* Pairs.measureInProcesses(options.processes, options.sqlitePairs, "sqlite")
     const result: Report.Section = {
       title: `telemetry · ${rawDouble.name} · variant A · ${options.rounds} rounds of ${
         Report.count(options.turns)
@@ -138,8 +146,8 @@ export const section = (options: {
         Report.info("p50 per turn (wall), no tracer / traced", `${Report.ms(off)} / ${Report.ms(on)}`),
         Report.info("cost of telemetry per turn (wall p50)", percent((on - off) / off)),
         Report.info("spans exported per traced turn", (spans / total).toFixed(1)),
-        ...pairedRows(`memory store, ${Report.count(options.pairs)} pairs`, paired),
-        ...pairedRows(`SQLite file, ${Report.count(options.sqlitePairs)} pairs`, pairedSqlite),
+        ...pairedRows("memory store", options.processes, options.pairs, paired),
+        ...pairedRows("SQLite file", options.processes, options.sqlitePairs, pairedSqlite),
         Report.atMost("turns counted by the metrics with no tracer (nothing made)", countedWithout, 0, Report.count)
       ]
     }

@@ -7,13 +7,15 @@
  * collector's helper threads).
  *
  * ```sh
- * node --expose-gc --conditions=@parley/source --import tsx bench/src/telemetryPairs.ts 5000
+ * node --expose-gc --conditions=@parley/source --import tsx bench/src/telemetryPairs.ts 5000 [--store=sqlite] [--json]
  * ```
  *
- * `PAIRS_STORE=sqlite` runs them over a new SQLite file (the store's default options) instead of the memory store.
+ * `--store=sqlite` (or `PAIRS_STORE=sqlite`) runs them over a new SQLite file (the store's default options) instead of the memory store.
  * Diagnostics: `PAIRS_TRACER=noop` traces with a tracer whose spans record nothing (what the engine's own telemetry
  * costs, without any SDK); `PAIRS_PROCESSOR=simple` exports each span as it ends instead of in batches.
  */
+import { Command } from "@effect/platform"
+import { NodeContext } from "@effect/platform-node"
 import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
 import {
   BatchSpanProcessor,
@@ -23,7 +25,9 @@ import {
 } from "@opentelemetry/sdk-trace-base"
 import { Agent, Session } from "@parley/core"
 import { ParleyTelemetry } from "@parley/telemetry"
-import { Cause, Console, Context, DefaultServices, Effect, Exit, Layer, Tracer } from "effect"
+import { Cause, Console, Context, DefaultServices, Effect, Exit, Layer, Schema, Tracer } from "effect"
+import * as path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { makeRawDouble } from "./models.js"
 import { runtime } from "./phases.js"
 import * as Stores from "./stores.js"
@@ -95,12 +99,12 @@ export const measure = (pairs: number, warmup: number, store: Stores.BenchStore 
     // (Building the layer sets the tracer of this fiber for the rest of the scope: the other half runs under the
     // tracer from before, Effect's native one.)
     const native = yield* Effect.tracer
-    const telemetry = yield* Layer.toRuntime(ParleyTelemetry.layerSdk({
-      serviceName: "parley-bench",
-      spanProcessor: process.env.PAIRS_PROCESSOR === "simple"
-        ? new SimpleSpanProcessor(exporter)
-        : new BatchSpanProcessor(exporter)
-    }))
+    const processor = process.env.PAIRS_PROCESSOR === "simple"
+      ? new SimpleSpanProcessor(exporter)
+      : new BatchSpanProcessor(exporter)
+    const telemetry = yield* Layer.toRuntime(
+      ParleyTelemetry.layerSdk({ serviceName: "parley-bench", spanProcessor: processor })
+    )
     const tracer = process.env.PAIRS_TRACER === "noop"
       ? noopTracer
       : yield* Effect.tracer.pipe(Effect.provide(telemetry))
@@ -133,6 +137,7 @@ export const measure = (pairs: number, warmup: number, store: Stores.BenchStore 
         yield* turn(!tracedFirst, i >= warmup)
       }
     }).pipe(Effect.provide(Layer.merge(runtime(model, database.layer), approveAll(ledger))))
+    yield* Effect.promise(() => processor.forceFlush())
     return {
       wallOff: median(wall.off),
       wallOn: median(wall.on),
@@ -142,10 +147,64 @@ export const measure = (pairs: number, warmup: number, store: Stores.BenchStore 
     }
   }))
 
+/** The measure's result as a child process prints it (`--json`). */
+const PairedJson = Schema.parseJson(Schema.Struct({
+  wallOff: Schema.Number,
+  wallOn: Schema.Number,
+  cpuOff: Schema.Number,
+  cpuOn: Schema.Number,
+  spansPerTurn: Schema.Number
+}))
+
+/** What `processes` paired measures found, each in a process of its own. */
+export interface PairedProcesses extends Paired {
+  /** Each process's extra CPU time per traced turn (a fraction of the untraced one's). */
+  readonly costs: ReadonlyArray<number>
+}
+
+const entry = fileURLToPath(import.meta.url)
+
+/**
+ * Runs the paired measure in `processes` new processes one after another (this process's Node flags), `pairs` pairs
+ * each over `store`, and averages them. A process's JIT and heap settle differently from one run to the next (one
+ * 5,000-pair run of the memory store's loop measured anywhere from +2 to +12 %); several fresh processes average that
+ * out, and none runs on the garbage of the sections before it.
+ */
+export const measureInProcesses = (processes: number, pairs: number, store: "memory" | "sqlite") =>
+  Effect.gen(function*() {
+    const results: Array<Paired> = []
+    for (let i = 0; i < processes; i++) {
+      const command = Command.make(
+        process.execPath,
+        ...process.execArgv,
+        entry,
+        String(pairs),
+        `--store=${store}`,
+        "--json"
+      )
+        .pipe(Command.stderr("inherit"))
+      const output = yield* Command.string(command)
+      results.push(yield* Schema.decodeUnknown(PairedJson)(output.trim().split("\n").at(-1)))
+    }
+    const average = (f: (paired: Paired) => number) => mean(results.map(f))
+    const result: PairedProcesses = {
+      wallOff: average((paired) => paired.wallOff),
+      wallOn: average((paired) => paired.wallOn),
+      cpuOff: average((paired) => paired.cpuOff),
+      cpuOn: average((paired) => paired.cpuOn),
+      spansPerTurn: average((paired) => paired.spansPerTurn),
+      costs: results.map((paired) => (paired.cpuOn - paired.cpuOff) / paired.cpuOff)
+    }
+    return result
+  }).pipe(Effect.provide(NodeContext.layer))
+
 const main = Effect.gen(function*() {
   const pairs = Number(process.argv[2] ?? 10000) || 10000
-  const store = process.env.PAIRS_STORE === "sqlite" ? Stores.sqlite() : Stores.memory
+  const store = process.argv.includes("--store=sqlite") || process.env.PAIRS_STORE === "sqlite"
+    ? Stores.sqlite()
+    : Stores.memory
   const result = yield* measure(pairs, Math.min(2000, pairs >> 2), store)
+  if (process.argv.includes("--json")) return yield* Console.log(JSON.stringify(result))
   const percent = (on: number, off: number) => `${(((on - off) / off) * 100).toFixed(1)} %`
   yield* Console.log(
     `wall p50 ${result.wallOff.toFixed(3)} / ${result.wallOn.toFixed(3)} ms (${
@@ -158,7 +217,7 @@ const main = Effect.gen(function*() {
   )
 })
 
-if (process.argv[1]?.endsWith("telemetryPairs.ts")) {
+if (process.argv[1] !== undefined && pathToFileURL(path.resolve(process.argv[1])).href === import.meta.url) {
   Effect.runPromiseExit(main).then((exit) => {
     if (Exit.isFailure(exit)) {
       console.error(Cause.pretty(exit.cause))

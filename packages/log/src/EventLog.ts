@@ -89,7 +89,7 @@ export interface OpenCallbackRow {
 /**
  * What an append wrote: `bytes`, the size of its events as the store keeps them — the UTF-8 JSON text of a SQL store's
  * rows — or `undefined` for a store that keeps the events themselves (the memory store). The engine's
- * `parley.store.append` span reports it.
+ * `parley.store.append` span reports it; an append that wrote nothing (`undefined`) makes no span.
  *
  * @since 0.1.0
  * @category Models

@@ -10,7 +10,7 @@
  * | `parley.model_step` | a model call, under its turn (`@effect/ai`'s `LanguageModel.streamText` span, with the provider's GenAI attributes, is its child) | `parley.model_step.index`, `gen_ai.request.model` |
  * | `parley.tool` | a tool the runtime runs (the spans its code makes are children) | `parley.tool.id`, `parley.tool.runs_in`, `parley.tool.outcome` |
  * | `parley.callback` | from `CallbackOpened` to `CallbackResolved` | `parley.callback.kind`, `parley.tool.id`, `parley.callback.resolution`, `parley.callback.wait_ms`, `parley.callback.answer`, `parley.callback.answered_by` (`Principal.describe`), `parley.callback.answered_by.kind` |
- * | `parley.store.append` | each append to the tree's log | `parley.store.events`, `parley.store.bytes` (what a SQL store wrote: the events' JSON text in UTF-8; none from the memory store, which keeps the events as they are) |
+ * | `parley.store.append` | each append to the tree's log by a store that writes it (a SQL store; the memory store, which keeps the events as values, makes none unless the append fails or is cut short) | `parley.store.events`, `parley.store.bytes` (what the store wrote: the events' JSON text in UTF-8) |
  *
  * The engine that accepts a turn records its span's trace context on the `TurnQueued` (`trace`). An engine that takes
  * the turn up later — another process answering it, a restart — makes its own `parley.turn` span for it, with a span

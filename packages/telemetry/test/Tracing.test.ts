@@ -5,6 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
+import { SpanStatusCode } from "@opentelemetry/api"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Agent, Answer, CallbackHandler, Session, Turn } from "@parley/core"
@@ -154,6 +155,44 @@ describe("tracing", () => {
       // The memory store writes nothing (it keeps the events as values): its appends make no span. A SQL store's do
       // (below).
       assert.deepStrictEqual(named(spans, "parley.store.append"), [])
+    }))
+
+  it.effect("an append that fails has its span, with the store's error, even from the memory store", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = tracing()
+      const memory = yield* SessionStore.makeMemory
+      // The memory store, except that its first append (the turn's `TurnQueued`) fails.
+      let appends = 0
+      const failing: SessionStore.Services = {
+        ...memory,
+        eventLog: {
+          ...memory.eventLog,
+          append: (treeId, expectedSeq, events, lease, durability) =>
+            ++appends === 1
+              ? new SessionStore.StoreError({ method: "append", description: "disk full" })
+              : memory.eventLog.append(treeId, expectedSeq, events, lease, durability)
+        }
+      }
+      const engine = LocalTransport.layer.pipe(Layer.provide([
+        Layer.succeedContext(SessionStore.context(failing)),
+        Connectors.layerEmpty,
+        RuntimeTools.layer(lookupPrice),
+        Models.layer(Models.single((yield* ScriptedModel.make(steps)).languageModel))
+      ]))
+      const sent = yield* Effect.gen(function*() {
+        const session = yield* Agent.startSession(pricer)
+        return yield* Effect.either(Session.sendMessage(session, "What does the atlas cost?"))
+      }).pipe(Effect.provide(engine), Effect.provide(layer))
+      assert.isTrue(sent._tag === "Left", "the send fails")
+      const append = one(exporter.getFinishedSpans(), "parley.store.append")
+      assert.isAbove(append.attributes["parley.store.events"] as number, 0)
+      assert.notProperty(append.attributes, "parley.store.bytes")
+      assert.strictEqual(append.status.code, SpanStatusCode.ERROR)
+      assert.include(append.status.message ?? "", "disk full")
+      assert.strictEqual(
+        append.parentSpanContext?.spanId,
+        one(exporter.getFinishedSpans(), "parley.turn").spanContext().spanId
+      )
     }))
 
   it.effect("a tool stopped by a cancel ends its span, interrupted, with no outcome", () =>
