@@ -48,60 +48,63 @@ export const make = (core: Core): Reconciler => {
     }
   }
 
-  /** The tree of a traced work item: its result ends the work's span. */
-  const tracedTree = (actor: Actor, traced: Telemetry.Traced): Work.Tree => {
+  /**
+   * A work item (`run`, given the tree it reports to) in a span of its own when the tree is traced: a child of its
+   * turn's span and the parent of the spans the work makes; the work's result ends it.
+   */
+  const inSpan = (
+    actor: Actor,
+    key: string,
+    turn: TreeState.Turn,
+    span: { readonly name: string; readonly attributes: () => Record<string, unknown> },
+    run: (tree: Work.Tree) => Effect.Effect<void>
+  ): Effect.Effect<void> => {
+    const traced = actor.traced
+    if (traced === undefined) return run(workTree(actor))
+    const parent = Telemetry.turnSpan(traced, actor.state, turn.turnId, traced.clock.unsafeCurrentTimeMillis())
+    const started = Telemetry.startWork(traced, key, span.name, parent, span.attributes())
     const tree = workTree(actor)
-    return {
-      ...tree,
-      report: (key, command) =>
-        Effect.suspend(() => {
-          Telemetry.endWork(traced, key, command)
-          return tree.report(key, command)
-        })
-    }
+    return Effect.zipRight(
+      Telemetry.parentOf(started),
+      run({
+        ...tree,
+        report: (key, command) =>
+          Effect.suspend(() => {
+            Telemetry.endWork(traced, key, command)
+            return tree.report(key, command)
+          })
+      })
+    )
   }
 
-  /** A model step, in its span (a child of its turn's, the parent of the model call's) when the tree is traced. */
+  /** A model step, in a `parley.model_step` span when the tree is traced (the parent of the model call's). */
   const modelStep = (
     actor: Actor,
     key: string,
     turn: TreeState.Turn,
     step: { readonly messageId: string; readonly seq: number }
-  ) => {
-    const traced = actor.traced
-    if (traced === undefined) return core.work.modelStep(workTree(actor), turn, step)
-    const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
-    const span = Telemetry.startWork(
-      traced,
-      key,
-      "parley.model_step",
-      Telemetry.turnSpan(traced, actor.state, turn.turnId, traced.clock.unsafeCurrentTimeMillis()),
-      {
-        "parley.model_step.index": turn.steps - 1,
-        ...(model === undefined ? {} : { "gen_ai.request.model": model })
+  ) =>
+    inSpan(actor, key, turn, {
+      name: "parley.model_step",
+      attributes: () => {
+        const model = TreeState.session(actor.state, turn.sessionId)?.agent.model
+        return {
+          "parley.model_step.index": turn.steps - 1,
+          ...(model === undefined ? {} : { "gen_ai.request.model": model })
+        }
       }
-    )
-    return Effect.zipRight(Telemetry.parentOf(span), core.work.modelStep(tracedTree(actor, traced), turn, step))
-  }
+    }, (tree) => core.work.modelStep(tree, turn, step))
 
-  /** A tool's run, in its span (a child of its turn's, the parent of the tool's own spans) when the tree is traced. */
-  const runTool = (actor: Actor, key: string, turn: TreeState.Turn, call: TreeState.Call) => {
-    const traced = actor.traced
-    if (traced === undefined) return core.work.runTool(workTree(actor), turn, call)
-    const now = traced.clock.unsafeCurrentTimeMillis()
-    const span = Telemetry.startWork(
-      traced,
-      key,
-      "parley.tool",
-      Telemetry.turnSpan(traced, actor.state, turn.turnId, now),
-      {
+  /** A tool's run, in a `parley.tool` span when the tree is traced (the parent of the tool's own spans). */
+  const runTool = (actor: Actor, key: string, turn: TreeState.Turn, call: TreeState.Call) =>
+    inSpan(actor, key, turn, {
+      name: "parley.tool",
+      attributes: () => ({
         "parley.tool.id": call.toolId,
         "parley.tool.call_id": call.toolCallId,
         "parley.tool.runs_in": call.toolId.startsWith("connector.") ? "connector" : "runtime"
-      }
-    )
-    return Effect.zipRight(Telemetry.parentOf(span), core.work.runTool(tracedTree(actor, traced), turn, call))
-  }
+      })
+    }, (tree) => core.work.runTool(tree, turn, call))
 
   /**
    * The work the state calls for, by key: model steps, and the tools whose start this engine recorded under its
