@@ -1,12 +1,12 @@
 /**
- * The cost of the engine's telemetry (issue 20): the approval loop (variant A, the raw model double, the in-memory
- * store) with no tracer, then with `ParleyTelemetry.layerSdk` exporting every span into an in-memory exporter
- * (batched, as a production exporter is), in pairs of phases whose order alternates (the machine's load drifts, and
- * the second phase of a pair runs on the first one's garbage), then in paired turns in one engine
- * (`telemetryPairs.ts`). The target is on the paired turns' CPU time: with no tracer on either side they differ by
- * about ±2 %, where two phases minutes apart on this shared machine differ by up to 6 % CPU and 15 % wall. The
- * wall-time p50s are shown too. A run with no tracer must make no spans and count no metrics: that is checked, not
- * timed.
+ * The cost of the engine's telemetry (issue 20): the approval loop (variant A, the raw model double) with no tracer,
+ * then with `ParleyTelemetry.layerSdk` exporting every span into an in-memory exporter (batched, as a production
+ * exporter is), in pairs of phases over the memory store whose order alternates (the machine's load drifts, and the
+ * second phase of a pair runs on the first one's garbage), then in paired turns in one engine (`telemetryPairs.ts`),
+ * in fresh processes, over the memory store and a SQLite file. The targets are on the paired turns' CPU time: with no
+ * tracer on either side they differ by about ±2 %, where two phases minutes apart on this shared machine differ by up
+ * to 6 % CPU and 15 % wall. The wall-time p50s are shown too. A run with no tracer must make no spans and count no
+ * metrics: that is checked, not timed.
  */
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { EngineTelemetry } from "@parley/runtime"
