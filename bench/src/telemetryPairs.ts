@@ -10,7 +10,8 @@
  * node --expose-gc --conditions=@parley/source --import tsx bench/src/telemetryPairs.ts 5000 [--store=sqlite] [--json]
  * ```
  *
- * `--store=sqlite` (or `PAIRS_STORE=sqlite`) runs them over a new SQLite file (the store's default options) instead of the memory store.
+ * `--store=sqlite` (or `PAIRS_STORE=sqlite`) runs them over a new SQLite file (the store's default options) instead of
+ * the memory store; `--json` prints the result as JSON (what `measureInProcesses` reads from its child processes).
  * Diagnostics: `PAIRS_TRACER=noop` traces with a tracer whose spans record nothing (what the engine's own telemetry
  * costs, without any SDK); `PAIRS_PROCESSOR=simple` exports each span as it ends instead of in batches.
  */
