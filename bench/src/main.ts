@@ -550,7 +550,7 @@ const program = Effect.gen(function*() {
         warmup: Math.min(options.warmup, 100),
         rounds: options.quick ? 4 : 6,
         processes: options.quick ? 2 : 3,
-        pairs: options.quick ? 500 : 2500,
+        pairs: options.quick ? 1000 : 2500,
         sqlitePairs: options.quick ? 100 : 400
       })
     )
