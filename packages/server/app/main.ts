@@ -37,10 +37,8 @@ const short = (value: unknown) => (value === undefined ? "" : JSON.stringify(val
 
 let agents: ReadonlyArray<{ readonly name: string }> = []
 
-const loadAgents = async () => {
-  const reply = await request("GET", "/agents")
-  if (reply.status !== 200) return
-  agents = reply.json as typeof agents
+const showAgents = (list: typeof agents) => {
+  agents = list
   const select = $<HTMLSelectElement>("agent-select")
   select.replaceChildren(...agents.map((agent, index) => new Option(agent.name, String(index))))
 }
@@ -309,9 +307,11 @@ const start = async () => {
   if (key === "") return askKey()
   const check = await request("GET", "/agents")
   if (check.status !== 200) return
+  // The agents are in the page before it is shown: "Start session" is never offered with an empty list.
+  showAgents(check.json as typeof agents)
   $("key-section").hidden = true
   $("app").hidden = false
-  await Promise.all([loadAgents(), loadSessions(), loadWaiting()])
+  await Promise.all([loadSessions(), loadWaiting()])
   const last = store.getItem("parley.session")
   if (last !== null) await openSession(last)
   if (polling === undefined) polling = setInterval(() => void loadWaiting(), 3000)

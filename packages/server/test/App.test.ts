@@ -1,9 +1,10 @@
 /**
  * The session app in a real browser (headless Chromium, playwright-core) against a real server: (1) approve with a
  * click and see the final answer; (2) the CLI answers (`parley answer <id> allow`, a child process) and the button
- * disappears within a second, the page saying it was answered elsewhere; (5) keyboard only; (3) a client tool's form
- * refuses an invalid value, shows the server's 422, then sends a valid result; a sign-in, Connect per source; (4) a
- * reload mid-turn shows every event once. Each test saves a screenshot under `test-output/app/`.
+ * disappears within a second, the page saying it was answered elsewhere; (5) keyboard only, with the agents list
+ * answered late (no app before the key is entered, no "Start session" before the agents are listed); (3) a client
+ * tool's form refuses an invalid value, shows the server's 422, then sends a valid result; a sign-in, Connect per
+ * source; (4) a reload mid-turn shows every event once. Each test saves a screenshot under `test-output/app/`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -137,8 +138,25 @@ describe.sequential("session app", () => {
   it.scopedLive("(5) keyboard only: Tab to Allow and press Enter", () =>
     Effect.gen(function*() {
       const url = yield* App.start
-      const page = yield* App.openApp(yield* App.browser, url)
+      const browser = yield* App.browser
+      // The agents list answered late (a loaded server): "Start session" must not be offered before the page has it.
+      yield* promise(() =>
+        browser.route("**/agents", async (route) => {
+          await new Promise((resolve) => setTimeout(resolve, 500))
+          await route.continue()
+        })
+      )
+      const first = yield* promise(() => browser.newPage())
+      yield* promise(() => first.goto(url))
+      yield* promise(() => first.getByLabel("API key").waitFor())
+      assert.isTrue(yield* promise(() => first.locator("#app").isHidden()), "no app before a key is entered")
+      const page = yield* App.openApp(browser, url)
       assert.isTrue(yield* tabTo(page, "Start session"))
+      assert.strictEqual(
+        yield* promise(() => page.getByLabel("Agent").locator("option").count()),
+        3,
+        "the agents are listed when Start session can be reached"
+      )
       yield* promise(() => page.keyboard.press("Enter"))
       yield* promise(() => page.getByRole("heading", { name: /^Session ses_/ }).waitFor())
       yield* promise(() => page.locator("#message-input:focus").waitFor()) // the page moved the focus to the message
