@@ -11,7 +11,8 @@ export default tseslint.config(
       "**/*.tsbuildinfo",
       "**/.tmp/**",
       "scratchpad/**",
-      "packages/*/docs/**"
+      "packages/*/docs/**",
+      "next/**"
     ]
   },
   eslint.configs.recommended,

@@ -1,0 +1,172 @@
+/**
+ * The `parley` command, on `@effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
+ * `cluster status`, `demo`.
+ * Every command but `serve` and `demo` talks to a server through `HttpTransport` (`--url`, `--key`, or `PARLEY_URL`
+ * / `PARLEY_API_KEY`; by default the local server and the key in `.parley/api-key`).
+ *
+ * Exit codes: 0 done, 1 failed (one line on stderr and a hint), 2 usage or validation (a wrong option, an answer that
+ * does not fit its callback: nothing was sent).
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "@parley/cli"
+ * import { Effect } from "effect"
+ *
+ * // the command line in, the exit code out (what the `parley` executable runs)
+ * const listJson = Cli.run(["node", "parley", "callbacks", "list", "--json"]).pipe(
+ *   Effect.flatMap((code) => Effect.sync(() => process.exit(code)))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Command from "effect/cli/Command"
+import * as Options from "effect/cli/Options"
+import * as ValidationError from "effect/cli/ValidationError"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as path from "node:path"
+import * as Answer from "./internal/answer.js"
+import * as Cluster from "./internal/cluster.js"
+import { CliError } from "./internal/connection.js"
+import * as Read from "./internal/read.js"
+import type * as Serve from "./Serve.js"
+
+/**
+ * What the repository gives the command: the demo agents `serve` offers, and the guides' walkthrough `demo` runs.
+ * Outside the repository there is none: `serve` needs `MISTRAL_API_KEY`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Extras {
+  readonly demo?: Serve.Demo | undefined
+  readonly walkthrough?: Effect.Effect<void> | undefined
+}
+
+const noDemo: Serve.Demo = {
+  models: Effect.dieMessage("no demo agents here: set MISTRAL_API_KEY to serve real models"),
+  agents: []
+}
+
+/** The server's modules load when `serve` runs: the other commands start without them. */
+const loadServe = Effect.promise(() => import("./Serve.js"))
+
+const serve = (load: Effect.Effect<Extras>) =>
+  Command.make("serve", {
+    port: Options.integer("port").pipe(
+      Options.withDescription("The port (default: PARLEY_PORT, else 8787)."),
+      Options.optional
+    ),
+    host: Options.text("host").pipe(Options.withDescription("The host (default 127.0.0.1)."), Options.optional),
+    database: Options.text("database").pipe(
+      Options.withDescription("A SQLite file, or a postgres:// URL (default: .parley/sessions.db)."),
+      Options.optional
+    ),
+    logFormat: Options.choice("log-format", ["logfmt", "json", "pretty"]).pipe(
+      Options.withDescription("The request log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
+      Options.optional
+    ),
+    cluster: Options.text("cluster").pipe(
+      Options.withDescription(
+        "host:port: run as a runner of the cluster of the PostgreSQL --database, listening there for the other " +
+          "runners (default: PARLEY_CLUSTER_RUNNER, else no cluster)."
+      ),
+      Options.optional
+    )
+  }, (given) =>
+    Effect.gen(function*() {
+      const Serve = yield* loadServe
+      const extras = yield* load
+      const defaults = Serve.settingsFromEnv(process.env, path.resolve(".parley"))
+      const settings: Serve.Settings = {
+        ...defaults,
+        port: Option.getOrElse(given.port, () => defaults.port),
+        host: Option.getOrElse(given.host, () => defaults.host),
+        database: Option.getOrElse(given.database, () => defaults.database),
+        logFormat: Option.getOrElse(given.logFormat, () => defaults.logFormat),
+        cluster: Option.getOrElse(given.cluster, () => defaults.cluster)
+      }
+      if (
+        settings.cluster !== undefined &&
+        (Serve.parseRunner(settings.cluster) === undefined || !Serve.isPostgres(settings.database ?? ""))
+      ) {
+        return yield* new CliError({
+          message: `--cluster ${settings.cluster}: a cluster runner needs host:port and a PostgreSQL database`,
+          hint: "give --cluster 127.0.0.1:34431 and --database postgres://… (or PARLEY_DATABASE_URL)",
+          exitCode: 2
+        })
+      }
+      if ((process.env.MISTRAL_API_KEY ?? "") === "" && extras.demo === undefined) {
+        return yield* new CliError({
+          message: "no models to serve: no demo agents here and MISTRAL_API_KEY is not set",
+          hint: "set MISTRAL_API_KEY, or run `npx parley serve` in the Parley repository (its demo agents)",
+          exitCode: 1
+        })
+      }
+      return yield* Serve.launch(settings, extras.demo ?? noDemo).pipe(
+        Effect.mapError((error) => new CliError({ message: `the server did not start: ${error.message}`, exitCode: 1 }))
+      )
+    })).pipe(Command.withDescription("Run a Parley server (the session app at /), with the demo agents here."))
+
+const demo = (load: Effect.Effect<Extras>) =>
+  Command.make("demo", {}, () =>
+    Effect.flatMap(load, (extras) =>
+      extras.walkthrough === undefined
+        ? Effect.fail(
+          new CliError({
+            message: "the walkthrough is part of the Parley repository",
+            hint: "run `npx parley demo` (or `npm run demo`) in a clone of it",
+            exitCode: 1
+          })
+        )
+        : extras.walkthrough)).pipe(
+      Command.withDescription("Run the guides' walkthrough (narrated) over HTTP, against a server it starts.")
+    )
+
+/**
+ * The command tree.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const command = (extras: Effect.Effect<Extras> = Effect.succeed({})) =>
+  Command.make("parley").pipe(
+    Command.withDescription("See what waits in Parley sessions, answer it, watch it happen."),
+    Command.withSubcommands([
+      serve(extras),
+      Read.sessions,
+      Read.callbacks,
+      Answer.command,
+      Read.events,
+      Cluster.command,
+      demo(extras)
+    ])
+  )
+
+/**
+ * Runs the command line `argv` (`process.argv`); resolves with the exit code: 0 done, 1 failed, 2 usage or validation.
+ * A failure prints one line on stderr, and the hint that fixes it. `extras` (the demo) is loaded only by the commands
+ * that use it.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const run = (
+  argv: ReadonlyArray<string>,
+  extras: Effect.Effect<Extras> = Effect.succeed({})
+): Effect.Effect<number> =>
+  Command.run(command(extras), { name: "parley", version: "0.1.0" })(argv).pipe(
+    Effect.as(0),
+    Effect.catchAll((error) => {
+      if (ValidationError.isValidationError(error)) return Effect.succeed(2)
+      if (error instanceof CliError) {
+        return Console.error(`parley: ${error.message}${error.hint === undefined ? "" : `\n  hint: ${error.hint}`}`)
+          .pipe(Effect.as(error.exitCode))
+      }
+      return Console.error(`parley: ${String(error)}`).pipe(Effect.as(1))
+    }),
+    Effect.provide(NodeServices.layer)
+  )

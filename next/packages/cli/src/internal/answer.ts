@@ -1,0 +1,193 @@
+/**
+ * `parley answer <callback-id> allow | deny [--reason] | --result <json> | --connected <source> --denied <source>`:
+ * the answer is built, then validated against the callback's kind and the JSON Schema of the answer it expects
+ * (`OpenCallback.answerSchema`) before anything is sent. A mismatch prints the schema and the one reason, and exits 2.
+ * With no verdict on a terminal, it asks.
+ */
+import * as Args from "effect/cli/Args"
+import * as Command from "effect/cli/Command"
+import * as Options from "effect/cli/Options"
+import * as Prompt from "effect/cli/Prompt"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as Answer from "@parley/core/Answer"
+import * as Inbox from "@parley/core/Inbox"
+import type { OpenCallback } from "@parley/core/Transport"
+import { Transport } from "@parley/core/Transport"
+import { Ajv } from "ajv"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Connection from "./connection.js"
+import { CliError } from "./connection.js"
+import * as Format from "./format.js"
+
+const usage = (message: string, hint?: string) => new CliError({ message, hint, exitCode: 2 })
+
+const parseJson = (text: string) =>
+  Effect.try({
+    try: (): unknown => JSON.parse(text),
+    catch: (error) => usage(`--result is not JSON: ${error instanceof Error ? error.message : String(error)}`)
+  })
+
+const sources = (values: ReadonlyArray<string>) =>
+  values.flatMap((value) => value.split(",")).map((value) => value.trim()).filter((value) => value !== "")
+
+/** A sign-in answer names requests by id: the sources given become the ids of the requests for them. */
+const signInAnswer = (open: OpenCallback, connected: ReadonlyArray<string>, denied: ReadonlyArray<string>) => {
+  const callback = open.callback
+  const requests = callback._tag === "OpenSignIn" ? callback.requests : []
+  const idOf = (source: string) => requests.find((request) => request.source === source)?.id ?? source
+  return new Answer.SignInAnswer({ connected: connected.map(idOf), denied: denied.map(idOf) })
+}
+
+interface Given {
+  readonly verdict: Option.Option<string>
+  readonly reason: Option.Option<string>
+  readonly result: Option.Option<string>
+  readonly failure: boolean
+  readonly connected: ReadonlyArray<string>
+  readonly denied: ReadonlyArray<string>
+}
+
+/** The answer the options give, or (none given, on a terminal) the one a person picks. */
+const answerOf = (open: OpenCallback, given: Given): Effect.Effect<Answer.Answer, CliError> =>
+  Effect.gen(function*() {
+    const connected = sources(given.connected)
+    const denied = sources(given.denied)
+    const kinds = [
+      Option.isSome(given.verdict),
+      Option.isSome(given.result),
+      connected.length + denied.length > 0
+    ].filter((x) => x).length
+    if (kinds > 1) {
+      return yield* usage("give one verdict: allow | deny, --result <json>, or --connected / --denied")
+    }
+    if (Option.isSome(given.verdict)) {
+      switch (given.verdict.value) {
+        case "allow":
+          return new Answer.AllowApproval()
+        case "deny":
+          return new Answer.DenyApproval({ reason: Option.getOrUndefined(given.reason) })
+        default:
+          return yield* usage(`unknown verdict "${given.verdict.value}": allow or deny`)
+      }
+    }
+    if (Option.isSome(given.result)) {
+      const result = yield* parseJson(given.result.value)
+      return new Answer.ClientToolResult({ isFailure: given.failure, result })
+    }
+    if (kinds === 1) return signInAnswer(open, connected, denied)
+    if (process.stdin.isTTY !== true) {
+      return yield* usage(
+        "no verdict given",
+        "add allow | deny [--reason …], --result '<json>', or --connected / --denied <source> (or run it on a terminal)"
+      )
+    }
+    return yield* ask(open)
+  })
+
+/** Asks on the terminal: allow or deny, the result's JSON, or each source's decision. */
+const ask = (open: OpenCallback): Effect.Effect<Answer.Answer, CliError, never> => {
+  const callback = open.callback
+  const prompt: Prompt.Prompt<Answer.Answer> = callback._tag === "OpenApproval"
+    ? Prompt.select({
+      message: `${callback.request.tool.id} ${Format.shortJson(callback.request.arguments, 60)}`,
+      choices: [
+        { title: "allow", value: new Answer.AllowApproval() as Answer.Answer },
+        { title: "deny", value: new Answer.DenyApproval({}) as Answer.Answer }
+      ]
+    })
+    : callback._tag === "OpenClientToolCall"
+    ? Prompt.map(
+      Prompt.text({
+        message: `the result of ${callback.request.tool.id} as JSON`,
+        validate: (text) =>
+          Either.match(Either.try(() => JSON.parse(text) as unknown), {
+            onLeft: () => Effect.fail("not JSON"),
+            onRight: () => Effect.succeed(text)
+          })
+      }),
+      (text): Answer.Answer => new Answer.ClientToolResult({ isFailure: false, result: JSON.parse(text) as unknown })
+    )
+    : Prompt.map(
+      Prompt.multiSelect({
+        message: "the sources to connect (the others are denied)",
+        choices: callback.requests.map((request) => ({ title: request.source, value: request.id }))
+      }),
+      (connected): Answer.Answer =>
+        new Answer.SignInAnswer({
+          connected,
+          denied: callback.requests.map((request) => request.id).filter((id) => !connected.includes(id))
+        })
+    )
+  return Prompt.run(prompt).pipe(
+    Effect.provide(NodeServices.layer),
+    Effect.mapError(() => new CliError({ message: "cancelled: nothing was sent", exitCode: 1 }))
+  )
+}
+
+const ajv = new Ajv({ strict: false, allErrors: false })
+const encodeAnswer = Schema.encodeSync(Answer.Answer)
+
+/** The one reason an answer does not fit the callback, or `undefined`. */
+export const mismatch = (open: OpenCallback, answer: Answer.Answer): string | undefined => {
+  const kind = Answer.validateSync(open.callback, answer)
+  if (Either.isLeft(kind)) return kind.left.reason
+  const validate = ajv.compile(open.answerSchema as object)
+  if (validate(encodeAnswer(answer))) return undefined
+  const error = validate.errors?.[0]
+  return error === undefined ? "the answer does not match" : `${error.instancePath || "the answer"} ${error.message}`
+}
+
+const callbackId = Args.text({ name: "callback-id" }).pipe(Args.withDescription("The callback's id (callbacks list)."))
+const verdict = Args.text({ name: "allow|deny" }).pipe(
+  Args.withDescription("The verdict of an approval: allow or deny."),
+  Args.optional
+)
+
+export const command = Command.make("answer", {
+  ...Connection.options,
+  callbackId,
+  verdict,
+  reason: Options.text("reason").pipe(Options.withDescription("Why it is denied (with deny)."), Options.optional),
+  result: Options.text("result").pipe(
+    Options.withDescription("A client tool's result, as JSON (checked against the tool's success schema)."),
+    Options.optional
+  ),
+  failure: Options.boolean("failure").pipe(
+    Options.withDescription("With --result: the result is a tool error the model sees.")
+  ),
+  connected: Options.text("connected").pipe(
+    Options.withDescription("A sign-in's source to connect (repeat, or comma-separated)."),
+    Options.repeated
+  ),
+  denied: Options.text("denied").pipe(
+    Options.withDescription("A sign-in's source to deny (repeat, or comma-separated)."),
+    Options.repeated
+  )
+}, (given) =>
+  Effect.gen(function*() {
+    const connection = yield* Connection.resolve(given)
+    yield* Connection.withTransport(connection, (transport) =>
+      Effect.gen(function*() {
+        const open = (yield* transport.listOpen()).find((entry) => entry.callback.id === given.callbackId)
+        if (open === undefined) {
+          return yield* new CliError({
+            message: `callback ${given.callbackId} is not open: answered, expired or cancelled, or unknown to this key`,
+            hint: "`parley callbacks list` shows the open ones",
+            exitCode: 1
+          })
+        }
+        const answer = yield* answerOf(open, given)
+        const reason = mismatch(open, answer)
+        if (reason !== undefined) {
+          yield* Console.error(`the answer does not fit ${open.callback.kind} ${Format.subject(open.callback)}:`)
+          yield* Console.error(JSON.stringify(open.answerSchema, null, 2))
+          return yield* new CliError({ message: `nothing was sent: ${reason}`, exitCode: 2 })
+        }
+        yield* Inbox.answer(open, answer).pipe(Effect.provideService(Transport, transport))
+        yield* Console.log(`answered ${open.callback.id} (${open.callback.kind} ${Format.subject(open.callback)})`)
+      }))
+  })).pipe(Command.withDescription("Answer an open callback by id; checked against the answer it expects first."))

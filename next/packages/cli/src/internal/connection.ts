@@ -1,0 +1,187 @@
+/**
+ * Which server a command talks to and with which key (`--url` / `PARLEY_URL`, `--key` / `PARLEY_API_KEY`, else the
+ * local server and the key `parley serve` keeps in `.parley/api-key`), the `Transport` to it, and the one-line errors
+ * (each with the hint that fixes it) that every command fails with.
+ */
+import * as Options from "effect/cli/Options"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import type { SessionId } from "@parley/core/Ids"
+import { ProtocolApi } from "@parley/core/ProtocolApi"
+import { Transport } from "@parley/core/Transport"
+import { TurnEvent } from "@parley/core/TurnEvent"
+import * as HttpTransport from "@parley/transport-http/HttpTransport"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+/** A command's failure: one line, the hint that fixes it, and the exit code (1 failure, 2 usage or validation). */
+export class CliError extends Data.TaggedError("CliError")<{
+  readonly message: string
+  readonly hint?: string | undefined
+  readonly exitCode: 1 | 2
+}> {}
+
+export const defaultUrl = "http://127.0.0.1:8787"
+
+export const options = {
+  url: Options.text("url").pipe(
+    Options.withDescription(`The server's URL (default: PARLEY_URL, else ${defaultUrl}).`),
+    Options.optional
+  ),
+  key: Options.redacted("key").pipe(
+    Options.withDescription(
+      "The API key (default: PARLEY_API_KEY, else the local key `parley serve` keeps in .parley/api-key)."
+    ),
+    Options.optional
+  )
+}
+
+export interface Connection {
+  readonly url: string
+  readonly key: string
+  /** Where the key came from, for the hint of a refused key. */
+  readonly keySource: string
+}
+
+/** The `.parley/api-key` of `PARLEY_DATA_DIR`, or of this folder or the nearest one above that has one. */
+const keyFile = (): string | undefined => {
+  const dataDir = process.env.PARLEY_DATA_DIR
+  if (dataDir !== undefined && dataDir !== "") return path.join(dataDir, "api-key")
+  let dir = process.cwd()
+  for (;;) {
+    const file = path.join(dir, ".parley", "api-key")
+    if (fs.existsSync(file)) return file
+    const parent = path.dirname(dir)
+    if (parent === dir) return undefined
+    dir = parent
+  }
+}
+
+export const resolve = (given: {
+  readonly url: Option.Option<string>
+  readonly key: Option.Option<Redacted.Redacted<string>>
+}): Effect.Effect<Connection, CliError> =>
+  Effect.suspend(() => {
+    const url = Option.getOrElse(given.url, () => process.env.PARLEY_URL || defaultUrl).replace(/\/+$/, "")
+    if (Option.isSome(given.key)) {
+      return Effect.succeed({ url, key: Redacted.value(given.key.value), keySource: "--key" })
+    }
+    const env = process.env.PARLEY_API_KEY
+    if (env !== undefined && env !== "") return Effect.succeed({ url, key: env, keySource: "PARLEY_API_KEY" })
+    const file = keyFile()
+    if (file !== undefined && fs.existsSync(file)) {
+      return Effect.succeed({ url, key: fs.readFileSync(file, "utf8").trim(), keySource: file })
+    }
+    return Effect.fail(
+      new CliError({
+        message: "no API key: none given, PARLEY_API_KEY is not set and no .parley/api-key was found",
+        hint: "pass --key, set PARLEY_API_KEY, or run in the folder where `parley serve` created .parley/api-key",
+        exitCode: 1
+      })
+    )
+  })
+
+/** Runs `use` with the transport to the connection's server; its errors become one line (`explain`). */
+export const withTransport = <A, E>(
+  connection: Connection,
+  use: (transport: Transport["Type"]) => Effect.Effect<A, E>
+): Effect.Effect<A, CliError> =>
+  Effect.flatMap(Transport, use).pipe(
+    Effect.provide(HttpTransport.layer({ url: connection.url, apiKey: connection.key })),
+    Effect.mapError(explain(connection))
+  )
+
+/**
+ * Any error of a request, as the one line a person reads: an unreachable server names the URL and `parley serve`; a
+ * refused key says where the key came from; the server's typed errors keep their message.
+ */
+export const explain = (connection: Connection) => (error: unknown): CliError => {
+  if (error instanceof CliError) return error
+  const message = typeof error === "object" && error !== null && "message" in error ? String(error.message) : ""
+  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : ""
+  if (/Unauthorized|401|valid API key is required/.test(message)) {
+    return new CliError({
+      message: `the server at ${connection.url} refused the API key (from ${connection.keySource})`,
+      hint: "use the key the server printed at start (kept in its .parley/api-key), via --key or PARLEY_API_KEY",
+      exitCode: 1
+    })
+  }
+  if (tag === "TransportFailure" && /fetch failed|ECONNREFUSED|Transport error|RequestError/i.test(message)) {
+    return new CliError({
+      message: `cannot reach a Parley server at ${connection.url}`,
+      hint: "start one with `parley serve` (or `npm start`), or point --url / PARLEY_URL at yours",
+      exitCode: 1
+    })
+  }
+  return new CliError({ message: message === "" ? String(error) : message, exitCode: 1 })
+}
+
+const apiClient = (connection: Connection) =>
+  HttpApiClient.make(ProtocolApi, {
+    baseUrl: connection.url,
+    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(connection.key))
+  })
+
+type ApiClient = Effect.Effect.Success<ReturnType<typeof apiClient>>
+
+/** Runs `use` with `ProtocolApi`'s client for the routes the `Transport` has no method for (sessions, agents). */
+export const withApi = <A, E>(
+  connection: Connection,
+  use: (client: ApiClient) => Effect.Effect<A, E>
+): Effect.Effect<A, CliError> =>
+  Effect.flatMap(apiClient(connection), use).pipe(
+    Effect.provide(FetchHttpClient.layer),
+    Effect.mapError((error) => explain(connection)(transportError(error)))
+  )
+
+/** A request that never reached the server is a `TransportFailure` (as the transport reports it). */
+const transportError = (error: unknown) =>
+  typeof error === "object" && error !== null && "_tag" in error &&
+    (error._tag === "RequestError" || error._tag === "ResponseError")
+    ? { _tag: "TransportFailure", message: `fetch failed: ${String((error as { message?: unknown }).message)}` }
+    : error
+
+const decodeEvent = Schema.decodeEither(Schema.parseJson(TurnEvent))
+
+/** The events of a session stored now, from `from` (`?live=false`: the response ends), in order. */
+export const storedEvents = (connection: Connection, sessionId: SessionId, from: number) =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    const request = HttpClientRequest.get(`${connection.url}/sessions/${sessionId}/events`).pipe(
+      HttpClientRequest.setUrlParams({ from: String(from), live: "false" }),
+      HttpClientRequest.bearerToken(connection.key)
+    )
+    const response = yield* client.execute(request).pipe(
+      Effect.mapError((cause) =>
+        explain(connection)({ _tag: "TransportFailure", message: `fetch failed: ${String(cause)}` })
+      )
+    )
+    const text = yield* response.text.pipe(Effect.mapError(explain(connection)))
+    if (response.status === 401) return yield* explain(connection)({ message: "Unauthorized" })
+    if (response.status === 404) {
+      return yield* new CliError({
+        message: `no session ${sessionId} (for this key)`,
+        hint: "`parley sessions list` shows the sessions of this key",
+        exitCode: 1
+      })
+    }
+    if (response.status !== 200) {
+      return yield* new CliError({ message: `the server answered ${response.status}: ${text}`, exitCode: 1 })
+    }
+    const events: Array<TurnEvent> = []
+    for (const frame of text.split("\n\n")) {
+      const data = frame.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim())
+      if (data.length === 0) continue
+      const decoded = decodeEvent(data.join("\n"))
+      if (Either.isRight(decoded)) events.push(decoded.right)
+    }
+    return events
+  }).pipe(Effect.provide(FetchHttpClient.layer))

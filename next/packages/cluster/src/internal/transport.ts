@@ -1,0 +1,180 @@
+/**
+ * The `Transport` of a cluster process: what changes a tree goes to the runner that holds its shard, through the
+ * `Tree` entity's client (on the wall clock: a send to a shard being moved is retried in real time); everything else
+ * — creating a session, reading its turns, events, grants, open callbacks — is answered here, by this process's engine
+ * from the log, as a follower would. A message that did not get through is sent again every 100 ms, for 60 s at
+ * most, until the tree's shard moved to a runner that takes it: refused by a runner that is stopping
+ * (`RunnerStopping`: nothing decided), interrupted there (its entity stopped: a shard moved, the runner drained —
+ * `@effect/cluster` answers a volatile message's caller with the interruption), or not written to the runner's socket
+ * (a runner just killed: the cluster answers that with the socket's defect, where it retries a persisted message).
+ * Every command is idempotent in the log: sending one again is safe even when the first was decided.
+ */
+import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "effect/cluster/ClusterError"
+import * as Socket from "effect/socket/Socket"
+import { Answer as AnswerSchema } from "@parley/core/Answer"
+import * as Ids from "@parley/core/Ids"
+import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
+import { Principal } from "@parley/core/Principal"
+import type * as Transport from "@parley/core/Transport"
+import type * as SessionStore from "@parley/log/SessionStore"
+import * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type { RunnerStopping, Tree } from "../TreeEntity.js"
+
+type Client = Effect.Effect.Success<typeof Tree.client>
+
+const decodeSessionId = Schema.decodeUnknownEither(Ids.SessionId)
+const encodeAnswer = Schema.encodeUnknownEither(AnswerSchema)
+const encodePrincipal = Schema.encodeUnknownEither(Principal)
+
+/** What crosses to the runner: the encoded form when the value is one, else the value itself (the runner refuses it). */
+const encoded = <A>(encode: (value: unknown) => Either.Either<A, unknown>, value: unknown) =>
+  Either.getOrElse(encode(value), () => value)
+
+const failure = (method: string, error: { readonly message: string }) =>
+  new TransportFailure({ module: "ClusterRuntime", method, description: error.message, cause: error })
+
+/** A message that did not get through: interrupted on the runner, or not written to its socket. */
+class Undelivered extends Data.TaggedError("Undelivered")<{ readonly cause: Cause.Cause<unknown> }> {
+  override get message() {
+    return `the message did not get through to the tree's runner: ${Cause.pretty(this.cause)}`
+  }
+}
+
+/** Sent again: refused by a stopping runner, or not delivered. */
+const isResent = (error: unknown): error is RunnerStopping | Undelivered =>
+  typeof error === "object" && error !== null && "_tag" in error &&
+  (error._tag === "RunnerStopping" || error._tag === "Undelivered")
+
+/**
+ * The send's interruption by the runner (this fiber's own interruption never reaches a handler) and a socket's defect
+ * as `Undelivered`.
+ */
+const undelivered = <A, E>(send: Effect.Effect<A, E>): Effect.Effect<A, E | Undelivered> =>
+  Effect.catchAllCause(send, (cause) =>
+    Cause.isInterruptedOnly(cause) ||
+      Option.exists(Cause.dieOption(cause), Socket.isSocketError)
+      ? Effect.fail<E | Undelivered>(new Undelivered({ cause }))
+      : Effect.failCause(cause))
+
+/** The cluster's own failures to deliver (a full mailbox, storage), as the transport's. */
+const clusterErrors = new Set<string>(["MailboxFull", "AlreadyProcessingMessage", "PersistenceError"])
+
+export const make = (options: {
+  /** This process's engine: creates sessions, answers reads. */
+  readonly local: Transport.Service
+  readonly store: SessionStore.Services
+  readonly client: Client
+  /** The wall clock the cluster's sends run on. */
+  readonly wallClock: Clock.Clock
+}): Transport.Service => {
+  const { client, local, store, wallClock } = options
+
+  /** The tree a session belongs to: its entity's id. */
+  const treeOf = (method: string, sessionId: unknown) => {
+    const id = decodeSessionId(sessionId)
+    if (Either.isLeft(id)) {
+      return Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: String(sessionId) }))
+    }
+    return store.eventLog.treeOf(id.right).pipe(
+      Effect.mapError((error) => failure(method, error)),
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: id.right })),
+        onSome: (treeId) => Effect.succeed({ treeId, sessionId: id.right })
+      }))
+    )
+  }
+
+  /**
+   * A message to the tree's runner, on the wall clock: sent again while it does not get through; the cluster's
+   * failures to deliver it are `TransportFailure`s.
+   */
+  const routed = <A, E>(
+    method: string,
+    send: Effect.Effect<A, E | RunnerStopping | MailboxFull | AlreadyProcessingMessage | PersistenceError>
+  ): Effect.Effect<A, Exclude<E, RunnerStopping> | TransportFailure> =>
+    Effect.withClock(
+      Effect.retry(
+        undelivered(send),
+        { while: isResent, schedule: Schedule.spaced("100 millis").pipe(Schedule.upTo("60 seconds")) }
+      ),
+      wallClock
+    ).pipe(
+      Effect.catchIf(
+        (error): error is MailboxFull | AlreadyProcessingMessage | PersistenceError | RunnerStopping | Undelivered =>
+          isResent(error) ||
+          typeof error === "object" && error !== null && "_tag" in error && clusterErrors.has(String(error._tag)),
+        (error) => Effect.fail(failure(method, error))
+      )
+    ) as Effect.Effect<A, Exclude<E, RunnerStopping> | TransportFailure>
+
+  return {
+    createSession: local.createSession,
+    getSession: local.getSession,
+    getTurn: local.getTurn,
+    events: local.events,
+    subscribe: local.subscribe,
+    snapshot: local.snapshot,
+    grants: local.grants,
+    listOpen: local.listOpen,
+    sendMessage: (sessionId, input, sendOptions) =>
+      Effect.gen(function*() {
+        // Checked first (a malformed id sends nothing); one made up when none is given: a send the cluster repeats
+        // (its runner died before replying) queues one turn.
+        const requestId = sendOptions?.requestId === undefined
+          ? yield* Ids.newRequestId
+          : yield* Ids.requestId(sendOptions.requestId)
+        const { treeId } = yield* treeOf("sendMessage", sessionId)
+        return yield* routed(
+          "sendMessage",
+          client(treeId).SendMessage({ sessionId, input: String(input), requestId })
+        )
+      }),
+    answer: (request) =>
+      Effect.gen(function*() {
+        const fields = (typeof request === "object" && request !== null ? request : {}) as Partial<
+          Transport.AnswerRequest
+        >
+        // As for a send: an answer the cluster delivers twice (its runner died before replying) wins once and is
+        // accepted both times, not reported as already answered the second time.
+        const requestId = fields.requestId === undefined
+          ? yield* Ids.newRequestId
+          : yield* Ids.requestId(fields.requestId)
+        const { sessionId, treeId } = yield* treeOf("answer", fields.sessionId)
+        return yield* routed(
+          "answer",
+          client(treeId).Answer({
+            sessionId,
+            turnId: fields.turnId,
+            callbackId: fields.callbackId,
+            answer: encoded(encodeAnswer, fields.answer),
+            answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy),
+            requestId
+          })
+        )
+      }),
+    revokeGrant: (request) =>
+      Effect.gen(function*() {
+        const { sessionId, treeId } = yield* treeOf("revokeGrant", request.sessionId)
+        return yield* routed(
+          "revokeGrant",
+          client(treeId).RevokeGrant({
+            sessionId,
+            grantId: String(request.grantId),
+            revokedBy: request.revokedBy === undefined ? undefined : encoded(encodePrincipal, request.revokedBy)
+          })
+        )
+      }),
+    cancel: (sessionId) =>
+      Effect.gen(function*() {
+        const { sessionId: id, treeId } = yield* treeOf("cancel", sessionId)
+        return yield* routed("cancel", client(treeId).Cancel({ sessionId: id }))
+      })
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * Databases for the tests: a temporary SQLite file, or a fresh schema of the test PostgreSQL database (when it is not
+ * reachable the PostgreSQL tests fail; they never skip); and free ports for runners.
+ */
+import { FileSystem } from "effect"
+import { NodeFileSystem } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Redacted } from "effect"
+import * as Net from "node:net"
+
+/** A temporary SQLite file (removed with the scope). */
+export const sqliteFile = Effect.map(
+  FileSystem.FileSystem.pipe(
+    Effect.flatMap((fs) => fs.makeTempDirectoryScoped({ prefix: "parley-cluster-" })),
+    Effect.provide(NodeFileSystem.layer)
+  ),
+  (directory) => `${directory}/sessions.db`
+)
+
+/** The test PostgreSQL database (`scripts/postgres.sh` sets it up; `PARLEY_TEST_PG_URL` overrides it). */
+export const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
+
+/** A fresh schema in the test PostgreSQL database (dropped with the scope); the URL returned selects it. */
+export const pgSchema = Effect.gen(function*() {
+  const schema = `c_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+  const admin = yield* Layer.build(PgClient.layer({ url: Redacted.make(pgUrl), maxConnections: 1 }))
+  const sql = Context.get(admin, PgClient.PgClient)
+  yield* Effect.acquireRelease(
+    sql`CREATE SCHEMA ${sql(schema)}`,
+    () => Effect.ignore(sql`DROP SCHEMA ${sql(schema)} CASCADE`)
+  )
+  return `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+})
+
+/** Free ports on 127.0.0.1, each taken and given back at once (for runners that must know their address first). */
+export const freePorts = (count: number) =>
+  Effect.promise(() =>
+    Promise.all(
+      Array.from({ length: count }, () =>
+        new Promise<{ readonly port: number; readonly server: Net.Server }>((resolve, reject) => {
+          const server = Net.createServer()
+          server.once("error", reject)
+          server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as Net.AddressInfo).port, server }))
+        }))
+    ).then((held) =>
+      Promise.all(held.map(({ server }) =>
+        new Promise<void>((resolve) => server.close(() => resolve()))
+      )).then(() => held.map(({ port }) => port))
+    )
+  )

@@ -1,0 +1,98 @@
+/**
+ * The serialisable data of a permission policy: a `default` decision and ordered rules over stable tool ids.
+ * It is part of the agent definition (`AgentSpec`); `@parley/policy` gives it its meaning (patterns, evaluation,
+ * validation, warnings).
+ *
+ * @example
+ * ```ts
+ * import { Permissions } from "@parley/core"
+ *
+ * const rules = new Permissions.PermissionPolicy({
+ *   default: "allow",
+ *   rules: [new Permissions.PermissionRule({ tools: ["client.get_location"], decision: "ask" })]
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * What a policy says about a tool call.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Decision = Schema.Literal("allow", "deny", "ask")
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type Decision = typeof Decision.Type
+
+/**
+ * A rule: the tool id patterns it matches (exact ids, or `*` within one dotted segment) and its decision.
+ * `editable: false` (on an `ask` rule) refuses approvals that change the call's arguments
+ * (`AllowApproval({ arguments })`): the person may allow or deny the call as the model made it, nothing else.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class PermissionRule extends Schema.Class<PermissionRule>("@parley/core/PermissionRule")({
+  tools: Schema.Array(Schema.String),
+  decision: Decision,
+  editable: Schema.optional(Schema.Boolean)
+}) {}
+
+/**
+ * A permission policy: the first rule that matches a tool id decides; otherwise `default` does.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class PermissionPolicy extends Schema.Class<PermissionPolicy>("@parley/core/PermissionPolicy")({
+  default: Decision,
+  rules: Schema.optionalWith(Schema.Array(PermissionRule), { default: () => [] })
+}) {}
+
+/**
+ * The rule that decided an evaluation: its index in `rules`, the pattern that matched, and the rule.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class RuleMatched
+  extends Schema.TaggedClass<RuleMatched>("@parley/core/Permissions/RuleMatched")("RuleMatched", {
+    index: Schema.NonNegativeInt,
+    pattern: Schema.String,
+    rule: PermissionRule
+  })
+{}
+
+/**
+ * No rule matched: the policy's `default` decided.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class DefaultDecision
+  extends Schema.TaggedClass<DefaultDecision>("@parley/core/Permissions/DefaultDecision")("DefaultDecision", {})
+{}
+
+/**
+ * What decided an evaluation (and, in an approval request, what asked).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type DecidedBy = RuleMatched | DefaultDecision
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const DecidedBy: Schema.Union<[typeof RuleMatched, typeof DefaultDecision]> = Schema.Union(
+  RuleMatched,
+  DefaultDecision
+)

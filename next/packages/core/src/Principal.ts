@@ -1,0 +1,123 @@
+/**
+ * Who or what decided a callback: the `answeredBy` of every `CallbackResolved` that carries an answer, so an operator
+ * reads from the log alone who said yes to each call.
+ *
+ * - `Handler { name }`: a `CallbackHandler` answered while a run waited (the handler's name, or its layer's);
+ * - `Client { label? }`: a program answered by id (`Turn.answer`, `Inbox.answer`; it may pass a label: a user name,
+ *   a ticket);
+ * - `Grant { id }`: a remembered grant decided the call without asking (see `ApprovalGranted`);
+ * - `Policy { rule }`: the permission policy decided a call without asking (on its `ToolCallStarted`'s `decidedBy`);
+ * - `ApiKey { tenant, keyId }`: an answer posted to the server with an API key.
+ *
+ * @example
+ * ```ts
+ * import { Principal } from "@parley/core"
+ *
+ * const person = new Principal.Client({ label: "alice@example.com" })
+ * const handler = new Principal.Handler({ name: "approveReads" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * A `CallbackHandler` answered (named by the handler record, its `named` wrapper, or the layer).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Handler extends Schema.TaggedClass<Handler>("@parley/core/Principal/Handler")("Handler", {
+  name: Schema.String
+}) {}
+
+/**
+ * A program answered by id; `label` is whatever it passed to say who (none: an unlabelled client).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Client extends Schema.TaggedClass<Client>("@parley/core/Principal/Client")("Client", {
+  label: Schema.optional(Schema.String)
+}) {}
+
+/**
+ * A remembered grant decided: its id (the `seq` of its `ApprovalGranted` event, as `grant_<seq>`).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Grant extends Schema.TaggedClass<Grant>("@parley/core/Principal/Grant")("Grant", {
+  id: Schema.String
+}) {}
+
+/**
+ * The permission policy decided: the rule that matched and its decision (`rules[<index>] <pattern>: <decision>`) or
+ * the default (`default: <decision>`), e.g. `rules[0] client.get_*: allow`, `default: deny`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Policy extends Schema.TaggedClass<Policy>("@parley/core/Principal/Policy")("Policy", {
+  rule: Schema.String
+}) {}
+
+/**
+ * The server took the answer from a request authenticated by this API key of this tenant. `onBehalfOf` is what the
+ * client said about who answered (a handler's name or a label, sent with the request): the key is what the server
+ * checked, the claim is the client's word.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class ApiKey extends Schema.TaggedClass<ApiKey>("@parley/core/Principal/ApiKey")("ApiKey", {
+  tenant: Schema.String,
+  keyId: Schema.String,
+  onBehalfOf: Schema.optional(Schema.Union(Handler, Client))
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type Principal = Handler | Client | Grant | Policy | ApiKey
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Principal: Schema.Union<[typeof Handler, typeof Client, typeof Grant, typeof Policy, typeof ApiKey]> =
+  Schema.Union(Handler, Client, Grant, Policy, ApiKey)
+
+/**
+ * One line for logs and narrations: `approveReads`, `by id`, `by id (alice)`, `grant grant_12`, `policy rules[0]
+ * client.*: allow`, `key k1 of acme`, `approveReads (key k1 of acme)`.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const describe = (principal: Principal): string => {
+  switch (principal._tag) {
+    case "Handler":
+      return principal.name
+    case "Client":
+      return principal.label === undefined ? "by id" : `by id (${principal.label})`
+    case "Grant":
+      return `grant ${principal.id}`
+    case "Policy":
+      return `policy ${principal.rule}`
+    case "ApiKey":
+      return principal.onBehalfOf === undefined
+        ? `key ${principal.keyId} of ${principal.tenant}`
+        : `${describe(principal.onBehalfOf)} (key ${principal.keyId} of ${principal.tenant})`
+  }
+}
+
+/**
+ * Who the answer was given by as its sender tells it: a key's `onBehalfOf` when it has one, else the principal.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const claimed = (principal: Principal): Principal =>
+  principal._tag === "ApiKey" && principal.onBehalfOf !== undefined ? principal.onBehalfOf : principal

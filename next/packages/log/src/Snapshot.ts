@@ -1,0 +1,179 @@
+/**
+ * The snapshot codec of a tree's projection: a `TreeState` is a value of the schema `TreeState` (its `HashMap`s
+ * encoded as arrays of entries), `encodeSnapshot` writes it as JSON text and `decodeSnapshot` reads it back, so a long
+ * tree is loaded from a stored snapshot and the events after it (`TreeState.foldFrom`) instead of from `seq` 0.
+ * `snapshotVersion` names the layout. This is the engine's storage format: it lives beside the store, not in the
+ * client package.
+ *
+ * @example
+ * ```ts
+ * import { AgentSpec, Ids } from "@parley/core"
+ * import { Snapshot, TreeState } from "@parley/log"
+ * import { DateTime, Either } from "effect"
+ *
+ * const state = TreeState.fold({
+ *   treeId: Ids.SessionId.make("ses_example"),
+ *   agent: AgentSpec.make({ name: "assistant" }),
+ *   createdAt: DateTime.unsafeMake(0)
+ * }, [])
+ * const json = Either.getOrThrow(Snapshot.encodeSnapshot(state))
+ * const restored = Either.getOrThrow(Snapshot.decodeSnapshot(json))
+ * console.log(restored.nextSeq === state.nextSeq) // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { AgentSpec as AgentSpecSchema } from "@parley/core/AgentSpec"
+import { Answer as AnswerSchema } from "@parley/core/Answer"
+import { Callback as CallbackSchema } from "@parley/core/Callback"
+import {
+  CallbackId as CallbackIdSchema,
+  SessionId as SessionIdSchema,
+  ToolId as ToolIdSchema,
+  TurnId as TurnIdSchema
+} from "@parley/core/Ids"
+import { ApprovalGranted, Executor, Reasoning, Resolution, TraceContext, TurnCause } from "@parley/core/TurnEvent"
+import { Final } from "@parley/core/TurnState"
+import type * as Either from "effect/Result"
+import type * as ParseResult from "effect/SchemaIssue"
+import * as Schema from "effect/Schema"
+import type * as TreeStateModule from "./TreeState.js"
+
+// =============================================================================
+// Schemas
+// =============================================================================
+
+const MessageSchema = Schema.Union(
+  Schema.Struct({ role: Schema.Literal("user"), text: Schema.String }),
+  Schema.Struct({
+    role: Schema.Literal("assistant"),
+    step: Schema.String,
+    text: Schema.String,
+    reasoning: Schema.Array(Reasoning),
+    toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))
+  }),
+  Schema.Struct({
+    role: Schema.Literal("tool"),
+    results: Schema.Array(
+      Schema.Struct({ id: Schema.String, name: Schema.String, isFailure: Schema.Boolean, result: Schema.Unknown })
+    )
+  })
+)
+
+const CallStageSchema = Schema.Union(
+  Schema.TaggedStruct("Started", {}),
+  Schema.TaggedStruct("Callback", { callbackId: CallbackIdSchema }),
+  Schema.TaggedStruct("Executing", { executor: Schema.optional(Executor) }),
+  Schema.TaggedStruct("Completed", { isFailure: Schema.Boolean, result: Schema.Unknown })
+)
+
+const CallSchema = Schema.Struct({
+  toolCallId: Schema.String,
+  toolId: ToolIdSchema,
+  name: Schema.String,
+  arguments: Schema.Unknown,
+  stage: CallStageSchema
+})
+
+const TurnSchema = Schema.Struct({
+  turnId: TurnIdSchema,
+  sessionId: SessionIdSchema,
+  input: Schema.String,
+  cursor: Schema.Number,
+  startedSeq: Schema.UndefinedOr(Schema.Number),
+  endedSeq: Schema.UndefinedOr(Schema.Number),
+  cause: Schema.UndefinedOr(TurnCause),
+  trace: Schema.UndefinedOr(TraceContext),
+  status: Schema.Literal("queued", "running", "ended"),
+  final: Schema.UndefinedOr(Final),
+  step: Schema.UndefinedOr(Schema.Struct({ messageId: Schema.String, seq: Schema.Number })),
+  modelPending: Schema.Boolean,
+  steps: Schema.Number,
+  calls: Schema.Array(CallSchema)
+})
+
+const SessionSchema = Schema.Struct({
+  sessionId: SessionIdSchema,
+  agent: AgentSpecSchema,
+  createdAt: Schema.DateTimeUtc,
+  parent: Schema.UndefinedOr(
+    Schema.Struct({ sessionId: SessionIdSchema, turnId: TurnIdSchema, toolCallId: Schema.String })
+  ),
+  rootTurnId: Schema.UndefinedOr(TurnIdSchema),
+  connected: Schema.Array(Schema.String),
+  queue: Schema.Array(TurnIdSchema),
+  running: Schema.UndefinedOr(TurnIdSchema),
+  last: Schema.UndefinedOr(Final),
+  children: Schema.Array(SessionIdSchema),
+  conversation: Schema.Array(MessageSchema),
+  requests: Schema.HashMap({ key: Schema.String, value: TurnIdSchema })
+})
+
+const CallbackRecordSchema = Schema.Struct({
+  callback: CallbackSchema,
+  seq: Schema.Number,
+  resolution: Schema.UndefinedOr(Resolution),
+  answer: Schema.UndefinedOr(AnswerSchema),
+  requestId: Schema.optional(Schema.String)
+})
+
+const TreeStateSchema = Schema.Struct({
+  treeId: SessionIdSchema,
+  nextSeq: Schema.Number,
+  sessions: Schema.HashMap({ key: SessionIdSchema, value: SessionSchema }),
+  turns: Schema.HashMap({ key: TurnIdSchema, value: TurnSchema }),
+  callbacks: Schema.HashMap({ key: CallbackIdSchema, value: CallbackRecordSchema }),
+  open: Schema.Array(CallbackIdSchema),
+  blockedAt: Schema.UndefinedOr(Schema.Number),
+  grants: Schema.Array(ApprovalGranted)
+}).annotations({ identifier: "TreeState" })
+
+/**
+ * The encoded form of a `TreeState`: plain JSON values, its `HashMap`s as arrays of `[key, value]` entries.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type TreeStateEncoded = typeof TreeStateSchema.Encoded
+
+/**
+ * The schema of a whole state: every session (with its definition and conversation), turn, call and callback. Fields
+ * that may be `undefined` are left out of the encoded form; decoding rebuilds the `HashMap`s.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const TreeState: Schema.Schema<TreeStateModule.TreeState, TreeStateEncoded> = TreeStateSchema
+
+/**
+ * The layout of snapshots that `encodeSnapshot` writes. It is raised whenever the layout of `TreeState` or the meaning
+ * of `evolve` changes: a snapshot of another version is ignored and the log replayed from its start.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const snapshotVersion = 5
+
+const TreeStateJson = Schema.parseJson(TreeStateSchema)
+const encodeJson = Schema.encodeEither(TreeStateJson)
+const decodeJson = Schema.decodeUnknownEither(TreeStateJson)
+
+/**
+ * A state as JSON text, to store beside its log (a snapshot of version `snapshotVersion`), so a tree is later loaded
+ * from it and the events after `state.nextSeq` instead of from its whole log.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const encodeSnapshot = (state: TreeStateModule.TreeState): Either.Either<string, ParseResult.ParseError> =>
+  encodeJson(state)
+
+/**
+ * A state back from the JSON text `encodeSnapshot` wrote (of the same `snapshotVersion`): `foldFrom` it with the
+ * events from its `nextSeq` on.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const decodeSnapshot = (json: string): Either.Either<TreeStateModule.TreeState, ParseResult.ParseError> =>
+  decodeJson(json)

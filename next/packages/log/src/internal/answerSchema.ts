@@ -1,0 +1,39 @@
+/** The JSON Schema of the answer a callback expects (`TreeState.answerSchema`). */
+import type { AgentSpec } from "@parley/core/AgentSpec"
+import { AllowApproval, ClientToolResult, DenyApproval, SignInAnswer } from "@parley/core/Answer"
+import type { Callback } from "@parley/core/Callback"
+import type { SessionId } from "@parley/core/Ids"
+import type { JsonSchema } from "@parley/core/ToolSpec"
+import * as JSONSchema from "effect/JsonSchema"
+import * as Schema from "effect/Schema"
+
+const toJson = (schema: Schema.Schema.Any): JsonSchema => JSONSchema.make(schema) as unknown as JsonSchema
+const approvalAnswer = toJson(Schema.Union(AllowApproval, DenyApproval))
+const signInAnswer = toJson(SignInAnswer)
+/** `agentOf` finds the definition of the session the callback belongs to (its tools' `success` schemas). */
+export const answerSchema = (cb: Callback, agentOf: (sessionId: SessionId) => AgentSpec | undefined): JsonSchema => {
+  switch (cb._tag) {
+    case "OpenApproval":
+      return approvalAnswer
+    case "OpenSignIn":
+      return signInAnswer
+    case "OpenClientToolCall": {
+      const spec = agentOf(cb.sessionId)?.tools.find((tool) => tool.id === cb.request.tool.id)
+      const base = toJson(ClientToolResult)
+      return spec?.success === undefined ? base : {
+        anyOf: [
+          {
+            type: "object",
+            required: ["_tag", "isFailure", "result"],
+            properties: { _tag: { enum: ["ClientToolResult"] }, isFailure: { enum: [false] }, result: spec.success }
+          },
+          {
+            type: "object",
+            required: ["_tag", "isFailure", "result"],
+            properties: { _tag: { enum: ["ClientToolResult"] }, isFailure: { enum: [true] }, result: {} }
+          }
+        ]
+      }
+    }
+  }
+}

@@ -1,0 +1,330 @@
+/**
+ * Permission policies: constructors, the load-time check and evaluation.
+ *
+ * The data (`PermissionPolicy { default, rules }`, `PermissionRule { tools, decision }`, `Decision`) is defined in
+ * `@parley/core/Permissions`, because it is part of the serialisable agent definition, and re-exported here. A
+ * policy says `allow`, `deny` or `ask` for a stable tool id: the first rule with a pattern (see `ToolPattern`) that
+ * matches the id decides; when none does, `default` decides. `evaluate` also says *what* decided, as a serialisable
+ * `Evaluation`, so an approval request can show it.
+ *
+ * @example
+ * ```ts
+ * import { PermissionPolicy } from "@parley/policy"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const policy = yield* PermissionPolicy.make({
+ *     permissionMode: "ask",
+ *     rules: [
+ *       PermissionPolicy.rule(["client.get_*", "connector.gmail.latest_email"], "allow"),
+ *       PermissionPolicy.rule(["connector.*.send_*"], "deny")
+ *     ]
+ *   })
+ *   const evaluation = PermissionPolicy.evaluate(policy, "client.get_location")
+ *   console.log(evaluation.decision) // "allow"
+ *   console.log(evaluation.decidedBy) // RuleMatched { index: 0, pattern: "client.get_*", ... }
+ *   // a malformed pattern fails with PolicyInvalid, naming the rule, the pattern and why
+ *   yield* PermissionPolicy.make({ rules: [PermissionPolicy.rule(["client..x"], "allow")] }).pipe(Effect.flip)
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { PolicyInvalid } from "@parley/core/ParleyError"
+import * as Permissions from "@parley/core/Permissions"
+import * as Principal from "@parley/core/Principal"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import { dual } from "effect/Function"
+import * as ParseResult from "effect/SchemaIssue"
+import * as Schema from "effect/Schema"
+import { checked, quote } from "./internal/validation.js"
+import * as ToolPattern from "./ToolPattern.js"
+
+// ===== Schemas (re-exported from @parley/core/Permissions) =====
+
+/**
+ * What a policy says about a tool call: `allow`, `deny` or `ask`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const Decision = Permissions.Decision
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type Decision = Permissions.Decision
+
+/**
+ * A rule: tool patterns and the decision for the tool ids they match.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const PermissionRule = Permissions.PermissionRule
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type PermissionRule = Permissions.PermissionRule
+
+/**
+ * A permission policy: a `default` decision and ordered rules.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const PermissionPolicy = Permissions.PermissionPolicy
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type PermissionPolicy = Permissions.PermissionPolicy
+
+// ===== Evaluation =====
+
+/**
+ * The rule that decided an evaluation (core's `Permissions.RuleMatched`).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const RuleMatched: typeof Permissions.RuleMatched = Permissions.RuleMatched
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type RuleMatched = Permissions.RuleMatched
+
+/**
+ * The policy's default decided (core's `Permissions.DefaultDecision`).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const DefaultDecision: typeof Permissions.DefaultDecision = Permissions.DefaultDecision
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type DefaultDecision = Permissions.DefaultDecision
+
+/**
+ * What decided an evaluation.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const DecidedBy: typeof Permissions.DecidedBy = Permissions.DecidedBy
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type DecidedBy = Permissions.DecidedBy
+
+/**
+ * The result of evaluating a policy for one tool id: the decision and what decided it.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Evaluation extends Schema.Class<Evaluation>("@parley/policy/PermissionPolicy/Evaluation")({
+  decision: Decision,
+  decidedBy: DecidedBy
+}) {}
+
+// ===== Constructors =====
+
+/**
+ * A rule as `make` accepts it: a `PermissionRule` or a plain object of the same shape.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RuleInput {
+  readonly tools: ReadonlyArray<string>
+  readonly decision: Decision
+  readonly editable?: boolean | undefined
+}
+
+/**
+ * The options of `make`. `permissionMode` is shorthand for `default`; giving both with different values is an
+ * error. With neither, the default is `"ask"`: a tool no rule mentions waits for an approval.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface MakeOptions {
+  readonly default?: Decision
+  readonly permissionMode?: Decision
+  readonly rules?: ReadonlyArray<RuleInput>
+}
+
+/**
+ * A rule deciding `decision` for the tool ids that match any of `tools` (one pattern or several). It is checked
+ * when the policy is (`make`, `validate`). `editable: false` forbids approvals with edited arguments for those tools.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const rule = (
+  tools: string | ReadonlyArray<string>,
+  decision: Decision,
+  options?: { readonly editable?: boolean | undefined }
+): PermissionRule =>
+  new PermissionRule({
+    tools: typeof tools === "string" ? [tools] : tools,
+    decision,
+    ...(options?.editable === undefined ? {} : { editable: options.editable })
+  }, true)
+
+/**
+ * Builds and checks a policy. Fails with `PolicyInvalid` listing every issue: `default` and `permissionMode` that
+ * contradict each other, and every issue `validate` finds.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const make = (options: MakeOptions = {}): Effect.Effect<PermissionPolicy, PolicyInvalid> => {
+  const contradiction = options.default !== undefined && options.permissionMode !== undefined &&
+      options.default !== options.permissionMode
+    ? [
+      `default ${quote(options.default)} contradicts permissionMode ${
+        quote(options.permissionMode)
+      }; permissionMode is shorthand for default, give one of them`
+    ]
+    : []
+  const policy = new PermissionPolicy({
+    default: options.default ?? options.permissionMode ?? "ask",
+    rules: (options.rules ?? []).map((input) =>
+      input instanceof PermissionRule ? input : rule(input.tools, input.decision, { editable: input.editable })
+    )
+  }, true)
+  return checked(policy, "make", contradiction)
+}
+
+/**
+ * Every tool call is allowed.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const allowAll: PermissionPolicy = new PermissionPolicy({ default: "allow", rules: [] })
+
+/**
+ * Every tool call waits for an approval (`permissionMode: "ask"`).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const askAll: PermissionPolicy = new PermissionPolicy({ default: "ask", rules: [] })
+
+/**
+ * Every tool call is refused. An agent with subagents needs a rule for `agents.spawn` (see `PolicyWarning`).
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const denyAll: PermissionPolicy = new PermissionPolicy({ default: "deny", rules: [] })
+
+/**
+ * Decodes a policy from its encoded form (JSON, a config file) and checks it like `validate`. Fails with
+ * `PolicyInvalid` listing the decoding issues, or else every issue `validate` finds.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const decodeUnknown = (input: unknown): Effect.Effect<PermissionPolicy, PolicyInvalid> =>
+  Schema.decodeUnknown(PermissionPolicy, { errors: "all" })(input).pipe(
+    Effect.mapError((error) =>
+      new PolicyInvalid({
+        module: "PermissionPolicy",
+        method: "decodeUnknown",
+        issues: ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
+          issue.path.length === 0 ? issue.message : `${issue.path.map(String).join(".")}: ${issue.message}`
+        )
+      })
+    ),
+    Effect.flatMap((policy) => checked(policy, "decodeUnknown"))
+  )
+
+// ===== Utils =====
+
+/**
+ * The load-time check. Fails with `PolicyInvalid` listing every issue, each naming the rule and the pattern
+ * (`rules[1].tools[0] "client..x": empty segment; …`): malformed patterns (empty, empty segment, `**`, bad
+ * characters), unknown namespaces, wrong segment counts, unknown `agents.<x>` builtins, rules without patterns and
+ * decisions that are not `allow`, `deny` or `ask`.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const validate = (policy: PermissionPolicy): Effect.Effect<PermissionPolicy, PolicyInvalid> =>
+  checked(policy, "validate")
+
+/**
+ * What the policy decides for a tool id, and what decided it: the first rule with a matching pattern
+ * (`RuleMatched`, with its index and the pattern), or else the default (`DefaultDecision`). Pure; the policy is
+ * assumed validated (a malformed pattern matches nothing).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const evaluate: {
+  (toolId: string): (policy: PermissionPolicy) => Evaluation
+  (policy: PermissionPolicy, toolId: string): Evaluation
+} = dual(2, (policy: PermissionPolicy, toolId: string): Evaluation => {
+  for (let index = 0; index < policy.rules.length; index++) {
+    const rule = policy.rules[index]
+    for (const pattern of rule.tools) {
+      const parsed = ToolPattern.parse(pattern)
+      if (Either.isRight(parsed) && ToolPattern.matches(parsed.right, toolId)) {
+        return new Evaluation({
+          decision: rule.decision,
+          decidedBy: new RuleMatched({ index, rule, pattern }, true)
+        }, true)
+      }
+    }
+  }
+  return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision() }, true)
+})
+
+/**
+ * An evaluation as the principal that decided, for the log's audit (`ToolCallStarted.decidedBy`): the rule that matched
+ * and its decision, `rules[<index>] <pattern>: <decision>`, or `default: <decision>`.
+ *
+ * @example
+ * ```ts
+ * import { PermissionPolicy } from "@parley/policy"
+ *
+ * const policy = new PermissionPolicy.PermissionPolicy({
+ *   default: "ask",
+ *   rules: [PermissionPolicy.rule(["client.get_*"], "allow")]
+ * })
+ * PermissionPolicy.principal(PermissionPolicy.evaluate(policy, "client.get_location"))
+ * // Policy { rule: "rules[0] client.get_*: allow" }
+ * ```
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const principal = (evaluation: Evaluation): Principal.Policy =>
+  new Principal.Policy({
+    rule: evaluation.decidedBy._tag === "RuleMatched"
+      ? `rules[${evaluation.decidedBy.index}] ${evaluation.decidedBy.pattern}: ${evaluation.decision}`
+      : `default: ${evaluation.decision}`
+  }, true)
+
+/**
+ * A policy checked against the tools its agent can call: `Callable`, `ToolCheck`, `closestTool`, `checkTools`.
+ *
+ * @since 0.1.0
+ */
+export * from "./internal/toolCheck.js"

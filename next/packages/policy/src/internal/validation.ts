@@ -1,0 +1,46 @@
+/** The load-time check of a policy: every issue of its default, its rules' decisions and their tool patterns. */
+import { PolicyInvalid } from "@parley/core/ParleyError"
+import * as Permissions from "@parley/core/Permissions"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as ToolPattern from "../ToolPattern.js"
+
+type PermissionPolicy = Permissions.PermissionPolicy
+
+export const quote = (value: unknown): string => JSON.stringify(value)
+
+const isDecision = Schema.is(Permissions.Decision)
+
+const issuesOf = (policy: PermissionPolicy): Array<string> => {
+  const issues: Array<string> = []
+  if (!isDecision(policy.default)) {
+    issues.push(`default ${quote(policy.default)} is not "allow", "deny" or "ask"`)
+  }
+  policy.rules.forEach((rule, index) => {
+    if (!isDecision(rule.decision)) {
+      issues.push(`rules[${index}]: decision ${quote(rule.decision)} is not "allow", "deny" or "ask"`)
+    }
+    if (rule.tools.length === 0) {
+      issues.push(`rules[${index}]: no tool patterns, so the rule matches nothing`)
+    }
+    rule.tools.forEach((pattern, position) => {
+      const parsed = ToolPattern.parse(pattern)
+      if (Either.isLeft(parsed)) {
+        issues.push(`rules[${index}].tools[${position}] ${parsed.left}`)
+      }
+    })
+  })
+  return issues
+}
+
+export const checked = (
+  policy: PermissionPolicy,
+  method: string,
+  earlier: ReadonlyArray<string> = []
+): Effect.Effect<PermissionPolicy, PolicyInvalid> => {
+  const issues = [...earlier, ...issuesOf(policy)]
+  return issues.length === 0
+    ? Effect.succeed(policy)
+    : Effect.fail(new PolicyInvalid({ module: "PermissionPolicy", method, issues }))
+}

@@ -1,0 +1,436 @@
+import { assert, describe, it } from "@effect/vitest"
+import { ParleyError, Principal } from "@parley/core"
+import { PermissionPolicy } from "@parley/policy"
+import { Effect, Schema } from "effect"
+
+const { rule } = PermissionPolicy
+
+type Expected =
+  | { readonly decision: PermissionPolicy.Decision; readonly rule: number; readonly pattern: string }
+  | { readonly decision: PermissionPolicy.Decision; readonly rule: "default" }
+
+interface Row {
+  readonly name: string
+  readonly options: PermissionPolicy.MakeOptions
+  readonly toolId: string
+  readonly expected: Expected
+}
+
+const table: ReadonlyArray<Row> = [
+  {
+    name: "default allow, no rules",
+    options: { default: "allow" },
+    toolId: "client.get_location",
+    expected: { decision: "allow", rule: "default" }
+  },
+  {
+    name: "default deny, no rules",
+    options: { default: "deny" },
+    toolId: "client.get_location",
+    expected: { decision: "deny", rule: "default" }
+  },
+  {
+    name: "default ask, no rules",
+    options: { default: "ask" },
+    toolId: "agents.spawn",
+    expected: { decision: "ask", rule: "default" }
+  },
+  {
+    name: "permissionMode ask is default ask",
+    options: { permissionMode: "ask" },
+    toolId: "connector.gmail.latest_email",
+    expected: { decision: "ask", rule: "default" }
+  },
+  {
+    name: "permissionMode deny is default deny",
+    options: { permissionMode: "deny" },
+    toolId: "client.x",
+    expected: { decision: "deny", rule: "default" }
+  },
+  {
+    name: "no default and no permissionMode asks",
+    options: {},
+    toolId: "client.x",
+    expected: { decision: "ask", rule: "default" }
+  },
+  {
+    name: "permissionMode ask with a rule allowing an exact id",
+    options: { permissionMode: "ask", rules: [rule(["client.get_location"], "allow")] },
+    toolId: "client.get_location",
+    expected: { decision: "allow", rule: 0, pattern: "client.get_location" }
+  },
+  {
+    name: "exact id rule does not match another id",
+    options: { default: "ask", rules: [rule(["client.get_location"], "allow")] },
+    toolId: "client.get_weather",
+    expected: { decision: "ask", rule: "default" }
+  },
+  {
+    name: "first match wins when two rules match (deny first)",
+    options: { default: "ask", rules: [rule(["client.*"], "deny"), rule(["client.get_location"], "allow")] },
+    toolId: "client.get_location",
+    expected: { decision: "deny", rule: 0, pattern: "client.*" }
+  },
+  {
+    name: "first match wins when two rules match (allow first)",
+    options: { default: "ask", rules: [rule(["client.get_location"], "allow"), rule(["client.*"], "deny")] },
+    toolId: "client.get_location",
+    expected: { decision: "allow", rule: 0, pattern: "client.get_location" }
+  },
+  {
+    name: "a later rule decides when the earlier ones do not match",
+    options: {
+      default: "deny",
+      rules: [rule(["agents.*"], "allow"), rule(["connector.outlook.*"], "deny"), rule(["client.*"], "ask")]
+    },
+    toolId: "client.get_location",
+    expected: { decision: "ask", rule: 2, pattern: "client.*" }
+  },
+  {
+    name: "connector.gmail.* matches a gmail tool",
+    options: { default: "deny", rules: [rule(["connector.gmail.*"], "allow")] },
+    toolId: "connector.gmail.send_email",
+    expected: { decision: "allow", rule: 0, pattern: "connector.gmail.*" }
+  },
+  {
+    name: "connector.gmail.* does not match another source",
+    options: { default: "deny", rules: [rule(["connector.gmail.*"], "allow")] },
+    toolId: "connector.outlook.send_email",
+    expected: { decision: "deny", rule: "default" }
+  },
+  {
+    name: "agents.* matches the builtins",
+    options: { default: "deny", rules: [rule(["agents.*"], "allow")] },
+    toolId: "agents.wait",
+    expected: { decision: "allow", rule: 0, pattern: "agents.*" }
+  },
+  {
+    name: "a non-matching rule falls to the default",
+    options: { default: "allow", rules: [rule(["client.delete_*"], "deny")] },
+    toolId: "client.get_location",
+    expected: { decision: "allow", rule: "default" }
+  },
+  {
+    name: "decidedBy names the first pattern of the rule that matched",
+    options: {
+      default: "deny",
+      rules: [rule(["client.a", "connector.*.latest_email", "connector.gmail.*"], "allow")]
+    },
+    toolId: "connector.gmail.latest_email",
+    expected: { decision: "allow", rule: 0, pattern: "connector.*.latest_email" }
+  },
+  {
+    name: "plain objects as rules",
+    options: { default: "ask", rules: [{ tools: ["client.x"], decision: "deny" }] },
+    toolId: "client.x",
+    expected: { decision: "deny", rule: 0, pattern: "client.x" }
+  }
+]
+
+describe("PermissionPolicy.evaluate", () => {
+  for (const row of table) {
+    it.effect(row.name, () =>
+      Effect.gen(function*() {
+        const policy = yield* PermissionPolicy.make(row.options)
+        const evaluation = PermissionPolicy.evaluate(policy, row.toolId)
+        assert.strictEqual(evaluation.decision, row.expected.decision)
+        const decidedBy = evaluation.decidedBy
+        if (row.expected.rule === "default") {
+          assert.strictEqual(decidedBy._tag, "DefaultDecision")
+        } else {
+          assert.strictEqual(decidedBy._tag, "RuleMatched")
+          if (decidedBy._tag === "RuleMatched") {
+            assert.strictEqual(decidedBy.index, row.expected.rule)
+            assert.strictEqual(decidedBy.pattern, row.expected.pattern)
+            assert.strictEqual(decidedBy.rule, policy.rules[row.expected.rule])
+            assert.strictEqual(decidedBy.rule.decision, row.expected.decision)
+          }
+        }
+        // data-last form gives the same evaluation
+        assert.deepStrictEqual(PermissionPolicy.evaluate(row.toolId)(policy), evaluation)
+      }))
+  }
+
+  it.effect("the conveniences decide everything by default", () =>
+    Effect.sync(() => {
+      assert.strictEqual(PermissionPolicy.evaluate(PermissionPolicy.allowAll, "client.x").decision, "allow")
+      assert.strictEqual(PermissionPolicy.evaluate(PermissionPolicy.askAll, "agents.spawn").decision, "ask")
+      assert.strictEqual(PermissionPolicy.evaluate(PermissionPolicy.denyAll, "connector.a.b").decision, "deny")
+      assert.strictEqual(
+        PermissionPolicy.evaluate(PermissionPolicy.askAll, "client.x").decidedBy._tag,
+        "DefaultDecision"
+      )
+    }))
+
+  it.effect("a policy built from core's schema directly evaluates the same way", () =>
+    Effect.sync(() => {
+      const policy = new PermissionPolicy.PermissionPolicy({
+        default: "deny",
+        rules: [new PermissionPolicy.PermissionRule({ tools: ["client.get_*"], decision: "allow" })]
+      })
+      assert.strictEqual(PermissionPolicy.evaluate(policy, "client.get_location").decision, "allow")
+      assert.strictEqual(PermissionPolicy.evaluate(policy, "client.set_location").decision, "deny")
+    }))
+})
+
+describe("PermissionPolicy.make", () => {
+  it.effect("rule accepts one pattern or several", () =>
+    Effect.sync(() => {
+      assert.deepStrictEqual(rule("client.x", "allow").tools, ["client.x"])
+      assert.deepStrictEqual(rule(["client.x", "client.y"], "deny").tools, ["client.x", "client.y"])
+      assert.strictEqual(rule("client.x", "ask").decision, "ask")
+    }))
+
+  it.effect("the same default and permissionMode do not contradict", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.make({ default: "ask", permissionMode: "ask" })
+      assert.strictEqual(policy.default, "ask")
+      assert.deepStrictEqual(policy.rules, [])
+    }))
+
+  it.effect("a contradictory default and permissionMode fail with PolicyInvalid", () =>
+    Effect.gen(function*() {
+      const error = yield* PermissionPolicy.make({ default: "allow", permissionMode: "ask" }).pipe(Effect.flip)
+      assert.instanceOf(error, ParleyError.PolicyInvalid)
+      assert.strictEqual(error.method, "make")
+      assert.strictEqual(error.issues.length, 1)
+      assert.include(error.issues[0], "default \"allow\" contradicts permissionMode \"ask\"")
+    }))
+
+  it.effect("the contradiction is reported together with the rule issues", () =>
+    Effect.gen(function*() {
+      const error = yield* PermissionPolicy.make({
+        default: "deny",
+        permissionMode: "allow",
+        rules: [rule("tools.x", "allow")]
+      }).pipe(Effect.flip)
+      assert.strictEqual(error.issues.length, 2)
+      assert.include(error.issues[0], "contradicts permissionMode")
+      assert.include(error.issues[1], "rules[0].tools[0] \"tools.x\": unknown namespace")
+    }))
+})
+
+describe("PermissionPolicy.validate", () => {
+  it.effect("a valid policy comes back unchanged", () =>
+    Effect.gen(function*() {
+      const policy = new PermissionPolicy.PermissionPolicy({
+        default: "deny",
+        rules: [
+          rule(["agents.spawn", "client.get_*"], "allow"),
+          rule(["connector.*.latest_email", "connector.gmail.*"], "ask")
+        ]
+      })
+      assert.strictEqual(yield* PermissionPolicy.validate(policy), policy)
+    }))
+
+  // [pattern, a fragment its issue must contain]
+  const malformed: ReadonlyArray<readonly [pattern: string, why: string]> = [
+    ["", "empty pattern"],
+    ["client..x", "empty segment"],
+    ["client.**", "\"**\" is not a pattern"],
+    ["client.get location", "bad characters"],
+    ["gmail.latest_email", "unknown namespace \"gmail\""],
+    ["connector.gmail", "wrong segment count"],
+    ["agents.fork", "unknown builtin \"fork\""]
+  ]
+
+  for (const [pattern, why] of malformed) {
+    it.effect(`rejects ${JSON.stringify(pattern)} (${why})`, () =>
+      Effect.gen(function*() {
+        const policy = new PermissionPolicy.PermissionPolicy({ default: "allow", rules: [rule([pattern], "deny")] })
+        const error = yield* PermissionPolicy.validate(policy).pipe(Effect.flip)
+        assert.instanceOf(error, ParleyError.PolicyInvalid)
+        assert.strictEqual(error.module, "PermissionPolicy")
+        assert.strictEqual(error.method, "validate")
+        assert.strictEqual(error.issues.length, 1)
+        assert.isTrue(error.issues[0].startsWith(`rules[0].tools[0] ${JSON.stringify(pattern)}: `), error.issues[0])
+        assert.include(error.issues[0], why)
+      }))
+  }
+
+  it.effect("reports every issue together, with rule and pattern indices", () =>
+    Effect.gen(function*() {
+      const policy = new PermissionPolicy.PermissionPolicy({
+        default: "ask",
+        rules: [
+          rule(["client.ok", "client..x"], "allow"),
+          rule(["agents.spawn"], "allow"),
+          rule(["tools.x", "connector.gmail", "agents.*"], "deny"),
+          rule([], "deny")
+        ]
+      })
+      const error = yield* PermissionPolicy.validate(policy).pipe(Effect.flip)
+      assert.strictEqual(error.issues.length, 4)
+      assert.isTrue(error.issues[0].startsWith("rules[0].tools[1] \"client..x\": empty segment"), error.issues[0])
+      assert.isTrue(error.issues[1].startsWith("rules[2].tools[0] \"tools.x\": unknown namespace"), error.issues[1])
+      assert.isTrue(error.issues[2].startsWith("rules[2].tools[1] \"connector.gmail\": wrong segment"), error.issues[2])
+      assert.isTrue(error.issues[3].startsWith("rules[3]: no tool patterns"), error.issues[3])
+      // the message lists them all
+      for (const issue of error.issues) assert.include(error.message, issue)
+    }))
+
+  it.effect("make fails with the same issues", () =>
+    Effect.gen(function*() {
+      const error = yield* PermissionPolicy.make({
+        rules: [rule("client.**", "allow"), rule("agents.nope", "deny")]
+      }).pipe(Effect.flip)
+      assert.strictEqual(error.method, "make")
+      assert.strictEqual(error.issues.length, 2)
+      assert.include(error.issues[0], "rules[0].tools[0] \"client.**\"")
+      assert.include(error.issues[1], "rules[1].tools[0] \"agents.nope\"")
+    }))
+})
+
+describe("PermissionPolicy.decodeUnknown", () => {
+  it.effect("decodes and checks an encoded policy", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.decodeUnknown({
+        default: "deny",
+        rules: [{ tools: ["agents.spawn"], decision: "ask" }]
+      })
+      assert.instanceOf(policy, PermissionPolicy.PermissionPolicy)
+      assert.strictEqual(PermissionPolicy.evaluate(policy, "agents.spawn").decision, "ask")
+      const noRules = yield* PermissionPolicy.decodeUnknown({ default: "allow" })
+      assert.deepStrictEqual(noRules.rules, [])
+    }))
+
+  it.effect("fails with PolicyInvalid on a shape error", () =>
+    Effect.gen(function*() {
+      const error = yield* PermissionPolicy.decodeUnknown({ default: "maybe", rules: [{ tools: "client.x" }] }).pipe(
+        Effect.flip
+      )
+      assert.instanceOf(error, ParleyError.PolicyInvalid)
+      assert.strictEqual(error.method, "decodeUnknown")
+      assert.isTrue(error.issues.some((issue) => issue.startsWith("default:")), error.issues.join("\n"))
+      assert.isTrue(error.issues.some((issue) => issue.startsWith("rules.0.")), error.issues.join("\n"))
+    }))
+
+  it.effect("fails with PolicyInvalid on a malformed pattern", () =>
+    Effect.gen(function*() {
+      const error = yield* PermissionPolicy.decodeUnknown({
+        default: "allow",
+        rules: [{ tools: ["client.*", "nope"], decision: "deny" }]
+      }).pipe(Effect.flip)
+      assert.deepStrictEqual(error.issues.length, 1)
+      assert.isTrue(error.issues[0].startsWith("rules[0].tools[1] \"nope\": unknown namespace"), error.issues[0])
+    }))
+})
+
+describe("PermissionPolicy.Evaluation", () => {
+  it.effect("round-trips through its encoded form", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.make({
+        default: "deny",
+        rules: [rule(["client.a"], "ask"), rule(["connector.*.latest_email"], "allow")]
+      })
+      for (const toolId of ["connector.gmail.latest_email", "client.b"]) {
+        const evaluation = PermissionPolicy.evaluate(policy, toolId)
+        const encoded = yield* Schema.encode(PermissionPolicy.Evaluation)(evaluation)
+        const json = JSON.parse(JSON.stringify(encoded))
+        const decoded = yield* Schema.decodeUnknown(PermissionPolicy.Evaluation)(json)
+        assert.instanceOf(decoded, PermissionPolicy.Evaluation)
+        assert.deepStrictEqual(decoded, evaluation)
+      }
+    }))
+
+  it.effect("the encoded form is plain JSON naming the rule and pattern", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.make({ default: "ask", rules: [rule(["client.*"], "deny")] })
+      const encoded = yield* Schema.encode(PermissionPolicy.Evaluation)(PermissionPolicy.evaluate(policy, "client.rm"))
+      assert.deepStrictEqual(JSON.parse(JSON.stringify(encoded)), {
+        decision: "deny",
+        decidedBy: {
+          _tag: "RuleMatched",
+          index: 0,
+          rule: { tools: ["client.*"], decision: "deny" },
+          pattern: "client.*"
+        }
+      })
+      const byDefault = yield* Schema.encode(PermissionPolicy.Evaluation)(
+        PermissionPolicy.evaluate(policy, "agents.wait")
+      )
+      assert.deepStrictEqual(JSON.parse(JSON.stringify(byDefault)), {
+        decision: "ask",
+        decidedBy: { _tag: "DefaultDecision" }
+      })
+    }))
+
+  it.effect("decoding rejects a negative rule index", () =>
+    Effect.gen(function*() {
+      const error = yield* Schema.decodeUnknown(PermissionPolicy.Evaluation)({
+        decision: "deny",
+        decidedBy: {
+          _tag: "RuleMatched",
+          index: -1,
+          rule: { tools: ["client.*"], decision: "deny" },
+          pattern: "client.*"
+        }
+      }).pipe(Effect.flip)
+      assert.strictEqual(error._tag, "ParseError")
+    }))
+})
+
+describe("PermissionPolicy.checkTools", () => {
+  const policy = (...rules: ReadonlyArray<PermissionPolicy.PermissionRule>) =>
+    new PermissionPolicy.PermissionPolicy({ default: "allow", rules })
+  const callable = {
+    agent: "assistant",
+    toolIds: ["client.get_location", "connector.gmail.latest_email"],
+    pendingSources: ["drive"]
+  }
+
+  it.effect("an exact pattern no callable tool matches is an issue naming the rule and the closest tool id", () =>
+    Effect.sync(() => {
+      const found = PermissionPolicy.checkTools(
+        policy(
+          PermissionPolicy.rule("client.get_location", "allow"),
+          PermissionPolicy.rule("client.get_locaton", "deny")
+        ),
+        callable
+      )
+      assert.deepStrictEqual(found.issues, [
+        "rules[1].tools[0] \"client.get_locaton\" matches no tool agent \"assistant\" can call; did you mean client.get_location?"
+      ])
+      assert.deepStrictEqual(found.warnings, [])
+    }))
+
+  it.effect("a wildcard matching nothing passes; a connector whose tools are not known yet is a warning", () =>
+    Effect.sync(() => {
+      const found = PermissionPolicy.checkTools(
+        policy(PermissionPolicy.rule(["client.*_report", "connector.slack.*", "connector.drive.search"], "deny")),
+        callable
+      )
+      assert.deepStrictEqual(found.issues, [])
+      assert.deepStrictEqual(found.warnings, [
+        "rules[0].tools[2] \"connector.drive.search\": the tools of connector drive are not known yet, so this pattern is not checked against them"
+      ])
+    }))
+
+  it.effect("closestTool suggests only a near id", () =>
+    Effect.sync(() => {
+      assert.strictEqual(PermissionPolicy.closestTool("client.get_locaton", callable.toolIds), "client.get_location")
+      assert.strictEqual(PermissionPolicy.closestTool("client.send_email", callable.toolIds), undefined)
+    }))
+})
+
+describe("PermissionPolicy.principal", () => {
+  it.effect("names the rule that matched (index, pattern, decision) or the default, as the log records it", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.make({
+        default: "deny",
+        rules: [rule(["client.get_*", "client.lookup"], "allow"), rule(["connector.*.send_*"], "ask")]
+      })
+      const principalOf = (toolId: string) => PermissionPolicy.principal(PermissionPolicy.evaluate(policy, toolId))
+      assert.deepStrictEqual(
+        principalOf("client.get_location"),
+        new Principal.Policy({ rule: "rules[0] client.get_*: allow" })
+      )
+      assert.deepStrictEqual(
+        principalOf("client.lookup"),
+        new Principal.Policy({ rule: "rules[0] client.lookup: allow" })
+      )
+      assert.deepStrictEqual(principalOf("connector.gmail.send_email").rule, "rules[1] connector.*.send_*: ask")
+      assert.deepStrictEqual(principalOf("client.rm"), new Principal.Policy({ rule: "default: deny" }))
+      assert.strictEqual(Principal.describe(principalOf("client.rm")), "policy default: deny")
+    }))
+})

@@ -1,0 +1,157 @@
+import { assert, describe, it } from "@effect/vitest"
+import { ToolPattern } from "@parley/policy"
+import { Effect, Either } from "effect"
+
+const parsed = (pattern: string) =>
+  Effect.gen(function*() {
+    const result = ToolPattern.parse(pattern)
+    if (Either.isLeft(result)) {
+      return yield* Effect.dieMessage(`expected ${pattern} to parse, got: ${result.left}`)
+    }
+    return result.right
+  })
+
+describe("ToolPattern.parse", () => {
+  const accepted: ReadonlyArray<readonly [pattern: string, exact: boolean]> = [
+    ["client.get_location", true],
+    ["client.get-location2", true],
+    ["agents.spawn", true],
+    ["agents.message", true],
+    ["agents.wait", true],
+    ["agents.interrupt", true],
+    ["connector.gmail.latest_email", true],
+    ["client.*", false],
+    ["client.get_*", false],
+    ["client.*_location", false],
+    ["client.g*t_*", false],
+    ["agents.*", false],
+    ["connector.gmail.*", false],
+    ["connector.*.latest_email", false],
+    ["connector.*.*", false],
+    ["connector.g*.*_email", false]
+  ]
+
+  it.effect("accepts exact ids and * within one segment", () =>
+    Effect.gen(function*() {
+      for (const [source, exact] of accepted) {
+        const pattern = yield* parsed(source)
+        assert.strictEqual(pattern.source, source)
+        assert.strictEqual(pattern.exact, exact, source)
+        assert.deepStrictEqual(pattern.segments, source.split("."))
+        assert.isTrue(ToolPattern.isToolPattern(pattern))
+      }
+    }))
+
+  // [pattern, a fragment the issue must contain]
+  const rejected: ReadonlyArray<readonly [pattern: string, why: string]> = [
+    ["", "empty pattern"],
+    ["client", "wrong segment count"],
+    ["client.", "empty segment"],
+    [".client.x", "empty segment"],
+    ["client..x", "empty segment"],
+    ["connector..latest_email", "empty segment"],
+    ["client.**", "\"**\" is not a pattern"],
+    ["connector.**.x", "\"**\" is not a pattern"],
+    ["client.get_**", "\"**\" is not a pattern"],
+    ["client.get location", "bad characters"],
+    ["client.get/location", "bad characters"],
+    ["client.é", "bad characters"],
+    [" client.x", "bad characters"],
+    ["client._private", "bad characters"],
+    ["client.-x", "bad characters"],
+    ["client.x?", "bad characters"],
+    ["tools.get_location", "unknown namespace \"tools\""],
+    ["Client.get_location", "unknown namespace \"Client\""],
+    ["*.get_location", "namespace cannot be a wildcard"],
+    ["c*.get_location", "namespace cannot be a wildcard"],
+    ["client.a.b", "wrong segment count: client tool ids have 2 segments"],
+    ["agents.spawn.now", "wrong segment count: agents tool ids have 2 segments"],
+    ["connector.gmail", "wrong segment count: connector tool ids have 3 segments"],
+    ["connector.*", "wrong segment count: connector tool ids have 3 segments"],
+    ["connector.a.b.c", "wrong segment count: connector tool ids have 3 segments"],
+    ["agents.fork", "unknown builtin \"fork\""],
+    ["agents.spawn_all", "unknown builtin \"spawn_all\""],
+    ["agents.s*", "unknown builtin \"s*\""]
+  ]
+
+  it.effect("rejects malformed patterns with the pattern and the reason", () =>
+    Effect.sync(() => {
+      for (const [pattern, why] of rejected) {
+        const result = ToolPattern.parse(pattern)
+        assert.isTrue(Either.isLeft(result), `expected ${JSON.stringify(pattern)} to be rejected`)
+        if (Either.isLeft(result)) {
+          assert.isTrue(result.left.startsWith(`${JSON.stringify(pattern)}: `), result.left)
+          assert.include(result.left, why, pattern)
+        }
+      }
+    }))
+})
+
+describe("ToolPattern.matches", () => {
+  // [pattern, tool id, matches]
+  const table: ReadonlyArray<readonly [pattern: string, toolId: string, matches: boolean]> = [
+    ["client.get_location", "client.get_location", true],
+    ["client.get_location", "client.get_locations", false],
+    ["client.get_location", "client.get", false],
+    ["client.get_location", "connector.client.get_location", false],
+    ["client.*", "client.get_location", true],
+    ["client.*", "client.x", true],
+    ["client.*", "agents.spawn", false],
+    ["client.*", "connector.gmail.latest_email", false],
+    ["client.get_*", "client.get_location", true],
+    ["client.get_*", "client.get_", true],
+    ["client.get_*", "client.set_location", false],
+    ["client.get_*", "client.xget_location", false],
+    ["client.*_location", "client.get_location", true],
+    ["client.*_location", "client.get_location_now", false],
+    ["agents.*", "agents.spawn", true],
+    ["agents.*", "agents.interrupt", true],
+    ["agents.*", "client.spawn", false],
+    ["agents.spawn", "agents.spawn", true],
+    ["agents.spawn", "agents.wait", false],
+    ["connector.gmail.*", "connector.gmail.latest_email", true],
+    ["connector.gmail.*", "connector.gmail.send-email", true],
+    ["connector.gmail.*", "connector.gmailx.latest_email", false],
+    ["connector.gmail.*", "connector.outlook.latest_email", false],
+    ["connector.*.latest_email", "connector.gmail.latest_email", true],
+    ["connector.*.latest_email", "connector.outlook.latest_email", true],
+    ["connector.*.latest_email", "connector.gmail.latest_emails", false],
+    ["connector.*.*", "connector.a.b", true],
+    ["connector.g*.*_email", "connector.gmail.latest_email", true],
+    ["connector.g*.*_email", "connector.outlook.latest_email", false],
+    // * never crosses a dot
+    ["client.*", "client.a.b", false],
+    ["connector.*.latest_email", "connector.a.b.latest_email", false],
+    ["client.get_*", "client.get_.x", false],
+    // strings that are not stable tool ids match nothing
+    ["client.*", "client.", false],
+    ["client.*", "client.get location", false],
+    ["client.*", "", false]
+  ]
+
+  it.effect("matches ids segment by segment", () =>
+    Effect.gen(function*() {
+      for (const [source, toolId, expected] of table) {
+        const pattern = yield* parsed(source)
+        assert.strictEqual(ToolPattern.matches(pattern, toolId), expected, `${source} ~ ${toolId}`)
+        assert.strictEqual(ToolPattern.matches(toolId)(pattern), expected, `${source} ~ ${toolId} (data-last)`)
+      }
+    }))
+})
+
+describe("ToolPattern.regexp", () => {
+  it.effect("the compiled matcher never lets * cross a dot, even on its own", () =>
+    Effect.gen(function*() {
+      const rows: ReadonlyArray<readonly [pattern: string, crossing: string, within: string]> = [
+        ["client.*", "client.a.b", "client.a"],
+        ["client.get_*", "client.get_.x", "client.get_x"],
+        ["connector.*.latest_email", "connector.a.b.latest_email", "connector.a.latest_email"],
+        ["connector.gmail.*", "connector.gmail.a.b", "connector.gmail.a"]
+      ]
+      for (const [source, crossing, within] of rows) {
+        const pattern = yield* parsed(source)
+        assert.isFalse(pattern.regexp.test(crossing), `${source} ~ ${crossing}`)
+        assert.isTrue(pattern.regexp.test(within), `${source} ~ ${within}`)
+      }
+    }))
+})

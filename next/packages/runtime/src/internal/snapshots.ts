@@ -1,0 +1,95 @@
+/**
+ * Snapshots of a tree's projection, for the engine: a tree is loaded from its latest snapshot and the events after it
+ * (`restore`); the actor saves one in the background when its log grew by enough events since the last (`save`). A
+ * snapshot is a cache of the log's fold: one that cannot be used (another layout, a state that does not decode or does
+ * not fit the tree) is ignored with a warning and the log replayed from `seq` 0; a failed save is only logged.
+ */
+import type * as SessionStore from "@parley/log/SessionStore"
+import * as Snapshot from "@parley/log/Snapshot"
+import * as TreeState from "@parley/log/TreeState"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/SchemaIssue"
+
+/** How many events a tree's log grows by between two snapshots, unless the engine's options say otherwise. */
+export const defaultEvery = 500
+
+/** A state restored from the store: from a snapshot at `seq` (0: none), with the events after it. */
+export interface Restored {
+  readonly state: TreeState.TreeState
+  /** The `seq` of the snapshot the state started from (0 when the log was replayed from its start). */
+  readonly seq: number
+}
+
+/** The state a usable snapshot holds, or why it is not used. */
+const usable = (
+  tree: SessionStore.StoredTree,
+  snapshot: SessionStore.Snapshot
+): Either.Either<TreeState.TreeState, string> => {
+  if (snapshot.version !== Snapshot.snapshotVersion) {
+    return Either.left(`it has version ${snapshot.version}, this engine reads version ${Snapshot.snapshotVersion}`)
+  }
+  return Either.flatMap(
+    Either.mapLeft(
+      Snapshot.decodeSnapshot(snapshot.state),
+      (error) => `it does not decode: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+    ),
+    (state) =>
+      state.treeId !== tree.treeId
+        ? Either.left(`it is a state of tree ${state.treeId}`)
+        : state.nextSeq !== snapshot.seq
+        ? Either.left(`its state ends at seq ${state.nextSeq}, not at its seq ${snapshot.seq}`)
+        : Either.right(state)
+  )
+}
+
+/** The tree's state: its latest usable snapshot, folded on with the events after it, or its whole log. */
+export const restore = (
+  store: SessionStore.Services,
+  tree: SessionStore.StoredTree
+): Effect.Effect<Restored, SessionStore.StoreError> =>
+  Effect.gen(function*() {
+    const snapshot = yield* store.snapshots.load(tree.treeId).pipe(
+      Effect.catchAll((error) =>
+        Effect.as(
+          Effect.logWarning(`the snapshot of tree ${tree.treeId} could not be read: replaying its log`, error),
+          Option.none()
+        )
+      )
+    )
+    let base: TreeState.TreeState | undefined
+    if (Option.isSome(snapshot)) {
+      const state = usable(tree, snapshot.value)
+      if (Either.isRight(state)) base = state.right
+      else {
+        yield* Effect.logWarning(
+          `the snapshot of tree ${tree.treeId} at seq ${snapshot.value.seq} is ignored (${state.left}): replaying its log`
+        )
+      }
+    }
+    const from = base?.nextSeq ?? 0
+    const events = yield* store.eventLog.read(tree.treeId, from)
+    return { state: TreeState.foldFrom(base ?? TreeState.empty(tree), events), seq: from }
+  })
+
+/** Saves a snapshot of `state`; a failure is logged, never raised. */
+export const save = (store: SessionStore.Services, state: TreeState.TreeState): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const json = Snapshot.encodeSnapshot(state)
+    if (Either.isLeft(json)) {
+      return Effect.logWarning(
+        `the state of tree ${state.treeId} at seq ${state.nextSeq} does not encode: no snapshot`,
+        ParseResult.TreeFormatter.formatErrorSync(json.left)
+      )
+    }
+    return store.snapshots.save(state.treeId, {
+      seq: state.nextSeq,
+      version: Snapshot.snapshotVersion,
+      state: json.right
+    })
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.logWarning(`a snapshot of tree ${state.treeId} at seq ${state.nextSeq} could not be saved`, cause)
+    )
+  )

@@ -1,0 +1,83 @@
+/**
+ * The check a definition (and each of its subagents') passes before a session of it starts: its wire form, its
+ * policy, its tools and connectors, its model; policy warnings are logged. Once per definition value.
+ */
+import type { AgentSpec } from "@parley/core/AgentSpec"
+import { AgentSpec as AgentSpecSchema, childSpec, hasSubagentTools } from "@parley/core/AgentSpec"
+import type { AgentInvalid } from "@parley/core/ParleyError"
+import { PolicyInvalid } from "@parley/core/ParleyError"
+import * as Policy from "@parley/policy/PermissionPolicy"
+import * as PolicyWarning from "@parley/policy/PolicyWarning"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/SchemaIssue"
+import * as Schema from "effect/Schema"
+import type * as Connectors from "../Connectors.js"
+import type * as Models from "../Models.js"
+import { invalid, resolveTools } from "./agentTools.js"
+import * as Builtins from "./builtins.js"
+
+export const make = (models: Models.Service, connectors: Connectors.Service) => {
+  /** Definitions already checked: a program that starts many sessions of one agent pays the check once. */
+  const validated = new WeakSet<AgentSpec>()
+
+  /** Checks a definition (and its subagents') before anything runs. */
+  const validate = (agent: AgentSpec): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
+    validated.has(agent) ? Effect.void : Effect.tap(check(agent, true), () => Effect.sync(() => validated.add(agent)))
+
+  /**
+   * The tool ids an agent and its subagents (at any depth) can call — their own tools, the builtins of those with
+   * subagents, the tools of the connectors they declare — and the declared connectors whose tools are not known.
+   */
+  const callable = (agent: AgentSpec, ids: Set<string> = new Set(), pending: Set<string> = new Set()) => {
+    for (const spec of agent.tools) ids.add(spec.id)
+    for (const source of agent.connectors) {
+      const connector = connectors.get(source)
+      if (Option.isSome(connector) && connector.value.tools.length > 0) {
+        for (const tool of connector.value.tools) ids.add(tool.spec.id)
+      } else {
+        pending.add(source)
+      }
+    }
+    if (hasSubagentTools(agent) && agent.subagents.length > 0) {
+      for (const spec of Builtins.specs(agent)) ids.add(spec.id)
+    }
+    for (const child of agent.subagents) callable(child, ids, pending)
+    return { toolIds: [...ids].sort(), pendingSources: [...pending] }
+  }
+
+  /** `ownPolicy`: the agent declares its policy (a subagent without one inherits its parent's, checked there). */
+  const check = (agent: AgentSpec, ownPolicy: boolean): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
+    Effect.gen(function*() {
+      // A round trip through the wire form checks every field, also of values built without validation.
+      yield* Schema.encode(AgentSpecSchema)(agent).pipe(
+        Effect.flatMap(Schema.decodeUnknown(AgentSpecSchema)),
+        Effect.mapError((error) => invalid(agent, [ParseResult.TreeFormatter.formatErrorSync(error)]))
+      )
+      if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions)
+      yield* resolveTools(agent, connectors)
+      if (agent.permissions !== undefined && ownPolicy) {
+        // A rule naming a tool the tree cannot call decides nothing: almost always a typo, refused with the closest id.
+        const found = Policy.checkTools(agent.permissions, { agent: agent.name, ...callable(agent) })
+        yield* Effect.forEach(found.warnings, (warning) => Effect.logWarning(`Agent ${agent.name}: ${warning}`))
+        if (found.issues.length > 0) {
+          return yield* new PolicyInvalid({ module: "Agent", method: "checkPolicy", issues: found.issues })
+        }
+      }
+      yield* models.resolve(agent)
+      if (agent.permissions !== undefined) {
+        const warnings = PolicyWarning.check(agent.permissions, {
+          agent: agent.name,
+          hasSubagents: hasSubagentTools(agent) && agent.subagents.length > 0
+        })
+        yield* Effect.forEach(warnings, (warning) => Effect.logWarning(PolicyWarning.message(warning)))
+      }
+      yield* Effect.forEach(
+        agent.subagents,
+        (child) => check(childSpec(agent, child), child.permissions !== undefined),
+        { discard: true }
+      )
+    })
+
+  return validate
+}

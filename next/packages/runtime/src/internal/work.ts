@@ -1,0 +1,333 @@
+/**
+ * The engine's work items — a model step, a tool the runtime runs (a connector's, or a program's tool whose handler
+ * the runtime was given) — and their helpers: the macrotask yield before a step, a defect's message, and the tool
+ * call a model invented, found in `@effect/ai`'s decoding error.
+ */
+import type * as LanguageModel from "effect/ai/LanguageModel"
+import type * as Response from "effect/ai/Response"
+import type { AgentSpec } from "@parley/core/AgentSpec"
+import * as Answer from "@parley/core/Answer"
+import { ClientToolRequest, OpenClientToolCall } from "@parley/core/Callback"
+import type { CallbackId, SessionId } from "@parley/core/Ids"
+import { ModelFailure, ToolFailure } from "@parley/core/ParleyError"
+import type { AgentInvalid } from "@parley/core/ParleyError"
+import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
+import * as TreeState from "@parley/log/TreeState"
+import * as Cause from "effect/Cause"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as Connectors from "../Connectors.js"
+import type * as RuntimeTools from "../RuntimeTools.js"
+import type { ResolvedTool } from "./agentTools.js"
+import type { Command } from "./decide.js"
+import type * as Live from "./engine/live.js"
+import { promptOf, toolkitOf } from "./prompt.js"
+import { refOf } from "./toolCalls.js"
+
+/**
+ * The raw tool call in a stream decoding error whose name is none of the agent's tools, if that is what failed.
+ */
+export const inventedToolCall = (
+  cause: unknown,
+  tools: ReadonlyMap<string, unknown>
+): { readonly id: string; readonly name: string; readonly params: unknown } | undefined => {
+  const seen = new Set<unknown>()
+  const visit = (node: unknown, depth: number): ReturnType<typeof inventedToolCall> => {
+    if (typeof node !== "object" || node === null || seen.has(node) || depth > 12) return undefined
+    seen.add(node)
+    const part = node as { type?: unknown; id?: unknown; name?: unknown; params?: unknown }
+    if (part.type === "tool-call" && typeof part.name === "string" && typeof part.id === "string") {
+      return tools.has(part.name) ? undefined : { id: part.id, name: part.name, params: part.params }
+    }
+    const children = Array.isArray(node) ?
+      node :
+      ["issue", "issues", "actual", "cause"].map((k) => (node as Record<string, unknown>)[k])
+    for (const child of children) {
+      const found = visit(child, depth + 1)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  return visit(cause, 0)
+}
+
+/**
+ * Lets the event loop run its timers and I/O before each model step (a microtask yield does not): a model that
+ * answers at once must not starve the process. Every step, not every few milliseconds, so runs stay reproducible.
+ */
+export const macrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+export const defectMessage = (cause: Cause.Cause<unknown>) => {
+  const squashed = Cause.squash(cause)
+  return squashed instanceof Error ? squashed.message : String(squashed)
+}
+
+/** What a work item sees of its tree: the state it started from, and where its result goes. */
+export interface Tree {
+  readonly treeId: SessionId
+  readonly state: TreeState.TreeState
+  /** Hands the work's result to the tree's actor (keyed: reported work is not started again). */
+  readonly report: (key: string, command: Command) => Effect.Effect<void>
+  /** Whether the engine still holds the lease the work started under (it was not deposed meanwhile). */
+  readonly owned: () => boolean
+}
+
+/** What a runtime tool's run reports: the result the model gets. */
+interface Outcome {
+  readonly isFailure: boolean
+  readonly result: unknown
+  /** The connector's server asked for a sign-in: the call waits on it instead of ending. */
+  readonly signIn?: Connectors.SignInRequired | undefined
+}
+
+/**
+ * The call as a handler of the program's tool sees it: the `OpenClientToolCall` a client would have been given, but
+ * opened nowhere (its id, derived from the tool call's, answers nothing; it has no deadline).
+ */
+const callOf = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call, tool: ResolvedTool, at: DateTime.Utc) => {
+  const session = TreeState.session(tree.state, turn.sessionId)
+  return new OpenClientToolCall({
+    id: `cb_${tree.treeId.slice(4)}_run_${call.toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}` as CallbackId,
+    sessionId: turn.sessionId,
+    turnId: turn.turnId,
+    rootTurnId: session?.parent === undefined ? turn.turnId : session.rootTurnId,
+    openedAt: at,
+    expiresAt: undefined,
+    request: new ClientToolRequest(
+      { tool: refOf(tool), toolCallId: call.toolCallId, arguments: call.arguments },
+      true
+    )
+  }, true)
+}
+
+/** The work items: a model step (streamed, deltas published live) and a runtime tool's run. */
+export const make = (deps: {
+  /** Where a model step's deltas go live (the engine's channel: never stored). */
+  readonly live: Live.Live
+  readonly runtimeTools: RuntimeTools.Service
+  readonly toolsOf: (agent: AgentSpec) => ReadonlyMap<string, ResolvedTool>
+  readonly modelOf: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
+}) => {
+  const { live, modelOf, runtimeTools, toolsOf } = deps
+
+  const modelStep = (
+    tree: Tree,
+    turn: TreeState.Turn,
+    step: { readonly messageId: string; readonly seq: number }
+  ): Effect.Effect<void> => {
+    const session = TreeState.session(tree.state, turn.sessionId)
+    if (session === undefined) return Effect.void
+    const agent = session.agent
+    const ids = { sessionId: turn.sessionId, turnId: turn.turnId, messageId: step.messageId }
+    const key = `model:${step.messageId}`
+    const modelFailure = (description: string, cause?: unknown) =>
+      tree.report(key, {
+        _tag: "ModelStepFailed",
+        turnId: turn.turnId,
+        messageId: step.messageId,
+        error: new ModelFailure({
+          module: "Engine",
+          method: "streamText",
+          model: agent.model ?? "(default)",
+          description,
+          cause
+        })
+      })
+    return Effect.gen(function*() {
+      // A model that answers at once must not starve the event loop: timers and I/O run between steps.
+      yield* macrotask
+      const model = yield* modelOf(agent)
+      const prompt = promptOf(agent.instructions, session.conversation)
+      let text = ""
+      const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
+      // Reasoning blocks by id, in the order they started, with the provider's metadata.
+      const reasoning = new Map<string, { text: string; metadata: Record<string, unknown> }>()
+      /** Takes a part in; a text delta is returned, to go live with the others of its chunk. */
+      const onPart = (part: Response.AnyPart): string | undefined => {
+        if (part.type === "text-delta") {
+          text += part.delta
+          return part.delta
+        }
+        if (part.type === "tool-call") toolCalls.push({ id: part.id, name: part.name, params: part.params })
+        if (part.type === "reasoning-start") reasoning.set(part.id, { text: "", metadata: { ...part.metadata } })
+        if (part.type === "reasoning-delta") {
+          const block = reasoning.get(part.id) ?? { text: "", metadata: { ...part.metadata } }
+          block.text += part.delta
+          reasoning.set(part.id, block)
+        }
+        return undefined
+      }
+      // Pulled chunk by chunk (cheaper than running the stream into a sink: ~half the work per step). The deltas of a
+      // chunk go live together, one by one in order, at the time the chunk came.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const pull = yield* Stream.toPull(
+          model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true })
+        )
+        while (true) {
+          const chunk = yield* Effect.catchAll(
+            pull,
+            (error) => Option.isNone(error) ? Effect.succeed(undefined) : Effect.fail(error.value)
+          )
+          if (chunk === undefined) break
+          const deltas: Array<string> = []
+          for (const part of chunk) {
+            const delta = onPart(part)
+            if (delta !== undefined) deltas.push(delta)
+          }
+          if (deltas.length > 0) {
+            const at = yield* DateTime.now
+            live.publish(
+              tree.treeId,
+              deltas.map((delta) => new MessageDelta({ ...ids, seq: step.seq, at, delta }, true))
+            )
+          }
+        }
+      }))
+      yield* tree.report(key, {
+        _tag: "ModelStepDone",
+        turnId: turn.turnId,
+        messageId: step.messageId,
+        text,
+        reasoning: [...reasoning.values()].filter((block) => block.text.length > 0).map((block) =>
+          new Reasoning(block, true)
+        ),
+        toolCalls
+      })
+    }).pipe(
+      Effect.catchAll((error) => {
+        // A tool the model invented fails `@effect/ai`'s decoding of the stream (it checks names against the
+        // toolkit). The call becomes a tool error the model can recover from, not the end of the turn.
+        const invented = error._tag === "MalformedOutput" ? inventedToolCall(error.cause, toolsOf(agent)) : undefined
+        if (invented === undefined) return modelFailure(error.message, error)
+        return tree.report(key, {
+          _tag: "ModelStepDone",
+          turnId: turn.turnId,
+          messageId: step.messageId,
+          text: "",
+          reasoning: [],
+          toolCalls: [invented]
+        })
+      }),
+      Effect.catchAllDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))
+    )
+  }
+
+  /** A program's tool the runtime runs: its handler, given to this process, answers the call. */
+  const runHandler = (
+    tree: Tree,
+    turn: TreeState.Turn,
+    call: TreeState.Call,
+    tool: ResolvedTool
+  ): Effect.Effect<Outcome> => {
+    const handler = runtimeTools.get(tool.spec.id)
+    if (Option.isNone(handler)) {
+      return Effect.succeed({
+        isFailure: true,
+        result: `The tool ${tool.spec.name} could not run: it runs in the runtime, and no handler for ` +
+          `${tool.spec.id} is provided to this runtime (RuntimeTools).`
+      })
+    }
+    return DateTime.now.pipe(
+      Effect.flatMap((at) => handler.value(callOf(tree, turn, call, tool, at))),
+      Effect.map((answer): Outcome =>
+        Answer.isKeepCallbackOpen(answer)
+          ? {
+            isFailure: true,
+            result: `The tool ${tool.spec.name} could not run: its handler left the call open, and no one else ` +
+              `answers a tool the runtime runs.`
+          }
+          : { isFailure: answer.isFailure, result: answer.result }
+      )
+    )
+  }
+
+  /** How the runtime runs a tool of its own: a connector's `run`, or the handler of a program's tool. */
+  const execution = (
+    tree: Tree,
+    turn: TreeState.Turn,
+    call: TreeState.Call,
+    tool: ResolvedTool | undefined
+  ): Effect.Effect<Outcome> | undefined => {
+    switch (tool?._tag) {
+      case "connector":
+        return Effect.suspend(() =>
+          tool.run(call.arguments, { treeId: tree.treeId, sessionId: turn.sessionId, toolCallId: call.toolCallId })
+        ).pipe(
+          Effect.match({
+            onFailure: (result): Outcome =>
+              result instanceof Connectors.SignInRequired
+                ? { isFailure: true, result: undefined, signIn: result }
+                : { isFailure: true, result },
+            onSuccess: (result): Outcome => ({ isFailure: false, result })
+          })
+        )
+      case "runtime":
+        return Effect.suspend(() => runHandler(tree, turn, call, tool))
+      default:
+        return undefined
+    }
+  }
+
+  const runTool = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call): Effect.Effect<void> => {
+    const agent = TreeState.session(tree.state, turn.sessionId)?.agent
+    const tool = agent === undefined ? undefined : toolsOf(agent).get(call.name)
+    const key = `tool:${call.toolCallId}`
+    const run = execution(tree, turn, call, tool)
+    if (run === undefined) {
+      return tree.report(key, {
+        _tag: "ToolFinished",
+        turnId: turn.turnId,
+        toolCallId: call.toolCallId,
+        isFailure: true,
+        result: `There is no tool named ${call.name}.`
+      })
+    }
+    // The last look before the side effect: an engine deposed since it recorded the start does not begin the call
+    // (the new owner's recovery reports it as interrupted). What this cannot see — a pause from here on — is the
+    // window durability.md describes.
+    const guarded = Effect.suspend(() => tree.owned() ? Effect.asSome(run) : Effect.succeedNone)
+    return guarded.pipe(
+      Effect.flatMap((outcome) => {
+        if (Option.isNone(outcome)) return Effect.void
+        const { isFailure, result, signIn } = outcome.value
+        return tree.report(
+          key,
+          signIn !== undefined && tool?._tag === "connector"
+            ? {
+              _tag: "ToolNeedsSignIn",
+              turnId: turn.turnId,
+              toolCallId: call.toolCallId,
+              source: tool.source,
+              authorizationUrl: signIn.authorizationUrl,
+              scopes: signIn.scopes
+            }
+            : { _tag: "ToolFinished", turnId: turn.turnId, toolCallId: call.toolCallId, isFailure, result }
+        )
+      }),
+      // A defect of the tool's code (a connector's, a handler's) ends the turn Failed.
+      Effect.catchAllDefect((defect) =>
+        tree.report(key, {
+          _tag: "WorkFailed",
+          turnId: turn.turnId,
+          error: new ToolFailure({
+            module: "Engine",
+            method: "runTool",
+            toolId: call.toolId,
+            description: defectMessage(Cause.die(defect)),
+            cause: defect
+          })
+        })
+      )
+    )
+  }
+
+  return { modelStep, runTool }
+}
+
+/** The engine's work items. */
+export type Work = ReturnType<typeof make>

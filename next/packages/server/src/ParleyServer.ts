@@ -1,0 +1,328 @@
+/**
+ * The Parley session server: `@parley/core`'s `ProtocolApi` implemented over the engine (`Transport`) with
+ * `HttpApiBuilder`, served by an `HttpServer` (`@effect/platform-node`'s in `layerSqlite` / `layerPg`). It serves
+ * the session app at `/` (a page to start sessions of the server's `agents`, watch their turns and answer their
+ * callbacks), the OpenAPI document at `/openapi.json` and a Scalar page at `/docs`.
+ *
+ * - **Keys and tenants**: every API route needs `Authorization: Bearer <key>`; each key belongs to a tenant, which
+ *   sees only its own sessions (another tenant's id answers 404 exactly like an unknown one). Keys are compared in
+ *   constant time and never logged.
+ * - **Limits**: request bodies over `maxBodyBytes` → 413 before they are read; at most `maxStreamsPerKey` event
+ *   streams per key (429); user messages up to `maxMessageLength` characters (413). A refused request changes no log.
+ * - **Logs**: one structured line per request (method, route, status, ms, tenant, key id); never keys, bodies or
+ *   query strings. Pick the format at the edge (`Logger.json`, `Logger.logFmt`).
+ * - **Shutdown**: when the layer's scope closes the event streams end first (clients resume by cursor), then the
+ *   engine lets its appends finish and releases its leases; open callbacks stay open in the store.
+ *
+ * @example
+ * ```ts
+ * import { Models } from "@parley/runtime"
+ * import { ParleyServer } from "@parley/server"
+ * import { ScriptedModel } from "@parley/testing"
+ * import { Effect, Layer, Redacted } from "effect"
+ *
+ * // every agent on one scripted model; `Layer.launch(Server)` runs it (under `NodeRuntime.runMain`)
+ * const Server = Layer.unwrapEffect(
+ *   Effect.map(ScriptedModel.fromFunction(() => ScriptedModel.text("Hello!")), (scripted) =>
+ *     ParleyServer.layerSqlite({
+ *       filename: ".parley/sessions.db",
+ *       port: 8787,
+ *       keys: [{ key: Redacted.make("dev-key"), tenant: "me" }],
+ *       models: Models.single(scripted.languageModel)
+ *     }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import type * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as HttpApiScalar from "effect/http-api/HttpApiScalar"
+import type * as HttpRouter from "effect/http/HttpRouter"
+import type * as HttpServer from "effect/http/HttpServer"
+import type * as HttpServerError from "effect/http/HttpServerError"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as SqlError from "effect/sql/SqlError"
+import type { AgentSpec } from "@parley/core/AgentSpec"
+import type { TransportFailure } from "@parley/core/ParleyError"
+import { type Authorization, ProtocolApi } from "@parley/core/ProtocolApi"
+import { Transport } from "@parley/core/Transport"
+import type * as SessionStore from "@parley/log/SessionStore"
+import * as Connectors from "@parley/runtime/Connectors"
+import type * as Engine from "@parley/runtime/Engine"
+import * as LocalTransport from "@parley/runtime/LocalTransport"
+import * as Models from "@parley/runtime/Models"
+import * as RuntimeTools from "@parley/runtime/RuntimeTools"
+import * as SqlStore from "@parley/store-sql/SqlStore"
+import type * as ConfigError from "effect/ConfigError"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { createServer } from "node:http"
+import * as Access from "./internal/access.js"
+import * as Auth from "./internal/auth.js"
+import * as Handlers from "./internal/handlers.js"
+import * as RequestLog from "./internal/requestLog.js"
+import * as Sessions from "./internal/sessions.js"
+import * as Sse from "./internal/sse.js"
+import * as WebApp from "./internal/webApp.js"
+
+/**
+ * An API key and the tenant it belongs to.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ApiKey {
+  readonly key: Redacted.Redacted<string>
+  readonly tenant: string
+}
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Options {
+  /** The API keys the server accepts, each with its tenant. */
+  readonly keys: ReadonlyArray<ApiKey>
+  /** Request bodies larger than this are refused with 413 (default 1 MiB). */
+  readonly maxBodyBytes?: number | undefined
+  /** Event streams one key may hold open at once (default 1,000). */
+  readonly maxStreamsPerKey?: number | undefined
+  /** The longest user message accepted, in characters (default 100,000). */
+  readonly maxMessageLength?: number | undefined
+  /** How often an idle event stream gets a comment line (default 15 seconds). */
+  readonly heartbeat?: Duration.DurationInput | undefined
+  /** One log line per request (default `true`). */
+  readonly log?: boolean | undefined
+  /** The agents `GET /agents` offers (the session app lists them; default: none). */
+  readonly agents?: ReadonlyArray<AgentSpec> | undefined
+}
+
+/**
+ * Routes served with the protocol's: `api` is `ProtocolApi` with more groups (`ProtocolApi.add(...)`, each group with
+ * the `Authorization` middleware), `groups` their handlers (`HttpApiBuilder.group(api, …)`; the server gives them the
+ * `Authorization`, the rest they need is the server layer's). The protocol's own handlers stay the server's.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Extension<E = never, R = never> {
+  readonly api: HttpApi.HttpApi.Any
+  readonly groups: Layer.Layer<never, E, R | Authorization>
+}
+
+/**
+ * The server's options with an `Extension`: more routes, behind the same keys (`ClusterServer`'s
+ * `GET /cluster/status`; default: none).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface WithExtension<E = never, R = never> {
+  readonly extension?: Extension<E, R> | undefined
+}
+
+/**
+ * Which tenant owns which session: the server's table next to the store's. `layerSessionsSql` keeps it on the
+ * `SqlClient` in context (the store's database); `layerSessionsMemory` in memory (with an in-memory store).
+ *
+ * @since 0.1.0
+ * @category Context
+ */
+export const SessionTenants: typeof Sessions.SessionTenants = Sessions.SessionTenants
+
+/**
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSessionsMemory: Layer.Layer<Sessions.SessionTenants> = Sessions.layerMemory
+
+/**
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSessionsSql: Layer.Layer<
+  Sessions.SessionTenants,
+  TransportFailure,
+  SqlClient.SqlClient
+> = Sessions.layerSql
+
+/**
+ * Parses `key:tenant,key2:tenant2` (the format of `PARLEY_API_KEYS`); a key without `:tenant` belongs to `default`.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
+
+const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const transport = yield* Transport
+    const tenants = yield* Sessions.SessionTenants
+    const access = Access.make(transport, tenants)
+    const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
+    const groups = Layer.mergeAll(
+      Handlers.sessions(transport, tenants, access, runtimeTools),
+      Handlers.turns(transport, access, { maxMessageLength: options.maxMessageLength ?? 100_000 }),
+      Handlers.callbacks(transport, access),
+      Handlers.agents(options.agents ?? []),
+      Sse.events(transport, access, {
+        maxStreams: options.maxStreamsPerKey ?? 1_000,
+        heartbeat: Duration.decode(options.heartbeat ?? "15 seconds"),
+        shutdown
+      })
+    )
+    // An extension's API is `ProtocolApi` with more groups: it is served as the protocol, its groups' handlers given.
+    const api = (options.extension?.api ?? ProtocolApi) as typeof ProtocolApi
+    const extension: Layer.Layer<never, E, R | Authorization> = options.extension?.groups ?? Layer.empty
+    return HttpApiBuilder.api(api).pipe(
+      Layer.provide(Layer.merge(groups, extension)),
+      Layer.provide(Auth.layer(options.keys))
+    )
+  }))
+
+/**
+ * The server over the `Transport` (the engine: `LocalTransport.layer` of `@parley/runtime`), the `SessionTenants`
+ * and the `HttpServer` in context (with its platform services: `NodeHttpServer.layer` provides both). Given the
+ * engine's `RuntimeTools` too, it refuses (`AgentInvalid`, 400) a definition that marks a tool `runsIn: "runtime"`
+ * without a handler here (`layerSqlite` and `layerPg` do this).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layer = <E = never, R = never>(
+  options: Options & WithExtension<E, R>
+): Layer.Layer<
+  never,
+  E,
+  Transport | Sessions.SessionTenants | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | R
+> =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const shutdown = yield* Deferred.make<void>()
+    // Runs before the HTTP server closes: the streams end and new requests are refused (503, the connection closed),
+    // so the server does not wait on clients that reconnect.
+    yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
+    const app = WebApp.responses(yield* WebApp.assets)
+    return HttpApiBuilder.serve(
+      RequestLog.middleware({
+        maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+        log: options.log ?? true,
+        stopping: Deferred.isDone(shutdown)
+      })
+    ).pipe(
+      Layer.provide(HttpApiBuilder.middlewareOpenApi()),
+      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+      Layer.provide(
+        HttpApiBuilder.Router.use((router) =>
+          Effect.all([
+            router.get("/", app.html),
+            router.get("/app/app.js", app.js),
+            router.get("/app/app.css", app.css)
+          ])
+        )
+      ),
+      Layer.provide(apiLayer(options, shutdown))
+    )
+  }))
+
+/**
+ * What the all-in-one layers (`layerSqlite`, `layerPg`) run: the engine's models, connectors, runtime tools and
+ * options, and where to listen.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface RuntimeOptions extends Options {
+  /** Resolves each agent's model (`Models.single`, `Models.byName`, the Mistral resolver, …). */
+  readonly models: Models.Service
+  /** The connectors agents can sign in to (default: none). */
+  readonly connectors?: ReadonlyArray<Connectors.Connector> | undefined
+  /** The tools the runtime runs itself (default: none). */
+  readonly tools?: ReadonlyArray<RuntimeTools.Entry> | undefined
+  /** The engine's options (`Engine.Options`). */
+  readonly engine?: Engine.Options | undefined
+  /** The port (default 8787; 0 picks a free one). */
+  readonly port?: number | undefined
+  /** The host (default `127.0.0.1`). */
+  readonly host?: string | undefined
+}
+
+/**
+ * Why a server could not start: its store could not open (`StoreError`), its tenants' table could not be made
+ * (`SqlError`, `ConfigError`), its tenants could not be set up (`TransportFailure`), or it could not listen
+ * (`ServeError`: the port is taken, the host unknown).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export type StartError =
+  | SessionStore.StoreError
+  | SqlError.SqlError
+  | ConfigError.ConfigError
+  | TransportFailure
+  | HttpServerError.ServeError
+
+const serverOn = (
+  options: RuntimeOptions,
+  store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>,
+  sql: Layer.Layer<SqlClient.SqlClient, SqlError.SqlError | ConfigError.ConfigError>
+): Layer.Layer<HttpServer.HttpServer, StartError> => {
+  const runtimeTools = RuntimeTools.layer(...(options.tools ?? []))
+  const engine = (options.engine === undefined ? LocalTransport.layer : LocalTransport.layerWith(options.engine)).pipe(
+    Layer.provide([store, Connectors.layer(options.connectors ?? []), runtimeTools, Models.layer(options.models)])
+  )
+  return Layer.unwrapEffect(Effect.sync(() => {
+    const node = createServer()
+    // Once the server's streams ended, the connections still open (kept alive, a response in flight) are closed:
+    // Node's `close` would wait for them.
+    const closeConnections = Layer.scopedDiscard(
+      Effect.addFinalizer(() =>
+        Effect.sleep("100 millis").pipe(Effect.zipRight(Effect.sync(() => node.closeAllConnections())))
+      )
+    )
+    return layer(options).pipe(
+      // The API checks a client's definitions against the runtime tools the engine has.
+      Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql)), closeConnections]),
+      Layer.provideMerge(
+        NodeHttpServer.layer(() => node, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" })
+      )
+    )
+  }))
+}
+
+/**
+ * The whole server on a SQLite file: the engine over `SqlStore.layerSqlite`, the tenants' table next to it (`<file>.tenants`), on
+ * Node's HTTP server. It provides the `HttpServer` (its `address` says where it listens).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerSqlite = (
+  options: RuntimeOptions & { readonly filename: string }
+): Layer.Layer<HttpServer.HttpServer, StartError> =>
+  serverOn(
+    options,
+    SqlStore.layerSqlite({ filename: options.filename }),
+    // A file of its own: a second writer on the store's file would contend for its lock.
+    SqliteClient.layer({ filename: options.filename === ":memory:" ? ":memory:" : `${options.filename}.tenants` })
+  )
+
+/**
+ * The whole server on PostgreSQL: several processes on one database serve one session set (an answer accepted by
+ * any of them resumes the turn wherever it runs).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerPg = (
+  options: RuntimeOptions & { readonly url: string | Redacted.Redacted }
+): Layer.Layer<HttpServer.HttpServer, StartError> => {
+  const url = typeof options.url === "string" ? Redacted.make(options.url) : options.url
+  return serverOn(options, SqlStore.layerPg({ url, maxConnections: 10 }), PgClient.layer({ url, maxConnections: 2 }))
+}

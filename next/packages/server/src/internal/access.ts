@@ -1,0 +1,58 @@
+/**
+ * Who may see what: a session belongs to the tenant of its root session, and another tenant's session answers exactly
+ * like an unknown one (the same `SessionNotFound`, made here in both cases: no existence oracle).
+ */
+import type { SessionId } from "@parley/core/Ids"
+import { SessionNotFound } from "@parley/core/ParleyError"
+import type { TransportFailure } from "@parley/core/ParleyError"
+import type * as Transport from "@parley/core/Transport"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Sessions from "./sessions.js"
+
+export interface Access {
+  /** The root of a session's tree (itself for a root session). */
+  readonly rootOf: (sessionId: SessionId) => Effect.Effect<SessionId, SessionNotFound | TransportFailure>
+  /** Fails with `SessionNotFound` unless the session's tree belongs to `tenant`; gives its root. */
+  readonly owned: (
+    tenant: string,
+    sessionId: SessionId
+  ) => Effect.Effect<SessionId, SessionNotFound | TransportFailure>
+  /** Whether the session's tree belongs to `tenant` (no error for unknown sessions). */
+  readonly isOwned: (tenant: string, sessionId: SessionId) => Effect.Effect<boolean, TransportFailure>
+  /** A root session this server just created: its next requests need not look its root up. */
+  readonly created: (sessionId: SessionId) => void
+}
+
+/** The one `SessionNotFound` of the server, for unknown and foreign sessions alike. */
+export const notFound = (sessionId: string) =>
+  new SessionNotFound({ module: "ParleyServer", method: "session", sessionId })
+
+export const make = (transport: Transport.Service, sessions: Sessions.Service): Access => {
+  /** Parents never change: a session's root is looked up once. */
+  const roots = new Map<SessionId, SessionId>()
+  const rootOf = (sessionId: SessionId): Effect.Effect<SessionId, SessionNotFound | TransportFailure> =>
+    Effect.suspend(() => {
+      const known = roots.get(sessionId)
+      if (known !== undefined) return Effect.succeed(known)
+      return transport.getSession(sessionId).pipe(
+        Effect.flatMap((info) =>
+          info.parentSessionId === undefined ? Effect.succeed(sessionId) : rootOf(info.parentSessionId)
+        ),
+        Effect.tap((root) => Effect.sync(() => roots.set(sessionId, root)))
+      )
+    })
+  const owned = (tenant: string, sessionId: SessionId) =>
+    Effect.gen(function*() {
+      const root = yield* Effect.catchTag(rootOf(sessionId), "SessionNotFound", () => Effect.fail(notFound(sessionId)))
+      const owner = yield* sessions.tenantOf(root)
+      if (Option.isNone(owner) || owner.value !== tenant) return yield* notFound(sessionId)
+      return root
+    })
+  const isOwned = (tenant: string, sessionId: SessionId) =>
+    owned(tenant, sessionId).pipe(
+      Effect.as(true),
+      Effect.catchTag("SessionNotFound", () => Effect.succeed(false))
+    )
+  return { rootOf, owned, isOwned, created: (sessionId) => void roots.set(sessionId, sessionId) }
+}

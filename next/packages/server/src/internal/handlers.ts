@@ -1,0 +1,211 @@
+/**
+ * The handlers of `ProtocolApi`'s JSON routes over the `Transport`: every lookup is scoped to the request's tenant.
+ */
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import type { AgentSpec } from "@parley/core/AgentSpec"
+import type { SessionId } from "@parley/core/Ids"
+import * as Ids from "@parley/core/Ids"
+import { AgentInvalid, type TransportFailure } from "@parley/core/ParleyError"
+import { ApiKey, Client, Handler } from "@parley/core/Principal"
+import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
+import type { ToolSpec } from "@parley/core/ToolSpec"
+import type * as Transport from "@parley/core/Transport"
+import type { TurnSnapshot } from "@parley/core/Transport"
+import type * as RuntimeTools from "@parley/runtime/RuntimeTools"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type { Access } from "./access.js"
+import { notFound } from "./access.js"
+import type * as Sessions from "./sessions.js"
+
+export interface Limits {
+  readonly maxMessageLength: number
+}
+
+/** Any `SessionNotFound` of a request becomes the server's one (as for a foreign session). */
+const uniform = <A, E extends { readonly _tag: string }, R>(sessionId: SessionId, effect: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(
+    effect,
+    (error): error is Extract<E, { readonly _tag: "SessionNotFound" }> => error._tag === "SessionNotFound",
+    () => Effect.fail(notFound(sessionId))
+  )
+
+export const agents = (list: ReadonlyArray<AgentSpec>) =>
+  HttpApiBuilder.group(ProtocolApi, "agents", (handlers) => handlers.handle("list", () => Effect.succeed(list)))
+
+/** The tools of an agent and of its subagents, at any depth. */
+const toolsOf = (agent: AgentSpec): ReadonlyArray<ToolSpec> => [...agent.tools, ...agent.subagents.flatMap(toolsOf)]
+
+/**
+ * A client's definition may mark a tool `runsIn: "runtime"` only if this server runs it: else each call would end in
+ * a failure result, long after the mistake. (`provided` is `None` for a server over a `Transport` it did not build.)
+ */
+const checkRuntimeTools = (agent: AgentSpec, provided: Option.Option<RuntimeTools.Service>) => {
+  if (Option.isNone(provided)) return Effect.void
+  const missing = toolsOf(agent).filter((spec) =>
+    spec.runsIn === "runtime" && Option.isNone(provided.value.get(spec.id))
+  )
+  return missing.length === 0 ? Effect.void : Effect.fail(
+    new AgentInvalid({
+      module: "ParleyServer",
+      method: "createSession",
+      agent: agent.name,
+      issues: missing.map((spec) =>
+        `tool ${spec.name} (${spec.id}) is marked to run in the runtime, and this server has no handler for it ` +
+        "(give it to the server's tools, or leave runsIn unset so the client answers its calls)"
+      )
+    })
+  )
+}
+
+export const sessions = (
+  transport: Transport.Service,
+  tenants: Sessions.Service,
+  access: Access,
+  runtimeTools: Option.Option<RuntimeTools.Service>
+) =>
+  HttpApiBuilder.group(ProtocolApi, "sessions", (handlers) =>
+    handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* checkRuntimeTools(payload, runtimeTools)
+          const info = yield* transport.createSession(payload)
+          yield* tenants.register(tenant.id, info)
+          access.created(info.sessionId)
+          return info
+        }))
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          const page = yield* tenants.list(tenant.id, urlParams.limit ?? 20, urlParams.cursor)
+          return new SessionPage({ sessions: page.sessions, next: page.next })
+        }))
+      .handle("get", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          return yield* uniform(path.sessionId, transport.getSession(path.sessionId))
+        }))
+      .handle("cancel", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          yield* uniform(path.sessionId, transport.cancel(path.sessionId))
+        }))
+      .handle("grants", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          return yield* uniform(path.sessionId, transport.grants(path.sessionId))
+        }))
+      .handle("revokeGrant", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          const revokedBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            onBehalfOf: new Client({ label: urlParams.label })
+          })
+          yield* uniform(path.sessionId, transport.revokeGrant({ ...path, revokedBy }))
+        })))
+
+/** Waits until the turn ended or is blocked, or `timeout` passed: the snapshot then. */
+const waitFor = (
+  transport: Transport.Service,
+  sessionId: SessionId,
+  turnId: TurnSnapshot["turn"]["turnId"],
+  timeout: Duration.Duration
+) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + Duration.toMillis(timeout)
+    while (true) {
+      const snapshot = yield* transport.snapshot(sessionId, turnId)
+      const left = deadline - Date.now()
+      if (snapshot.state !== undefined || left <= 0) return snapshot
+      // Anything stored after the snapshot: look again.
+      yield* transport.events(sessionId, snapshot.cursor).pipe(
+        Stream.filter((event) => event._tag !== "MessageDelta"),
+        Stream.take(1),
+        Stream.runDrain,
+        Effect.timeoutOption(Duration.millis(left))
+      )
+    }
+  })
+
+export const turns = (transport: Transport.Service, access: Access, limits: Limits) =>
+  HttpApiBuilder.group(ProtocolApi, "turns", (handlers) =>
+    handlers
+      .handle("send", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          if (payload.input.length > limits.maxMessageLength) {
+            return yield* new MessageTooLong({ limit: limits.maxMessageLength, length: payload.input.length })
+          }
+          // A retried POST carries the same request id: the engine answers the turn the first one queued.
+          const requestId = payload.requestId === undefined ? undefined : yield* Ids.requestId(payload.requestId)
+          return yield* uniform(path.sessionId, transport.sendMessage(path.sessionId, payload.input, { requestId }))
+        }))
+      .handle("get", ({ path }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          return yield* uniform(path.sessionId, transport.snapshot(path.sessionId, path.turnId))
+        }))
+      .handle("wait", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          const timeout = Duration.seconds(urlParams.timeout ?? 30)
+          return yield* uniform(path.sessionId, waitFor(transport, path.sessionId, path.turnId, timeout))
+        })))
+
+export const callbacks = (transport: Transport.Service, access: Access) =>
+  HttpApiBuilder.group(ProtocolApi, "callbacks", (handlers) =>
+    handlers
+      .handle("listOpen", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          if (urlParams.sessionId !== undefined && !(yield* access.isOwned(tenant.id, urlParams.sessionId))) return []
+          const open = yield* transport.listOpen({ sessionId: urlParams.sessionId, kind: urlParams.kind })
+          const mine = new Map<SessionId, boolean>()
+          return yield* Effect.filter(open, (entry): Effect.Effect<boolean, TransportFailure> => {
+            const sessionId = entry.callback.sessionId
+            const known = mine.get(sessionId)
+            if (known !== undefined) return Effect.succeed(known)
+            return Effect.tap(
+              access.isOwned(tenant.id, sessionId),
+              (owned) => Effect.sync(() => mine.set(sessionId, owned))
+            )
+          })
+        }))
+      .handle("answer", ({ path, payload, urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          yield* access.owned(tenant.id, path.sessionId)
+          // Who answered is the key the request was authenticated with; what the client says is kept as its claim.
+          const answeredBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            onBehalfOf: urlParams.handler !== undefined
+              ? new Handler({ name: urlParams.handler })
+              : new Client({ label: urlParams.label })
+          })
+          yield* uniform(
+            path.sessionId,
+            transport.answer({ ...path, answer: payload, answeredBy, requestId: urlParams.requestId })
+          )
+        })))
+
+/** The `Option` of a header's `seq`: the event after it is where a stream resumes. */
+export const resumeFrom = (lastEventId: string | undefined, from: number | undefined): number => {
+  const last = Option.fromNullable(lastEventId).pipe(
+    Option.map((text) => Number(text.trim())),
+    Option.filter((n) => Number.isSafeInteger(n) && n >= -1)
+  )
+  return Option.isSome(last) ? last.value + 1 : from ?? 0
+}

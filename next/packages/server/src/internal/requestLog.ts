@@ -1,0 +1,109 @@
+/**
+ * The middleware around every request: the body limit (413 before anything is read, from `Content-Length`; a chunked
+ * body is cut at the same size while read) and one structured log line per request — method, route, status, ms,
+ * tenant and key id. Never headers, bodies or query strings: API keys, sign-in answers and answer payloads never
+ * reach the log.
+ */
+import type * as HttpApp from "effect/http/HttpApp"
+import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import { TransportFailure } from "@parley/core/ParleyError"
+import { PayloadTooLarge } from "@parley/core/ProtocolApi"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+
+/** What the request's handlers learn about it (the tenant, once its key is checked). */
+export interface RequestInfo {
+  tenant: string | undefined
+  keyId: string | undefined
+}
+
+export class CurrentRequest extends Context.Tag("@parley/server/CurrentRequest")<CurrentRequest, RequestInfo>() {}
+
+/** The route of a path, ids replaced by their kind (`/sessions/:sessionId/turns/:turnId`). */
+export const routeOf = (url: string) => {
+  const path = url.split("?")[0] ?? url
+  return path
+    .replace(/\/ses_[^/]+/g, "/:sessionId")
+    .replace(/\/turn_[^/]+/g, "/:turnId")
+    .replace(/\/cb_[^/]+/g, "/:callbackId")
+}
+
+/**
+ * A body that is not JSON fails before HttpApi decodes it, with an empty 400: it gets the typed body of every other
+ * decode failure (`HttpApiDecodeError`).
+ */
+const malformedBody = () =>
+  HttpServerResponse.unsafeJson(
+    { _tag: "HttpApiDecodeError", issues: [], message: "the request body could not be read as JSON" },
+    { status: 400 }
+  )
+
+/**
+ * Reads a JSON body before HttpApi does (the request caches it): a body that is not JSON gets a typed 400, one that
+ * outgrows the limit while read a 413.
+ */
+const checkBody = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number) =>
+  Effect.gen(function*() {
+    if (request.method === "GET" || request.method === "HEAD") return undefined
+    const text = yield* Effect.either(request.text)
+    if (text._tag === "Left") {
+      return HttpServerResponse.unsafeJson(new PayloadTooLarge({ limit: maxBodyBytes }), { status: 413 })
+    }
+    if (text.right.length === 0) return undefined
+    const parsed = yield* Effect.either(Effect.try(() => JSON.parse(text.right) as unknown))
+    return parsed._tag === "Left" ? malformedBody() : undefined
+  })
+
+export interface Options {
+  readonly maxBodyBytes: number
+  readonly log: boolean
+  /** Whether the server is stopping: new requests are refused (503) and their connections closed. */
+  readonly stopping: Effect.Effect<boolean>
+}
+
+const stoppingResponse = () =>
+  HttpServerResponse.unsafeJson(
+    new TransportFailure({ module: "ParleyServer", method: "request", description: "the server is stopping" }),
+    { status: 503, headers: { connection: "close" } }
+  )
+
+export const middleware = (options: Options) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const started = Date.now()
+    const info: RequestInfo = { tenant: undefined, keyId: undefined }
+    const length = Number(request.headers["content-length"] ?? "0")
+    const stopping = yield* options.stopping
+    const exit = yield* (
+      stopping
+        ? Effect.sync(stoppingResponse)
+        : Number.isFinite(length) && length > options.maxBodyBytes
+        ? HttpServerResponse.json(new PayloadTooLarge({ limit: options.maxBodyBytes }), { status: 413 }).pipe(
+          Effect.orDie,
+          // The body is never read: the connection closes after the answer.
+          Effect.map(HttpServerResponse.setHeader("connection", "close"))
+        )
+        : checkBody(request, options.maxBodyBytes).pipe(
+          Effect.flatMap((refused) => refused ?? app.pipe(Effect.provideService(CurrentRequest, info))),
+          HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes))
+        )
+    ).pipe(Effect.exit)
+    if (options.log) {
+      const status = Exit.isSuccess(exit) ? exit.value.status : 500
+      yield* Effect.logInfo("request").pipe(
+        Effect.annotateLogs({
+          method: request.method,
+          route: routeOf(request.url),
+          status,
+          ms: Date.now() - started,
+          tenant: info.tenant ?? "-",
+          key: info.keyId ?? "-"
+        })
+      )
+    }
+    return yield* exit
+  })

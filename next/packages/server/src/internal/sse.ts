@@ -1,0 +1,153 @@
+/**
+ * The tree's log as Server-Sent Events, with `@effect/experimental`'s `Sse` encoder: `id:` is the event's `seq`
+ * (deltas carry none: they share their step's), `event:` its `_tag`, `data:` the encoded `TurnEvent`. A comment
+ * heartbeat opens the stream and comes every `heartbeat`. `Last-Event-ID` (or `?from=`) resumes right after an
+ * event; `?live=false` gives the stored events and ends. Each key may hold `maxStreams` streams at once; when the
+ * server stops, its streams end (clients resume by cursor).
+ */
+import * as Sse from "effect/encoding/Sse"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type { SessionId } from "@parley/core/Ids"
+import { eventStreamContentType, ProtocolApi, Tenant, TooManyStreams } from "@parley/core/ProtocolApi"
+import type * as Transport from "@parley/core/Transport"
+import { type MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
+import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import { identity } from "effect/Function"
+import * as Mailbox from "effect/Queue"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { Access } from "./access.js"
+import { resumeFrom } from "./handlers.js"
+
+export interface Options {
+  readonly maxStreams: number
+  readonly heartbeat: Duration.Duration
+  /** Completed when the server stops: every stream ends. */
+  readonly shutdown: Deferred.Deferred<void>
+}
+
+const encodeEvent = Schema.encodeEither(TurnEvent)
+
+const frame = (event: TurnEvent): string => {
+  const encoded = encodeEvent(event)
+  if (Either.isLeft(encoded)) return ""
+  return Sse.encoder.write({
+    _tag: "Event",
+    event: event._tag,
+    id: event._tag === "MessageDelta" ? undefined : String(event.seq),
+    data: JSON.stringify(encoded.right)
+  })
+}
+
+/**
+ * The frames of one stream. A model's deltas come by the thousand and differ from the delta before only in their
+ * text: the frame of a delta whose other fields are the last encoded delta's is that frame's text with the new text,
+ * without encoding the event again (the same JSON, the text last).
+ */
+export const makeFramer = () => {
+  let last: MessageDelta | undefined
+  let head = ""
+  return (event: TurnEvent): string => {
+    if (event._tag !== "MessageDelta") return frame(event)
+    if (
+      last === undefined || event.sessionId !== last.sessionId || event.turnId !== last.turnId ||
+      event.seq !== last.seq || event.messageId !== last.messageId || event.at.epochMillis !== last.at.epochMillis
+    ) {
+      const encoded = encodeEvent(event)
+      if (Either.isLeft(encoded)) return ""
+      const { delta: _, ...rest } = encoded.right as { readonly delta: string }
+      const json = JSON.stringify(rest)
+      head = `event: MessageDelta\ndata: ${json.slice(0, -1)}${json.length > 2 ? "," : ""}"delta":`
+      last = event
+    }
+    return `${head}${JSON.stringify(event.delta)}}\n\n`
+  }
+}
+
+/**
+ * The stored end of the tree's log (`undefined` for a tree with no events yet): the cursor its runtime reports, or —
+ * from a transport that does not say — the cursor of the snapshot of the turn of its first stored event.
+ */
+const storedEnd = (transport: Transport.Service, root: SessionId) =>
+  Effect.gen(function*() {
+    const { cursor } = yield* transport.getSession(root)
+    if (cursor !== undefined) return cursor === 0 ? undefined : cursor
+    const first = yield* Stream.runHead(transport.events(root, 0)).pipe(
+      Effect.timeoutOption(Duration.millis(250)),
+      Effect.map(Option.flatten)
+    )
+    if (Option.isNone(first)) return undefined
+    return yield* transport.snapshot(root, first.value.turnId).pipe(
+      Effect.map((snapshot): number | undefined => snapshot.cursor),
+      Effect.catchTag("TurnNotFound", () => Effect.succeed(undefined))
+    )
+  })
+
+export const events = (transport: Transport.Service, access: Access, options: Options) => {
+  const open = new Map<string, number>()
+  const heartbeat = ": heartbeat\n\n"
+  return HttpApiBuilder.group(
+    ProtocolApi,
+    "events",
+    (handlers) =>
+      handlers.handleRaw("stream", ({ headers, path, urlParams }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          const root = yield* access.owned(tenant.id, path.sessionId)
+          const from = resumeFrom(headers["last-event-id"], urlParams.from)
+          const live = urlParams.live !== "false"
+          let source: Stream.Stream<TurnEvent, unknown>
+          if (live) {
+            source = transport.events(path.sessionId, from)
+          } else {
+            const end = yield* storedEnd(transport, root)
+            source = end === undefined || from >= end ? Stream.empty : transport.events(root, from).pipe(
+              Stream.filter((event) => event._tag !== "MessageDelta"),
+              Stream.takeUntil((event) => event.seq >= end - 1),
+              Stream.filter((event) =>
+                event.seq < end && (root === path.sessionId || event.sessionId === path.sessionId)
+              )
+            )
+          }
+          const count = open.get(tenant.keyId) ?? 0
+          if (count >= options.maxStreams) return yield* new TooManyStreams({ limit: options.maxStreams })
+          open.set(tenant.keyId, count + 1)
+          const release = Effect.sync(() => {
+            const now = (open.get(tenant.keyId) ?? 1) - 1
+            if (now <= 0) open.delete(tenant.keyId)
+            else open.set(tenant.keyId, now)
+          })
+          // Through a mailbox, the writer takes every event that came while it wrote: one write per batch, however
+          // fast the events come (a model's deltas come one by one).
+          const batched = Stream.unwrapScoped(
+            Effect.map(Mailbox.fromStream(source, { capacity: 4096 }), (mailbox) => Mailbox.toStream(mailbox))
+          )
+          const framer = makeFramer()
+          const frames = batched.pipe(
+            // One write per batch of events.
+            Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, framer), ""))),
+            Stream.catchAll(() => Stream.empty),
+            live
+              ? Stream.merge(Stream.as(Stream.drop(Stream.tick(options.heartbeat), 1), heartbeat), {
+                haltStrategy: "left"
+              })
+              : identity,
+            // The first chunk goes out at once: the client has its response without waiting for an event.
+            Stream.prepend(Chunk.of(heartbeat)),
+            Stream.interruptWhen(Deferred.await(options.shutdown)),
+            Stream.encodeText,
+            Stream.ensuring(release)
+          )
+          return HttpServerResponse.stream(frames, {
+            contentType: eventStreamContentType,
+            headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+          })
+        }))
+  )
+}

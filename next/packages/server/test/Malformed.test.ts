@@ -1,0 +1,217 @@
+/**
+ * Thousands of random malformed requests to every route (fast-check through `@effect/vitest`'s `prop`): none is a
+ * 5xx, none changes any tree's log, and the server still answers after each batch.
+ */
+import { assert, layer } from "@effect/vitest"
+import { AgentSpec, Answer, Ids, ProtocolApi } from "@parley/core"
+import { ScriptedModel } from "@parley/testing"
+import { Context, Effect, Either, FastCheck as fc, Layer, Schema } from "effect"
+import { brain, locator } from "./fixtures/agents.js"
+import { request, storedLog } from "./fixtures/http.js"
+import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
+
+interface Tree {
+  readonly key: string
+  readonly sessionId: string
+  readonly turnId: string
+  readonly callbackId: string
+  readonly log: ReadonlyArray<string>
+}
+
+class Fixture extends Context.Tag("Fixture")<Fixture, {
+  readonly base: string
+  readonly trees: ReadonlyArray<Tree>
+}>() {}
+
+const blockedTree = (base: string, key: string) =>
+  Effect.gen(function*() {
+    const created = yield* request(`${base}/sessions`, {
+      method: "POST",
+      key,
+      body: Schema.encodeSync(AgentSpec.AgentSpec)(locator.spec)
+    })
+    const sessionId = (created.json as { sessionId: string }).sessionId
+    const sent = yield* request(`${base}/sessions/${sessionId}/turns`, {
+      method: "POST",
+      key,
+      body: { input: "Where?" }
+    })
+    const turnId = (sent.json as { turnId: string }).turnId
+    const waited = yield* request(`${base}/sessions/${sessionId}/turns/${turnId}/wait?timeout=20`, { key })
+    const state = (waited.json as { state: { callbacks: Array<{ id: string }> } }).state
+    return { key, sessionId, turnId, callbackId: state.callbacks[0].id, log: yield* storedLog(base, key, sessionId) }
+  })
+
+const FixtureLive = Layer.scoped(
+  Fixture,
+  Effect.gen(function*() {
+    const model = yield* ScriptedModel.fromFunction(brain)
+    const base = yield* startServer(sqliteDatabase(yield* Effect.orDie(sqliteFile)), model.languageModel, {
+      runtimeTools: [],
+      server: { maxBodyBytes: 16 * 1024, maxStreamsPerKey: 4 }
+    })
+    const trees = [yield* blockedTree(base, keys.alice), yield* blockedTree(base, keys.bob)]
+    return { base, trees }
+  })
+)
+
+// =============================================================================
+// The requests
+// =============================================================================
+
+const unknownIds = {
+  sessionId: Effect.runSync(Ids.newSessionId),
+  turnId: Effect.runSync(Ids.newTurnId),
+  callbackId: Effect.runSync(Ids.newCallbackId)
+}
+
+type Ids = { readonly sessionId: string; readonly turnId: string; readonly callbackId: string }
+
+const routes: ReadonlyArray<readonly [string, (ids: Ids) => string]> = [
+  ["POST", () => "/sessions"],
+  ["GET", () => "/sessions"],
+  ["GET", (ids) => `/sessions/${ids.sessionId}`],
+  ["POST", (ids) => `/sessions/${ids.sessionId}/cancel`],
+  ["POST", (ids) => `/sessions/${ids.sessionId}/turns`],
+  ["GET", (ids) => `/sessions/${ids.sessionId}/turns/${ids.turnId}`],
+  ["GET", (ids) => `/sessions/${ids.sessionId}/turns/${ids.turnId}/wait`],
+  ["GET", (ids) => `/sessions/${ids.sessionId}/events`],
+  ["GET", () => "/callbacks"],
+  ["POST", (ids) => `/sessions/${ids.sessionId}/turns/${ids.turnId}/callbacks/${ids.callbackId}/answer`],
+  ["GET", () => "/openapi.json"]
+]
+
+const garbage = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom("", "ses_", "turn_x", "cb_%00", "..", "%2F"))
+
+const body = fc.oneof(
+  fc.constant(undefined),
+  fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
+  fc.string({ maxLength: 200 }),
+  fc.record({
+    _tag: fc.constantFrom("AllowApproval", "DenyApproval", "ClientToolResult", "SignInAnswer", "Nope"),
+    reason: fc.anything({ maxDepth: 2 }),
+    isFailure: fc.anything({ maxDepth: 1 }),
+    result: fc.anything({ maxDepth: 2 }),
+    connected: fc.anything({ maxDepth: 1 })
+  }, { requiredKeys: ["_tag"] }).map((value) => JSON.stringify(value)),
+  fc.record({ input: fc.anything({ maxDepth: 1 }), name: fc.anything({ maxDepth: 1 }) }).map((v) => JSON.stringify(v)),
+  fc.constant("{\"input\":"),
+  fc.integer({ min: 16 * 1024, max: 40 * 1024 }).map((n) => JSON.stringify({ input: "x".repeat(n) }))
+)
+
+const arbitraryRequest = fc.record({
+  route: fc.integer({ min: 0, max: routes.length - 1 }),
+  method: fc.oneof(
+    fc.constant<string | undefined>(undefined),
+    fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH")
+  ),
+  tree: fc.integer({ min: 0, max: 1 }),
+  ids: fc.constantFrom("real", "unknown", "garbage", "mixed"),
+  garbage,
+  key: fc.constantFrom("owner", "other", "none", "garbage"),
+  body,
+  contentType: fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", undefined),
+  query: fc.dictionary(
+    fc.constantFrom("from", "live", "limit", "cursor", "kind", "sessionId", "timeout", "x"),
+    fc.oneof(garbage, fc.integer({ min: -5, max: 1000 }).map(String), fc.constantFrom("true", "false", "0")),
+    { maxKeys: 3 }
+  ),
+  lastEventId: fc.option(fc.oneof(garbage, fc.integer({ min: -2, max: 100 }).map(String)), { nil: undefined })
+})
+
+type Arbitrary = typeof arbitraryRequest extends fc.Arbitrary<infer A> ? A : never
+
+const isAnswer = Schema.is(Schema.encodedSchema(Answer.Answer))
+const isMessage = Schema.is(Schema.encodedSchema(ProtocolApi.SendMessage))
+const isAgent = (value: unknown) => Either.isRight(Schema.decodeUnknownEither(AgentSpec.AgentSpec)(value))
+
+/** The request as sent, unless it could be a valid request (those are left out: they may change a log). */
+const build = (base: string, trees: ReadonlyArray<Tree>, generated: Arbitrary) => {
+  const tree = trees[generated.tree]
+  const [routeMethod, path] = routes[generated.route]
+  const method = generated.method ?? routeMethod
+  const ids: Ids = generated.ids === "real"
+    ? tree
+    : generated.ids === "unknown"
+    ? unknownIds
+    : generated.ids === "garbage"
+    ? { sessionId: generated.garbage, turnId: generated.garbage, callbackId: generated.garbage }
+    : { ...tree, callbackId: generated.garbage }
+  const key = generated.key === "owner"
+    ? tree.key
+    : generated.key === "other"
+    ? trees[1 - generated.tree].key
+    : generated.key === "garbage"
+    ? generated.garbage
+    : undefined
+  const parsed = (() => {
+    if (generated.body === undefined) return undefined
+    const attempt = Either.try(() => JSON.parse(generated.body ?? "") as unknown)
+    return Either.isRight(attempt) ? attempt.right : undefined
+  })()
+  const authorized = key === tree.key && generated.ids !== "garbage"
+  const mutates = method === "POST" &&
+    (generated.route === 0 || generated.route === 3 || generated.route === 4 || generated.route === 9)
+  if (authorized && mutates) {
+    if (generated.route === 3) return undefined // a cancel with the owner's key and real ids is a valid request
+    if (generated.route === 0 && isAgent(parsed)) return undefined
+    if (generated.route === 4 && isMessage(parsed) && generated.ids !== "unknown") return undefined
+    if (generated.route === 9 && isAnswer(parsed) && generated.ids === "real") return undefined
+  }
+  const url = new URL(`${base}${encodeURI(path(ids)).replaceAll("?", "%3F").replaceAll("#", "%23")}`)
+  for (const [name, value] of Object.entries(generated.query)) url.searchParams.set(name, value)
+  if (generated.route === 6) url.searchParams.set("timeout", "0")
+  const headers: Record<string, string> = {}
+  if (key !== undefined) headers.authorization = `Bearer ${key}`
+  if (generated.contentType !== undefined) headers["content-type"] = generated.contentType
+  if (generated.lastEventId !== undefined) headers["last-event-id"] = generated.lastEventId
+  return {
+    url: url.toString(),
+    method,
+    headers,
+    body: method === "GET" || method === "HEAD" ? undefined : generated.body
+  }
+}
+
+/** Sends it; an event stream is closed as soon as its headers came. Gives the status. */
+const send = (built: NonNullable<ReturnType<typeof build>>) =>
+  Effect.promise(async () => {
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(), 5_000)
+    try {
+      const response = await fetch(built.url, { ...built, signal: controller.signal })
+      if (response.headers.get("content-type")?.startsWith("text/event-stream") === true) {
+        controller.abort()
+      } else {
+        await response.arrayBuffer()
+      }
+      return response.status
+    } catch (error) {
+      return error instanceof Error && error.name === "AbortError" ? 0 : -1
+    } finally {
+      clearTimeout(timer)
+    }
+  })
+
+layer(FixtureLive, { timeout: "60 seconds" })("ParleyServer: random malformed requests", (it) => {
+  it.effect.prop(
+    "no 5xx, no change to any log, and the server still answers",
+    [fc.array(arbitraryRequest, { minLength: 10, maxLength: 10 })],
+    ([batch]) =>
+      Effect.gen(function*() {
+        const { base, trees } = yield* Fixture
+        for (const generated of batch) {
+          const built = build(base, trees, generated)
+          if (built === undefined) continue
+          const status = yield* send(built)
+          assert.isTrue(status >= 200 && status < 500, `${built.method} ${built.url} → ${status}`)
+        }
+        for (const tree of trees) {
+          assert.deepStrictEqual(yield* storedLog(base, tree.key, tree.sessionId), tree.log, "the log is unchanged")
+        }
+        const alive = yield* request(`${base}/sessions`, { key: keys.alice })
+        assert.strictEqual(alive.status, 200)
+      }),
+    { timeout: 240_000, fastCheck: { numRuns: 300 } }
+  )
+})

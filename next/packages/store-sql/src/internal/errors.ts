@@ -1,0 +1,22 @@
+/**
+ * What a failure says, for the `description` of a `StoreError`, and the store's one way of making one.
+ */
+import { StoreError } from "@parley/log/StoreError"
+import * as Cause from "effect/Cause"
+
+/**
+ * A `Cause`'s squashed error, a `StoreError`'s own description, the driver's error under an `SqlError` (its
+ * `cause`), or the error's message.
+ */
+export const messageOf = (cause: unknown): string => {
+  if (Cause.isCause(cause)) return messageOf(Cause.squash(cause))
+  if (cause instanceof StoreError) return cause.description
+  if (typeof cause === "object" && cause !== null && "cause" in cause && cause.cause instanceof Error) {
+    return cause.cause.message
+  }
+  return cause instanceof Error ? cause.message : String(cause)
+}
+
+/** `method` failed: `description`, then what the cause says. */
+export const storeError = (method: string, description: string) => (cause: unknown) =>
+  new StoreError({ method, description: `${description}: ${messageOf(cause)}`, cause })

@@ -1,0 +1,11 @@
+import { SqlStore } from "@parley/store-sql"
+import * as TransportSuite from "@parley/testing/TransportSuite"
+import { Effect, Layer } from "effect"
+import { pgSchema } from "./databases.js"
+import { runtime } from "./transports.js"
+
+// The whole transport contract with the engine's log in PostgreSQL.
+TransportSuite.suite(
+  "LocalTransport on SqlStore.layerPg",
+  runtime(Layer.unwrapScoped(Effect.map(pgSchema, (url) => SqlStore.layerPg({ url, maxConnections: 10 }))))
+)

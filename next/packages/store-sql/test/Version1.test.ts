@@ -1,0 +1,94 @@
+/**
+ * Events written by an older Parley (schema version 1) still load: `fixtures/version1/sessions.db` was written by
+ * `fixtures/version1/write.ts` with the code of main on 2026-12-03, before the first event schema change. Today's
+ * runtime opens a copy of it, folds the tree, answers the open approval and the turn completes.
+ */
+import { SqlClient } from "effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Agent, Answer, CallbackHandler, Ids, Inbox, Session, Turn, TurnEvent } from "@parley/core"
+import { SqlRuntime, SqlStore } from "@parley/store-sql"
+import { ScriptedModel } from "@parley/testing"
+import { Effect, Either, Layer } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { sqliteFile, storeOf } from "./databases.js"
+import { mailer } from "./fixtures/version1/agent.js"
+
+const FIXTURE = path.join(import.meta.dirname, "fixtures", "version1", "sessions.db")
+const SESSION = "ses_c996254ada3f4019916e"
+
+describe("a SQLite file written at event schema version 1", () => {
+  it.scoped("loads, folds, takes an answer to its open approval and completes the blocked turn", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      fs.copyFileSync(FIXTURE, filename)
+      const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
+      const sessionId = yield* Ids.sessionId(SESSION)
+      const before = yield* store.eventLog.read(sessionId, 0)
+      assert.strictEqual(before.length, 20)
+      const resolved = before.filter((event) => event._tag === "CallbackResolved")
+      assert.deepStrictEqual(resolved.map((event) => event.answer?._tag), ["AllowApproval", "ClientToolResult"])
+
+      const Runtime = SqlRuntime.layerSqlite({ filename }).pipe(
+        Layer.provide(ScriptedModel.layer([ScriptedModel.text("Told everyone.")]))
+      )
+      const state = yield* Effect.gen(function*() {
+        const open = yield* Inbox.listOpen()
+        assert.deepStrictEqual(open.map((o) => [o.callback.sessionId, o.callback._tag]), [[SESSION, "OpenApproval"]])
+        const approval = open[0].callback
+        assert.strictEqual(approval._tag === "OpenApproval" ? approval.request.tool.id : "", "client.send_email")
+        const session = yield* Agent.session(mailer, SESSION)
+        const turn = yield* Session.turn(session, approval.turnId)
+        yield* Inbox.answer(approval.id, new Answer.AllowApproval())
+        return yield* Turn.result(turn).pipe(
+          Effect.provide(CallbackHandler.layer({ clientTool: () => Answer.ClientToolResult.success({ sent: true }) }))
+        )
+      }).pipe(Effect.provide(Runtime))
+      assert.strictEqual(state._tag, "Completed")
+      assert.strictEqual(state._tag === "Completed" && state.text, "Told everyone.")
+      const after = yield* store.eventLog.read(sessionId, 0)
+      assert.strictEqual(after[after.length - 1]._tag, "TurnEnded")
+      // The old rows stay as they were written; the new ones are of the current version and say who answered.
+      const rows = yield* rowsOf(filename, SESSION)
+      assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq < 20).map((row) => row.version))], [1])
+      assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq >= 20).map((row) => row.version))], [
+        TurnEvent.schemaVersion
+      ])
+      const answeredBy = after.flatMap((event) =>
+        event._tag === "CallbackResolved" ? [event.answeredBy === undefined ? "none" : event.answeredBy._tag] : []
+      )
+      // Version 1 recorded nobody: the upcast leaves it absent rather than guess.
+      assert.deepStrictEqual(answeredBy, ["none", "none", "Client", "Handler"])
+    }))
+
+  it.scoped("a row of a version newer than the code is a StoreError saying so, and nothing is rewritten", () =>
+    Effect.gen(function*() {
+      const filename = yield* sqliteFile
+      fs.copyFileSync(FIXTURE, filename)
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE parley_events SET version = 99 WHERE tree_id = ${SESSION} AND seq = 19`
+      }).pipe(Effect.provide(SqliteClient.layer({ filename })))
+      const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
+      const sessionId = yield* Ids.sessionId(SESSION)
+      const error = yield* Effect.flip(store.eventLog.read(sessionId, 0))
+      assert.strictEqual(error._tag, "StoreError")
+      assert.include(error.message, "event 19 of tree")
+      assert.include(
+        error.message,
+        `schema version 99 is newer than this code reads (${TurnEvent.schemaVersion}): upgrade Parley`
+      )
+      // Nothing was rewritten: the version-1 rows and the unknown one are as they were.
+      const rows = yield* rowsOf(filename, SESSION)
+      assert.deepStrictEqual(rows.map((row) => row.version), [...Array(19).fill(1), 99])
+      assert.deepStrictEqual(TurnEvent.upcast(0, {}), Either.left("schema version 0 is not a version"))
+    }))
+})
+
+const rowsOf = (filename: string, treeId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ readonly seq: number; readonly version: number }>`
+      SELECT seq, version FROM parley_events WHERE tree_id = ${treeId} ORDER BY seq`
+  }).pipe(Effect.provide(SqliteClient.layer({ filename })))

@@ -1,0 +1,272 @@
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as HttpClient from "effect/http/HttpClient"
+import type * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import { Answer } from "@parley/core/Answer"
+import * as Ids from "@parley/core/Ids"
+import { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
+import {
+  AnswerMismatch,
+  CallbackNotOpen,
+  SessionNotFound,
+  TransportFailure,
+  TurnNotFound
+} from "@parley/core/ParleyError"
+import * as Principal from "@parley/core/Principal"
+import { ProtocolApi, SendMessage } from "@parley/core/ProtocolApi"
+import type { Service } from "@parley/core/Transport"
+import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Mailbox from "effect/Queue"
+import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as EventStream from "./eventStream.js"
+
+export interface Options {
+  readonly url: string | URL
+  readonly apiKey: Redacted.Redacted<string> | string
+  readonly reconnect: Schedule.Schedule<unknown, unknown>
+  readonly sendTimeout: Duration.DurationInput
+  readonly sendRetryFor: Duration.DurationInput
+  readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+}
+
+const isSessionId = Schema.is(SessionId)
+const isTurnId = Schema.is(TurnId)
+const isCallbackId = Schema.is(CallbackId)
+const decodeAnswer = Schema.decodeUnknownEither(Answer)
+
+/** The tags of the errors a method may fail with: any other error of a response is a `TransportFailure`. */
+type Tagged = { readonly _tag: string }
+
+const describe = (error: unknown): string => {
+  if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string") {
+    return error.message
+  }
+  return String(error)
+}
+
+/**
+ * Keeps the errors whose tag is in `keep` (the method's typed errors, decoded from the server's body) and turns
+ * every other one (a refused key, a body limit, a decode failure, a network error) into a `TransportFailure`.
+ */
+const typed = <K extends string>(method: string, keep: ReadonlyArray<K>) =>
+<A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Extract<E, { readonly _tag: K }> | TransportFailure, R> =>
+  Effect.mapError(effect, (error): Extract<E, { readonly _tag: K }> | TransportFailure => {
+    if (
+      typeof error === "object" && error !== null && "_tag" in error &&
+      (keep as ReadonlyArray<string>).includes((error as Tagged)._tag)
+    ) {
+      return error as Extract<E, { readonly _tag: K }>
+    }
+    if (error instanceof TransportFailure) return error
+    return new TransportFailure({ module: "HttpTransport", method, description: describe(error) })
+  })
+
+/** The statuses of a gateway or of a server that is unavailable: the request may or may not have reached the engine. */
+const retriedStatuses: ReadonlySet<number> = new Set([502, 503, 504])
+
+/** No response within `sendTimeout`. */
+class SendTimedOut extends Data.TaggedError("SendTimedOut")<{ readonly message: string }> {}
+
+/**
+ * Whether a failed POST may be sent again with its request id: nothing came back (a dropped connection, a timeout), or
+ * a gateway or the server said it is unavailable (502, 503 — the server's `TransportFailure` too — or 504). An error
+ * the server decided (a 4xx, a typed error) is final.
+ */
+const retriable = (error: unknown): boolean => {
+  if (typeof error !== "object" || error === null || !("_tag" in error)) return false
+  switch (error._tag) {
+    case "RequestError":
+    case "SendTimedOut":
+      return true
+    case "ResponseError":
+      return retriedStatuses.has((error as HttpClientError.ResponseError).response.status)
+    default:
+      return false
+  }
+}
+
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const apiKey = typeof options.apiKey === "string" ? options.apiKey : Redacted.value(options.apiKey)
+    const base = (yield* HttpClient.HttpClient).pipe(
+      HttpClient.mapRequest(HttpClientRequest.bearerToken(apiKey)),
+      options.transformClient ?? ((client) => client)
+    )
+    const client = yield* HttpApiClient.makeWith(ProtocolApi, { httpClient: base, baseUrl: options.url })
+    // Sends see a gateway's 502/503/504 (whatever its body) as a `ResponseError`, which they retry.
+    const sends = yield* HttpApiClient.makeWith(ProtocolApi, {
+      httpClient: HttpClient.filterStatus(base, (status) => !retriedStatuses.has(status)),
+      baseUrl: options.url
+    })
+    const streamOptions: EventStream.Options = {
+      client: base.pipe(HttpClient.mapRequest(HttpClientRequest.prependUrl(String(options.url)))),
+      reconnect: options.reconnect
+    }
+
+    /**
+     * The answers to one tree go one at a time, in the order the program gave them (as in-process, where each is
+     * committed before the call returns): concurrent requests would race.
+     */
+    const queues = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
+    const inOrder = <A, E>(sessionId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.suspend(() => {
+        let queue = queues.get(sessionId)
+        if (queue === undefined) {
+          queue = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+          queues.set(sessionId, queue)
+        }
+        const entry = queue
+        entry.users += 1
+        return entry.lock.withPermits(1)(effect).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            entry.users -= 1
+            if (entry.users === 0) queues.delete(sessionId)
+          }))
+        )
+      })
+
+    /**
+     * A POST that names its request, sent again with the same id while nothing decided came back (`retriable`): the
+     * server answers a repeated id as it answered the first.
+     */
+    const resent = <A, E>(post: Effect.Effect<A, E>) =>
+      post.pipe(
+        Effect.timeoutFail({
+          duration: options.sendTimeout,
+          onTimeout: () => new SendTimedOut({ message: "no response in time" })
+        }),
+        Effect.retry({ schedule: Schedule.upTo(options.reconnect, options.sendRetryFor), while: retriable })
+      )
+
+    const sessionNotFound = (method: string, sessionId: unknown) =>
+      new SessionNotFound({ module: "HttpTransport", method, sessionId: String(sessionId) })
+
+    const service: Service = {
+      createSession: (agent) =>
+        client.sessions.create({ payload: agent }).pipe(
+          typed("createSession", ["AgentInvalid", "PolicyInvalid"])
+        ),
+      getSession: (sessionId) =>
+        isSessionId(sessionId)
+          ? client.sessions.get({ path: { sessionId } }).pipe(typed("getSession", ["SessionNotFound"]))
+          : Effect.fail(sessionNotFound("getSession", sessionId)),
+      getTurn: (sessionId, turnId) => service.snapshot(sessionId, turnId).pipe(Effect.map((snapshot) => snapshot.turn)),
+      sendMessage: (sessionId, input, sendOptions) =>
+        Effect.gen(function*() {
+          if (!isSessionId(sessionId)) return yield* sessionNotFound("sendMessage", sessionId)
+          // Every POST names its request: a retry with the same id finds the turn the first one queued.
+          const requestId = sendOptions?.requestId === undefined
+            ? yield* Ids.newRequestId
+            : yield* Ids.requestId(sendOptions.requestId)
+          const payload = new SendMessage({ input, requestId })
+          return yield* resent(sends.turns.send({ path: { sessionId }, payload })).pipe(
+            typed("sendMessage", ["SessionNotFound", "InvalidId"])
+          )
+        }),
+      events: (sessionId, from) =>
+        isSessionId(sessionId)
+          ? EventStream.events(streamOptions, sessionId, from)
+          : Stream.fail(sessionNotFound("events", sessionId)),
+      subscribe: (sessionId, from) =>
+        isSessionId(sessionId)
+          ? Effect.flatMap(EventStream.open(streamOptions, sessionId, from), (stream) => Mailbox.fromStream(stream))
+          : Effect.fail(sessionNotFound("subscribe", sessionId)),
+      snapshot: (sessionId, turnId) => {
+        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("snapshot", sessionId))
+        if (!isTurnId(turnId)) {
+          return Effect.fail(
+            new TurnNotFound({ module: "HttpTransport", method: "snapshot", sessionId, turnId: String(turnId) })
+          )
+        }
+        return client.turns.get({ path: { sessionId, turnId } }).pipe(
+          typed("snapshot", ["SessionNotFound", "TurnNotFound"])
+        )
+      },
+      answer: (request) => {
+        const { callbackId, requestId, sessionId, turnId } = request
+        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("answer", sessionId))
+        if (!isTurnId(turnId)) {
+          return Effect.fail(
+            new TurnNotFound({ module: "HttpTransport", method: "answer", sessionId, turnId: String(turnId) })
+          )
+        }
+        if (!isCallbackId(callbackId)) {
+          return Effect.fail(
+            new CallbackNotOpen({ module: "HttpTransport", method: "answer", callbackId: String(callbackId) })
+          )
+        }
+        // An answer that is no `Answer` at all never leaves the process (as in-process: nothing is sent).
+        const answer = decodeAnswer(request.answer)
+        if (Either.isLeft(answer)) {
+          return Effect.fail(
+            new AnswerMismatch({
+              module: "HttpTransport",
+              method: "answer",
+              callbackId,
+              reason: `the answer is not an Answer: ${answer.left.message}`
+            })
+          )
+        }
+        // The client's request type is one per member of the payload union: any member is fine here.
+        // Who answers travels as the client's claim; the server records it beside the key it checked.
+        const by = request.answeredBy === undefined ? undefined : Principal.claimed(request.answeredBy)
+        const claim = by?._tag === "Handler"
+          ? { handler: by.name }
+          : by?._tag === "Client" && by.label !== undefined
+          ? { label: by.label }
+          : {}
+        // As a send: every answer names its request (the caller's id, or one made up here), so it is sent again on a
+        // drop, and a retry of the answer that won is accepted, not reported as already answered.
+        return Effect.flatMap(
+          requestId === undefined ? Ids.newRequestId : Ids.requestId(requestId),
+          (id) => {
+            const body = {
+              path: { sessionId, turnId, callbackId },
+              urlParams: { ...claim, requestId: id },
+              payload: answer.right
+            } as Parameters<typeof sends.callbacks.answer>[0]
+            return inOrder(sessionId, resent(sends.callbacks.answer(body)))
+          }
+        ).pipe(
+          typed("answer", [
+            "InvalidId",
+            "AnswerMismatch",
+            "CallbackNotOpen",
+            "CallbackAlreadyAnswered",
+            "SessionNotFound",
+            "TurnNotFound"
+          ])
+        )
+      },
+      grants: (sessionId) =>
+        isSessionId(sessionId)
+          ? client.sessions.grants({ path: { sessionId } }).pipe(typed("grants", ["SessionNotFound"]))
+          : Effect.fail(sessionNotFound("grants", sessionId)),
+      revokeGrant: (request) => {
+        const { grantId, revokedBy, sessionId } = request
+        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("revokeGrant", sessionId))
+        const by = revokedBy === undefined ? undefined : Principal.claimed(revokedBy)
+        const urlParams = by?._tag === "Client" && by.label !== undefined ? { label: by.label } : {}
+        return client.sessions.revokeGrant({ path: { sessionId, grantId: String(grantId) }, urlParams }).pipe(
+          typed("revokeGrant", ["GrantNotFound", "SessionNotFound"])
+        )
+      },
+      cancel: (sessionId) =>
+        isSessionId(sessionId)
+          ? client.sessions.cancel({ path: { sessionId } }).pipe(typed("cancel", ["SessionNotFound"]))
+          : Effect.fail(sessionNotFound("cancel", sessionId)),
+      listOpen: (filter) =>
+        client.callbacks.listOpen({ urlParams: { sessionId: filter?.sessionId, kind: filter?.kind } }).pipe(
+          typed("listOpen", [])
+        )
+    }
+    return service
+  })

@@ -1,0 +1,56 @@
+/**
+ * The SSE reader's parsing, piece by piece: a frame's `data` (as the SSE format defines it), frames cut anywhere in
+ * the text, and the decoder's shortcut for a run of deltas (the end-to-end checks, against a hand-written stream and
+ * a real server, are the server package's `SseFrames` tests).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { TurnEvent } from "@parley/core"
+import type { SessionId, TurnId } from "@parley/core/Ids"
+import { Chunk, DateTime, Effect, Equal, Schema, Stream } from "effect"
+import { dataOf, makeDecoder, parse } from "../src/internal/eventStream.js"
+
+const sessionId = "ses_0123456789abcdef0123" as SessionId
+const turnId = "turn_0123456789abcdef0123_0" as TurnId
+const at = DateTime.unsafeMake("2026-01-02T03:04:05.678Z")
+const delta = (seq: number, text: string) =>
+  new TurnEvent.MessageDelta({ sessionId, turnId, seq, at, messageId: "msg_1", delta: text })
+const json = (event: TurnEvent.TurnEvent) => JSON.stringify(Schema.encodeSync(TurnEvent.TurnEvent)(event))
+
+describe("EventStream", () => {
+  it("a frame's data: its data lines joined, with or without the space, CR LF or LF; none for a comment", () => {
+    assert.strictEqual(dataOf("id: 4\nevent: TurnStarted\ndata: {\"a\":1}\n"), "{\"a\":1}")
+    assert.strictEqual(dataOf("data:x\ndata: y\ndata\n"), "x\ny\n")
+    assert.strictEqual(dataOf("data: one\r\ndata: two\r\n"), "one\ntwo")
+    assert.strictEqual(dataOf("data:  two spaces\n"), " two spaces")
+    assert.strictEqual(dataOf(": heartbeat\n"), undefined)
+    assert.strictEqual(dataOf("database: no\nevent: x\n"), undefined)
+    assert.strictEqual(dataOf("data: last line without its newline"), "last line without its newline")
+  })
+
+  it("the decoder: a run of deltas, a malformed one refused, a changed step decoded in full", () => {
+    const decode = makeDecoder()
+    const first = decode(json(delta(3, "a")))
+    assert.isTrue(first !== undefined && Equal.equals(first, delta(3, "a")))
+    const second = decode(json(delta(3, "b")))
+    assert.instanceOf(second, TurnEvent.MessageDelta)
+    assert.isTrue(second !== undefined && Equal.equals(second, delta(3, "b")))
+    assert.strictEqual(decode(JSON.stringify({ ...JSON.parse(json(delta(3, "c"))), delta: 7 })), undefined)
+    assert.strictEqual(decode("{not json"), undefined)
+    assert.strictEqual(decode(JSON.stringify({ ...JSON.parse(json(delta(3, "c"))), sessionId: "nope" })), undefined)
+    const next = decode(json(delta(4, "d")))
+    assert.isTrue(next !== undefined && next._tag === "MessageDelta" && next.seq === 4)
+  })
+
+  it.effect("frames cut anywhere in the text: every event once, in order; comments skipped", () =>
+    Effect.gen(function*() {
+      const events = Array.from({ length: 40 }, (_, i) => delta(3, `word ${i}\n`))
+      const text = `: heartbeat\n\n${events.map((event) => `event: MessageDelta\ndata: ${json(event)}\n\n`).join("")}`
+      for (const size of [1, 2, 7, 64, 1000, text.length]) {
+        const pieces: Array<string> = []
+        for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size))
+        const read = Chunk.toReadonlyArray(yield* Stream.runCollect(parse(Stream.fromIterable(pieces))))
+        assert.strictEqual(read.length, events.length, `pieces of ${size}`)
+        read.forEach((event, i) => assert.isTrue(Equal.equals(event, events[i]), `pieces of ${size}, event ${i}`))
+      }
+    }))
+})
