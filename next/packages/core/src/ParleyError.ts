@@ -87,7 +87,7 @@ export type ParleyError =
  * @since 0.1.0
  * @category Schemas
  */
-export const ParleyError: Schema.Union<[
+export const ParleyError: Schema.Union<readonly [
   typeof InvalidId,
   typeof AnswerMismatch,
   typeof CallbackNotOpen,
@@ -103,7 +103,7 @@ export const ParleyError: Schema.Union<[
   typeof StepLimitReached,
   typeof ToolFailure,
   typeof HandlerFailed
-]> = Schema.Union(
+]> = Schema.Union([
   InvalidId,
   AnswerMismatch,
   CallbackNotOpen,
@@ -119,7 +119,7 @@ export const ParleyError: Schema.Union<[
   StepLimitReached,
   ToolFailure,
   HandlerFailed
-)
+])
 
 /**
  * @since 0.1.0

@@ -102,7 +102,7 @@ export type TurnEvent =
  * @since 0.1.0
  * @category Schemas
  */
-export const TurnEvent: Schema.Union<[
+export const TurnEvent: Schema.Union<readonly [
   typeof TurnQueued,
   typeof TurnStarted,
   typeof ModelStepStarted,
@@ -121,7 +121,7 @@ export const TurnEvent: Schema.Union<[
   typeof TurnBlocked,
   typeof CancelRequested,
   typeof TurnEnded
-]> = Schema.Union(
+]> = Schema.Union([
   TurnQueued,
   TurnStarted,
   ModelStepStarted,
@@ -140,7 +140,7 @@ export const TurnEvent: Schema.Union<[
   TurnBlocked,
   CancelRequested,
   TurnEnded
-)
+])
 
 /**
  * An event before the store gives it its `seq` and `at`.

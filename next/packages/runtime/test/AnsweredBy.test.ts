@@ -6,7 +6,7 @@ import { Agent, Answer, CallbackHandler, Inbox, Permissions, Principal, Session,
 import { LocalTransport } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool, Tool, ToolAnnotations } from "@parley/tools"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 
 const getLocation = ClientTool.make("get_location", {
   description: "The user's current location.",
@@ -46,7 +46,7 @@ const answeredBy = (turn: Turn.Turn) =>
     Effect.map((events) => {
       const opened = new Map<string, string>()
       const lines: Array<string> = []
-      for (const event of Chunk.toReadonlyArray(events)) {
+      for (const event of events) {
         if (event._tag === "CallbackOpened" && event.callback._tag !== "OpenSignIn") {
           opened.set(event.callback.id, `${event.callback.request.tool.id}/${event.callback.kind}`)
         }
@@ -122,7 +122,7 @@ describe("answeredBy", () => {
       ])
       // The principal decodes from the log's wire form.
       const events = yield* Stream.runCollect(Turn.events(turn))
-      const resolved = Chunk.toReadonlyArray(events).filter((event) => event._tag === "CallbackResolved")
+      const resolved = events.filter((event) => event._tag === "CallbackResolved")
       const decoded = resolved.map((event) =>
         Schema.decodeUnknownSync(TurnEvent.TurnEvent)(
           Schema.encodeSync(TurnEvent.TurnEvent)(event)
@@ -150,9 +150,7 @@ describe("answeredBy", () => {
       // No handler at all: nothing asks, so the turn completes on the policy's word alone.
       const done = yield* Session.run(session, "Atlas?")
       assert.strictEqual(done._tag, "Completed")
-      const events = Chunk.toReadonlyArray(
-        yield* Stream.runCollect(Turn.events(yield* Session.turn(session, done.turnId)))
-      )
+      const events = yield* Stream.runCollect(Turn.events(yield* Session.turn(session, done.turnId)))
       const started = events.filter((event) => event._tag === "ToolCallStarted")
       assert.deepStrictEqual(started.map((event) => ({ tool: event.toolId as string, by: event.decidedBy })), [
         { tool: "client.lookup_price", by: new Principal.Policy({ rule: "rules[0] client.lookup_*: allow" }) },

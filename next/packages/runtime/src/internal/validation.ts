@@ -10,7 +10,6 @@ import * as Policy from "@parley/policy/PermissionPolicy"
 import * as PolicyWarning from "@parley/policy/PolicyWarning"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/SchemaIssue"
 import * as Schema from "effect/Schema"
 import type * as Connectors from "../Connectors.js"
 import type * as Models from "../Models.js"
@@ -50,12 +49,12 @@ export const make = (models: Models.Service, connectors: Connectors.Service) => 
   const check = (agent: AgentSpec, ownPolicy: boolean): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
     Effect.gen(function*() {
       // A round trip through the wire form checks every field, also of values built without validation.
-      yield* Schema.encode(AgentSpecSchema)(agent).pipe(
-        Effect.flatMap(Schema.decodeUnknown(AgentSpecSchema)),
-        Effect.mapError((error) => invalid(agent, [ParseResult.TreeFormatter.formatErrorSync(error)]))
+      yield* Schema.encodeEffect(AgentSpecSchema)(agent).pipe(
+        Effect.flatMap(Schema.decodeUnknownEffect(AgentSpecSchema)),
+        Effect.mapError((error) => invalid(agent, [error.message]))
       )
       if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions)
-      yield* resolveTools(agent, connectors)
+      yield* Effect.fromResult(resolveTools(agent, connectors))
       if (agent.permissions !== undefined && ownPolicy) {
         // A rule naming a tool the tree cannot call decides nothing: almost always a typo, refused with the closest id.
         const found = Policy.checkTools(agent.permissions, { agent: agent.name, ...callable(agent) })

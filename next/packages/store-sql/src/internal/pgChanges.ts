@@ -11,8 +11,8 @@ import { StoreError } from "@parley/log/StoreError"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import type { Database } from "./database.js"
 import { storeError } from "./errors.js"
 import { sleepLive } from "./sqliteChanges.js"
@@ -60,8 +60,10 @@ export const follow = (
     /** Listens until the connection stops answering our pings. */
     const listenOnce = (started: Deferred.Deferred<void>) =>
       Effect.scoped(Effect.gen(function*() {
-        yield* client.listen(channel).pipe(
-          Stream.runForEach((payload) => {
+        // LISTEN is confirmed once the queue is there; its notifications are read by a fiber of this scope.
+        const notifications = yield* client.listen(channel)
+        yield* Queue.take(notifications).pipe(
+          Effect.flatMap(({ payload }) => {
             const [from, treeId, nextSeq, changeId] = payload.split(" ")
             if (treeId === "ping") {
               const heard = from === instance ? pinged.get(payload) : undefined
@@ -71,6 +73,7 @@ export const follow = (
             if (from === instance || nextSeq === undefined) return Effect.void
             return onAppend(treeId as SessionId, Number(nextSeq))
           }),
+          Effect.forever,
           Effect.forkScoped
         )
         /** Sends a ping until it comes back (true), every `every` ms, `times` times at most. */
@@ -89,7 +92,7 @@ export const follow = (
             }
             return false
           }).pipe(Effect.ensuring(Effect.sync(() => pinged.clear())))
-        // LISTEN is in place once a first ping comes back (it may take a few tries: the stream starts it).
+        // The notifications flow once a first ping comes back (it may take a few tries).
         if (!(yield* ping(20, 250))) return
         while (true) {
           const answered = yield* ping(1000, 1)
@@ -103,7 +106,7 @@ export const follow = (
     yield* Effect.gen(function*() {
       while (true) {
         yield* listenOnce(started).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("SqlStore: LISTEN failed", cause))
+          Effect.catchCause((cause) => Effect.logWarning("SqlStore: LISTEN failed", cause))
         )
         yield* Effect.logWarning(`SqlStore: LISTEN ${channel} stopped answering; listening again`)
         yield* sleepLive(100)

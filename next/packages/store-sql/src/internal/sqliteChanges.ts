@@ -49,7 +49,7 @@ const retryDelays: ReadonlyArray<number> = [1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64, 
 
 /** Sleeps on the wall clock, whatever `Clock` the store was built under (polls must run under `TestClock` too). */
 export const sleepLive = (millis: number) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     const timer = setTimeout(() => resume(Effect.void), millis)
     return Effect.sync(() => clearTimeout(timer))
   })
@@ -68,7 +68,7 @@ const wakeupSignal = () => {
       else pending = true
     },
     next: (millis: number): Effect.Effect<boolean> =>
-      Effect.async<boolean>((resume) => {
+      Effect.callback<boolean>((resume) => {
         if (pending) {
           pending = false
           return resume(Effect.succeed(true))
@@ -189,7 +189,7 @@ export const follow = (
 
     /** A failed poll is logged, and counts as a look that found nothing. */
     const logged = <A>(effect: Effect.Effect<A, SqlError>, otherwise: A) =>
-      Effect.catchAllCause(
+      Effect.catchCause(
         effect,
         (cause) =>
           Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), otherwise)
