@@ -35,7 +35,7 @@ const program = Effect.gen(function*() {
     : Layer.empty
   const ledger = new Ledger()
   const agent = makeAgent(ledger)
-  const model: LanguageModel.Service = which === "raw" ? makeRawDouble(ledger) : yield* scripted.make(ledger)
+  const model: LanguageModel.LanguageModel = which === "raw" ? makeRawDouble(ledger) : yield* scripted.make(ledger)
   yield* Effect.gen(function*() {
     for (let round = 0; round < rounds; round++) {
       const samples: Array<number> = []

@@ -13,10 +13,9 @@
  */
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import type { SqlError } from "effect/sql/SqlError"
 import { SessionStore } from "@parley/runtime"
-import { SqlStore } from "@parley/store-sql"
+import { SqliteClient, SqlStore } from "@parley/store-sql"
 import { Context, Data, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -94,7 +93,7 @@ export const sqlite = (options: SqlStore.Options = {}): BenchStore => ({
     const filename = path.join(yield* temporaryFolder, "sessions.db")
     const client = yield* Layer.build(SqliteClient.layer({ filename })).pipe(
       Effect.map((context) => Context.get(context, SqlClient.SqlClient)),
-      Effect.catchAllDefect((defect) => Effect.fail(defect)),
+      Effect.catchDefect((defect) => Effect.fail(defect)),
       Effect.mapError((cause) => new StoreUnavailable({ store: "SQLite", detail: messageOf(cause) }))
     )
     let transactions = 0
@@ -132,7 +131,7 @@ const withSearchPath = (url: string, schema: string) =>
 const pgClient = (url: string, maxConnections: number) =>
   Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections, connectTimeout: "3 seconds" })).pipe(
     Effect.map((context) => Context.get(context, PgClient.PgClient)),
-    Effect.catchAllDefect((defect) => Effect.fail(defect)),
+    Effect.catchDefect((defect) => Effect.fail(defect)),
     Effect.mapError((cause) =>
       new StoreUnavailable({ store: "PostgreSQL", detail: `no PostgreSQL at ${redactUrl(url)} (${messageOf(cause)})` })
     )

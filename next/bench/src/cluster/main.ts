@@ -44,11 +44,11 @@ const measure = (count: number) =>
             const session = yield* Agent.startSession(agent)
             const turn = yield* Session.sendMessage(session, "What does the atlas cost?")
             const blocked = yield* Turn.result(turn)
-            if (blocked._tag !== "Blocked") return yield* Effect.dieMessage(`not blocked: ${blocked._tag}`)
+            if (blocked._tag !== "Blocked") return yield* Effect.die(new Error(`not blocked: ${blocked._tag}`))
             yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
             const done = yield* Turn.result(turn)
             if (done._tag !== "Completed" || done.text !== "The atlas costs 129 EUR.") {
-              return yield* Effect.dieMessage(`not completed: ${done._tag}`)
+              return yield* Effect.die(new Error(`not completed: ${done._tag}`))
             }
           }
         }), { concurrency: "unbounded", discard: true }).pipe(Effect.provide(context))

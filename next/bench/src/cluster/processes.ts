@@ -36,7 +36,7 @@ export const cpuOf = (pid: number) => {
 /** A runner child process, stopped with SIGTERM when the scope closes (unless it is dead already). */
 export const spawnRunner = (url: string, port: number) =>
   Effect.acquireRelease(
-    Effect.async<ChildProcess.ChildProcess, Error>((resume) => {
+    Effect.callback<ChildProcess.ChildProcess, Error>((resume) => {
       const child = ChildProcess.spawn(
         process.execPath,
         [
@@ -52,7 +52,7 @@ export const spawnRunner = (url: string, port: number) =>
       child.on("exit", (code) => resume(Effect.fail(new Error(`a runner exited (${code})`))))
     }),
     (child) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
         child.on("exit", () => resume(Effect.void))
         child.kill("SIGTERM")
@@ -74,7 +74,7 @@ export const schema = Effect.gen(function*() {
 })
 
 /** Until the shards are split: this runner's share holds for a second (all of them when it is alone). */
-export const settled = (sharding: Sharding.Sharding["Type"], runners: number, shardsPerGroup: number) =>
+export const settled = (sharding: Sharding.Sharding["Service"], runners: number, shardsPerGroup: number) =>
   Effect.gen(function*() {
     const shards = Array.from({ length: shardsPerGroup }, (_, i) => ShardId.make("default", i + 1))
     let last = -1

@@ -56,7 +56,7 @@ export const measureResume = (trees: number) =>
         )
         const blocked = yield* Turn.result(turn)
         if (blocked._tag !== "Blocked") {
-          return yield* Effect.dieMessage(`not blocked: ${blocked._tag}`)
+          return yield* Effect.die(new Error(`not blocked: ${blocked._tag}`))
         }
         const callbackId = blocked.callbacks[0].id
         if (running) {
@@ -89,7 +89,7 @@ export const measureResume = (trees: number) =>
       ),
       (tree) => Effect.map(logOf(tree.turn.sessionId), (events) => ({ ...tree, lastSeq: events.length - 1 }))
     )
-    if (victims.length === 0) return yield* Effect.dieMessage("the killed runner held none of the trees")
+    if (victims.length === 0) return yield* Effect.die(new Error("the killed runner held none of the trees"))
 
     const pids = [process.pid, survivor.pid ?? -1]
     const cpuBefore = pids.map(cpuOf)
@@ -103,7 +103,7 @@ export const measureResume = (trees: number) =>
     ).pipe(Effect.provide(context))
     yield* Effect.forEach(victims, (tree) =>
       Effect.flatMap(Turn.result(tree.turn), (state) =>
-        state._tag === "Completed" ? Effect.void : Effect.dieMessage(`not completed: ${state._tag}`)), {
+        state._tag === "Completed" ? Effect.void : Effect.die(new Error(`not completed: ${state._tag}`))), {
       concurrency: 32,
       discard: true
     }).pipe(Effect.provide(context), Effect.timeout("180 seconds"), Effect.orDie)

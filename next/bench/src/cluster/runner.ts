@@ -49,7 +49,7 @@ export const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
 export const runner = (options: {
   readonly url: string
   readonly port: number
-  readonly model: LanguageModel.Service
+  readonly model: LanguageModel.LanguageModel
 }) =>
   ClusterRuntime.layerSocket({
     shardingConfig: {

@@ -25,7 +25,7 @@ const server = ParleyServer.layerSqlite({
 
 const announce = Layer.effectDiscard(Effect.flatMap(HttpServer.HttpServer, (http) =>
   Effect.sync(() => {
-    if (http.address._tag === "TcpAddress") process.stdout.write(`LISTENING http://127.0.0.1:${http.address.port}\n`)
+    if (http.address._tag !== "UnixPathAddress") process.stdout.write(`LISTENING http://127.0.0.1:${http.address.port}\n`)
   })))
 
 NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provide(server))))
