@@ -16,7 +16,7 @@ describe("approvals/in-depth.ts", () => {
       const lines: Array<string> = []
       const console = yield* Console.consoleWith(Effect.succeed)
       const capture: Console.Console = { ...console, log: (...args) => Effect.sync(() => lines.push(args.join(" "))) }
-      yield* program.pipe(Effect.provide(Runtime), Effect.withConsole(capture))
+      yield* program.pipe(Effect.provide(Runtime), Effect.provideService(Console.Console, capture))
       assert.strictEqual(lines.map((line) => `${line}\n`).join(""), expected)
     }))
 })

@@ -18,13 +18,13 @@ import { program, runtime } from "../cluster/single.js"
 const expected = fs.readFileSync(path.join(import.meta.dirname, "..", "cluster", "expected-output.txt"), "utf8")
 
 describe("cluster/single.ts", () => {
-  it.scoped("prints expected-output.txt", () =>
+  it.effect("prints expected-output.txt", () =>
     Effect.gen(function*() {
       const directory = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped())
       const lines: Array<string> = []
       const console = yield* Console.consoleWith(Effect.succeed)
       const capture: Console.Console = { ...console, log: (...args) => Effect.sync(() => lines.push(args.join(" "))) }
-      yield* program.pipe(Effect.provide(runtime(path.join(directory, "sessions.db"))), Effect.withConsole(capture))
+      yield* program.pipe(Effect.provide(runtime(path.join(directory, "sessions.db"))), Effect.provideService(Console.Console, capture))
       assert.strictEqual(lines.map((line) => `${line}\n`).join(""), expected)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 })
@@ -71,7 +71,7 @@ describe("cluster/client.ts", () => {
       yield* Effect.gen(function*() {
         yield* Layer.build(Client.runner(url, yield* freePort, models))
         yield* Client.program.pipe(Effect.provide(Client.client(url, models)), Effect.timeout("60 seconds"))
-      }).pipe(Effect.withConsole(capture))
+      }).pipe(Effect.provideService(Console.Console, capture))
       assert.strictEqual(lines.map((line) => `${line}\n`).join(""), clientExpected)
     }).pipe(Effect.scoped), 90_000)
 })
