@@ -80,12 +80,12 @@ export interface Options {
   /** The engine's options (`leaseTtl` plays no part: the cluster places trees). */
   readonly engine?: Engine.Options | undefined
   /** How long a `Tree` entity lives without a message (default: the cluster's `entityMaxIdleTime`, one minute). */
-  readonly entityMaxIdleTime?: Duration.DurationInput | undefined
+  readonly entityMaxIdleTime?: Duration.Input | undefined
   /**
    * How often the wake-up singleton looks for trees a dead runner left mid-turn, or paused with a deadline due
    * (default: 5 seconds).
    */
-  readonly wakeUpInterval?: Duration.DurationInput | undefined
+  readonly wakeUpInterval?: Duration.Input | undefined
 }
 
 /** Builds a layer's services on the wall clock: the fibers it forks keep it, whatever `Clock` the program runs under. */
@@ -112,7 +112,7 @@ export const layer = (
     let stopping = false
     const engineScope = yield* Scope.make()
     yield* Effect.addFinalizer((exit) =>
-      Effect.zipRight(Effect.sync(() => void (stopping = true)), Scope.close(engineScope, exit))
+      Effect.andThen(Effect.sync(() => void (stopping = true)), Scope.close(engineScope, exit))
     )
     const engine = yield* Scope.extend(Engine.makePlaced(options.engine ?? {}), engineScope)
     const sharding = yield* Sharding.Sharding
@@ -286,14 +286,14 @@ export const layerClient = (
   ConfigInvalid | SqlError.SqlError,
   SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
 > =>
-  Layer.unwrapEffect(Effect.map(clientConfig(options.shardingConfig), (shardingConfig) => {
+  Layer.unwrap(Effect.map(clientConfig(options.shardingConfig), (shardingConfig) => {
     const sharding = SocketRunner.layerClientOnly.pipe(
       Layer.provide(NodeClusterSocket.layerClientProtocol),
       Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, SqlRunnerStorage.layer)),
       Layer.provideMerge(ShardingConfig.layer(shardingConfig)),
       Layer.provide(RpcSerialization.layerMsgPack)
     )
-    const transport = Layer.scoped(
+    const transport = Layer.effect(
       Transport,
       Effect.gen(function*() {
         const store = yield* storeServices

@@ -80,7 +80,7 @@ export class Status extends Schema.Class<Status>("@parley/cluster/ClusterStatus/
  */
 export class StatusUnavailable extends Schema.TaggedError<StatusUnavailable>(
   "@parley/cluster/ClusterStatus/StatusUnavailable"
-)("StatusUnavailable", { description: Schema.String }, HttpApiSchema.annotations({ status: 503 })) {}
+)("StatusUnavailable", { description: Schema.String }, HttpApiSchema.annotate({ status: 503 })) {}
 
 /**
  * @since 0.1.0

@@ -154,7 +154,7 @@ describe("ClusterRuntime.layerClient: a process that is no runner", () => {
         const answer = Turn.answer(waiting.turn, waiting.blocked.callbacks[0].id, new Answer.AllowApproval())
         for (const command of [answer, Session.cancel(waiting.session)]) {
           const late = yield* here(Effect.flip(Effect.timeout(command, "2 seconds")))
-          assert.strictEqual(late._tag, "TimeoutException")
+          assert.strictEqual(late._tag, "TimeoutError")
         }
         assert.deepStrictEqual((yield* transport.listOpen()).map((row) => row.callback.id), [
           waiting.blocked.callbacks[0].id

@@ -142,7 +142,7 @@ describe("ClusterRuntime", () => {
       )
     }))
 
-  it.scoped("the wake-up singleton resumes a turn a dead process left in flight, with nobody asking", () =>
+  it.effect("the wake-up singleton resumes a turn a dead process left in flight, with nobody asking", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const dead = yield* start(
@@ -171,7 +171,7 @@ describe("ClusterRuntime", () => {
       yield* runner.stop
     }))
 
-  it.scoped("the wake-up singleton arms the deadline of a paused tree a dead process left: it expires", () =>
+  it.effect("the wake-up singleton arms the deadline of a paused tree a dead process left: it expires", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const model = yield* ScriptedModel.fromFunction(locatorBrain)
@@ -199,7 +199,7 @@ describe("ClusterRuntime", () => {
       yield* runner.stop
     }))
 
-  it.scoped(
+  it.effect(
     "the singleton's periodic pass expires a paused tree a process left after the singleton started: its deadline due",
     () =>
       Effect.gen(function*() {

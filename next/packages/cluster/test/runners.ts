@@ -78,5 +78,5 @@ export const settled = (runners: ReadonlyArray<Sharding.Sharding["Type"]>) =>
       if (once && held.every((count) => count > 0)) return
       yield* TestServices.provideLive(Effect.sleep("50 millis"))
     }
-    return yield* Effect.dieMessage("the runners never settled on their shards")
+    return yield* Effect.die(new Error("the runners never settled on their shards"))
   })

@@ -14,7 +14,7 @@
  * const state = TreeState.fold({
  *   treeId: Ids.SessionId.make("ses_example"),
  *   agent: AgentSpec.make({ name: "assistant" }),
- *   createdAt: DateTime.unsafeMake(0)
+ *   createdAt: DateTime.makeUnsafe(0)
  * }, [])
  * const json = Either.getOrThrow(Snapshot.encodeSnapshot(state))
  * const restored = Either.getOrThrow(Snapshot.decodeSnapshot(json))
@@ -84,7 +84,7 @@ const TurnSchema = Schema.Struct({
   endedSeq: Schema.UndefinedOr(Schema.Number),
   cause: Schema.UndefinedOr(TurnCause),
   trace: Schema.UndefinedOr(TraceContext),
-  status: Schema.Literal("queued", "running", "ended"),
+  status: Schema.Literals(["queued", "running", "ended"]),
   final: Schema.UndefinedOr(Final),
   step: Schema.UndefinedOr(Schema.Struct({ messageId: Schema.String, seq: Schema.Number })),
   modelPending: Schema.Boolean,
@@ -126,7 +126,7 @@ const TreeStateSchema = Schema.Struct({
   open: Schema.Array(CallbackIdSchema),
   blockedAt: Schema.UndefinedOr(Schema.Number),
   grants: Schema.Array(ApprovalGranted)
-}).annotations({ identifier: "TreeState" })
+}).annotate({ identifier: "TreeState" })
 
 /**
  * The encoded form of a `TreeState`: plain JSON values, its `HashMap`s as arrays of `[key, value]` entries.
@@ -154,9 +154,9 @@ export const TreeState: Schema.Schema<TreeStateModule.TreeState, TreeStateEncode
  */
 export const snapshotVersion = 5
 
-const TreeStateJson = Schema.parseJson(TreeStateSchema)
-const encodeJson = Schema.encodeEither(TreeStateJson)
-const decodeJson = Schema.decodeUnknownEither(TreeStateJson)
+const TreeStateJson = Schema.fromJsonString(TreeStateSchema)
+const encodeJson = Schema.encodeResult(TreeStateJson)
+const decodeJson = Schema.decodeUnknownResult(TreeStateJson)
 
 /**
  * A state as JSON text, to store beside its log (a snapshot of version `snapshotVersion`), so a tree is later loaded

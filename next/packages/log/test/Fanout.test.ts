@@ -6,7 +6,7 @@ import * as Fanout from "../src/internal/fanout.js"
 const treeId = Ids.SessionId.make("ses_fanout")
 const turnId = Ids.TurnId.make("turn_1")
 const queued = (seq: number) =>
-  new TurnEvent.TurnQueued({ sessionId: treeId, turnId, seq, at: DateTime.unsafeMake(0), input: `m${seq}` })
+  new TurnEvent.TurnQueued({ sessionId: treeId, turnId, seq, at: DateTime.makeUnsafe(0), input: `m${seq}` })
 
 /** A fan-out over an array standing for a store's log. */
 const over = (stored: Array<TurnEvent.TurnEvent>) =>
@@ -25,7 +25,7 @@ const takeSeqs = (mailbox: Mailbox.ReadonlyMailbox<TurnEvent.TurnEvent, unknown>
   })
 
 describe("Fanout", () => {
-  it.scoped("hands the store's own append to a subscriber, after what was stored before it", () =>
+  it.effect("hands the store's own append to a subscriber, after what was stored before it", () =>
     Effect.gen(function*() {
       const stored = [queued(0)]
       const fanout = over(stored)
@@ -35,7 +35,7 @@ describe("Fanout", () => {
       assert.deepStrictEqual(yield* takeSeqs(mailbox, 2), [0, 1])
     }))
 
-  it.scoped("reads what another process appended when told the log moved", () =>
+  it.effect("reads what another process appended when told the log moved", () =>
     Effect.gen(function*() {
       const stored: Array<TurnEvent.TurnEvent> = []
       const fanout = over(stored)

@@ -26,8 +26,8 @@ const getLocation = Ids.ToolId.make("client.get_location")
 const sendEmail = Ids.ToolId.make("client.send_email")
 const spawn = Ids.ToolId.make("agents.spawn")
 const latestEmail = Ids.ToolId.make("connector.gmail.latest_email")
-const t0 = DateTime.unsafeMake(1_700_000_000_000)
-const t1 = DateTime.unsafeMake(1_700_003_600_000)
+const t0 = DateTime.makeUnsafe(1_700_000_000_000)
+const t1 = DateTime.makeUnsafe(1_700_003_600_000)
 
 const header: TreeState.Header = {
   treeId: root,

@@ -80,8 +80,8 @@ export type ChatCompletionChunk = Wire.ChatCompletionChunk
  */
 export interface RetryOptions {
   readonly maxRetries?: number | undefined
-  readonly baseDelay?: Duration.DurationInput | undefined
-  readonly maxDelay?: Duration.DurationInput | undefined
+  readonly baseDelay?: Duration.Input | undefined
+  readonly maxDelay?: Duration.Input | undefined
 }
 
 /**

@@ -18,7 +18,7 @@
  * import { Effect, Layer } from "effect"
  *
  * // MISTRAL_API_KEY, OPENAI_COMPAT_BASE_URL, OPENAI_COMPAT_API_KEY from the environment
- * const ModelsLive = Layer.unwrapEffect(Effect.map(MistralModels.fromConfig(), Models.layer)).pipe(
+ * const ModelsLive = Layer.unwrap(Effect.map(MistralModels.fromConfig(), Models.layer)).pipe(
  *   Layer.provide(NodeHttpClient.layerUndici)
  * )
  *

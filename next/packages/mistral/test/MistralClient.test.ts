@@ -24,7 +24,7 @@ const generate = (server: FakeServer.FakeServer, options: Layers.Options = {}) =
   LanguageModel.generateText({ prompt: "Hi" }).pipe(Effect.provide(Layers.model(server, options)))
 
 describe("MistralClient errors", () => {
-  it.scopedLive(
+  it.live(
     "401 becomes an HttpResponseError with status and body, and is not retried",
     () =>
       Effect.gen(function*() {
@@ -42,7 +42,7 @@ describe("MistralClient errors", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "422 extra_forbidden keeps the raw body, describes the field, and is not retried",
     () =>
       Effect.gen(function*() {
@@ -62,7 +62,7 @@ describe("MistralClient errors", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "400 and legacy bodies (JSON-string message, integer code, OpenAI envelope) are described",
     () =>
       Effect.gen(function*() {
@@ -100,11 +100,11 @@ describe("MistralClient errors", () => {
 })
 
 describe("MistralClient retries", () => {
-  it.scoped("a 429 waits exactly Retry-After seconds before retrying", () =>
+  it.effect("a 429 waits exactly Retry-After seconds before retrying", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(FakeServer.rateLimited({ retryAfter: "5" }), Scripts.completion({ content: "after wait" }, "stop"))
-      const fiber = yield* Effect.fork(generate(server, { retry: { maxRetries: 2, baseDelay: "10 millis" } }))
+      const fiber = yield* Effect.forkChild(generate(server, { retry: { maxRetries: 2, baseDelay: "10 millis" } }))
       yield* Queue.take(server.received)
       assert.deepStrictEqual(yield* awaitSleeps(1), [5_000])
       yield* TestClock.adjust("4999 millis")
@@ -115,7 +115,7 @@ describe("MistralClient retries", () => {
       assert.strictEqual(server.requests.length, 2)
     }))
 
-  it.scoped(
+  it.effect(
     "a Retry-After longer than the policy's maxDelay is not waited for: the 429 surfaces at once",
     () =>
       Effect.gen(function*() {
@@ -144,11 +144,11 @@ describe("MistralClient retries", () => {
     { timeout: 5_000 }
   )
 
-  it.scoped("without Retry-After, 429 backs off exponentially with jitter", () =>
+  it.effect("without Retry-After, 429 backs off exponentially with jitter", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(FakeServer.rateLimited(), FakeServer.rateLimited(), Scripts.completion({ content: "ok" }, "stop"))
-      const fiber = yield* Effect.fork(generate(server, { retry: { maxRetries: 3, baseDelay: "1 second" } }))
+      const fiber = yield* Effect.forkChild(generate(server, { retry: { maxRetries: 3, baseDelay: "1 second" } }))
       yield* Queue.take(server.received)
       const [first] = yield* awaitSleeps(1)
       assert.isTrue(first >= 500 && first <= 1_000, `first delay ${first}`)
@@ -162,7 +162,7 @@ describe("MistralClient retries", () => {
       assert.strictEqual(server.requests.length, 3)
     }))
 
-  it.scopedLive(
+  it.live(
     "5xx answers are retried, and the last one surfaces when retries run out",
     () =>
       Effect.gen(function*() {
@@ -185,7 +185,7 @@ describe("MistralClient retries", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a 429 with no request quota (x-ratelimit-limit-req-minute: 0) is not retried; nor with retry: false",
     () =>
       Effect.gen(function*() {
@@ -198,7 +198,7 @@ describe("MistralClient retries", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a stream is retried on 503 / 429 before any event, then streams normally",
     () =>
       Effect.gen(function*() {
@@ -213,7 +213,7 @@ describe("MistralClient retries", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive("a stream cut midway fails after its deltas and is never retried", () =>
+  it.live("a stream cut midway fails after its deltas and is never retried", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -234,7 +234,7 @@ describe("MistralClient retries", () => {
       assert.strictEqual(server.requests.length, 1)
     }), { timeout: 5_000 })
 
-  it.scopedLive(
+  it.live(
     "a stream that ends without [DONE] or a finish reason fails with MalformedOutput",
     () =>
       Effect.gen(function*() {
@@ -253,7 +253,7 @@ describe("MistralClient retries", () => {
 })
 
 describe("MistralClient streams", () => {
-  it.scoped("parses CRLF framing and comment lines, drops unknown fields such as `p`", () =>
+  it.effect("parses CRLF framing and comment lines, drops unknown fields such as `p`", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       const text = Scripts.sse([
@@ -275,7 +275,7 @@ describe("MistralClient streams", () => {
       assert.isFalse("p" in chunks[1])
     }))
 
-  it.scoped("finish_reason \"error\" mid-stream maps to an error finish; an in-stream error object fails", () =>
+  it.effect("finish_reason \"error\" mid-stream maps to an error finish; an in-stream error object fails", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -294,7 +294,7 @@ describe("MistralClient streams", () => {
       assert.include(error.message, "CUDA out of memory")
     }))
 
-  it.scoped("a Mistral error envelope inside the stream fails the stream with its message", () =>
+  it.effect("a Mistral error envelope inside the stream fails the stream with its message", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -338,7 +338,7 @@ describe("MistralClient streams", () => {
       assert.strictEqual(server.requests.length, 2)
     }))
 
-  it.scoped("layerConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL and MISTRAL_FLAVOUR", () =>
+  it.effect("layerConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL and MISTRAL_FLAVOUR", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "from-env" })
       server.enqueue(Scripts.completion({ content: "configured" }, "stop"))

@@ -54,7 +54,7 @@ const ID = /^[a-zA-Z0-9]{9}$/
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
 describe("MistralLanguageModel replayed session", () => {
-  it.scoped("produces a request that satisfies every Mistral rule", () =>
+  it.effect("produces a request that satisfies every Mistral rule", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "Monday is free." }, "stop"))
@@ -150,7 +150,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.notInclude(server.requests[0].raw, "Need the calendar")
     }))
 
-  it.scoped("repairs histories that would break a rule: missing, orphaned, misplaced and duplicate results", () =>
+  it.effect("repairs histories that would break a rule: missing, orphaned, misplaced and duplicate results", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(
@@ -219,7 +219,7 @@ describe("MistralLanguageModel replayed session", () => {
       })
     }))
 
-  it.scoped("pairs each result with the nearest earlier unanswered call when servers reuse tool-call ids", () =>
+  it.effect("pairs each result with the nearest earlier unanswered call when servers reuse tool-call ids", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
@@ -267,7 +267,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.notInclude(server.requests[0].raw, "No result was recorded")
     }))
 
-  it.scoped("the validating fake server rejects what Mistral rejects (so the checks above are meaningful)", () =>
+  it.effect("the validating fake server rejects what Mistral rejects (so the checks above are meaningful)", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const naive = {
@@ -319,7 +319,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.deepStrictEqual(server.requests.length, 3)
     }))
 
-  it.scoped("a history that starts with an assistant message gets an empty user message first", () =>
+  it.effect("a history that starts with an assistant message gets an empty user message first", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "Paris." }, "stop"))
@@ -338,7 +338,7 @@ describe("MistralLanguageModel replayed session", () => {
       ])
     }))
 
-  it.scoped("the fake server follows current mistral-common and the spec's enums and ranges", () =>
+  it.effect("the fake server follows current mistral-common and the spec's enums and ranges", () =>
     Effect.gen(function*() {
       const toolTurn = [
         { role: "user", content: "weather?" },
@@ -416,7 +416,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.strictEqual(accepted._tag, "Right")
     }))
 
-  it.scoped("the fake server checks the first role only for one message and the last role only for more", () =>
+  it.effect("the fake server checks the first role only for one message and the last role only for more", () =>
     Effect.gen(function*() {
       const rules = (...roles: ReadonlyArray<string>) =>
         MistralRules.validate({ model: "m", messages: roles.map((role) => ({ role, content: "x" })) })
@@ -464,7 +464,7 @@ describe("MistralLanguageModel replayed session", () => {
       )
     }))
 
-  it.scoped("replays reasoning a Mistral model produced as thinking chunks, where the model's tokenizer takes them", () =>
+  it.effect("replays reasoning a Mistral model produced as thinking chunks, where the model's tokenizer takes them", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const compat = yield* FakeServer.make()

@@ -33,7 +33,7 @@ const requestAttributes = {
 }
 
 describe("MistralLanguageModel telemetry", () => {
-  it.scoped("generateText: system, operation, request parameters, response id / model, finish reasons, usage", () =>
+  it.effect("generateText: system, operation, request parameters, response id / model, finish reasons, usage", () =>
     Effect.gen(function*() {
       const tracing = Tracing.make()
       const server = yield* FakeServer.make({ validate: true })
@@ -54,7 +54,7 @@ describe("MistralLanguageModel telemetry", () => {
       }])
     }))
 
-  it.scoped("streamText: the same attributes, from the chunks as they arrive", () =>
+  it.effect("streamText: the same attributes, from the chunks as they arrive", () =>
     Effect.gen(function*() {
       const tracing = Tracing.make()
       const server = yield* FakeServer.make({ validate: true })
@@ -75,7 +75,7 @@ describe("MistralLanguageModel telemetry", () => {
       }])
     }))
 
-  it.scoped("compat flavour: the OpenAI dialect, its field names, and usage from the trailing usage chunk", () =>
+  it.effect("compat flavour: the OpenAI dialect, its field names, and usage from the trailing usage chunk", () =>
     Effect.gen(function*() {
       const tracing = Tracing.make()
       const server = yield* FakeServer.make()

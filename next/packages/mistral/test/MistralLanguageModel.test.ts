@@ -15,7 +15,7 @@ const prompt = [
 ] as const
 
 describe("MistralLanguageModel.generateText", () => {
-  it.scoped("sends exactly the documented request and maps text, usage and metadata", () =>
+  it.effect("sends exactly the documented request and maps text, usage and metadata", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "test-key", validate: true })
       server.enqueue(Scripts.completion({ content: "Hello!", tool_calls: null }, "stop"))
@@ -50,7 +50,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(metadata?.modelId._tag === "Some" ? metadata.modelId.value : undefined, "mistral-large-latest")
     }))
 
-  it.scoped("reads cached tokens from prompt_tokens_details, prompt_token_details or num_cached_tokens", () =>
+  it.effect("reads cached tokens from prompt_tokens_details, prompt_token_details or num_cached_tokens", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       const usage = { prompt_tokens: 94, completion_tokens: 30, total_tokens: 124 }
@@ -68,7 +68,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.deepStrictEqual(cached, [64, 32, 16])
     }))
 
-  it.scoped("sends tools described only by raw JSON Schema unchanged and resolves their calls", () =>
+  it.effect("sends tools described only by raw JSON Schema unchanged and resolves their calls", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const parameters = {
@@ -103,7 +103,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(response.finishReason, "tool-calls")
     }))
 
-  it.scoped("maps toolChoice per flavour (Mistral \"any\", compat \"required\")", () =>
+  it.effect("maps toolChoice per flavour (Mistral \"any\", compat \"required\")", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       const cases = [
@@ -137,7 +137,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.isFalse("tool_choice" in last)
     }))
 
-  it.scoped("maps thinking chunks and reasoning fields to reasoning parts, never text", () =>
+  it.effect("maps thinking chunks and reasoning fields to reasoning parts, never text", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -158,7 +158,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(second.reasoningText, "vLLM reasoning")
     }))
 
-  it.scoped("compat flavour: seed, max_completion_tokens, no Mistral-only fields, tool messages without name", () =>
+  it.effect("compat flavour: seed, max_completion_tokens, no Mistral-only fields, tool messages without name", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(Scripts.completion({ content: "ok" }, "stop"), Scripts.mistralText(["ok"]))
@@ -216,7 +216,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.deepStrictEqual(streamed.stream_options, { include_usage: true })
     }))
 
-  it.scoped("withConfigOverride overrides the model's config for one request; extraBody is merged", () =>
+  it.effect("withConfigOverride overrides the model's config for one request; extraBody is merged", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(Scripts.completion({ content: "a" }, "stop"), Scripts.completion({ content: "b" }, "stop"))
@@ -234,7 +234,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(second.temperature, 0.9)
       assert.isFalse("top_k" in second)
     }))
-  it.scoped("reasoning_effort: Mistral's values for Mistral, any value for compat servers", () =>
+  it.effect("reasoning_effort: Mistral's values for Mistral, any value for compat servers", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "a" }, "stop"))
@@ -265,7 +265,7 @@ describe("MistralLanguageModel.generateText", () => {
       assert.strictEqual(compat.requests[0].body.reasoning_effort, "medium")
     }))
 
-  it.scoped("generateObject asks for a json_schema response format and decodes the answer", () =>
+  it.effect("generateObject asks for a json_schema response format and decodes the answer", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "{\"city\":\"Paris\",\"celsius\":21}" }, "stop"))
@@ -294,7 +294,7 @@ describe("MistralLanguageModel.generateText", () => {
 })
 
 describe("MistralLanguageModel.streamText", () => {
-  it.scoped("streams text deltas, ignores the padding field and maps usage", () =>
+  it.effect("streams text deltas, ignores the padding field and maps usage", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.mistralText(["Hel", "lo"]))
@@ -318,7 +318,7 @@ describe("MistralLanguageModel.streamText", () => {
       })
     }))
 
-  it.scoped("emits whole Mistral tool calls as params start/delta/end and a tool-call", () =>
+  it.effect("emits whole Mistral tool calls as params start/delta/end and a tool-call", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(Scripts.mistralToolCalls([
@@ -342,7 +342,7 @@ describe("MistralLanguageModel.streamText", () => {
       ])
     }))
 
-  it.scoped("accumulates fragmented tool calls by index (name \"\" and id \"null\" on continuations)", () =>
+  it.effect("accumulates fragmented tool calls by index (name \"\" and id \"null\" on continuations)", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(Scripts.mistralFragmentedToolCall(
@@ -368,7 +368,7 @@ describe("MistralLanguageModel.streamText", () => {
       assert.strictEqual(finish?.type === "finish" ? finish.usage.cachedInputTokens : undefined, 128)
     }))
 
-  it.scoped("vLLM style: interleaved fragments, a separate finish chunk and a trailing usage chunk", () =>
+  it.effect("vLLM style: interleaved fragments, a separate finish chunk and a trailing usage chunk", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(Scripts.vllmToolCalls())
@@ -392,7 +392,7 @@ describe("MistralLanguageModel.streamText", () => {
       ])
     }))
 
-  it.scoped("Ollama style: whole calls all at index 0 stay distinct; `reasoning` becomes reasoning parts", () =>
+  it.effect("Ollama style: whole calls all at index 0 stay distinct; `reasoning` becomes reasoning parts", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(Scripts.ollamaToolCalls())
@@ -416,7 +416,7 @@ describe("MistralLanguageModel.streamText", () => {
       ])
     }))
 
-  it.scoped("streams thinking chunks as reasoning parts and only the answer as text", () =>
+  it.effect("streams thinking chunks as reasoning parts and only the answer as text", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(Scripts.mistralReasoning())
@@ -437,7 +437,7 @@ describe("MistralLanguageModel.streamText", () => {
       ])
     }))
 
-  it.scoped("strips the prefix Mistral repeats at the start of an answer to an assistant prefix", () =>
+  it.effect("strips the prefix Mistral repeats at the start of an answer to an assistant prefix", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const poem = [
@@ -470,7 +470,7 @@ describe("MistralLanguageModel.streamText", () => {
       ])
     }))
 
-  it.scoped("marks reasoning from Mistral thinking chunks with metadata, so it can be replayed", () =>
+  it.effect("marks reasoning from Mistral thinking chunks with metadata, so it can be replayed", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -503,7 +503,7 @@ describe("MistralLanguageModel.streamText", () => {
       assert.isUndefined(unmarked?.metadata.mistral)
     }))
 
-  it.scoped("rejects tool names Mistral would refuse before sending anything", () =>
+  it.effect("rejects tool names Mistral would refuse before sending anything", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       const toolkit = Toolkit.make(rawTool("files.read", "Read a file", { type: "object", properties: {} }))

@@ -242,7 +242,7 @@ export const denyAll: PermissionPolicy = new PermissionPolicy({ default: "deny",
  * @category Constructors
  */
 export const decodeUnknown = (input: unknown): Effect.Effect<PermissionPolicy, PolicyInvalid> =>
-  Schema.decodeUnknown(PermissionPolicy, { errors: "all" })(input).pipe(
+  Schema.decodeUnknownEffect(PermissionPolicy, { errors: "all" })(input).pipe(
     Effect.mapError((error) =>
       new PolicyInvalid({
         module: "PermissionPolicy",

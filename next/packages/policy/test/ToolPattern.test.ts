@@ -6,7 +6,7 @@ const parsed = (pattern: string) =>
   Effect.gen(function*() {
     const result = ToolPattern.parse(pattern)
     if (Either.isLeft(result)) {
-      return yield* Effect.dieMessage(`expected ${pattern} to parse, got: ${result.left}`)
+      return yield* Effect.die(new Error(`expected ${pattern} to parse, got: ${result.left}`))
     }
     return result.right
   })

@@ -140,7 +140,7 @@ export interface MemoryOptions {
  * const Offline = LocalTransport.layerMemory().pipe(Layer.provide(ScriptedModel.layer([ScriptedModel.text("Hi!")])))
  *
  * // or a resolver, by model name or by agent
- * const ByAgent = Layer.unwrapEffect(
+ * const ByAgent = Layer.unwrap(
  *   Effect.map(
  *     ScriptedModel.fromFunction(() => ScriptedModel.text("Hi!")),
  *     (scripted) => LocalTransport.layerMemory({ models: Models.byAgent({ assistant: scripted.languageModel }) })

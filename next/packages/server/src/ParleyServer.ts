@@ -22,7 +22,7 @@
  * import { Effect, Layer, Redacted } from "effect"
  *
  * // every agent on one scripted model; `Layer.launch(Server)` runs it (under `NodeRuntime.runMain`)
- * const Server = Layer.unwrapEffect(
+ * const Server = Layer.unwrap(
  *   Effect.map(ScriptedModel.fromFunction(() => ScriptedModel.text("Hello!")), (scripted) =>
  *     ParleyServer.layerSqlite({
  *       filename: ".parley/sessions.db",
@@ -97,7 +97,7 @@ export interface Options {
   /** The longest user message accepted, in characters (default 100,000). */
   readonly maxMessageLength?: number | undefined
   /** How often an idle event stream gets a comment line (default 15 seconds). */
-  readonly heartbeat?: Duration.DurationInput | undefined
+  readonly heartbeat?: Duration.Input | undefined
   /** One log line per request (default `true`). */
   readonly log?: boolean | undefined
   /** The agents `GET /agents` offers (the session app lists them; default: none). */
@@ -162,7 +162,7 @@ export const layerSessionsSql: Layer.Layer<
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
 const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
-  Layer.unwrapScoped(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const transport = yield* Transport
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
@@ -203,7 +203,7 @@ export const layer = <E = never, R = never>(
   E,
   Transport | Sessions.SessionTenants | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | R
 > =>
-  Layer.unwrapScoped(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const shutdown = yield* Deferred.make<void>()
     // Runs before the HTTP server closes: the streams end and new requests are refused (503, the connection closed),
     // so the server does not wait on clients that reconnect.
@@ -277,13 +277,13 @@ const serverOn = (
   const engine = (options.engine === undefined ? LocalTransport.layer : LocalTransport.layerWith(options.engine)).pipe(
     Layer.provide([store, Connectors.layer(options.connectors ?? []), runtimeTools, Models.layer(options.models)])
   )
-  return Layer.unwrapEffect(Effect.sync(() => {
+  return Layer.unwrap(Effect.sync(() => {
     const node = createServer()
     // Once the server's streams ended, the connections still open (kept alive, a response in flight) are closed:
     // Node's `close` would wait for them.
-    const closeConnections = Layer.scopedDiscard(
+    const closeConnections = Layer.effectDiscard(
       Effect.addFinalizer(() =>
-        Effect.sleep("100 millis").pipe(Effect.zipRight(Effect.sync(() => node.closeAllConnections())))
+        Effect.sleep("100 millis").pipe(Effect.andThen(Effect.sync(() => node.closeAllConnections())))
       )
     )
     return layer(options).pipe(

@@ -22,7 +22,7 @@ const storedEvents = (events: ReadonlyArray<TurnEvent.TurnEvent>) =>
   events.filter((event) => event._tag !== "MessageDelta").map((event) => JSON.stringify(event))
 
 describe("cross-process", () => {
-  it.scopedLive(
+  it.live(
     "an approval left open by an HttpTransport program is answered with plain fetch; Turn.result({ after }) completes",
     () =>
       Effect.gen(function*() {
@@ -54,7 +54,7 @@ describe("cross-process", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "two servers on one PostgreSQL: started on one, answered through the other, it completes; both stream the same log",
     () =>
       Effect.gen(function*() {

@@ -42,7 +42,7 @@ const blockedTree = (base: string, key: string) =>
     return { key, sessionId, turnId, callbackId: state.callbacks[0].id, log: yield* storedLog(base, key, sessionId) }
   })
 
-const FixtureLive = Layer.scoped(
+const FixtureLive = Layer.effect(
   Fixture,
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(brain)
@@ -123,7 +123,7 @@ type Arbitrary = typeof arbitraryRequest extends fc.Arbitrary<infer A> ? A : nev
 
 const isAnswer = Schema.is(Schema.encodedSchema(Answer.Answer))
 const isMessage = Schema.is(Schema.encodedSchema(ProtocolApi.SendMessage))
-const isAgent = (value: unknown) => Either.isRight(Schema.decodeUnknownEither(AgentSpec.AgentSpec)(value))
+const isAgent = (value: unknown) => Either.isRight(Schema.decodeUnknownResult(AgentSpec.AgentSpec)(value))
 
 /** The request as sent, unless it could be a valid request (those are left out: they may change a log). */
 const build = (base: string, trees: ReadonlyArray<Tree>, generated: Arbitrary) => {

@@ -41,7 +41,7 @@ const answerAll = CallbackHandler.layer({
 })
 
 describe("requests per turn", () => {
-  it.scoped("the approval loop: six requests, none to confirm a Blocked its own handlers answered", () =>
+  it.effect("the approval loop: six requests, none to confirm a Blocked its own handlers answered", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const url = yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, { runtimeTools: [] })
@@ -65,7 +65,7 @@ describe("requests per turn", () => {
       }
     }))
 
-  it.scoped("a callback the handlers keep open: Blocked, confirmed with one more snapshot", () =>
+  it.effect("a callback the handlers keep open: Blocked, confirmed with one more snapshot", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const url = yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, { runtimeTools: [] })
@@ -86,7 +86,7 @@ describe("requests per turn", () => {
       assert.strictEqual(sent.filter((line) => line.endsWith("/answer")).length, 1)
     }))
 
-  it.scoped("the JSON requests of many turns share kept-alive connections; each event stream has its own", () =>
+  it.effect("the JSON requests of many turns share kept-alive connections; each event stream has its own", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const url = yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, { runtimeTools: [] })
@@ -110,7 +110,7 @@ describe("requests per turn", () => {
       assert.isAtMost(yield* proxy.connections, 2 + streams)
     }))
 
-  it.scoped("the server does not look up the root of a session it just created", () =>
+  it.effect("the server does not look up the root of a session it just created", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const database = sqliteDatabase(yield* sqliteFile)

@@ -67,7 +67,7 @@ const assertGapless = (seen: ReadonlyArray<string>, log: ReadonlyArray<string>) 
 
 describe("HttpTransport: dropped event streams", () => {
   for (const how of ["end", "reset"] as const) {
-    it.scopedLive(
+    it.live(
       `the server side drops the stream mid-turn (${how}): Turn.events goes on with no gap, no duplicate`,
       () =>
         Effect.gen(function*() {
@@ -98,7 +98,7 @@ describe("HttpTransport: dropped event streams", () => {
     ) // 24 callbacks through a proxy that cuts every 15 ms: slow on a loaded machine
   }
 
-  it.scopedLive(
+  it.live(
     "the client aborts its own stream every few chunks: Turn.events and Turn.result go on",
     () =>
       Effect.gen(function*() {
@@ -127,7 +127,7 @@ describe("HttpTransport: dropped event streams", () => {
           const session = yield* Agent.startSession(locator)
           const turn = yield* Session.sendMessage(session, "Where am I, eight times?")
           // The handlers answer while Turn.result waits; Turn.events only reads.
-          const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect))
+          const reader = yield* Effect.forkChild(Turn.events(turn).pipe(Stream.runCollect))
           const result = yield* Turn.result(turn).pipe(Effect.provide(handlers))
           const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
           return { seen, log: yield* logOf(turn), result }
@@ -141,7 +141,7 @@ describe("HttpTransport: dropped event streams", () => {
 })
 
 describe("HttpTransport: a server killed mid-turn", () => {
-  it.scopedLive(
+  it.live(
     "SIGKILL with a turn blocked; restarted on the same file: the client reconnects and the turn completes",
     () =>
       Effect.gen(function*() {
@@ -151,7 +151,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
         const context = yield* Layer.build(transport)
         const session = yield* Agent.startSession(locator).pipe(Effect.provide(context))
         const turn = yield* Session.sendMessage(session, "Where am I?").pipe(Effect.provide(context))
-        const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
+        const reader = yield* Effect.forkChild(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
         const blocked = yield* Turn.result(turn).pipe(Effect.provide(context))
         assert.strictEqual(blocked._tag, "Blocked")
         yield* first.kill
@@ -181,7 +181,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "SIGTERM: the server closes its streams and exits; another server takes the tree at once and the turn completes",
     () =>
       Effect.gen(function*() {
@@ -190,7 +190,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
         const context = yield* Layer.build(Layer.fresh(transportAt(first.url)))
         const session = yield* Agent.startSession(locator).pipe(Effect.provide(context))
         const turn = yield* Session.sendMessage(session, "Where am I?").pipe(Effect.provide(context))
-        const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
+        const reader = yield* Effect.forkChild(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
         const blocked = yield* Turn.result(turn).pipe(Effect.provide(context))
         assert.strictEqual(blocked._tag, "Blocked")
         const started = Date.now()

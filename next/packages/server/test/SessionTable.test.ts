@@ -12,13 +12,13 @@ import { layerSql, SessionTenants } from "../src/internal/sessions.js"
 import { pgSchema } from "./fixtures/servers.js"
 
 describe("the server's sessions table", () => {
-  it.scopedLive("eight servers starting together on a new PostgreSQL schema all get it", () =>
+  it.live("eight servers starting together on a new PostgreSQL schema all get it", () =>
     Effect.gen(function*() {
       const url = yield* Effect.orDie(pgSchema)
       const started = yield* Effect.forEach(
         Array.from({ length: 8 }, (_, i) => i),
         () =>
-          Effect.either(
+          Effect.result(
             Layer.build(Layer.provide(layerSql, PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
           ),
         { concurrency: "unbounded" }
@@ -29,7 +29,7 @@ describe("the server's sessions table", () => {
         result._tag === "Right" ? [Context.get(result.right, SessionTenants)] : []
       )
       const sessionId = Ids.SessionId.make("ses_table")
-      yield* one.register("acme", new SessionInfo({ sessionId, agent: "a", createdAt: DateTime.unsafeMake(0) }))
+      yield* one.register("acme", new SessionInfo({ sessionId, agent: "a", createdAt: DateTime.makeUnsafe(0) }))
       assert.deepStrictEqual(yield* two.tenantOf(sessionId), Option.some("acme"))
     }), { timeout: 30_000 })
 })

@@ -17,8 +17,8 @@ import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/server
 
 const sessionId = "ses_0123456789abcdef0123" as SessionId
 const turnId = "turn_0123456789abcdef0123_0" as TurnId
-const t0 = DateTime.unsafeMake("2026-01-02T03:04:05.678Z")
-const t1 = DateTime.unsafeMake("2026-01-02T03:04:05.679Z")
+const t0 = DateTime.makeUnsafe("2026-01-02T03:04:05.678Z")
+const t1 = DateTime.makeUnsafe("2026-01-02T03:04:05.679Z")
 
 const delta = (seq: number, at: DateTime.Utc, text: string, messageId = "msg_1") =>
   new TurnEvent.MessageDelta({ sessionId, turnId, seq, at, messageId, delta: text })
@@ -59,7 +59,7 @@ describe("SSE frames", () => {
     }
   })
 
-  it.scoped("the reader decodes frames cut anywhere, skips a malformed delta, follows a changed time or step", () =>
+  it.effect("the reader decodes frames cut anywhere, skips a malformed delta, follows a changed time or step", () =>
     Effect.gen(function*() {
       const framer = makeFramer()
       const malformed = `event: MessageDelta\ndata: ${
@@ -88,7 +88,7 @@ describe("SSE frames", () => {
         next()
       })
       yield* Effect.acquireRelease(
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           server.listen(0, "127.0.0.1", () => resume(Effect.void))
         }),
         () => Effect.sync(() => server.close())
@@ -109,7 +109,7 @@ describe("SSE frames", () => {
       assert.isTrue(later._tag === "MessageDelta" && DateTime.Equivalence(later.at, t1))
     }))
 
-  it.scoped("a streamed answer over a real server: every delta's text, in order, for two turns", () =>
+  it.effect("a streamed answer over a real server: every delta's text, in order, for two turns", () =>
     Effect.gen(function*() {
       const texts = ["A \"quoted\" word,\nthen a new line and émoji 🎉.", "Second turn: back\\slash and more words."]
       const model = yield* ScriptedModel.make(texts.map(ScriptedModel.text))

@@ -22,7 +22,7 @@ const tempDir = Effect.acquireRelease(
 )
 
 describe("ParleyServer: a server that cannot start", () => {
-  it.scopedLive("a port another server holds is a typed ServeError", () =>
+  it.live("a port another server holds is a typed ServeError", () =>
     Effect.gen(function*() {
       const models = yield* model
       const dir = yield* tempDir
@@ -41,7 +41,7 @@ describe("ParleyServer: a server that cannot start", () => {
       }
     }))
 
-  it.scopedLive("a database file that cannot be opened is a typed StoreError", () =>
+  it.live("a database file that cannot be opened is a typed StoreError", () =>
     Effect.gen(function*() {
       const models = yield* model
       const dir = yield* tempDir

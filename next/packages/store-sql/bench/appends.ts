@@ -14,7 +14,7 @@ import { SqlStore } from "@parley/store-sql"
 import { Context, DateTime, Effect, Layer, Redacted } from "effect"
 
 const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 
 const decision = (treeId: Ids.SessionId, seq: number): ReadonlyArray<TurnEvent.TurnEvent> => {
   const turnId = Ids.TurnId.make("turn_bench")
@@ -95,14 +95,14 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
   }))
 
 const sqlite = (synchronous: "full" | "normal") =>
-  Layer.unwrapScoped(
+  Layer.unwrap(
     Effect.map(
       Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "parley-bench-" })),
       (directory) => SqlStore.layerSqlite({ filename: `${directory}/bench.db`, synchronous })
     )
   ).pipe(Layer.provide(NodeFileSystem.layer))
 
-const pg = Layer.unwrapScoped(Effect.gen(function*() {
+const pg = Layer.unwrap(Effect.gen(function*() {
   const admin = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(pgUrl) })), PgClient.PgClient)
   const schema = `bench_${Date.now()}`
   yield* Effect.acquireRelease(

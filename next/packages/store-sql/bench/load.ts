@@ -22,7 +22,7 @@ const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.
 const length = Number(process.argv[2] ?? 20_000)
 const behind = 250
 const runs = 5
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 const treeId = Ids.SessionId.make("ses_bench_load")
 const getLocation = Ids.ToolId.make("client.get_location")
 
@@ -139,14 +139,14 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     )
   }))
 
-const sqlite = Layer.unwrapScoped(
+const sqlite = Layer.unwrap(
   Effect.map(
     Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "parley-bench-" })),
     (directory) => SqlStore.layerSqlite({ filename: `${directory}/bench.db`, synchronous: "normal" })
   )
 ).pipe(Layer.provide(NodeFileSystem.layer))
 
-const pg = Layer.unwrapScoped(Effect.gen(function*() {
+const pg = Layer.unwrap(Effect.gen(function*() {
   const admin = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(pgUrl) })), PgClient.PgClient)
   const schema = `bench_${Date.now()}`
   yield* Effect.acquireRelease(

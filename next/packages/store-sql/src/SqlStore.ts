@@ -91,12 +91,12 @@ import * as internal from "./internal/sqlStore.js"
  */
 export interface Options {
   readonly synchronous?: "full" | "normal" | undefined
-  readonly busyTimeout?: Duration.DurationInput | undefined
-  readonly pollInterval?: Duration.DurationInput | undefined
+  readonly busyTimeout?: Duration.Input | undefined
+  readonly pollInterval?: Duration.Input | undefined
   readonly watch?: boolean | undefined
   readonly writers?: number | undefined
   readonly maxBatch?: number | undefined
-  readonly lockTimeout?: Duration.DurationInput | undefined
+  readonly lockTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -192,7 +192,7 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore.Se
           }
           // WAL mode is set by `make`, which waits for another process's lock without blocking the thread.
           const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true }).pipe(
-            Effect.catchAllDefect((defect) => Effect.fail(openFailed("layerSqlite", options.filename)(defect)))
+            Effect.catchDefect((defect) => Effect.fail(openFailed("layerSqlite", options.filename)(defect)))
           )
           return Context.make(SqlClient.SqlClient, client)
         })
@@ -225,7 +225,7 @@ export const layerPg = (options: PgOptions): Layer.Layer<SessionStore.SessionSto
           ...config,
           url: typeof url === "string" ? Redacted.make(url) : url
         }).pipe(
-          Effect.catchAllDefect((defect) => Effect.fail(defect)),
+          Effect.catchDefect((defect) => Effect.fail(defect)),
           Effect.mapError(openFailed("layerPg", "the PostgreSQL database")),
           Effect.map((client) => Context.make(SqlClient.SqlClient, client).pipe(Context.add(PgClient.PgClient, client)))
         )

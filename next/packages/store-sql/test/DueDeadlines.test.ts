@@ -20,9 +20,9 @@ import { pgSchema, sqliteFile, storeOf } from "./databases.js"
 
 const treeId = Ids.SessionId.make("ses_due")
 const turnId = Ids.TurnId.make("turn_due")
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 /** The deadline of the callbacks that have one. */
-const due = DateTime.unsafeMake(1_000)
+const due = DateTime.makeUnsafe(1_000)
 const common = { sessionId: treeId, turnId, at }
 const callbackId = (name: string) => Ids.CallbackId.make(`cb_${name}`)
 
@@ -94,7 +94,7 @@ const withClient = <E>(client: Layer.Layer<SqlClient.SqlClient, E>) =>
 const FIXTURE = path.join(import.meta.dirname, "fixtures", "version1", "sessions.db")
 
 describe("the due-deadline index on SQLite", () => {
-  it.scoped("resolved callbacks are marked, also one opened in the same append; the due query uses the index", () =>
+  it.effect("resolved callbacks are marked, also one opened in the same append; the due query uses the index", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* fourCallbacks(store)
@@ -111,7 +111,7 @@ describe("the due-deadline index on SQLite", () => {
       assert.deepStrictEqual(yield* store.eventLog.listOpen({ expiresBy: due.epochMillis }), [])
     }))
 
-  it.scoped("an existing file (written before the migration) is migrated: its resolved callbacks marked", () =>
+  it.effect("an existing file (written before the migration) is migrated: its resolved callbacks marked", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       fs.copyFileSync(FIXTURE, filename)
@@ -133,7 +133,7 @@ describe("the due-deadline index on SQLite", () => {
 })
 
 describe("the due-deadline index on PostgreSQL", () => {
-  it.scopedLive("resolved callbacks are marked; with many resolved ones EXPLAIN shows the index, and the store scans it", () =>
+  it.live("resolved callbacks are marked; with many resolved ones EXPLAIN shows the index, and the store scans it", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const { sql, store } = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
@@ -155,7 +155,7 @@ describe("the due-deadline index on PostgreSQL", () => {
       assert.notInclude(text, "Seq Scan", text)
 
       // The store's own query scans the index (PostgreSQL's statistics count it).
-      const scans = Effect.zipRight(
+      const scans = Effect.andThen(
         sql`SELECT pg_stat_clear_snapshot()`,
         Effect.map(
           sql<{ readonly scans: number | string }>`SELECT idx_scan AS scans FROM pg_stat_user_indexes
@@ -174,7 +174,7 @@ describe("the due-deadline index on PostgreSQL", () => {
       assert.isAbove(counted, first)
     }))
 
-  it.scoped("an existing schema is migrated: its resolved callbacks marked, the index made", () =>
+  it.effect("an existing schema is migrated: its resolved callbacks marked, the index made", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const client = PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })

@@ -10,7 +10,7 @@ import { Chunk, Effect, Layer, Schema, Stream } from "effect"
 import { sqliteFile } from "./databases.js"
 
 describe("grants over SQLite", () => {
-  it.scoped("a tree grant made before a restart answers the next call after it", () =>
+  it.effect("a tree grant made before a restart answers the next call after it", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const sent: Array<unknown> = []

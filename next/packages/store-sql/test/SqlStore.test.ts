@@ -18,7 +18,7 @@ SessionStoreSuite.suite("SqlStore.layerSqlite", sqliteDatabase(), { canCorrupt: 
 SessionStoreSuite.suite("SqlStore.layerPg", pgDatabase(), { canCorrupt: true })
 
 const treeId = Ids.SessionId.make("ses_sql")
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 const queued = (seq: number) =>
   new TurnEvent.TurnQueued({ sessionId: treeId, turnId: Ids.TurnId.make("turn_sql"), seq, at, input: "hi" })
 const create = (store: SessionStore.Services) =>
@@ -32,7 +32,7 @@ const withClient = <E>(client: Layer.Layer<SqlClient.SqlClient, E>, options?: Sq
   })
 
 describe("SqlStore on SQLite", () => {
-  it.scoped("a file opens in WAL mode with synchronous=FULL (or NORMAL on request) and a short busy timeout", () =>
+  it.effect("a file opens in WAL mode with synchronous=FULL (or NORMAL on request) and a short busy timeout", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql } = yield* withClient(SqliteClient.layer({ filename }))
@@ -48,7 +48,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual(yield* normal.sql`PRAGMA busy_timeout`, [{ timeout: 5 }])
     }))
 
-  it.scoped("an append says how many bytes it wrote: its rows' JSON text, in UTF-8", () =>
+  it.effect("an append says how many bytes it wrote: its rows' JSON text, in UTF-8", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
@@ -68,7 +68,7 @@ describe("SqlStore on SQLite", () => {
       assert.strictEqual(written.bytes, stored.bytes)
     }))
 
-  it.scoped("durable points: a sync append commits with synchronous=FULL, a relaxed one with NORMAL; both visible", () =>
+  it.effect("durable points: a sync append commits with synchronous=FULL, a relaxed one with NORMAL; both visible", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
@@ -89,7 +89,7 @@ describe("SqlStore on SQLite", () => {
       assert.strictEqual(yield* synced, before + 2)
     }))
 
-  it.scoped("an active tree's latest events are served from memory; a paused tree's are not kept", () =>
+  it.effect("an active tree's latest events are served from memory; a paused tree's are not kept", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
@@ -115,7 +115,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual(yield* tail, [], "paused: nothing of the tree is kept in memory")
     }))
 
-  it.scoped("group commit: trees appending at once share transactions, even with work between their appends", () =>
+  it.effect("group commit: trees appending at once share transactions, even with work between their appends", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { store } = yield* withClient(SqliteClient.layer({ filename }))
@@ -138,7 +138,7 @@ describe("SqlStore on SQLite", () => {
         trees,
         (id, i) =>
           Effect.forEach(Array.from({ length: appends }, (_, seq) => seq), (seq) =>
-            Effect.zipRight(
+            Effect.andThen(
               Effect.repeatN(Effect.yieldNow(), 2 * i),
               store.eventLog.append(id, seq, [
                 new TurnEvent.TurnQueued({ sessionId: id, turnId: Ids.TurnId.make("turn_group"), seq, at, input: "hi" })
@@ -152,7 +152,7 @@ describe("SqlStore on SQLite", () => {
       for (const id of trees) assert.strictEqual((yield* store.eventLog.read(id, 0)).length, appends)
     }))
 
-  it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
+  it.effect("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
@@ -177,7 +177,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2, 3, 4, 5, 6, 7])
     }))
 
-  it.scoped("snapshots: one row per tree in parley_snapshots, the latest", () =>
+  it.effect("snapshots: one row per tree in parley_snapshots, the latest", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
@@ -189,7 +189,7 @@ describe("SqlStore on SQLite", () => {
       ])
     }))
 
-  it.scoped("stores opened at once on a new file migrate it once, and both work", () =>
+  it.effect("stores opened at once on a new file migrate it once, and both work", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const [a, b] = yield* Effect.all([
@@ -201,7 +201,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual((yield* a.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
     }))
 
-  it.scoped("a file that cannot be opened fails the layer with a StoreError naming SqlStore.layerSqlite", () =>
+  it.effect("a file that cannot be opened fails the layer with a StoreError naming SqlStore.layerSqlite", () =>
     Effect.gen(function*() {
       const file = yield* sqliteFile
       fs.writeFileSync(file, "") // a file where the folder should be
@@ -210,7 +210,7 @@ describe("SqlStore on SQLite", () => {
       assert.include(error.message, "SqlStore.layerSqlite: could not open")
     }))
 
-  it.scoped("the file's missing folders are created", () =>
+  it.effect("the file's missing folders are created", () =>
     Effect.gen(function*() {
       const filename = path.join(path.dirname(yield* sqliteFile), "new", ".parley", "sessions.db")
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
@@ -218,7 +218,7 @@ describe("SqlStore on SQLite", () => {
       assert.isTrue(fs.existsSync(filename))
     }))
 
-  it.scoped("a failing database is a StoreError for every method, never a defect", () =>
+  it.effect("a failing database is a StoreError for every method, never a defect", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
@@ -277,7 +277,7 @@ const changesOf = (store: SessionStore.Services) =>
 const changeTo = (
   seen: Queue.Queue<{ readonly nextSeq: number; readonly at: number }>,
   nextSeq: number,
-  limit: Duration.DurationInput
+  limit: Duration.Input
 ) =>
   Effect.gen(function*() {
     while (true) {
@@ -292,7 +292,7 @@ const repoDir = path.resolve(import.meta.dirname, "..", "..", "..")
 
 /** Runs `fixtures/appendOnce.ts` in a child process; succeeds with the time it printed `appended`. */
 const appendFromChild = (filename: string, seq: number) =>
-  Effect.async<number, Error>((resume) => {
+  Effect.callback<number, Error>((resume) => {
     const child = spawn(
       process.execPath,
       [
@@ -327,7 +327,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
   // The poll runs every 10 s: a change within 2 s came from the watch.
   const slowPoll = { pollInterval: "10 seconds" } as const
 
-  it.scopedLive("another store's appends reach changes at once, also after the log was truncated", () =>
+  it.live("another store's appends reach changes at once, also after the log was truncated", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const a = yield* storeOf(SqlStore.layerSqlite({ filename, ...slowPoll }))
@@ -344,7 +344,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       }
     }))
 
-  it.scopedLive("another store's commit just before one of its own is still noticed at once (the same stamp covers both)", () =>
+  it.live("another store's commit just before one of its own is still noticed at once (the same stamp covers both)", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const a = yield* storeOf(SqlStore.layerSqlite({ filename, ...slowPoll }))
@@ -372,7 +372,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       assert.isBelow(noticed - started, 2000)
     }))
 
-  it.scopedLive("its own appends are told once, whatever the watch sees", () =>
+  it.live("its own appends are told once, whatever the watch sees", () =>
     Effect.gen(function*() {
       const a = yield* storeOf(SqlStore.layerSqlite({ filename: yield* sqliteFile, ...slowPoll }))
       yield* create(a)
@@ -383,7 +383,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       assert.deepStrictEqual((yield* Queue.takeAll(seen)).pipe((chunk) => Array.from(chunk, (c) => c.nextSeq)), [1, 2])
     }))
 
-  it.scopedLive("without the watch, the poll finds them (every 25 ms by default)", () =>
+  it.live("without the watch, the poll finds them (every 25 ms by default)", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const a = yield* storeOf(SqlStore.layerSqlite({ filename, watch: false }))
@@ -394,7 +394,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       yield* changeTo(seen, 1, "2 seconds")
     }))
 
-  it.scopedLive(
+  it.live(
     "an append by a child process reaches changes within 2 s of its commit (the poll: every 10 s)",
     () =>
       Effect.gen(function*() {
@@ -413,7 +413,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
 /** Runs `fixtures/holdLock.mjs` (better-sqlite3 alone): holds the file's write lock for `millis`; succeeds once it is held. */
 const lockFromChild = (filename: string, millis: number) =>
   Effect.acquireRelease(
-    Effect.async<{ readonly child: ChildProcess; readonly released: Effect.Effect<void> }, Error>((resume) => {
+    Effect.callback<{ readonly child: ChildProcess; readonly released: Effect.Effect<void> }, Error>((resume) => {
       const child = spawn(process.execPath, [
         path.join(import.meta.dirname, "fixtures", "holdLock.mjs"),
         filename,
@@ -423,7 +423,7 @@ const lockFromChild = (filename: string, millis: number) =>
         stdio: ["ignore", "pipe", "pipe"]
       })
       let stderr = ""
-      const exited = Effect.async<void>((done) => {
+      const exited = Effect.callback<void>((done) => {
         if (child.exitCode !== null) return done(Effect.void)
         child.on("close", () => done(Effect.void))
       })
@@ -442,7 +442,7 @@ const lockFromChild = (filename: string, millis: number) =>
   )
 
 describe("SqlStore on SQLite: a file another process holds locked", () => {
-  it.scopedLive(
+  it.live(
     "opening waits for the write lock (without blocking the process), then the store works",
     () =>
       Effect.gen(function*() {
@@ -451,7 +451,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         const started = performance.now()
         // The process stays responsive while the store waits: a timer fiber keeps ticking.
         let ticks = 0
-        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
+        yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
         const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
         const waited = performance.now() - started
         assert.isAbove(waited, 1000)
@@ -463,7 +463,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
     { timeout: 30_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "past lockTimeout, opening fails with a StoreError naming the lock and the file",
     () =>
       Effect.gen(function*() {
@@ -483,7 +483,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
     { timeout: 30_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "an append waits for the lock without blocking the process, and goes through once it is released",
     () =>
       Effect.gen(function*() {
@@ -492,7 +492,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         yield* create(store)
         yield* lockFromChild(filename, 1500)
         let ticks = 0
-        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
+        yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
         const started = performance.now()
         yield* store.eventLog.append(treeId, 0, [queued(0)])
         assert.isAbove(performance.now() - started, 1000)
@@ -503,7 +503,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
     { timeout: 30_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a lock held by a stopped process (SIGSTOP): an append fails after busyTimeout naming the lock, changes nothing, " +
       "and goes through after SIGCONT",
     () =>
@@ -530,7 +530,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
 })
 
 describe("SqlStore on PostgreSQL", () => {
-  it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
+  it.effect("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const { sql, store } = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
@@ -553,7 +553,7 @@ describe("SqlStore on PostgreSQL", () => {
       assert.strictEqual(second._tag, "SqlError")
     }))
 
-  it.scopedLive("a lost LISTEN connection is noticed: the store listens again and reads the appends it missed", () =>
+  it.live("a lost LISTEN connection is noticed: the store listens again and reads the appends it missed", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const a = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 2, pollInterval: "50 millis" }))
@@ -583,7 +583,7 @@ describe("SqlStore on PostgreSQL", () => {
       }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a stopped hearing") }))
     }))
 
-  it.scoped("stores opened at once on a new schema migrate it once, and both work", () =>
+  it.effect("stores opened at once on a new schema migrate it once, and both work", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const [a, b] = yield* Effect.all([
@@ -595,14 +595,14 @@ describe("SqlStore on PostgreSQL", () => {
       assert.deepStrictEqual((yield* a.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
     }))
 
-  it.scoped("an unreachable server fails the layer with a StoreError", () =>
+  it.effect("an unreachable server fails the layer with a StoreError", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(storeOf(SqlStore.layerPg({ url: "postgres://parley:parley@127.0.0.1:1/none" })))
       assert.strictEqual(error._tag, "StoreError")
       assert.include(error.message, "could not open")
     }))
 
-  it.scoped("a SqlClient without the PgClient service is refused (LISTEN needs it)", () =>
+  it.effect("a SqlClient without the PgClient service is refused (LISTEN needs it)", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const client = Layer.map(

@@ -19,7 +19,7 @@ const FIXTURE = path.join(import.meta.dirname, "fixtures", "version1", "sessions
 const SESSION = "ses_c996254ada3f4019916e"
 
 describe("a SQLite file written at event schema version 1", () => {
-  it.scoped("loads, folds, takes an answer to its open approval and completes the blocked turn", () =>
+  it.effect("loads, folds, takes an answer to its open approval and completes the blocked turn", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       fs.copyFileSync(FIXTURE, filename)
@@ -62,7 +62,7 @@ describe("a SQLite file written at event schema version 1", () => {
       assert.deepStrictEqual(answeredBy, ["none", "none", "Client", "Handler"])
     }))
 
-  it.scoped("a row of a version newer than the code is a StoreError saying so, and nothing is rewritten", () =>
+  it.effect("a row of a version newer than the code is a StoreError saying so, and nothing is rewritten", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       fs.copyFileSync(FIXTURE, filename)

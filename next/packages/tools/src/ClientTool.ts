@@ -28,7 +28,7 @@
  *
  * const getLocation = ClientTool.make("get_location", {
  *   description: "The user's current location.",
- *   parameters: { precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }) },
+ *   parameters: { precision: Schema.optionalWith(Schema.Literals(["city", "street"]), { default: () => "city" }) },
  *   success: Location,
  *   annotations: ToolAnnotations.readOnly
  * })

@@ -51,7 +51,7 @@ describe("ClientTool", () => {
         assert.deepStrictEqual(result, Answer.ClientToolResult.success({ city: "Lyon", country: "France" }))
         assert.instanceOf(result, Answer.ClientToolResult)
         if (result._tag !== "ClientToolResult") return assert.fail("expected a result")
-        const decoded = yield* Schema.decodeUnknown(getLocation.success)(result.result)
+        const decoded = yield* Schema.decodeUnknownEffect(getLocation.success)(result.result)
         assert.deepStrictEqual(decoded, { city: "Lyon", country: "France" })
       }))
 

@@ -8,7 +8,7 @@ const getLocation = Tool.make(
   "get_location",
   {
     description: "The user's current location.",
-    parameters: { precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }) },
+    parameters: { precision: Schema.optionalWith(Schema.Literals(["city", "street"]), { default: () => "city" }) },
     success: Schema.Struct({ city: Schema.String, country: Schema.String }),
     annotations: ToolAnnotations.readOnly
   },

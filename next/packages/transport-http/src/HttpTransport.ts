@@ -59,12 +59,12 @@ export interface Options {
    */
   readonly reconnect?: Schedule.Schedule<unknown, unknown> | undefined
   /** How long one `sendMessage` or `answer` POST may wait for its response before it is sent again (default: 30 s). */
-  readonly sendTimeout?: Duration.DurationInput | undefined
+  readonly sendTimeout?: Duration.Input | undefined
   /**
    * How long `sendMessage` or `answer` keeps sending its POST again before it fails with `TransportFailure` (default:
    * 1 minute). The caller may then send again with the same `requestId`: still one turn, still one answer.
    */
-  readonly sendRetryFor?: Duration.DurationInput | undefined
+  readonly sendRetryFor?: Duration.Input | undefined
   /** Changes the `HttpClient` of every request (retries, proxies, tracing). */
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
@@ -104,7 +104,7 @@ export const make: (options: Options) => Effect.Effect<Service, never, HttpClien
  * @category Layers
  */
 export const layerWithoutClient = (options: Options): Layer.Layer<TransportTag, never, HttpClient.HttpClient> =>
-  Layer.scoped(TransportTag, make(options))
+  Layer.effect(TransportTag, make(options))
 
 /**
  * The transport on the platform's `fetch` (`FetchHttpClient`).

@@ -11,7 +11,7 @@ import { dataOf, makeDecoder, parse } from "../src/internal/eventStream.js"
 
 const sessionId = "ses_0123456789abcdef0123" as SessionId
 const turnId = "turn_0123456789abcdef0123_0" as TurnId
-const at = DateTime.unsafeMake("2026-01-02T03:04:05.678Z")
+const at = DateTime.makeUnsafe("2026-01-02T03:04:05.678Z")
 const delta = (seq: number, text: string) =>
   new TurnEvent.MessageDelta({ sessionId, turnId, seq, at, messageId: "msg_1", delta: text })
 const json = (event: TurnEvent.TurnEvent) => JSON.stringify(Schema.encodeSync(TurnEvent.TurnEvent)(event))

@@ -23,12 +23,12 @@ import * as Schema from "effect/Schema"
 import type * as RunnerMetrics from "../RunnerMetrics.js"
 import { RunnerStopping, Tree } from "../TreeEntity.js"
 
-const decodePrincipal = Schema.decodeUnknown(Principal)
+const decodePrincipal = Schema.decodeUnknownEffect(Principal)
 
 export const layer = (
   engine: Engine.Placed,
   clock: Clock.Clock,
-  options: { readonly maxIdleTime?: Duration.DurationInput | undefined },
+  options: { readonly maxIdleTime?: Duration.Input | undefined },
   metrics: RunnerMetrics.Tagged,
   stopping: () => boolean
 ) =>
@@ -37,7 +37,7 @@ export const layer = (
       const address = yield* Entity.CurrentAddress
       const treeId = address.entityId as string as SessionId
       yield* Metric.increment(metrics.trees)
-      yield* Effect.addFinalizer(() => Effect.zipRight(Metric.incrementBy(metrics.trees, -1), engine.release(treeId)))
+      yield* Effect.addFinalizer(() => Effect.andThen(Metric.incrementBy(metrics.trees, -1), engine.release(treeId)))
       const refused = Effect.fail(new RunnerStopping({ treeId }))
       const counted = (name: string) => {
         const counter = metrics.messages(name)
@@ -46,7 +46,7 @@ export const layer = (
         ): Effect.Effect<A, E | SessionNotFound | TransportFailure | RunnerStopping> =>
           Effect.suspend(() =>
             stopping() ? refused : Effect.withClock(
-              Effect.zipRight(Metric.increment(counter), Effect.zipRight(engine.place(treeId), effect)),
+              Effect.andThen(Metric.increment(counter), Effect.andThen(engine.place(treeId), effect)),
               clock
             ).pipe(
               // The engine closing refuses what it had not decided yet (every command is idempotent in the log:

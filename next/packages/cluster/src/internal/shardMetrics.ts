@@ -15,7 +15,7 @@ export const sample = (
   sharding: Sharding.Sharding["Type"],
   shards: { readonly groups: ReadonlyArray<string>; readonly perGroup: number },
   metrics: RunnerMetrics.Tagged,
-  interval: Duration.DurationInput
+  interval: Duration.Input
 ): Effect.Effect<void, never, Scope.Scope> => {
   const all = shards.groups.flatMap((group) =>
     Array.from({ length: shards.perGroup }, (_, i) => ShardId.make(group, i + 1))

@@ -29,9 +29,9 @@ import type { RunnerStopping, Tree } from "../TreeEntity.js"
 
 type Client = Effect.Effect.Success<typeof Tree.client>
 
-const decodeSessionId = Schema.decodeUnknownEither(Ids.SessionId)
-const encodeAnswer = Schema.encodeUnknownEither(AnswerSchema)
-const encodePrincipal = Schema.encodeUnknownEither(Principal)
+const decodeSessionId = Schema.decodeUnknownResult(Ids.SessionId)
+const encodeAnswer = Schema.encodeUnknownResult(AnswerSchema)
+const encodePrincipal = Schema.encodeUnknownResult(Principal)
 
 /** What crosses to the runner: the encoded form when the value is one, else the value itself (the runner refuses it). */
 const encoded = <A>(encode: (value: unknown) => Either.Either<A, unknown>, value: unknown) =>
@@ -57,7 +57,7 @@ const isResent = (error: unknown): error is RunnerStopping | Undelivered =>
  * as `Undelivered`.
  */
 const undelivered = <A, E>(send: Effect.Effect<A, E>): Effect.Effect<A, E | Undelivered> =>
-  Effect.catchAllCause(send, (cause) =>
+  Effect.catchCause(send, (cause) =>
     Cause.isInterruptedOnly(cause) ||
       Option.exists(Cause.dieOption(cause), Socket.isSocketError)
       ? Effect.fail<E | Undelivered>(new Undelivered({ cause }))

@@ -129,7 +129,7 @@ export const make = (store: {
         })
       )
       // The first read: a tree the store does not have ends the subscription at once.
-      const first = yield* Effect.either(store.read(treeId, cursor))
+      const first = yield* Effect.result(store.read(treeId, cursor))
       if (first._tag === "Left") {
         yield* mailbox.fail(first.left)
         return mailbox as Mailbox.ReadonlyMailbox<TurnEvent, StoreError>

@@ -17,8 +17,8 @@ import * as Errors from "./errors.js"
 import * as Retry from "./retry.js"
 import * as Wire from "./wire.js"
 
-const decodeResponse = Schema.decodeUnknown(Wire.ChatCompletionResponse)
-const decodeChunk = Schema.decodeUnknown(Schema.parseJson(Wire.ChatCompletionChunk))
+const decodeResponse = Schema.decodeUnknownEffect(Wire.ChatCompletionResponse)
+const decodeChunk = Schema.decodeUnknownEffect(Schema.fromJsonString(Wire.ChatCompletionChunk))
 
 const hasFinishReason = (chunk: Wire.ChatCompletionChunk): boolean =>
   (chunk.choices ?? []).some((choice) => typeof choice.finish_reason === "string" && choice.finish_reason.length > 0)

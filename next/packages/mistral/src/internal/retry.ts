@@ -101,10 +101,10 @@ export const retryEffect = <A>(
   effect: Effect.Effect<A, AiError.AiError>
 ): Effect.Effect<A, AiError.AiError> => {
   const loop = (attempt: number): Effect.Effect<A, AiError.AiError> =>
-    Effect.catchAll(effect, (error) =>
+    Effect.catch(effect, (error) =>
       attempt < policy.maxRetries && isRetryable(error)
         ? Effect.flatMap(delayFor(policy, error, attempt), (millis) =>
-          Effect.zipRight(Effect.sleep(Duration.millis(millis)), loop(attempt + 1)))
+          Effect.andThen(Effect.sleep(Duration.millis(millis)), loop(attempt + 1)))
         : Effect.fail(error))
   return loop(0)
 }
@@ -125,7 +125,7 @@ export const retryStream = <A>(
           if (chunk.length > 0) emitted = true
           return chunk
         }),
-        Stream.catchAll((error) =>
+        Stream.catch((error) =>
           !emitted && attempt < policy.maxRetries && isRetryable(error)
             ? Stream.unwrap(
               Effect.map(

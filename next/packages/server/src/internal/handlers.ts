@@ -203,7 +203,7 @@ export const callbacks = (transport: Transport.Service, access: Access) =>
 
 /** The `Option` of a header's `seq`: the event after it is where a stream resumes. */
 export const resumeFrom = (lastEventId: string | undefined, from: number | undefined): number => {
-  const last = Option.fromNullable(lastEventId).pipe(
+  const last = Option.fromNullishOr(lastEventId).pipe(
     Option.map((text) => Number(text.trim())),
     Option.filter((n) => Number.isSafeInteger(n) && n >= -1)
   )

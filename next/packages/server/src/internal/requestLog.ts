@@ -49,12 +49,12 @@ const malformedBody = () =>
 const checkBody = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number) =>
   Effect.gen(function*() {
     if (request.method === "GET" || request.method === "HEAD") return undefined
-    const text = yield* Effect.either(request.text)
+    const text = yield* Effect.result(request.text)
     if (text._tag === "Left") {
       return HttpServerResponse.unsafeJson(new PayloadTooLarge({ limit: maxBodyBytes }), { status: 413 })
     }
     if (text.right.length === 0) return undefined
-    const parsed = yield* Effect.either(Effect.try(() => JSON.parse(text.right) as unknown))
+    const parsed = yield* Effect.result(Effect.try(() => JSON.parse(text.right) as unknown))
     return parsed._tag === "Left" ? malformedBody() : undefined
   })
 

@@ -32,7 +32,7 @@ export interface Options {
   readonly shutdown: Deferred.Deferred<void>
 }
 
-const encodeEvent = Schema.encodeEither(TurnEvent)
+const encodeEvent = Schema.encodeResult(TurnEvent)
 
 const frame = (event: TurnEvent): string => {
   const encoded = encodeEvent(event)
@@ -132,7 +132,7 @@ export const events = (transport: Transport.Service, access: Access, options: Op
           const frames = batched.pipe(
             // One write per batch of events.
             Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, framer), ""))),
-            Stream.catchAll(() => Stream.empty),
+            Stream.catch(() => Stream.empty),
             live
               ? Stream.merge(Stream.as(Stream.drop(Stream.tick(options.heartbeat), 1), heartbeat), {
                 haltStrategy: "left"

@@ -56,7 +56,7 @@ export type Write =
  * at a time while every other tree waits its turn (a convoy). Only when trees take turns: the writes of one tree come
  * one after another anyway (its actor batches its commands), and its next write should not wait for unrelated work.
  */
-const afterPendingWork: Effect.Effect<void> = Effect.async<void>((resume) => {
+const afterPendingWork: Effect.Effect<void> = Effect.callback<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
@@ -206,9 +206,9 @@ export const start = (
     /** Sets SQLite's `synchronous` on the transaction's connection, before it begins (SQLite refuses it inside). */
     const sqliteSynchronousFor = (wanted: "FULL" | "NORMAL") =>
       dialect !== "sqlite" || sqliteSynchronous === wanted ? undefined : (connection: Connection) =>
-        Effect.zipRight(
+        Effect.andThen(
           Effect.sync(() => sqliteSynchronous = wanted),
-          Effect.catchAll(
+          Effect.catch(
             run(connection, `PRAGMA synchronous = ${wanted}`, []),
             () => Effect.sync(() => sqliteSynchronous = "")
           )
@@ -238,7 +238,7 @@ export const start = (
                 const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
                 for (let i = 0; i < batch.length; i++) {
                   if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
-                  const outcome = yield* Effect.either(runWrite(connection, batch[i]))
+                  const outcome = yield* Effect.result(runWrite(connection, batch[i]))
                   if (Either.isLeft(outcome) && !savepoints) {
                     return yield* new Rollback({ index: i, error: outcome.left })
                   }
@@ -253,14 +253,14 @@ export const start = (
           )
         const results = new Map<Write, Either.Either<ReadonlyArray<string>, AppendError>>()
         let failed: StoreError | undefined
-        const first = yield* Effect.either(attempt(ordered, false))
+        const first = yield* Effect.result(attempt(ordered, false))
         if (Either.isRight(first)) {
           ordered.forEach((write, i) => results.set(write, first.right[i]))
         } else if (first.left._tag === "Rollback") {
           const { error, index } = first.left
           results.set(ordered[index], Either.left(error))
           const rest = ordered.filter((_, i) => i !== index)
-          const second = rest.length === 0 ? Either.right([]) : yield* Effect.either(attempt(rest, rest.length > 1))
+          const second = rest.length === 0 ? Either.right([]) : yield* Effect.result(attempt(rest, rest.length > 1))
           if (Either.isRight(second)) {
             rest.forEach((write, i) => results.set(write, second.right[i]))
           } else if (second.left._tag === "Rollback") {
@@ -323,7 +323,7 @@ export const start = (
         lastTree = treeOf(batch[batch.length - 1])
         // A defect in a batch fails its writes (typed) and leaves the writer running.
         yield* Effect.uninterruptible(runBatch(batch)).pipe(
-          Effect.catchAllCause((cause) => {
+          Effect.catchCause((cause) => {
             const error = storeError("append", "the write failed")(cause)
             return Effect.forEach(batch, (write) => fail(write, error), { discard: true })
           })

@@ -356,7 +356,7 @@ const crash = (config: StoreConfig, store: SessionStore.Services) =>
   })
 
 describe.sequential("Crash: kill -9 at every append, in tools and model calls, and during recovery", () => {
-  it.scopedLive(
+  it.live(
     "on a SQLite file, every turn completes: no callback lost, no tool run twice, every log folds",
     () =>
       Effect.gen(function*() {
@@ -366,7 +366,7 @@ describe.sequential("Crash: kill -9 at every append, in tools and model calls, a
     { timeout: 300_000 }
   )
 
-  it.scopedLive("on PostgreSQL, the same", () =>
+  it.live("on PostgreSQL, the same", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       yield* crash({ _tag: "pg", url }, yield* storeOf(SqlStore.layerPg({ url, maxConnections: 4 })))

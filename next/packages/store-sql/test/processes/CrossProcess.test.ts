@@ -95,14 +95,14 @@ const crossProcess = (config: StoreConfig, store: SessionStore.Services) =>
   })
 
 describe.sequential("Cross-process: a turn in one process answered from another", () => {
-  it.scopedLive("on a SQLite file", () =>
+  it.live("on a SQLite file", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
       yield* crossProcess({ _tag: "sqlite", filename }, store)
     }), { timeout: 60_000 })
 
-  it.scopedLive("on PostgreSQL", () =>
+  it.live("on PostgreSQL", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const store = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 4 }))

@@ -49,7 +49,7 @@ export const describe = (error: ParseResult.ParseError): string =>
 
 /** The model's arguments, decoded with the tool's `parameters` (defaults applied, extra keys dropped). */
 export const decodeArguments = (tool: Any, value: unknown) =>
-  Schema.decodeUnknown(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(value)
+  Schema.decodeUnknownEffect(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(value)
 
 /** See `ClientTool.decodeResult`. */
 export const decodeResult = (
@@ -58,7 +58,7 @@ export const decodeResult = (
   callbackId: string | undefined
 ): Effect.Effect<Answer.ClientToolResult, AnswerMismatch> => {
   const schema = result.isFailure ? tool.failure : tool.success
-  const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(result.result)
+  const decoded = Schema.decodeUnknownResult(schema, { errors: "all", onExcessProperty: "error" })(result.result)
   if (Either.isRight(decoded) || (result.isFailure && typeof result.result === "string")) {
     return Effect.succeed(result)
   }

@@ -23,9 +23,9 @@ const encodeOutcome = (
 ): Effect.Effect<Answer.ClientToolResult | Answer.KeepCallbackOpen> => {
   if (Either.isRight(outcome)) {
     if (Answer.isKeepCallbackOpen(outcome.right)) return Effect.succeed(keep)
-    return Schema.encode(tool.success)(outcome.right).pipe(
+    return Schema.encodeEffect(tool.success)(outcome.right).pipe(
       Effect.map(Answer.ClientToolResult.success),
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.as(
           Effect.logWarning(`${tool.id}: the value answered does not match the tool's success schema`, describe(error)),
           Answer.ClientToolResult.failure(`${tool.name} failed: it produced a result that does not match its schema`)
@@ -33,9 +33,9 @@ const encodeOutcome = (
       )
     )
   }
-  return Schema.encode(tool.failure)(outcome.left).pipe(
+  return Schema.encodeEffect(tool.failure)(outcome.left).pipe(
     Effect.map(Answer.ClientToolResult.failure),
-    Effect.catchAll((error) =>
+    Effect.catch((error) =>
       Effect.as(
         Effect.logWarning(
           `${tool.id}: the tool failed with an error its failure schema does not encode`,
@@ -69,7 +69,7 @@ const runCall = <P, S, F, R>(
   fn: Handler<P, S, F, R>
 ): Effect.Effect<Answer.ClientToolResult | Answer.KeepCallbackOpen, never, R> =>
   Effect.flatMap(
-    Effect.either(decodeArguments(tool, callback.request.arguments)),
+    Effect.result(decodeArguments(tool, callback.request.arguments)),
     (decoded) =>
       Either.isLeft(decoded)
         ? Effect.succeed(

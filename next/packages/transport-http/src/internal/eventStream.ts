@@ -21,8 +21,8 @@ import * as Stream from "effect/Stream"
 /** A connection that ended or failed: opened again. */
 export class Dropped extends Schema.TaggedError<Dropped>()("Dropped", { description: Schema.String }) {}
 
-const decodeEvent = Schema.decodeUnknownEither(TurnEvent)
-const decodeError = Schema.decodeUnknownEither(Schema.parseJson(Schema.Union(SessionNotFound, TransportFailure)))
+const decodeEvent = Schema.decodeUnknownResult(TurnEvent)
+const decodeError = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Union(SessionNotFound, TransportFailure)))
 
 export interface Options {
   readonly client: HttpClient.HttpClient

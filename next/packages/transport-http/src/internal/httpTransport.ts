@@ -30,15 +30,15 @@ export interface Options {
   readonly url: string | URL
   readonly apiKey: Redacted.Redacted<string> | string
   readonly reconnect: Schedule.Schedule<unknown, unknown>
-  readonly sendTimeout: Duration.DurationInput
-  readonly sendRetryFor: Duration.DurationInput
+  readonly sendTimeout: Duration.Input
+  readonly sendRetryFor: Duration.Input
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
 
 const isSessionId = Schema.is(SessionId)
 const isTurnId = Schema.is(TurnId)
 const isCallbackId = Schema.is(CallbackId)
-const decodeAnswer = Schema.decodeUnknownEither(Answer)
+const decodeAnswer = Schema.decodeUnknownResult(Answer)
 
 /** The tags of the errors a method may fail with: any other error of a response is a `TransportFailure`. */
 type Tagged = { readonly _tag: string }
