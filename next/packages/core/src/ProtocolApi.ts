@@ -37,6 +37,8 @@
  *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
 import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
@@ -44,8 +46,6 @@ import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as HttpApiSecurity from "effect/http-api/HttpApiSecurity"
 import * as OpenApi from "effect/http-api/OpenApi"
-import * as Context from "effect/Context"
-import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
@@ -218,7 +218,10 @@ export const TurnEventFrame = Schema.Struct({
   data: Schema.String
 }).pipe(Schema.decodeTo(
   Schema.toCodecJson(TurnEvent),
-  SchemaTransformation.transformEffect<Schema.Json, { readonly id?: string; readonly event?: string; readonly data: string }>({
+  SchemaTransformation.transformEffect<
+    Schema.Json,
+    { readonly id?: string; readonly event?: string; readonly data: string }
+  >({
     decode: (frame, options) =>
       Effect.try({
         try: (): Schema.Json => JSON.parse(frame.data),

@@ -12,11 +12,11 @@ import {
   TurnEvent,
   TurnState
 } from "@parley/core"
-import { DateTime, Duration, Effect, Either, Schema } from "effect"
+import { DateTime, Duration, Effect, Result, Schema } from "effect"
 import * as F from "./fixtures.js"
 
 /** Encodes with `schema`, goes through JSON text, and decodes the JSON back with the same schema. */
-const roundTrip = <A, I>(schema: Schema.Schema<A, I>, value: A) =>
+const roundTrip = <A, I>(schema: Schema.Codec<A, I>, value: A) =>
   Effect.gen(function*() {
     const encoded = yield* Schema.encodeEffect(schema)(value)
     const json = JSON.parse(JSON.stringify(encoded)) as unknown
@@ -41,12 +41,14 @@ describe("Callback", () => {
       })
       const v3 = JSON.parse(JSON.stringify(yield* Schema.encodeEffect(TurnEvent.TurnEvent)(resolved)))
       const upcast = TurnEvent.upcast(3, v3)
-      assert.deepStrictEqual(upcast, Either.right(v3))
-      const decoded = yield* Schema.decodeUnknownEffect(TurnEvent.TurnEvent)(Either.getOrThrow(upcast))
+      assert.deepStrictEqual(upcast, Result.succeed(v3))
+      const decoded = yield* Schema.decodeUnknownEffect(TurnEvent.TurnEvent)(Result.getOrThrow(upcast))
       assert.isTrue(decoded._tag === "CallbackResolved" && decoded.requestId === undefined)
       // A request id that is not one is refused by the schema, as anywhere else.
-      const bad = yield* Effect.result(Schema.decodeUnknownEffect(TurnEvent.TurnEvent)({ ...v3, requestId: "two words" }))
-      assert.isTrue(Either.isLeft(bad))
+      const bad = yield* Effect.result(
+        Schema.decodeUnknownEffect(TurnEvent.TurnEvent)({ ...v3, requestId: "two words" })
+      )
+      assert.isTrue(Result.isFailure(bad))
     }))
 
   it.effect("round-trips every member through JSON with the union schema", () =>
@@ -286,8 +288,8 @@ describe("TurnEvent", () => {
       const v2 = JSON.parse(JSON.stringify(yield* Schema.encodeEffect(TurnEvent.TurnEvent)(started)))
       assert.strictEqual(TurnEvent.schemaVersion, 4)
       const upcast = TurnEvent.upcast(2, v2)
-      assert.deepStrictEqual(upcast, Either.right(v2))
-      const decoded = yield* Schema.decodeUnknownEffect(TurnEvent.TurnEvent)(Either.getOrThrow(upcast))
+      assert.deepStrictEqual(upcast, Result.succeed(v2))
+      const decoded = yield* Schema.decodeUnknownEffect(TurnEvent.TurnEvent)(Result.getOrThrow(upcast))
       assert.isTrue(decoded._tag === "ToolCallStarted" && decoded.decidedBy === undefined)
       const decided = new TurnEvent.ToolCallStarted({
         ...started,
