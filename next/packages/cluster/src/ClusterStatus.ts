@@ -94,7 +94,7 @@ export interface Service {
  * @since 0.1.0
  * @category Tags
  */
-export class ClusterStatus extends Context.Tag("@parley/cluster/ClusterStatus")<ClusterStatus, Service>() {}
+export class ClusterStatus extends Context.Service<ClusterStatus, Service>()("@parley/cluster/ClusterStatus") {}
 
 /**
  * The status of the cluster of the `Sharding` in context.

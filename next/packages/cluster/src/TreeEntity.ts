@@ -71,7 +71,7 @@ export class RunnerStopping extends Schema.TaggedError<RunnerStopping>("@parley/
 export const SendMessage = Rpc.make("SendMessage", {
   payload: { sessionId: Schema.String, input: Schema.String, requestId: Schema.String },
   success: TurnRef,
-  error: Schema.Union(SessionNotFound, InvalidId, TransportFailure, RunnerStopping)
+  error: Schema.Union([SessionNotFound, InvalidId, TransportFailure, RunnerStopping])
 })
 
 /**
@@ -91,14 +91,14 @@ export const Answer = Rpc.make("Answer", {
     requestId: Schema.String
   },
   error: Schema.Union(
-    AnswerMismatch,
+    [AnswerMismatch,
     CallbackNotOpen,
     CallbackAlreadyAnswered,
     InvalidId,
     SessionNotFound,
     TurnNotFound,
     TransportFailure,
-    RunnerStopping
+    RunnerStopping]
   )
 })
 
@@ -110,7 +110,7 @@ export const Answer = Rpc.make("Answer", {
  */
 export const Cancel = Rpc.make("Cancel", {
   payload: { sessionId: Schema.String },
-  error: Schema.Union(SessionNotFound, TransportFailure, RunnerStopping)
+  error: Schema.Union([SessionNotFound, TransportFailure, RunnerStopping])
 })
 
 /**
@@ -121,7 +121,7 @@ export const Cancel = Rpc.make("Cancel", {
  */
 export const RevokeGrant = Rpc.make("RevokeGrant", {
   payload: { sessionId: Schema.String, grantId: Schema.String, revokedBy: Schema.optional(Schema.Unknown) },
-  error: Schema.Union(GrantNotFound, SessionNotFound, TransportFailure, RunnerStopping)
+  error: Schema.Union([GrantNotFound, SessionNotFound, TransportFailure, RunnerStopping])
 })
 
 /**
@@ -131,7 +131,7 @@ export const RevokeGrant = Rpc.make("RevokeGrant", {
  * @category Schemas
  */
 export const Resume = Rpc.make("Resume", {
-  error: Schema.Union(SessionNotFound, TransportFailure, RunnerStopping)
+  error: Schema.Union([SessionNotFound, TransportFailure, RunnerStopping])
 })
 
 /**

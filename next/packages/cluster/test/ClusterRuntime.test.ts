@@ -135,7 +135,7 @@ describe("ClusterRuntime", () => {
           Stream.takeUntil((event) => event._tag === "TurnEnded"),
           Stream.runCollect
         )
-        const resolved = Chunk.toReadonlyArray(log).filter((event) => event._tag === "CallbackResolved")
+        const resolved = log.filter((event) => event._tag === "CallbackResolved")
         assert.deepStrictEqual(resolved.map((event) => event._tag === "CallbackResolved" && event.requestId), ["a-1"])
       }).pipe(
         Effect.provide(ClusterRuntime.layerSingle().pipe(Layer.provide(services(SessionStore.layerMemory, model))))

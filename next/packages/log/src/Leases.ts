@@ -111,4 +111,4 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class Leases extends Context.Tag("@parley/log/Leases")<Leases, Service>() {}
+export class Leases extends Context.Service<Leases, Service>()("@parley/log/Leases") {}

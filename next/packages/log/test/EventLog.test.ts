@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Callback, Ids, Permissions, TurnEvent } from "@parley/core"
 import { EventLog, SessionStore } from "@parley/log"
-import { Chunk, DateTime, Effect, Option } from "effect"
+import { DateTime, Effect, Option, Queue } from "effect"
 
 // What `EventLog.make` writes once for every driver: the rows of an append derived from its events, the seq check
 // before the driver, and the fan-out and `changes` after the driver committed (or after another process's append).
@@ -102,11 +102,11 @@ describe("EventLog.make", () => {
       const readsBefore = calls.readRecent
       yield* log.append(treeId, 0, [queued(0), queued(1)])
       yield* Effect.flip(log.append(treeId, 0, [queued(0)]))
-      const [taken] = yield* events.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(taken).map((event) => event.seq), [0, 1])
+      const taken = yield* Queue.takeAll(events)
+      assert.deepStrictEqual(taken.map((event) => event.seq), [0, 1])
       assert.strictEqual(calls.readRecent, readsBefore, "no read after the store's own append")
-      const [told] = yield* changes.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(told), [{ treeId, nextSeq: 2 }])
+      const told = yield* Queue.takeAll(changes)
+      assert.deepStrictEqual(told, [{ treeId, nextSeq: 2 }])
     }))
 
   it.effect("changes leave out the appends fenced by the watcher's own leases, and only those", () =>
@@ -119,7 +119,7 @@ describe("EventLog.make", () => {
       yield* log.append(treeId, 0, [queued(0)], lease)
       yield* log.append(treeId, 1, [queued(1)])
       const told = (mailbox: typeof all) =>
-        Effect.map(mailbox.takeAll, ([changes]) => Chunk.toReadonlyArray(changes).map((change) => change.nextSeq))
+        Effect.map(Queue.takeAll(mailbox), (changes) => changes.map((change) => change.nextSeq))
       assert.deepStrictEqual(yield* told(all), [1, 2])
       assert.deepStrictEqual(yield* told(exceptB), [1, 2])
       assert.deepStrictEqual(
@@ -137,10 +137,10 @@ describe("EventLog.make", () => {
       // Written by "another process": straight into the driver, which tells of it.
       yield* driver.append(EventLog.rowsOf(treeId, 0, [queued(0)], undefined, "sync"))
       yield* moved(1)
-      const [told] = yield* changes.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(told), [{ treeId, nextSeq: 1 }])
-      const [taken] = yield* events.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(taken).map((event) => event.seq), [0])
+      const told = yield* Queue.takeAll(changes)
+      assert.deepStrictEqual(told, [{ treeId, nextSeq: 1 }])
+      const taken = yield* Queue.takeAll(events)
+      assert.deepStrictEqual(taken.map((event) => event.seq), [0])
       assert.deepStrictEqual(yield* log.treeOf(treeId), Option.some(treeId))
     }))
 })

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, TurnEvent } from "@parley/core"
-import { Chunk, DateTime, Effect, type Mailbox } from "effect"
+import { Cause, DateTime, Effect, Queue } from "effect"
 import * as Fanout from "../src/internal/fanout.js"
 
 const treeId = Ids.SessionId.make("ses_fanout")
@@ -12,14 +12,16 @@ const queued = (seq: number) =>
 const over = (stored: Array<TurnEvent.TurnEvent>) =>
   Fanout.make({ read: (_, from) => Effect.succeed(stored.slice(from)), exists: () => Effect.succeed(true) })
 
-/** The `seq`s of the next `n` events (waits for them). */
-const takeSeqs = (mailbox: Mailbox.ReadonlyMailbox<TurnEvent.TurnEvent, unknown>, n: number) =>
+/** The `seq`s of the next `n` events (waits for them; fewer when the queue ends first). */
+const takeSeqs = (queue: Queue.Dequeue<TurnEvent.TurnEvent, unknown>, n: number) =>
   Effect.gen(function*() {
     const seen: Array<number> = []
     while (seen.length < n) {
-      const [batch, done] = yield* mailbox.takeAll
-      for (const event of Chunk.toReadonlyArray(batch)) seen.push(event.seq)
-      if (done) break
+      const batch = yield* Queue.takeAll(queue).pipe(
+        Effect.catchIf(Cause.isDone, () => Effect.succeed([] as ReadonlyArray<TurnEvent.TurnEvent>))
+      )
+      if (batch.length === 0) break
+      for (const event of batch) seen.push(event.seq)
     }
     return seen
   })
@@ -40,7 +42,7 @@ describe("Fanout", () => {
       const stored: Array<TurnEvent.TurnEvent> = []
       const fanout = over(stored)
       const mailbox = yield* fanout.subscribe(treeId, 0)
-      yield* Effect.repeatN(Effect.yieldNow(), 10)
+      yield* Effect.repeat(Effect.yieldNow, { times: 10 })
       stored.push(queued(0), queued(1), queued(2))
       fanout.moved(treeId, 3)
       assert.deepStrictEqual(yield* takeSeqs(mailbox, 3), [0, 1, 2])

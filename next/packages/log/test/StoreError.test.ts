@@ -52,7 +52,7 @@ describe("StoreError.StoreFailure", () => {
       const failure = yield* Effect.flip(
         Schema.decodeUnknownEffect(StoreError.StoreFailure)({ _tag: "SessionNotFound", sessionId: "ses_1" })
       )
-      assert.strictEqual(failure._tag, "ParseError")
+      assert.strictEqual(failure._tag, "SchemaError")
     }))
 
   it.effect("says where and why in its messages", () =>

@@ -128,7 +128,7 @@ export interface Service {
  * @since 0.1.0
  * @category Models
  */
-export class MistralClient extends Context.Tag("@parley/mistral/MistralClient")<MistralClient, Service>() {}
+export class MistralClient extends Context.Service<MistralClient, Service>()("@parley/mistral/MistralClient") {}
 
 /**
  * Builds the client on the `HttpClient` in context.

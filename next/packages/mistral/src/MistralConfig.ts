@@ -29,10 +29,10 @@ import { dual } from "effect/Function"
  * @since 0.1.0
  * @category Models
  */
-export class MistralConfig extends Context.Tag("@parley/mistral/MistralConfig")<
+export class MistralConfig extends Context.Service<
   MistralConfig,
   MistralConfig.Service
->() {
+>()("@parley/mistral/MistralConfig") {
   /**
    * The configuration in the current context, if any.
    *

@@ -17,7 +17,7 @@ const awaitSleeps = (n: number) =>
     while ((yield* TestClock.sleeps()).length < n) {
       yield* TestServices.provideLive(Effect.sleep("2 millis"))
     }
-    return Chunk.toArray(yield* TestClock.sleeps())
+    return yield* TestClock.sleeps()
   })
 
 const generate = (server: FakeServer.FakeServer, options: Layers.Options = {}) =>
@@ -139,7 +139,7 @@ describe("MistralClient retries", () => {
         )
         assert.strictEqual(statusOf(streamError), 429)
         assert.strictEqual(server.requests.length, 3)
-        assert.deepStrictEqual(Chunk.toArray(yield* TestClock.sleeps()), [])
+        assert.deepStrictEqual(yield* TestClock.sleeps(), [])
       }),
     { timeout: 5_000 }
   )

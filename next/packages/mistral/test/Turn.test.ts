@@ -117,7 +117,7 @@ const turnEvents = (sessionId: string, turnId: Turn.Turn["turnId"]) =>
   Effect.gen(function*() {
     const session = yield* Agent.session(assistant, sessionId)
     const turn = yield* Session.turn(session, turnId)
-    return Chunk.toArray(yield* Stream.runCollect(Turn.events(turn)))
+    return yield* Stream.runCollect(Turn.events(turn))
   })
 
 /** The event log as tags, with the callback kind beside `CallbackOpened`; `TurnBlocked` is left out (timing). */

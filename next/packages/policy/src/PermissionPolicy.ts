@@ -183,7 +183,7 @@ export const rule = (
     tools: typeof tools === "string" ? [tools] : tools,
     decision,
     ...(options?.editable === undefined ? {} : { editable: options.editable })
-  }, true)
+  }, { disableChecks: true })
 
 /**
  * Builds and checks a policy. Fails with `PolicyInvalid` listing every issue: `default` and `permissionMode` that
@@ -206,7 +206,7 @@ export const make = (options: MakeOptions = {}): Effect.Effect<PermissionPolicy,
     rules: (options.rules ?? []).map((input) =>
       input instanceof PermissionRule ? input : rule(input.tools, input.decision, { editable: input.editable })
     )
-  }, true)
+  }, { disableChecks: true })
   return checked(policy, "make", contradiction)
 }
 
@@ -288,12 +288,12 @@ export const evaluate: {
       if (Either.isRight(parsed) && ToolPattern.matches(parsed.right, toolId)) {
         return new Evaluation({
           decision: rule.decision,
-          decidedBy: new RuleMatched({ index, rule, pattern }, true)
-        }, true)
+          decidedBy: new RuleMatched({ index, rule, pattern }, { disableChecks: true })
+        }, { disableChecks: true })
       }
     }
   }
-  return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision() }, true)
+  return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision() }, { disableChecks: true })
 })
 
 /**
@@ -320,7 +320,7 @@ export const principal = (evaluation: Evaluation): Principal.Policy =>
     rule: evaluation.decidedBy._tag === "RuleMatched"
       ? `rules[${evaluation.decidedBy.index}] ${evaluation.decidedBy.pattern}: ${evaluation.decision}`
       : `default: ${evaluation.decision}`
-  }, true)
+  }, { disableChecks: true })
 
 /**
  * A policy checked against the tools its agent can call: `Callable`, `ToolCheck`, `closestTool`, `checkTools`.

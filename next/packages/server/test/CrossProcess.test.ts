@@ -82,7 +82,7 @@ describe("cross-process", () => {
         const read = (context: typeof one) =>
           Turn.events(turn).pipe(
             Stream.runCollect,
-            Effect.map((events) => storedEvents(Chunk.toReadonlyArray(events))),
+            Effect.map((events) => storedEvents(events)),
             Effect.provide(context)
           )
         const [fromOne, fromTwo] = yield* Effect.all([read(one), read(two)], { concurrency: 2 })

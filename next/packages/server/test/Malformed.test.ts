@@ -18,10 +18,10 @@ interface Tree {
   readonly log: ReadonlyArray<string>
 }
 
-class Fixture extends Context.Tag("Fixture")<Fixture, {
+class Fixture extends Context.Service<Fixture, {
   readonly base: string
   readonly trees: ReadonlyArray<Tree>
-}>() {}
+}>()("Fixture") {}
 
 const blockedTree = (base: string, key: string) =>
   Effect.gen(function*() {

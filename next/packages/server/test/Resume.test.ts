@@ -55,7 +55,7 @@ const logOf = (turn: Turn.Turn) =>
       Stream.filter((event) => event._tag !== "MessageDelta"),
       Stream.takeUntil((event) => event._tag === "TurnEnded"),
       Stream.runCollect,
-      Effect.map((events) => stored(Chunk.toReadonlyArray(events)))
+      Effect.map((events) => stored(events))
     ))
 
 const assertGapless = (seen: ReadonlyArray<string>, log: ReadonlyArray<string>) => {
@@ -129,7 +129,7 @@ describe("HttpTransport: dropped event streams", () => {
           // The handlers answer while Turn.result waits; Turn.events only reads.
           const reader = yield* Effect.forkChild(Turn.events(turn).pipe(Stream.runCollect))
           const result = yield* Turn.result(turn).pipe(Effect.provide(handlers))
-          const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+          const seen = stored(yield* Fiber.join(reader))
           return { seen, log: yield* logOf(turn), result }
         }).pipe(Effect.provide(transportAt(base, abortEarly)))
         assert.isAbove(aborts, 3)
@@ -175,7 +175,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
           state = yield* Turn.result(turn, { after: state }).pipe(Effect.provide(context))
         }
         assert.strictEqual(state._tag, "Completed")
-        const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+        const seen = stored(yield* Fiber.join(reader))
         assertGapless(seen, yield* logOf(turn).pipe(Effect.provide(context)))
       }),
     { timeout: 120_000 }
@@ -204,7 +204,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
           Effect.timeout("15 seconds")
         )
         assert.strictEqual(state._tag, "Completed")
-        const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+        const seen = stored(yield* Fiber.join(reader))
         assertGapless(seen, yield* logOf(turn).pipe(Effect.provide(context)))
       }),
     { timeout: 120_000 }

@@ -100,7 +100,7 @@ describe("SSE frames", () => {
           Stream.takeUntil((event) => event._tag === "TurnEnded"),
           Stream.runCollect
         )).pipe(Effect.provide(HttpTransport.layer({ url, apiKey: "key" })))
-      const events = Chunk.toReadonlyArray(read)
+      const events = read
       assert.strictEqual(events.length, deltas.length + 1)
       events.forEach((event, i) => assert.isTrue(Equal.equals(event, [...deltas, ended][i]), `event ${i}`))
       // A decoded delta is the class, its time a DateTime (not the last delta's when it changed).
@@ -122,12 +122,12 @@ describe("SSE frames", () => {
           const { cursor } = yield* transport.getSession(session.id)
           const live = yield* transport.subscribe(session.id, cursor ?? 0)
           const turn = yield* Session.sendMessage(session, text)
-          const events = Chunk.toReadonlyArray(
-            yield* Mailbox.toStream(live).pipe(
+          const events = 
+            yield* Stream.fromQueue(live).pipe(
               Stream.takeUntil((event) => event._tag === "TurnEnded"),
               Stream.runCollect
             )
-          )
+          
           const streamed = events.filter((event) => event._tag === "MessageDelta")
           assert.isAbove(streamed.length, 3)
           assert.strictEqual(streamed.map((event) => event.delta).join(""), text)

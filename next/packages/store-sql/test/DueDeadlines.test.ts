@@ -66,8 +66,8 @@ const fourCallbacks = (store: SessionStore.Services) =>
     yield* store.eventLog.append(treeId, 6, [expired(6, "a")])
     const dueBy = (millis: number) =>
       Effect.map(store.eventLog.listOpen({ expiresBy: millis }), (rows) => rows.map((row) => row.callbackId))
-    assert.deepStrictEqual(yield* dueBy(due.epochMillis - 1), [])
-    assert.deepStrictEqual(yield* dueBy(due.epochMillis), [callbackId("d")])
+    assert.deepStrictEqual(yield* dueBy(due.epochMilliseconds - 1), [])
+    assert.deepStrictEqual(yield* dueBy(due.epochMilliseconds), [callbackId("d")])
   })
 
 /** Each callback's `resolved`, by id. */
@@ -108,7 +108,7 @@ describe("the due-deadline index on SQLite", () => {
       yield* sql`INSERT INTO parley_callback_resolutions ${
         sql.insert({ callback_id: "cb_d", tree_id: treeId, seq: 7, resolution: "expired" })
       }`
-      assert.deepStrictEqual(yield* store.eventLog.listOpen({ expiresBy: due.epochMillis }), [])
+      assert.deepStrictEqual(yield* store.eventLog.listOpen({ expiresBy: due.epochMilliseconds }), [])
     }))
 
   it.effect("an existing file (written before the migration) is migrated: its resolved callbacks marked", () =>
@@ -164,7 +164,7 @@ describe("the due-deadline index on PostgreSQL", () => {
         )
       )
       const first = yield* scans
-      const open = yield* store.eventLog.listOpen({ expiresBy: due.epochMillis })
+      const open = yield* store.eventLog.listOpen({ expiresBy: due.epochMilliseconds })
       assert.deepStrictEqual(open.map((row) => row.callbackId), [callbackId("d")])
       let counted = first
       for (let i = 0; i < 40 && counted === first; i++) {
@@ -189,7 +189,7 @@ describe("the due-deadline index on PostgreSQL", () => {
       const index = yield* sql<{ readonly definition: string }>`SELECT indexdef AS definition FROM pg_indexes
         WHERE indexname = 'parley_callbacks_due' AND schemaname = current_schema()`
       assert.include(index[0].definition, "WHERE ((resolved = 0) AND (expires_at IS NOT NULL))")
-      const open = yield* reopened.store.eventLog.listOpen({ expiresBy: due.epochMillis })
+      const open = yield* reopened.store.eventLog.listOpen({ expiresBy: due.epochMilliseconds })
       assert.deepStrictEqual(open.map((row) => row.callbackId), [callbackId("d")])
     }))
 })

@@ -49,9 +49,9 @@ describe("grants over SQLite", () => {
         assert.deepStrictEqual(grants.map((grant) => [grant.toolPattern, grant.scope]), [["client.send_email", "tree"]])
         const state = yield* Session.run(session, "Mail b.")
         assert.strictEqual(state._tag, "Completed")
-        const events = Chunk.toReadonlyArray(
+        const events = 
           yield* Stream.runCollect(Turn.events(yield* Session.turn(session, state.turnId)))
-        )
+        
         const resolved = events.flatMap((event) => event._tag === "CallbackResolved" ? [event.answeredBy] : [])
         assert.deepStrictEqual(resolved, [new Principal.Grant({ id: grants[0].grantId })])
       }).pipe(Effect.provide(engine([

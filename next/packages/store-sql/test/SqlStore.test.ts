@@ -96,8 +96,8 @@ describe("SqlStore on SQLite", () => {
       /** What a new tail from 0 hands out at once (the table's rows are gone: only memory can have them). */
       const tail = Effect.scoped(Effect.flatMap(store.eventLog.subscribe(treeId, 0), (mailbox) =>
         Effect.raceFirst(
-          Effect.map(mailbox.takeAll, ([events]) => Array.from(events, (event) => event._tag)),
-          Effect.as(Effect.repeatN(Effect.yieldNow(), 50), [] as Array<string>)
+          Effect.map(Queue.takeAll(mailbox), (events) => Array.from(events, (event) => event._tag)),
+          Effect.as(Effect.repeat(Effect.yieldNow, { times: 50 }), [] as Array<string>)
         )))
       yield* create(store)
       yield* store.eventLog.append(treeId, 0, [queued(0)])
@@ -139,7 +139,7 @@ describe("SqlStore on SQLite", () => {
         (id, i) =>
           Effect.forEach(Array.from({ length: appends }, (_, seq) => seq), (seq) =>
             Effect.andThen(
-              Effect.repeatN(Effect.yieldNow(), 2 * i),
+              Effect.repeat(Effect.yieldNow, { times: 2 * i }),
               store.eventLog.append(id, seq, [
                 new TurnEvent.TurnQueued({ sessionId: id, turnId: Ids.TurnId.make("turn_group"), seq, at, input: "hi" })
               ])

@@ -2,19 +2,18 @@
  * The engine's spans, exported by the OpenTelemetry SDK into an in-memory exporter: the span tree of one approval-loop
  * turn, and the link from a turn taken up by a second engine over the same SQLite file to its span in the first.
  */
-import { SqlClient } from "effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { SpanStatusCode } from "@opentelemetry/api"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Agent, Answer, CallbackHandler, Session, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
-import { SqlRuntime } from "@parley/store-sql"
+import { SqliteClient, SqlRuntime } from "@parley/store-sql"
 import { ParleyTelemetry } from "@parley/telemetry"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { Deferred, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"

@@ -6,7 +6,7 @@ import { approval, clientToolCall, context, getLocation, readLocation, sendEmail
 
 const keep = new Answer.KeepCallbackOpen()
 
-class Gps extends Context.Tag("Gps")<Gps, { readonly city: string }>() {}
+class Gps extends Context.Service<Gps, { readonly city: string }>()("Gps") {}
 
 describe("ClientTool", () => {
   describe("make", () => {

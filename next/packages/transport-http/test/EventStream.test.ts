@@ -48,7 +48,7 @@ describe("EventStream", () => {
       for (const size of [1, 2, 7, 64, 1000, text.length]) {
         const pieces: Array<string> = []
         for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size))
-        const read = Chunk.toReadonlyArray(yield* Stream.runCollect(parse(Stream.fromIterable(pieces))))
+        const read = yield* Stream.runCollect(parse(Stream.fromIterable(pieces)))
         assert.strictEqual(read.length, events.length, `pieces of ${size}`)
         read.forEach((event, i) => assert.isTrue(Equal.equals(event, events[i]), `pieces of ${size}, event ${i}`))
       }

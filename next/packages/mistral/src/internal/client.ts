@@ -145,7 +145,7 @@ export const make = (options: {
     const body: Wire.ChatCompletionRequest = options.flavour === "compat"
       ? { ...request, stream: true, stream_options: request.stream_options ?? { include_usage: true } }
       : { ...request, stream: true }
-    const attempt = Stream.unwrapScoped(
+    const attempt = Stream.unwrap(
       Effect.map(send(method, body, "text/event-stream"), (response) => decodeEvents(method, response))
     )
     return Retry.retryStream(policy, attempt)

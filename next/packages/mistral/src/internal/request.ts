@@ -14,7 +14,7 @@ import type * as Wire from "./wire.js"
 /** A user-defined tool, with its requirements erased (they are irrelevant to its JSON Schema). */
 type UserTool = Tool.Tool<string, {
   readonly parameters: Tool.AnyParametersSchema
-  readonly success: Schema.Schema.Any
+  readonly success: Schema.Top
   readonly failure: Schema.Schema.All
   readonly failureMode: Tool.FailureMode
 }>

@@ -21,7 +21,7 @@ export interface RequestInfo {
   keyId: string | undefined
 }
 
-export class CurrentRequest extends Context.Tag("@parley/server/CurrentRequest")<CurrentRequest, RequestInfo>() {}
+export class CurrentRequest extends Context.Service<CurrentRequest, RequestInfo>()("@parley/server/CurrentRequest") {}
 
 /** The route of a path, ids replaced by their kind (`/sessions/:sessionId/turns/:turnId`). */
 export const routeOf = (url: string) => {

@@ -24,7 +24,7 @@ export interface Service {
   readonly list: (tenant: string, limit: number, cursor: string | undefined) => Effect.Effect<Page, TransportFailure>
 }
 
-export class SessionTenants extends Context.Tag("@parley/server/SessionTenants")<SessionTenants, Service>() {}
+export class SessionTenants extends Context.Service<SessionTenants, Service>()("@parley/server/SessionTenants") {}
 
 const failure = (method: string) => (cause: unknown) =>
   new TransportFailure({

@@ -57,7 +57,7 @@ export const makeFramer = () => {
     if (event._tag !== "MessageDelta") return frame(event)
     if (
       last === undefined || event.sessionId !== last.sessionId || event.turnId !== last.turnId ||
-      event.seq !== last.seq || event.messageId !== last.messageId || event.at.epochMillis !== last.at.epochMillis
+      event.seq !== last.seq || event.messageId !== last.messageId || event.at.epochMilliseconds !== last.at.epochMilliseconds
     ) {
       const encoded = encodeEvent(event)
       if (Either.isLeft(encoded)) return ""
@@ -125,8 +125,8 @@ export const events = (transport: Transport.Service, access: Access, options: Op
           })
           // Through a mailbox, the writer takes every event that came while it wrote: one write per batch, however
           // fast the events come (a model's deltas come one by one).
-          const batched = Stream.unwrapScoped(
-            Effect.map(Mailbox.fromStream(source, { capacity: 4096 }), (mailbox) => Mailbox.toStream(mailbox))
+          const batched = Stream.unwrap(
+            Effect.map(Mailbox.fromStream(source, { capacity: 4096 }), (mailbox) => Stream.fromQueue(mailbox))
           )
           const framer = makeFramer()
           const frames = batched.pipe(

@@ -317,9 +317,9 @@ export const start = (
       while (true) {
         const first = yield* Queue.take(queue)
         // Let the appends other trees make meanwhile join its transaction.
-        yield* treeOf(first) === lastTree ? Effect.yieldNow() : afterPendingWork
+        yield* treeOf(first) === lastTree ? Effect.yieldNow : afterPendingWork
         const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
-        const batch = [first, ...Chunk.toReadonlyArray(rest)]
+        const batch = [first, ...rest]
         lastTree = treeOf(batch[batch.length - 1])
         // A defect in a batch fails its writes (typed) and leaves the writer running.
         yield* Effect.uninterruptible(runBatch(batch)).pipe(

@@ -47,4 +47,4 @@ export const specOf = (tool: Omit<Any, "spec">): ToolSpec.ToolSpec =>
     success: make(tool.success),
     failure: make(tool.failure),
     annotations: tool.annotations
-  }, true)
+  }, { disableChecks: true })

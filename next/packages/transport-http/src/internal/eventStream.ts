@@ -22,7 +22,7 @@ import * as Stream from "effect/Stream"
 export class Dropped extends Schema.TaggedError<Dropped>()("Dropped", { description: Schema.String }) {}
 
 const decodeEvent = Schema.decodeUnknownResult(TurnEvent)
-const decodeError = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Union(SessionNotFound, TransportFailure)))
+const decodeError = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Union([SessionNotFound, TransportFailure])))
 
 export interface Options {
   readonly client: HttpClient.HttpClient
@@ -66,7 +66,7 @@ export const makeDecoder = () => {
         at: last.at,
         messageId: last.messageId,
         delta: fields.delta
-      }, true)
+      }, { disableChecks: true })
     }
     const decoded = decodeEvent(json)
     if (Either.isLeft(decoded)) return undefined
