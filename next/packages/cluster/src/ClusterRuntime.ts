@@ -237,11 +237,11 @@ export interface ClientOptions {
 /** The client's configuration, checked: no runner address, a whole number of shards per group. */
 const clientConfig = (
   config: Partial<ShardingConfig.ShardingConfig["Type"]> = {}
-): Either.Either<Partial<ShardingConfig.ShardingConfig["Type"]>, ConfigInvalid> => {
+): Result.Result<Partial<ShardingConfig.ShardingConfig["Type"]>, ConfigInvalid> => {
   for (const option of ["runnerAddress", "runnerListenAddress"] as const) {
     const address: unknown = config[option]
     if (address !== undefined && !(Option.isOption(address) && Option.isNone(address))) {
-      return Either.left(
+      return Result.fail(
         new ConfigInvalid({
           option: `shardingConfig.${option}`,
           description: "a client-only process is no runner and has no runner address (a runner: layerSocket)"
@@ -251,14 +251,14 @@ const clientConfig = (
   }
   const shards = config.shardsPerGroup
   if (shards !== undefined && !(Number.isSafeInteger(shards) && shards >= 1)) {
-    return Either.left(
+    return Result.fail(
       new ConfigInvalid({
         option: "shardingConfig.shardsPerGroup",
         description: `must be a whole number of at least 1, the runners' own (got ${String(shards)})`
       })
     )
   }
-  return Either.right({ ...config, runnerAddress: Option.none(), runnerListenAddress: Option.none() })
+  return Result.succeed({ ...config, runnerAddress: Option.none(), runnerListenAddress: Option.none() })
 }
 
 /**

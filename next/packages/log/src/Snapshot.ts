@@ -9,15 +9,15 @@
  * ```ts
  * import { AgentSpec, Ids } from "@parley/core"
  * import { Snapshot, TreeState } from "@parley/log"
- * import { DateTime, Either } from "effect"
+ * import { DateTime, Result } from "effect"
  *
  * const state = TreeState.fold({
  *   treeId: Ids.SessionId.make("ses_example"),
  *   agent: AgentSpec.make({ name: "assistant" }),
  *   createdAt: DateTime.makeUnsafe(0)
  * }, [])
- * const json = Either.getOrThrow(Snapshot.encodeSnapshot(state))
- * const restored = Either.getOrThrow(Snapshot.decodeSnapshot(json))
+ * const json = Result.getOrThrow(Snapshot.encodeSnapshot(state))
+ * const restored = Result.getOrThrow(Snapshot.decodeSnapshot(json))
  * console.log(restored.nextSeq === state.nextSeq) // true
  * ```
  *

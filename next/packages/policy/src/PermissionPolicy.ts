@@ -34,10 +34,10 @@ import { PolicyInvalid } from "@parley/core/ParleyError"
 import * as Permissions from "@parley/core/Permissions"
 import * as Principal from "@parley/core/Principal"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import { dual } from "effect/Function"
-import * as ParseResult from "effect/SchemaIssue"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { checked, quote } from "./internal/validation.js"
 import * as ToolPattern from "./ToolPattern.js"
 
@@ -234,6 +234,8 @@ export const askAll: PermissionPolicy = new PermissionPolicy({ default: "ask", r
  */
 export const denyAll: PermissionPolicy = new PermissionPolicy({ default: "deny", rules: [] })
 
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
 /**
  * Decodes a policy from its encoded form (JSON, a config file) and checks it like `validate`. Fails with
  * `PolicyInvalid` listing the decoding issues, or else every issue `validate` finds.
@@ -242,13 +244,15 @@ export const denyAll: PermissionPolicy = new PermissionPolicy({ default: "deny",
  * @category Constructors
  */
 export const decodeUnknown = (input: unknown): Effect.Effect<PermissionPolicy, PolicyInvalid> =>
-  Schema.decodeUnknownEffect(PermissionPolicy, { errors: "all" })(input).pipe(
+  Schema.decodeUnknownEffect(PermissionPolicy, { errors: "all", reportInput: true })(input).pipe(
     Effect.mapError((error) =>
       new PolicyInvalid({
         module: "PermissionPolicy",
         method: "decodeUnknown",
-        issues: ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
-          issue.path.length === 0 ? issue.message : `${issue.path.map(String).join(".")}: ${issue.message}`
+        issues: formatIssues(error.issue).issues.map((issue) =>
+          issue.path === undefined || issue.path.length === 0
+            ? issue.message
+            : `${issue.path.map(String).join(".")}: ${issue.message}`
         )
       })
     ),
@@ -285,7 +289,7 @@ export const evaluate: {
     const rule = policy.rules[index]
     for (const pattern of rule.tools) {
       const parsed = ToolPattern.parse(pattern)
-      if (Either.isRight(parsed) && ToolPattern.matches(parsed.right, toolId)) {
+      if (Result.isSuccess(parsed) && ToolPattern.matches(parsed.success, toolId)) {
         return new Evaluation({
           decision: rule.decision,
           decidedBy: new RuleMatched({ index, rule, pattern }, { disableChecks: true })

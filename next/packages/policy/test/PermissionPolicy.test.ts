@@ -336,7 +336,9 @@ describe("PermissionPolicy.Evaluation", () => {
   it.effect("the encoded form is plain JSON naming the rule and pattern", () =>
     Effect.gen(function*() {
       const policy = yield* PermissionPolicy.make({ default: "ask", rules: [rule(["client.*"], "deny")] })
-      const encoded = yield* Schema.encodeEffect(PermissionPolicy.Evaluation)(PermissionPolicy.evaluate(policy, "client.rm"))
+      const encoded = yield* Schema.encodeEffect(PermissionPolicy.Evaluation)(
+        PermissionPolicy.evaluate(policy, "client.rm")
+      )
       assert.deepStrictEqual(JSON.parse(JSON.stringify(encoded)), {
         decision: "deny",
         decidedBy: {
@@ -366,7 +368,7 @@ describe("PermissionPolicy.Evaluation", () => {
           pattern: "client.*"
         }
       }).pipe(Effect.flip)
-      assert.strictEqual(error._tag, "ParseError")
+      assert.strictEqual(error._tag, "SchemaError")
     }))
 })
 

@@ -80,7 +80,9 @@ describe("PolicyWarning.check", () => {
     Effect.gen(function*() {
       const [warning] = PolicyWarning.check(PermissionPolicy.denyAll, { agent: "a", hasSubagents: true })
       const encoded = yield* Schema.encodeEffect(PolicyWarning.PolicyWarning)(warning)
-      const decoded = yield* Schema.decodeUnknownEffect(PolicyWarning.PolicyWarning)(JSON.parse(JSON.stringify(encoded)))
+      const decoded = yield* Schema.decodeUnknownEffect(PolicyWarning.PolicyWarning)(
+        JSON.parse(JSON.stringify(encoded))
+      )
       assert.isTrue(PolicyWarning.isPolicyWarning(decoded))
       assert.deepStrictEqual(decoded, warning)
       assert.isFalse(PolicyWarning.isPolicyWarning({ _tag: "SpawnDenied" }))

@@ -5,7 +5,7 @@
 import { assert, layer } from "@effect/vitest"
 import { AgentSpec, Answer, Ids, ProtocolApi } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
-import { Context, Effect, Either, FastCheck as fc, Layer, Schema } from "effect"
+import { Context, Effect, Result, FastCheck as fc, Layer, Schema } from "effect"
 import { brain, locator } from "./fixtures/agents.js"
 import { request, storedLog } from "./fixtures/http.js"
 import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
@@ -123,7 +123,7 @@ type Arbitrary = typeof arbitraryRequest extends fc.Arbitrary<infer A> ? A : nev
 
 const isAnswer = Schema.is(Schema.encodedSchema(Answer.Answer))
 const isMessage = Schema.is(Schema.encodedSchema(ProtocolApi.SendMessage))
-const isAgent = (value: unknown) => Either.isRight(Schema.decodeUnknownResult(AgentSpec.AgentSpec)(value))
+const isAgent = (value: unknown) => Result.isSuccess(Schema.decodeUnknownResult(AgentSpec.AgentSpec)(value))
 
 /** The request as sent, unless it could be a valid request (those are left out: they may change a log). */
 const build = (base: string, trees: ReadonlyArray<Tree>, generated: Arbitrary) => {
@@ -146,8 +146,8 @@ const build = (base: string, trees: ReadonlyArray<Tree>, generated: Arbitrary) =
     : undefined
   const parsed = (() => {
     if (generated.body === undefined) return undefined
-    const attempt = Either.try(() => JSON.parse(generated.body ?? "") as unknown)
-    return Either.isRight(attempt) ? attempt.right : undefined
+    const attempt = Result.try(() => JSON.parse(generated.body ?? "") as unknown)
+    return Result.isSuccess(attempt) ? attempt.right : undefined
   })()
   const authorized = key === tree.key && generated.ids !== "garbage"
   const mutates = method === "POST" &&

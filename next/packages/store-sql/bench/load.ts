@@ -16,7 +16,7 @@ import { Snapshot, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Context, DateTime, Effect, Either, Layer, Redacted } from "effect"
+import { Context, DateTime, Effect, Result, Layer, Redacted } from "effect"
 
 const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
 const length = Number(process.argv[2] ?? 20_000)
@@ -115,10 +115,10 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     const foldAll = performance.now() - foldStart
     const prefix = TreeState.fold(header, events.slice(0, length - behind))
     const encodeStart = performance.now()
-    const json = Either.getOrThrow(Snapshot.encodeSnapshot(prefix))
+    const json = Result.getOrThrow(Snapshot.encodeSnapshot(prefix))
     const encode = performance.now() - encodeStart
     const decodeStart = performance.now()
-    const decoded = Either.getOrThrow(Snapshot.decodeSnapshot(json))
+    const decoded = Result.getOrThrow(Snapshot.decodeSnapshot(json))
     const decode = performance.now() - decodeStart
     const [readRest, rest] = yield* time(store.eventLog.read(treeId, decoded.nextSeq))
     if (TreeState.foldFrom(decoded, rest).nextSeq !== whole.nextSeq) throw new Error("the snapshot does not fold on")

@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Ids, Inbox, Session, Turn, TurnEvent } from "@parley/core"
 import { SqlRuntime, SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Result, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { sqliteFile, storeOf } from "./databases.js"
@@ -82,7 +82,7 @@ describe("a SQLite file written at event schema version 1", () => {
       // Nothing was rewritten: the version-1 rows and the unknown one are as they were.
       const rows = yield* rowsOf(filename, SESSION)
       assert.deepStrictEqual(rows.map((row) => row.version), [...Array(19).fill(1), 99])
-      assert.deepStrictEqual(TurnEvent.upcast(0, {}), Either.left("schema version 0 is not a version"))
+      assert.deepStrictEqual(TurnEvent.upcast(0, {}), Result.fail("schema version 0 is not a version"))
     }))
 })
 

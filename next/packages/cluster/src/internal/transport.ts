@@ -34,8 +34,8 @@ const encodeAnswer = Schema.encodeUnknownResult(AnswerSchema)
 const encodePrincipal = Schema.encodeUnknownResult(Principal)
 
 /** What crosses to the runner: the encoded form when the value is one, else the value itself (the runner refuses it). */
-const encoded = <A>(encode: (value: unknown) => Either.Either<A, unknown>, value: unknown) =>
-  Either.getOrElse(encode(value), () => value)
+const encoded = <A>(encode: (value: unknown) => Result.Result<A, unknown>, value: unknown) =>
+  Result.getOrElse(encode(value), () => value)
 
 const failure = (method: string, error: { readonly message: string }) =>
   new TransportFailure({ module: "ClusterRuntime", method, description: error.message, cause: error })
@@ -79,7 +79,7 @@ export const make = (options: {
   /** The tree a session belongs to: its entity's id. */
   const treeOf = (method: string, sessionId: unknown) => {
     const id = decodeSessionId(sessionId)
-    if (Either.isLeft(id)) {
+    if (Result.isFailure(id)) {
       return Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: String(sessionId) }))
     }
     return store.eventLog.treeOf(id.right).pipe(

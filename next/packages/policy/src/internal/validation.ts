@@ -26,8 +26,8 @@ const issuesOf = (policy: PermissionPolicy): Array<string> => {
     }
     rule.tools.forEach((pattern, position) => {
       const parsed = ToolPattern.parse(pattern)
-      if (Either.isLeft(parsed)) {
-        issues.push(`rules[${index}].tools[${position}] ${parsed.left}`)
+      if (Result.isFailure(parsed)) {
+        issues.push(`rules[${index}].tools[${position}] ${parsed.failure}`)
       }
     })
   })

@@ -36,7 +36,7 @@ const encodeEvent = Schema.encodeResult(TurnEvent)
 
 const frame = (event: TurnEvent): string => {
   const encoded = encodeEvent(event)
-  if (Either.isLeft(encoded)) return ""
+  if (Result.isFailure(encoded)) return ""
   return Sse.encoder.write({
     _tag: "Event",
     event: event._tag,
@@ -60,7 +60,7 @@ export const makeFramer = () => {
       event.seq !== last.seq || event.messageId !== last.messageId || event.at.epochMilliseconds !== last.at.epochMilliseconds
     ) {
       const encoded = encodeEvent(event)
-      if (Either.isLeft(encoded)) return ""
+      if (Result.isFailure(encoded)) return ""
       const { delta: _, ...rest } = encoded.right as { readonly delta: string }
       const json = JSON.stringify(rest)
       head = `event: MessageDelta\ndata: ${json.slice(0, -1)}${json.length > 2 ? "," : ""}"delta":`

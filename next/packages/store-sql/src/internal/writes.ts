@@ -235,14 +235,14 @@ export const start = (
             (connection) =>
               Effect.gen(function*() {
                 if (!sync && dialect === "pg") yield* run(connection, "SET LOCAL synchronous_commit = off", [])
-                const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
+                const outcomes: Array<Result.Result<ReadonlyArray<string>, AppendError>> = []
                 for (let i = 0; i < batch.length; i++) {
                   if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
                   const outcome = yield* Effect.result(runWrite(connection, batch[i]))
-                  if (Either.isLeft(outcome) && !savepoints) {
+                  if (Result.isFailure(outcome) && !savepoints) {
                     return yield* new Rollback({ index: i, error: outcome.left })
                   }
-                  if (Either.isLeft(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
+                  if (Result.isFailure(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
                   if (savepoints) yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
                   outcomes.push(outcome)
                 }
@@ -251,20 +251,20 @@ export const start = (
             true,
             prelude
           )
-        const results = new Map<Write, Either.Either<ReadonlyArray<string>, AppendError>>()
+        const results = new Map<Write, Result.Result<ReadonlyArray<string>, AppendError>>()
         let failed: StoreError | undefined
         const first = yield* Effect.result(attempt(ordered, false))
-        if (Either.isRight(first)) {
+        if (Result.isSuccess(first)) {
           ordered.forEach((write, i) => results.set(write, first.right[i]))
         } else if (first.left._tag === "Rollback") {
           const { error, index } = first.left
-          results.set(ordered[index], Either.left(error))
+          results.set(ordered[index], Result.fail(error))
           const rest = ordered.filter((_, i) => i !== index)
-          const second = rest.length === 0 ? Either.right([]) : yield* Effect.result(attempt(rest, rest.length > 1))
-          if (Either.isRight(second)) {
+          const second = rest.length === 0 ? Result.succeed([]) : yield* Effect.result(attempt(rest, rest.length > 1))
+          if (Result.isSuccess(second)) {
             rest.forEach((write, i) => results.set(write, second.right[i]))
           } else if (second.left._tag === "Rollback") {
-            results.set(rest[second.left.index], Either.left(second.left.error))
+            results.set(rest[second.left.index], Result.fail(second.left.error))
           } else {
             failed = storeError("append", "the transaction failed")(second.left)
           }
@@ -277,7 +277,7 @@ export const start = (
             yield* fail(write, failed ?? new StoreError({ method: "append", description: "the transaction failed" }))
             continue
           }
-          if (Either.isLeft(result)) {
+          if (Result.isFailure(result)) {
             const error = result.left
             yield* write._tag === "Append"
               ? Deferred.fail(write.done, error)

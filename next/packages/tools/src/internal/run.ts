@@ -19,9 +19,9 @@ const liftResult = <S, F, R>(
 
 const encodeOutcome = (
   tool: Any,
-  outcome: Either.Either<unknown, unknown>
+  outcome: Result.Result<unknown, unknown>
 ): Effect.Effect<Answer.ClientToolResult | Answer.KeepCallbackOpen> => {
-  if (Either.isRight(outcome)) {
+  if (Result.isSuccess(outcome)) {
     if (Answer.isKeepCallbackOpen(outcome.right)) return Effect.succeed(keep)
     return Schema.encodeEffect(tool.success)(outcome.right).pipe(
       Effect.map(Answer.ClientToolResult.success),
@@ -71,7 +71,7 @@ const runCall = <P, S, F, R>(
   Effect.flatMap(
     Effect.result(decodeArguments(tool, callback.request.arguments)),
     (decoded) =>
-      Either.isLeft(decoded)
+      Result.isFailure(decoded)
         ? Effect.succeed(
           Answer.ClientToolResult.failure(`Invalid arguments for ${tool.name}: ${describe(decoded.left)}`)
         )

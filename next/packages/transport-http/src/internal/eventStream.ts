@@ -69,7 +69,7 @@ export const makeDecoder = () => {
       }, { disableChecks: true })
     }
     const decoded = decodeEvent(json)
-    if (Either.isLeft(decoded)) return undefined
+    if (Result.isFailure(decoded)) return undefined
     if (decoded.right._tag === "MessageDelta") {
       last = decoded.right
       lastAt = fields.at
@@ -166,7 +166,7 @@ const connect = (options: Options, sessionId: SessionId, from: number) =>
     if (response.status !== 200) {
       const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
       const error = decodeError(body)
-      if (Either.isRight(error) && error.right._tag === "SessionNotFound") return yield* error.right
+      if (Result.isSuccess(error) && error.right._tag === "SessionNotFound") return yield* error.right
       if (response.status >= 400 && response.status < 500 && response.status !== 429) {
         return yield* new TransportFailure({
           module: "HttpTransport",

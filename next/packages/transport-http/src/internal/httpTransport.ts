@@ -205,7 +205,7 @@ export const make = (options: Options) =>
         }
         // An answer that is no `Answer` at all never leaves the process (as in-process: nothing is sent).
         const answer = decodeAnswer(request.answer)
-        if (Either.isLeft(answer)) {
+        if (Result.isFailure(answer)) {
           return Effect.fail(
             new AnswerMismatch({
               module: "HttpTransport",
