@@ -13,7 +13,7 @@
  * // the seed's get_location declares that it only reads
  * const getLocation = ClientTool.make("get_location", {
  *   description: "The user's current location.",
- *   parameters: { precision: Schema.optionalWith(Schema.Literals(["city", "street"]), { default: () => "city" }) },
+ *   parameters: { precision: Schema.Literals(["city", "street"]).pipe(Schema.withDecodingDefault(Effect.succeed("city" as const))) },
  *   success: Schema.Struct({ city: Schema.String, country: Schema.String }),
  *   annotations: ToolAnnotations.readOnly
  * })

@@ -6,9 +6,9 @@ import { DateTime, Effect, Schema } from "effect"
 export const getLocation = ClientTool.make("get_location", {
   description: "The user's current location.",
   parameters: {
-    precision: Schema.optionalWith(Schema.Literals(["city", "street"]), { default: () => "city" }).annotate({
-      description: "How precise the location must be"
-    })
+    precision: Schema.Literals(["city", "street"]).annotate({ description: "How precise the location must be" }).pipe(
+      Schema.withDecodingDefault(Effect.succeed("city" as const))
+    )
   },
   success: Schema.Struct({ city: Schema.String, country: Schema.String }),
   annotations: ToolAnnotations.readOnly

@@ -7,24 +7,30 @@ import { AnswerMismatch } from "@parley/core/ParleyError"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"
 import type { Any } from "../ClientTool.js"
 
-// JSON has no `undefined`: an optional key is reported as "Expected A | B", not "A | B | undefined".
-const leafHook: SchemaIssue.LeafHook = (issue) => {
-  const message = SchemaIssue.defaultLeafHook(issue)
-  return issue._tag === "InvalidType" && SchemaAST.isUnion(issue.ast)
-    ? message.replace(/ \| undefined(?=,|$)/, "")
-    : message
-}
+const format = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => issue._tag === "MissingKey" ? "is missing" : SchemaIssue.defaultLeafHook(issue)
+})
 
-const format = SchemaIssue.makeFormatterStandardSchemaV1({ leafHook })
+// The words a model has read since the first release: "Expected A | B, actual x" and "is missing". JSON has no
+// `undefined`: an optional key is reported as "Expected A | B", not "A | B | undefined".
+const reword = (message: string): string =>
+  message.replace(/^(Expected .*?)(?: \| undefined)?, got /, "$1, actual ").replace(
+    /^(Expected .*?) \| undefined$/,
+    "$1"
+  )
 
-/** `path: problem; path: problem`, one entry per issue (a failing union is one "Expected A | B, got x"). */
+/** `path: problem; path: problem`, one entry per issue (a failing union is one "Expected A | B, actual x"). */
 export const describe = (error: Schema.SchemaError): string =>
   format(error.issue).issues
-    .map((issue) => issue.path.length === 0 ? issue.message : `${issue.path.map(String).join(".")}: ${issue.message}`)
+    .map((issue) => {
+      const message = reword(issue.message)
+      return issue.path === undefined || issue.path.length === 0
+        ? message
+        : `${issue.path.map(String).join(".")}: ${message}`
+    })
     .join("; ")
 
 /** How the wire's values are decoded: every issue, each with the input it is about (for the messages). */

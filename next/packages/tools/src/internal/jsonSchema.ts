@@ -5,25 +5,64 @@ import * as Ids from "@parley/core/Ids"
 import { InvalidId } from "@parley/core/ParleyError"
 import * as ToolSpec from "@parley/core/ToolSpec"
 import * as Effect from "effect/Effect"
-import * as JSONSchema from "effect/JsonSchema"
 import type * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
+import * as SchemaRepresentation from "effect/SchemaRepresentation"
 import type { Any } from "../ClientTool.js"
 
 const emptyObject: ToolSpec.JsonSchema = { type: "object", properties: {}, required: [], additionalProperties: false }
 
 const isEmptyObject = (ast: SchemaAST.AST): boolean => {
-  const encoded = SchemaAST.encodedAST(ast)
-  return SchemaAST.isTypeLiteral(encoded) && encoded.propertySignatures.length === 0 &&
+  const encoded = SchemaAST.toEncoded(ast)
+  return SchemaAST.isObjects(encoded) && encoded.propertySignatures.length === 0 &&
     encoded.indexSignatures.length === 0
 }
 
+type Json = { [key: string]: unknown }
+
+const isNullSchema = (schema: unknown): boolean =>
+  typeof schema === "object" && schema !== null && (schema as Json).type === "null" && Object.keys(schema).length === 1
+
+/**
+ * Effect writes an optional key's `undefined` as a `null` branch (what its JSON codec sends for `undefined`). The
+ * arguments are decoded from the model's JSON as they are, where an optional key is left out and `null` is refused:
+ * the branch is dropped, and every object lists its `required` keys (none, at least).
+ */
+const forModels = (schema: unknown): unknown => {
+  if (Array.isArray(schema)) return schema.map(forModels)
+  if (typeof schema !== "object" || schema === null) return schema
+  const out: Json = {}
+  for (const [key, value] of Object.entries(schema)) out[key] = forModels(value)
+  if (out.type === "object" && typeof out.properties === "object" && out.properties !== null) {
+    const required = Array.isArray(out.required) ? (out.required as Array<string>) : []
+    const properties: Json = {}
+    for (const [name, property] of Object.entries(out.properties as Json)) {
+      properties[name] = required.includes(name) ? property : withoutNull(property)
+    }
+    out.properties = properties
+    out.required = required
+  }
+  return out
+}
+
+const withoutNull = (property: unknown): unknown => {
+  if (typeof property !== "object" || property === null || !Array.isArray((property as Json).anyOf)) return property
+  const { anyOf, ...rest } = property as Json
+  const members = (anyOf as Array<unknown>).filter((member) => !isNullSchema(member))
+  return members.length === 1 ? { ...(members[0] as Json), ...rest } : { ...rest, anyOf: members }
+}
+
 /** No top-level `$ref` (a `Schema.Class` is inlined), named schemas under `$defs`, no `$schema` key. */
-export const make = (schema: Schema.Schema.All): ToolSpec.JsonSchema => {
+export const make = (schema: Schema.Top): ToolSpec.JsonSchema => {
   if (isEmptyObject(schema.ast)) return { ...emptyObject }
-  const definitions: Record<string, JSONSchema.JsonSchema7> = {}
-  const root = JSONSchema.fromAST(schema.ast, { definitions, topLevelReferenceStrategy: "skip" })
-  return Object.keys(definitions).length === 0 ? { ...root } : { ...root, $defs: definitions }
+  const document = SchemaRepresentation.toJsonSchemaDocument(
+    SchemaRepresentation.toRepresentation(SchemaAST.toEncoded(schema.ast)),
+    { onExcessProperty: "error" }
+  )
+  const root = forModels(document.schema) as ToolSpec.JsonSchema
+  return Object.keys(document.definitions).length === 0
+    ? root
+    : { ...root, $defs: forModels(document.definitions) as ToolSpec.JsonSchema }
 }
 
 /** The tool's id, checked: `client.<name>` with a valid name, else `InvalidId` (reported as `method`). */

@@ -22,8 +22,8 @@ const encodeOutcome = (
   outcome: Result.Result<unknown, unknown>
 ): Effect.Effect<Answer.ClientToolResult | Answer.KeepCallbackOpen> => {
   if (Result.isSuccess(outcome)) {
-    if (Answer.isKeepCallbackOpen(outcome.right)) return Effect.succeed(keep)
-    return Schema.encodeEffect(tool.success)(outcome.right).pipe(
+    if (Answer.isKeepCallbackOpen(outcome.success)) return Effect.succeed(keep)
+    return Schema.encodeEffect(tool.success)(outcome.success).pipe(
       Effect.map(Answer.ClientToolResult.success),
       Effect.catch((error) =>
         Effect.as(
@@ -33,7 +33,7 @@ const encodeOutcome = (
       )
     )
   }
-  return Schema.encodeEffect(tool.failure)(outcome.left).pipe(
+  return Schema.encodeEffect(tool.failure)(outcome.failure).pipe(
     Effect.map(Answer.ClientToolResult.failure),
     Effect.catch((error) =>
       Effect.as(
@@ -73,10 +73,10 @@ const runCall = <P, S, F, R>(
     (decoded) =>
       Result.isFailure(decoded)
         ? Effect.succeed(
-          Answer.ClientToolResult.failure(`Invalid arguments for ${tool.name}: ${describe(decoded.left)}`)
+          Answer.ClientToolResult.failure(`Invalid arguments for ${tool.name}: ${describe(decoded.failure)}`)
         )
-        : Effect.suspend(() => liftResult(fn(decoded.right, callback))).pipe(
-          Effect.either,
+        : Effect.suspend(() => liftResult(fn(decoded.success as P, callback))).pipe(
+          Effect.result,
           Effect.flatMap((outcome) => encodeOutcome(tool, outcome))
         )
   )
