@@ -21,7 +21,7 @@ export interface ParametersSchema extends Schema.Codec<object, object> {}
  * @since 0.1.0
  * @category Models
  */
-export interface ResultSchema extends Schema.Codec<any, any> {}
+export interface ResultSchema extends Schema.Codec<unknown, unknown> {}
 
 /**
  * What `make` accepts as `parameters`: the fields of a `Schema.Struct` (`{ precision: Schema.String }`), or a
