@@ -180,7 +180,7 @@ export interface Service {
    */
   readonly changes: (
     options?: ChangesOptions
-  ) => Effect.Effect<Queue.Dequeue<Change, StoreError>, never, Scope.Scope>
+  ) => Effect.Effect<Queue.Dequeue<Change, StoreError | Cause.Done>, never, Scope.Scope>
   /** The callbacks open across trees, oldest first, optionally of one session (not its subagents) or one kind. */
   readonly listOpen: (filter?: OpenFilter) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
 }

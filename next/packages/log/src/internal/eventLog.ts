@@ -9,6 +9,7 @@
  */
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -86,7 +87,7 @@ const nothingWritten = Effect.succeed<Written>({ bytes: 0 })
 export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     /** The queues of the readers of `changes`, each with the owner whose appends it is not told of. */
-    const watchers = new Map<Queue.Queue<Change, StoreError>, string | undefined>()
+    const watchers = new Map<Queue.Queue<Change, StoreError | Cause.Done>, string | undefined>()
     /** Tells the watchers of an append, fenced by `owner`'s lease when it is given. */
     const tell = (change: Change, owner?: string) => {
       for (const [watcher, except] of watchers) {
@@ -139,7 +140,7 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
       subscribe: fanout.subscribe,
       changes: (options) =>
         Effect.acquireRelease(
-          Effect.tap(Queue.unbounded<Change, StoreError>(), (watcher) =>
+          Effect.tap(Queue.unbounded<Change, StoreError | Cause.Done>(), (watcher) =>
             Effect.sync(() => {
               watchers.set(watcher, options?.exceptOwner)
             })),
