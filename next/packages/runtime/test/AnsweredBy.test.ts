@@ -73,8 +73,8 @@ describe("answeredBy", () => {
       )
       assert.strictEqual(first._tag, "Completed")
       assert.deepStrictEqual(yield* answeredBy(yield* turnOf(first)), [
-        "client.get_location/approval: {\"name\":\"allowReadOnly\",\"_tag\":\"Handler\"}",
-        "client.get_location/client_tool: {\"name\":\"app\",\"_tag\":\"Handler\"}"
+        "client.get_location/approval: {\"_tag\":\"Handler\",\"name\":\"allowReadOnly\"}",
+        "client.get_location/client_tool: {\"_tag\":\"Handler\",\"name\":\"app\"}"
       ])
       // No names anywhere: "handler". A named wrapper renames what it wraps (allowTools has a name of its own).
       const second = yield* Agent.run(assistant, "Prices?").pipe(
@@ -85,10 +85,10 @@ describe("answeredBy", () => {
       )
       assert.strictEqual(second._tag, "Completed")
       assert.deepStrictEqual(yield* answeredBy(yield* turnOf(second)), [
-        "client.lookup_price/approval: {\"name\":\"pricePolicy\",\"_tag\":\"Handler\"}",
-        "client.lookup_stock/approval: {\"name\":\"handler\",\"_tag\":\"Handler\"}",
-        "client.lookup_price/client_tool: {\"name\":\"lookupPrice\",\"_tag\":\"Handler\"}",
-        "client.lookup_stock/client_tool: {\"name\":\"lookup_stock\",\"_tag\":\"Handler\"}"
+        "client.lookup_price/approval: {\"_tag\":\"Handler\",\"name\":\"pricePolicy\"}",
+        "client.lookup_stock/approval: {\"_tag\":\"Handler\",\"name\":\"handler\"}",
+        "client.lookup_price/client_tool: {\"_tag\":\"Handler\",\"name\":\"lookupPrice\"}",
+        "client.lookup_stock/client_tool: {\"_tag\":\"Handler\",\"name\":\"lookup_stock\"}"
       ])
     }).pipe(Effect.provide(runtime([
       ScriptedModel.toolCall("get_location", {}),
@@ -117,7 +117,7 @@ describe("answeredBy", () => {
       const done = yield* Turn.result(turn, { after: open })
       assert.strictEqual(done._tag, "Completed")
       assert.deepStrictEqual(yield* answeredBy(turn), [
-        "client.get_location/approval: {\"label\":\"alice@example.com\",\"_tag\":\"Client\"}",
+        "client.get_location/approval: {\"_tag\":\"Client\",\"label\":\"alice@example.com\"}",
         "client.get_location/client_tool: {\"_tag\":\"Client\"}"
       ])
       // The principal decodes from the log's wire form.

@@ -33,6 +33,21 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
   return ScriptedModel.text(price.isFailure ? `No price: ${String(price.result)}` : "The Atlas costs 1,200 EUR.")
 }
 
+/**
+ * The same brain reading only the current turn's tool results (those after the last user message): a turn that an
+ * earlier, cancelled one left a failed call behind still looks the price up, and so asks for its approval.
+ */
+const turnBrain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
+  const messages = call.prompt.content
+  let start = messages.length - 1
+  while (start >= 0 && messages[start].role !== "user") start--
+  const price = messages.slice(start + 1).flatMap((message) =>
+    message.role === "tool" ? message.content.filter((part) => part.type === "tool-result") : []
+  ).find((part) => part.name === "lookup_price")
+  if (price === undefined) return ScriptedModel.toolCall("lookup_price", { product: "atlas" })
+  return ScriptedModel.text(price.isFailure ? `No price: ${String(price.result)}` : "The Atlas costs 1,200 EUR.")
+}
+
 interface Instrumented {
   readonly service: SessionStore.Services
   /** Whole-log reads (`read(tree, 0)`): one per tree loaded into memory. */
@@ -305,7 +320,7 @@ describe("Engine and store", () => {
   it.effect("clients interrupted at any point never wedge a tree: later turns still block, answer and complete", () =>
     Effect.gen(function*() {
       const store = yield* instrumented
-      const model = yield* ScriptedModel.fromFunction(brain)
+      const model = yield* ScriptedModel.fromFunction(turnBrain)
       yield* Effect.gen(function*() {
         const session = yield* Agent.startSession(agent)
         for (let k = 0; k < 12; k++) {

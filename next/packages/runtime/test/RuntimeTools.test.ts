@@ -4,18 +4,24 @@ import { Agent, Answer, Inbox, Session, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool, Tool, ToolAnnotations } from "@parley/tools"
-import { Deferred, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
-import { TestClock } from "effect/testing"
+import { Deferred, Effect, Layer, Option, Schema, Stream } from "effect"
 
 // Tools the runtime runs (issue 9), beyond the transport contract: what the stored definition says, the ways to give
 // the runtime its handlers, and recovery — a call that started (`ToolExecutionStarted`) in an engine that stopped is
 // reported to the model as interrupted by the next engine over the same store, unless the tool is idempotent.
 
+/** `seconds` of real time, under a `TestClock` (`it.effect`) or the live clock (`it.live`) alike. */
+const realSleep = (seconds: number) =>
+  Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), seconds * 1000)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
 /** `effect`, failed when it has not finished after `seconds` of real time (a `TestClock` never moves by itself). */
 const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+    realSleep(seconds).pipe(
       Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )

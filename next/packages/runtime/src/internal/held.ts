@@ -91,7 +91,7 @@ export const make = <K extends string, V, E>(options: {
         entry.holds -= 1
         if (entry.holds > 0 || entries.get(key) !== entry) return Effect.void
         const millis = options.timeToLiveOf?.(entry.value) ?? idleMillis
-        if (millis <= 0) return Effect.asVoid(Effect.forkDetach(evict(key)))
+        if (millis <= 0) return Effect.asVoid(Effect.forkDetach(evict(key), { startImmediately: true }))
         idle.add(key)
         // Too many idle values: the longest idle one goes at once (never the one just released).
         const over = idle.size > maxIdle ? idle.values().next().value : undefined

@@ -1,6 +1,6 @@
 import { assert } from "@effect/vitest"
 import type { Ids } from "@parley/core"
-import { Answer, ParleyError } from "@parley/core"
+import { Answer, ParleyError, TurnEvent } from "@parley/core"
 import { TreeState } from "@parley/log"
 import { HashMap, Result } from "effect"
 import { oneStep, treeId } from "./fixtures.js"
@@ -58,7 +58,7 @@ rules("SendMessage", [
     then: appends(
       ev("TurnQueued", {
         turnId: "turn_spec_0",
-        trace: { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }
+        trace: new TurnEvent.TraceContext({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" })
       }),
       "TurnStarted",
       "ModelStepStarted"

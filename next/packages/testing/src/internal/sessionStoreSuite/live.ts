@@ -62,8 +62,8 @@ export const live = (makeDatabase: MakeDatabase): void => {
                   total,
                   (seq) => queued(seq, treeId, Ids.TurnId.make(`turn_writer_${writer}`))
                 )
-              ),
-            { concurrency: "unbounded" }
+              )
+            // Forked from this fiber (its children live as long as it does), all before any runs.
           )
           // A reader that joins halfway is gap-free too.
           const halfway = yield* reader(tail(store, treeId, 30))
