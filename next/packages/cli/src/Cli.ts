@@ -1,5 +1,5 @@
 /**
- * The `parley` command, on `@effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
+ * The `parley` command, on `effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
  * `cluster status`, `demo`.
  * Every command but `serve` and `demo` talks to a server through `HttpTransport` (`--url`, `--key`, or `PARLEY_URL`
  * / `PARLEY_API_KEY`; by default the local server and the key in `.parley/api-key`).
@@ -20,9 +20,9 @@
  *
  * @since 0.1.0
  */
+import * as CliErrors from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
-import * as Options from "effect/cli/Options"
-import * as ValidationError from "effect/cli/ValidationError"
+import * as Flag from "effect/cli/Flag"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -47,7 +47,7 @@ export interface Extras {
 }
 
 const noDemo: Serve.Demo = {
-  models: Effect.dieMessage("no demo agents here: set MISTRAL_API_KEY to serve real models"),
+  models: Effect.die(new Error("no demo agents here: set MISTRAL_API_KEY to serve real models")),
   agents: []
 }
 
@@ -56,25 +56,25 @@ const loadServe = Effect.promise(() => import("./Serve.js"))
 
 const serve = (load: Effect.Effect<Extras>) =>
   Command.make("serve", {
-    port: Options.integer("port").pipe(
-      Options.withDescription("The port (default: PARLEY_PORT, else 8787)."),
-      Options.optional
+    port: Flag.Int("port").pipe(
+      Flag.withDescription("The port (default: PARLEY_PORT, else 8787)."),
+      Flag.optional
     ),
-    host: Options.text("host").pipe(Options.withDescription("The host (default 127.0.0.1)."), Options.optional),
-    database: Options.text("database").pipe(
-      Options.withDescription("A SQLite file, or a postgres:// URL (default: .parley/sessions.db)."),
-      Options.optional
+    host: Flag.String("host").pipe(Flag.withDescription("The host (default 127.0.0.1)."), Flag.optional),
+    database: Flag.String("database").pipe(
+      Flag.withDescription("A SQLite file, or a postgres:// URL (default: .parley/sessions.db)."),
+      Flag.optional
     ),
-    logFormat: Options.choice("log-format", ["logfmt", "json", "pretty"]).pipe(
-      Options.withDescription("The request log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
-      Options.optional
+    logFormat: Flag.Literals("log-format", ["logfmt", "json", "pretty"]).pipe(
+      Flag.withDescription("The request log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
+      Flag.optional
     ),
-    cluster: Options.text("cluster").pipe(
-      Options.withDescription(
+    cluster: Flag.String("cluster").pipe(
+      Flag.withDescription(
         "host:port: run as a runner of the cluster of the PostgreSQL --database, listening there for the other " +
           "runners (default: PARLEY_CLUSTER_RUNNER, else no cluster)."
       ),
-      Options.optional
+      Flag.optional
     )
   }, (given) =>
     Effect.gen(function*() {
@@ -147,9 +147,10 @@ export const command = (extras: Effect.Effect<Extras> = Effect.succeed({})) =>
   )
 
 /**
- * Runs the command line `argv` (`process.argv`); resolves with the exit code: 0 done, 1 failed, 2 usage or validation.
- * A failure prints one line on stderr, and the hint that fixes it. `extras` (the demo) is loaded only by the commands
- * that use it.
+ * Runs the command line `argv` (`process.argv`: the first two, node and the script, are skipped); resolves with the
+ * exit code: 0 done, 1 failed, 2 usage or validation (the command's help and what was wrong are printed). A failure
+ * prints one line on stderr, and the hint that fixes it. `extras` (the demo) is loaded only by the commands that use
+ * it.
  *
  * @since 0.1.0
  * @category Constructors
@@ -158,10 +159,10 @@ export const run = (
   argv: ReadonlyArray<string>,
   extras: Effect.Effect<Extras> = Effect.succeed({})
 ): Effect.Effect<number> =>
-  Command.run(command(extras), { name: "parley", version: "0.1.0" })(argv).pipe(
+  Command.runWith(command(extras), { version: "0.1.0" })(argv.slice(2)).pipe(
     Effect.as(0),
-    Effect.catchAll((error) => {
-      if (ValidationError.isValidationError(error)) return Effect.succeed(2)
+    Effect.catch((error) => {
+      if (CliErrors.isCliError(error)) return Effect.succeed(2)
       if (error instanceof CliError) {
         return Console.error(`parley: ${error.message}${error.hint === undefined ? "" : `\n  hint: ${error.hint}`}`)
           .pipe(Effect.as(error.exitCode))

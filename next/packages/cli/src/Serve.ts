@@ -165,7 +165,7 @@ export const layer = (
   settings: Settings,
   demo: Demo
 ): Layer.Layer<never, ParleyServer.StartError | SocketServer.SocketServerError> =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const given = settings.apiKeys
     const local = given === undefined ? yield* localKey(settings.dataDir) : undefined
     const keys = ParleyServer.parseKeys(local !== undefined ? `${local.key}:local` : given ?? "")
@@ -190,7 +190,7 @@ export const layer = (
       )
     }
     const server = runner !== undefined
-      ? Layer.unwrapEffect(
+      ? Layer.unwrap(
         // The cluster's modules load only for a runner.
         Effect.map(
           Effect.promise(() => import("@parley/cluster/ClusterServer")),
@@ -199,13 +199,13 @@ export const layer = (
       )
       : postgres
       ? ParleyServer.layerPg({ ...options, url: database })
-      : Layer.unwrapEffect(Effect.sync(() => {
+      : Layer.unwrap(Effect.sync(() => {
         fs.mkdirSync(path.dirname(path.resolve(database)), { recursive: true })
         return ParleyServer.layerSqlite({ ...options, filename: database })
       }))
     const announce = Layer.effectDiscard(Effect.gen(function*() {
       const http = yield* HttpServer.HttpServer
-      const url = http.address._tag === "TcpAddress" ? `http://${settings.host}:${http.address.port}` : "?"
+      const url = http.address._tag === "UnixPathAddress" ? "?" : `http://${settings.host}:${http.address.port}`
       yield* Console.log(
         `Parley server on ${url} (${postgres ? "PostgreSQL" : database})${
           runner === undefined ? "" : `, a cluster runner at ${runner.host}:${runner.port}`
@@ -243,4 +243,6 @@ export const launch = (
  * @category Layers
  */
 export const logger = (format: LogFormat): Layer.Layer<never> =>
-  format === "json" ? Logger.json : format === "pretty" ? Logger.pretty : Logger.logFmt
+  Logger.layer([
+    format === "json" ? Logger.consoleJson : format === "pretty" ? Logger.consolePretty() : Logger.consoleLogFmt
+  ])

@@ -90,7 +90,7 @@ export interface Options {
 
 /** Builds a layer's services on the wall clock: the fibers it forks keep it, whatever `Clock` the program runs under. */
 const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Clock): Layer.Layer<A, E, R> =>
-  Layer.scopedContext(Effect.withClock(Layer.build(layer), wallClock))
+  Layer.effectContext(Effect.withClock(Layer.build(layer), wallClock))
 
 /**
  * The runtime on a runner: the `Tree` entity registered on the `Sharding` in context, its engine, the wake-up
@@ -103,7 +103,7 @@ const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Cloc
 export const layer = (
   options: Options = {}
 ): Layer.Layer<Transport, never, Sharding.Sharding | SessionStore | Models | Connectors | RuntimeTools> =>
-  Layer.scopedContext(Effect.gen(function*() {
+  Layer.effectContext(Effect.gen(function*() {
     const clock = yield* Effect.clock
     const wallClock = Clock.make()
     const store = yield* storeServices

@@ -40,7 +40,7 @@
  */
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqliteClient from "./SqliteClient.js"
 import * as SqlClient from "effect/sql/SqlClient"
 import type * as EventLog from "@parley/log/EventLog"
 import * as SessionStore from "@parley/log/SessionStore"
@@ -155,7 +155,7 @@ export const makeDriver: (
 export const layer = (
   options?: Options
 ): Layer.Layer<SessionStore.SessionStore, StoreError, SqlClient.SqlClient> =>
-  Layer.scopedContext(Effect.map(make(options), SessionStore.context))
+  Layer.effectContext(Effect.map(make(options), SessionStore.context))
 
 const messageOf = (cause: unknown): string => {
   const message = cause instanceof Error ? cause.message : String(cause)
@@ -179,9 +179,9 @@ const folderOf = (filename: string): string | undefined =>
  * @category Layers
  */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore.SessionStore, StoreError> =>
-  Layer.scopedContext(Effect.map(internal.make({ ...options, method: "layerSqlite" }), SessionStore.context)).pipe(
+  Layer.effectContext(Effect.map(internal.make({ ...options, method: "layerSqlite" }), SessionStore.context)).pipe(
     Layer.provide(
-      Layer.scopedContext(
+      Layer.effectContext(
         Effect.gen(function*() {
           const folder = folderOf(options.filename)
           if (folder !== undefined) {
@@ -192,7 +192,7 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore.Se
           }
           // WAL mode is set by `make`, which waits for another process's lock without blocking the thread.
           const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true }).pipe(
-            Effect.catchDefect((defect) => Effect.fail(openFailed("layerSqlite", options.filename)(defect)))
+            Effect.mapError(openFailed("layerSqlite", options.filename))
           )
           return Context.make(SqlClient.SqlClient, client)
         })
@@ -220,7 +220,7 @@ export const layerPg = (options: PgOptions): Layer.Layer<SessionStore.SessionSto
   } = options
   return layer(options).pipe(
     Layer.provide(
-      Layer.scopedContext(
+      Layer.effectContext(
         PgClient.make({
           ...config,
           url: typeof url === "string" ? Redacted.make(url) : url

@@ -1,6 +1,6 @@
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import { SqliteClient } from "@parley/store-sql"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"

@@ -4,7 +4,7 @@
  * runtime opens a copy of it, folds the tree, answers the open approval and the turn completes.
  */
 import { SqlClient } from "effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import { SqliteClient } from "@parley/store-sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Ids, Inbox, Session, Turn, TurnEvent } from "@parley/core"
 import { SqlRuntime, SqlStore } from "@parley/store-sql"

@@ -15,7 +15,7 @@ import * as Schema from "effect/Schema"
 
 const EventJson = Schema.fromJsonString(TurnEvent.TurnEvent)
 const decodeEventEncoded = Schema.decodeUnknownResult(TurnEvent.TurnEvent)
-const parseJson = Schema.decodeUnknownResult(Schema.UnknownFromJsonString)
+const parseJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
 const AgentJson = Schema.fromJsonString(AgentSpec.AgentSpec)
 const encodeEventJson = Schema.encodeResult(EventJson)
 const decodeEventJson = Schema.decodeUnknownResult(EventJson)

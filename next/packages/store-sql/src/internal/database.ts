@@ -143,13 +143,14 @@ export const open = (
       transactionOptions?: TransactionOptions
     ): Effect.Effect<A, E | SqlError | StoreError, R> => {
       const synced = transactionOptions?.synced ?? true
-      const inside = Effect.flatMap(sql.transactionService, ([connection]) =>
+      // The transaction's connection: `withTransaction` provides it (its type does not take it out of the requirements).
+      const inside = Effect.flatMap(Effect.service(sql.transactionService), ([connection]) =>
         Effect.mapError(
           dialect === "pg"
             ? Effect.andThen(connection.execute(pgSettings(synced), [String(busyMillis)], undefined), body(connection))
             : body(connection),
-          (error) => new BodyFailure(error)
-        ))
+          (error) => new BodyFailure<E | SqlError>(error)
+        )) as Effect.Effect<A, BodyFailure<E | SqlError>, R>
       const once = Effect.andThen(
         dialect === "sqlite" && options.synchronous !== "normal"
           ? sqliteSynchronousFor(synced ? "FULL" : "NORMAL")
@@ -158,13 +159,13 @@ export const open = (
         // database's own failures only (a BEGIN that met the lock).
         Effect.catchIf(
           sql.withTransaction(inside),
-          (error): error is BodyFailure<E> => error instanceof BodyFailure,
+          (error): error is BodyFailure<E | SqlError> => error instanceof BodyFailure,
           (failure) => Effect.succeed(failure)
         )
       )
       const waited = transactionOptions?.waits === false ? once : awaitingLock("a write", once)
       return waited.pipe(
-        Effect.flatMap((result) => result instanceof BodyFailure ? Effect.fail(result.error as E) : Effect.succeed(result)),
+        Effect.flatMap((result) => result instanceof BodyFailure ? Effect.fail(result.error as E | SqlError) : Effect.succeed(result)),
         Effect.ensuring(Effect.sync(() => database.afterOwnWrite()))
       )
     }

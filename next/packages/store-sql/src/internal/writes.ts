@@ -12,7 +12,6 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import type { AppendRows, StoredTree } from "@parley/log/EventLog"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/log/StoreError"
-import * as Chunk from "effect/Chunk"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -202,26 +201,13 @@ export const start = (
     const syncs = (writes: ReadonlyArray<Write>) =>
       options.synchronous !== "normal" &&
       writes.some((write) => write._tag === "Append" && write.append.durability === "sync")
-    let sqliteSynchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
-    /** Sets SQLite's `synchronous` on the transaction's connection, before it begins (SQLite refuses it inside). */
-    const sqliteSynchronousFor = (wanted: "FULL" | "NORMAL") =>
-      dialect !== "sqlite" || sqliteSynchronous === wanted ? undefined : (connection: Connection) =>
-        Effect.andThen(
-          Effect.sync(() => sqliteSynchronous = wanted),
-          Effect.catch(
-            run(connection, `PRAGMA synchronous = ${wanted}`, []),
-            () => Effect.sync(() => sqliteSynchronous = "")
-          )
-        )
-
     const fail = (write: Write, error: StoreError) =>
       write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error)
 
     const runBatch = (writes: ReadonlyArray<Write>) =>
       Effect.gen(function*() {
         const sync = syncs(writes)
-        const prelude = sqliteSynchronousFor(sync ? "FULL" : "NORMAL")
-        if (sync) yield* Metric.increment(syncedCommits)
+        if (sync) yield* Metric.update(syncedCommits, 1)
         // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
         const ordered = [...writes].sort((a, b) => {
           const x = treeOf(a)
@@ -234,13 +220,12 @@ export const start = (
           transaction(
             (connection) =>
               Effect.gen(function*() {
-                if (!sync && dialect === "pg") yield* run(connection, "SET LOCAL synchronous_commit = off", [])
                 const outcomes: Array<Result.Result<ReadonlyArray<string>, AppendError>> = []
                 for (let i = 0; i < batch.length; i++) {
                   if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
                   const outcome = yield* Effect.result(runWrite(connection, batch[i]))
                   if (Result.isFailure(outcome) && !savepoints) {
-                    return yield* new Rollback({ index: i, error: outcome.left })
+                    return yield* new Rollback({ index: i, error: outcome.failure })
                   }
                   if (Result.isFailure(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
                   if (savepoints) yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
@@ -248,28 +233,29 @@ export const start = (
                 }
                 return outcomes
               }),
-            true,
-            prelude
+            // The database sets how the commit waits for the disk (SQLite's `synchronous` before `BEGIN`, PostgreSQL's
+            // `synchronous_commit` inside).
+            { synced: sync }
           )
         const results = new Map<Write, Result.Result<ReadonlyArray<string>, AppendError>>()
         let failed: StoreError | undefined
         const first = yield* Effect.result(attempt(ordered, false))
         if (Result.isSuccess(first)) {
-          ordered.forEach((write, i) => results.set(write, first.right[i]))
-        } else if (first.left._tag === "Rollback") {
-          const { error, index } = first.left
+          ordered.forEach((write, i) => results.set(write, first.success[i]))
+        } else if (first.failure._tag === "Rollback") {
+          const { error, index } = first.failure
           results.set(ordered[index], Result.fail(error))
           const rest = ordered.filter((_, i) => i !== index)
           const second = rest.length === 0 ? Result.succeed([]) : yield* Effect.result(attempt(rest, rest.length > 1))
           if (Result.isSuccess(second)) {
-            rest.forEach((write, i) => results.set(write, second.right[i]))
-          } else if (second.left._tag === "Rollback") {
-            results.set(rest[second.left.index], Result.fail(second.left.error))
+            rest.forEach((write, i) => results.set(write, second.success[i]))
+          } else if (second.failure._tag === "Rollback") {
+            results.set(rest[second.failure.index], Result.fail(second.failure.error))
           } else {
-            failed = storeError("append", "the transaction failed")(second.left)
+            failed = storeError("append", "the transaction failed")(second.failure)
           }
         } else {
-          failed = storeError("append", "the transaction failed")(first.left)
+          failed = storeError("append", "the transaction failed")(first.failure)
         }
         for (const write of ordered) {
           const result = results.get(write)
@@ -278,7 +264,7 @@ export const start = (
             continue
           }
           if (Result.isFailure(result)) {
-            const error = result.left
+            const error = result.failure
             yield* write._tag === "Append"
               ? Deferred.fail(write.done, error)
               : Deferred.fail(
@@ -290,7 +276,7 @@ export const start = (
             continue
           }
           const treeId = treeOf(write)
-          for (const session of result.right) reads.fileSession(session, treeId)
+          for (const session of result.success) reads.fileSession(session, treeId)
           if (write._tag === "CreateTree") {
             yield* Deferred.succeed(write.done, undefined)
             continue
@@ -318,7 +304,7 @@ export const start = (
         const first = yield* Queue.take(queue)
         // Let the appends other trees make meanwhile join its transaction.
         yield* treeOf(first) === lastTree ? Effect.yieldNow : afterPendingWork
-        const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
+        const rest = yield* Queue.takeBetween(queue, 0, maxBatch - 1)
         const batch = [first, ...rest]
         lastTree = treeOf(batch[batch.length - 1])
         // A defect in a batch fails its writes (typed) and leaves the writer running.

@@ -12,7 +12,7 @@
  */
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import { SqliteClient } from "@parley/store-sql"
 import { assert } from "@effect/vitest"
 import type { Ids, TurnEvent } from "@parley/core"
 import { Answer, Inbox, type Transport } from "@parley/core"
