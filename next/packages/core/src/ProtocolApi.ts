@@ -9,7 +9,7 @@
  *
  * | error | status |
  * |---|---|
- * | `InvalidId`, `AgentInvalid`, `PolicyInvalid` | 400 |
+ * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode) | 400 |
  * | `Unauthorized` | 401 |
  * | `SessionNotFound`, `TurnNotFound` | 404 |
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |
@@ -41,6 +41,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import type * as HttpApiError from "effect/http-api/HttpApiError"
 import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
 import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
@@ -82,7 +83,11 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>("@parley/core
   "Unauthorized",
   { description: Schema.String },
   { httpApiStatus: 401 }
-) {}
+) {
+  override get message(): string {
+    return this.description
+  }
+}
 
 /**
  * A request body larger than the server accepts; refused before it was read.
@@ -94,7 +99,11 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@parle
   "PayloadTooLarge",
   { limit: Schema.Number },
   { httpApiStatus: 413 }
-) {}
+) {
+  override get message(): string {
+    return `the request body is larger than the server accepts (${this.limit} bytes)`
+  }
+}
 
 /**
  * A user message longer than the server accepts.
@@ -106,7 +115,11 @@ export class MessageTooLong extends Schema.TaggedError<MessageTooLong>("@parley/
   "MessageTooLong",
   { limit: Schema.Number, length: Schema.Number },
   { httpApiStatus: 413 }
-) {}
+) {
+  override get message(): string {
+    return `the message has ${this.length} characters, more than the server accepts (${this.limit})`
+  }
+}
 
 /**
  * The API key has as many event streams open as the server allows.
@@ -118,7 +131,80 @@ export class TooManyStreams extends Schema.TaggedError<TooManyStreams>("@parley/
   "TooManyStreams",
   { limit: Schema.Number },
   { httpApiStatus: 429 }
-) {}
+) {
+  override get message(): string {
+    return `the API key has as many event streams open as the server allows (${this.limit})`
+  }
+}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+const formatMessage = SchemaIssue.makeFormatterDefault()
+
+/**
+ * One way a request did not fit its route: where (`path`, inside the path parameters, the query, the headers or the
+ * body) and what.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export const DecodeIssue = Schema.Struct({
+  path: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
+  message: Schema.String
+})
+
+/**
+ * The request's path parameters, query, headers or body did not decode (400): the body every such refusal carries,
+ * as the protocol always had (`{ "_tag": "HttpApiDecodeError", "issues": [...], "message": "..." }`). Effect's
+ * HttpApi refuses such a request with an empty 400; the `DecodeErrors` middleware of every route gives it this body.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class HttpApiDecodeError extends Schema.TaggedError<HttpApiDecodeError>(
+  "@parley/core/ProtocolApi/HttpApiDecodeError"
+)(
+  "HttpApiDecodeError",
+  { issues: Schema.Array(DecodeIssue), message: Schema.String },
+  { httpApiStatus: 400, description: "The request did not match the expected schema" }
+) {
+  /** The typed refusal of a request whose `kind` (params, query, headers, payload) did not decode. */
+  static fromSchemaError(error: HttpApiError.HttpApiSchemaError): HttpApiDecodeError {
+    const issue = error.cause.issue
+    return new HttpApiDecodeError({
+      issues: formatIssues(issue).issues.map((entry) => ({
+        path: (entry.path ?? []).map((segment) => {
+          const key = typeof segment === "object" ? segment.key : segment
+          return typeof key === "number" ? key : String(key)
+        }),
+        message: entry.message
+      })),
+      message: formatMessage(issue)
+    })
+  }
+}
+
+/**
+ * The middleware of the whole protocol that turns a request that does not decode into `HttpApiDecodeError` (400).
+ * The server provides it with `DecodeErrors.layer`; a client needs nothing.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class DecodeErrors extends HttpApiMiddleware.Service<DecodeErrors>()("@parley/core/ProtocolApi/DecodeErrors", {
+  error: HttpApiDecodeError
+}) {
+  /**
+   * The server's implementation: a request that did not decode fails with `HttpApiDecodeError`; a response that
+   * did not encode stays Effect's (a reported 500).
+   */
+  static readonly layer = HttpApiMiddleware.layerSchemaErrorTransform(
+    DecodeErrors,
+    (error) =>
+      error.kind === "Body" || error.kind === "ResponseHeaders"
+        ? Effect.fail(error)
+        : Effect.fail(HttpApiDecodeError.fromSchemaError(error))
+  )
+}
 
 // The core errors with the status each has on the wire.
 const invalidId = InvalidId.pipe(HttpApiSchema.status(400))
@@ -433,6 +519,7 @@ export class AgentsGroup extends HttpApiGroup.make("agents")
  */
 export class ProtocolApi extends HttpApi.make("parley")
   .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup)
+  .middleware(DecodeErrors)
   .annotate(OpenApi.Title, "Parley")
   .annotate(OpenApi.Description, "Agent sessions whose questions to the program are typed callbacks.")
 {}
