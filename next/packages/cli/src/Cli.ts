@@ -20,10 +20,11 @@
  *
  * @since 0.1.0
  */
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as CliErrors from "effect/cli/CliError"
+import * as CliOutput from "effect/cli/CliOutput"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -147,10 +148,25 @@ export const command = (extras: Effect.Effect<Extras> = Effect.succeed({})) =>
   )
 
 /**
- * Runs the command line `argv` (`process.argv`: the first two, node and the script, are skipped); resolves with the
- * exit code: 0 done, 1 failed, 2 usage or validation (the command's help and what was wrong are printed). A failure
- * prints one line on stderr, and the hint that fixes it. `extras` (the demo) is loaded only by the commands that use
- * it.
+ * How `effect/cli` prints: help and the version as it does (stdout); a command line it cannot parse as Parley's
+ * failures are, one line each on stderr and the hint that shows the usage (stdout stays empty).
+ */
+const presenter: CliOutput.Presenter = {
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Console.error(
+        [
+          ...event.errors.map((error) => `parley: ${error.message}`),
+          `  hint: \`${event.commandPath.join(" ")} --help\` shows the usage`
+        ].join("\n")
+      )
+      : CliOutput.defaultPresenter.present(event)
+}
+
+/**
+ * Runs the command line `argv` (`process.argv`: node and the script first); resolves with the exit code: 0 done, 1
+ * failed, 2 usage or validation. A failure prints one line on stderr, and the hint that fixes it. `extras` (the demo)
+ * is loaded only by the commands that use it.
  *
  * @since 0.1.0
  * @category Constructors
@@ -162,12 +178,16 @@ export const run = (
   Command.runWith(command(extras), { version: "0.1.0" })(argv.slice(2)).pipe(
     Effect.as(0),
     Effect.catch((error) => {
-      if (CliErrors.isCliError(error)) return Effect.succeed(2)
+      // A command that needs a subcommand, given none, shows its help.
+      if (CliErrors.isCliError(error)) {
+        return Effect.succeed(error._tag === "ShowHelp" && error.errors.length === 0 ? 0 : 2)
+      }
       if (error instanceof CliError) {
         return Console.error(`parley: ${error.message}${error.hint === undefined ? "" : `\n  hint: ${error.hint}`}`)
           .pipe(Effect.as(error.exitCode))
       }
       return Console.error(`parley: ${String(error)}`).pipe(Effect.as(1))
     }),
+    Effect.provideService(CliOutput.Presenter, presenter),
     Effect.provide(NodeServices.layer)
   )

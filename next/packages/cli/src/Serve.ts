@@ -34,19 +34,21 @@
  *
  * @since 0.1.0
  */
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
-import * as HttpServer from "effect/http/HttpServer"
-import type * as SocketServer from "effect/socket/SocketServer"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import * as MistralModels from "@parley/mistral/MistralModels"
 import * as Connectors from "@parley/runtime/Connectors"
 import type * as Models from "@parley/runtime/Models"
 import * as ParleyServer from "@parley/server/ParleyServer"
-import * as ConfigError from "effect/ConfigError"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import type * as SocketServer from "effect/socket/SocketServer"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -186,7 +188,16 @@ export const layer = (
     const runner = settings.cluster === undefined ? undefined : parseRunner(settings.cluster)
     if (settings.cluster !== undefined && (runner === undefined || !postgres)) {
       return yield* Effect.fail(
-        ConfigError.InvalidData(["cluster"], "a cluster runner needs host:port and a postgres:// database")
+        new Config.ConfigError(
+          new Schema.SchemaError(
+            new SchemaIssue.Pointer(
+              ["cluster"],
+              new SchemaIssue.InvalidValue({
+                message: "a cluster runner needs host:port and a postgres:// database"
+              })
+            )
+          )
+        )
       )
     }
     const server = runner !== undefined

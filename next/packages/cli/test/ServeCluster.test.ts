@@ -11,7 +11,7 @@ import { Agent, Answer, Session, Turn } from "@parley/core"
 import { Models } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { ConfigError, Context, Effect, Layer, Redacted } from "effect"
+import { Config, Console, Context, Effect, Layer, Redacted } from "effect"
 import * as Net from "node:net"
 import * as Fixture from "./fixtures/server.js"
 
@@ -40,7 +40,7 @@ const freePort = Effect.promise(() =>
 )
 
 describe("parley serve --cluster", () => {
-  it.scopedLive(
+  it.live(
     "two servers on one PostgreSQL database are runners of one cluster: an answer through either",
     () =>
       Effect.gen(function*() {
@@ -60,10 +60,11 @@ describe("parley serve --cluster", () => {
             logFormat: "logfmt",
             cluster: `127.0.0.1:${yield* freePort}`
           }
+          const current = yield* Console.Console
           yield* Layer.build(Layer.orDie(Serve.layer(settings, demo))).pipe(
-            Effect.withConsole({
-              ...(yield* Effect.console),
-              log: (...args) => Effect.sync(() => printed.push(args.join(" ")))
+            Effect.provideService(Console.Console, {
+              ...current,
+              log: (...args) => void printed.push(args.join(" "))
             })
           )
           urls.push(`http://127.0.0.1:${port}`)
@@ -118,7 +119,7 @@ describe("parley serve --cluster", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "parley cluster status of a server that is no runner: a one-line error (exit 1)",
     () =>
       Effect.gen(function*() {
@@ -131,7 +132,7 @@ describe("parley serve --cluster", () => {
     { timeout: 60_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "--cluster needs host:port and a PostgreSQL database: refused before anything starts (exit 2)",
     () =>
       Effect.gen(function*() {
@@ -156,7 +157,10 @@ describe("parley serve --cluster", () => {
           logFormat: "logfmt",
           cluster: "127.0.0.1:34431"
         }, demo))))
-        assert.isTrue(ConfigError.isConfigError(refused) && ConfigError.isInvalidData(refused), String(refused))
+        assert.isTrue(
+          refused instanceof Config.ConfigError && refused.cause._tag === "SchemaError",
+          String(refused)
+        )
         assert.include(String(refused), "a cluster runner needs host:port and a postgres:// database")
       }),
     { timeout: 120_000 }

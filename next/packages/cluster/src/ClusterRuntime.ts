@@ -90,7 +90,10 @@ export interface Options {
 
 /** Builds a layer's services on the wall clock: the fibers it forks keep it, whatever `Clock` the program runs under. */
 const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Clock): Layer.Layer<A, E, R> =>
-  Layer.effectContext(Effect.withClock(Layer.build(layer), wallClock))
+  Layer.provide(layer, Layer.succeed(Clock.Clock, wallClock))
+
+/** The system's clock (`Clock.Clock`'s default), whatever `Clock` the program runs under. */
+const systemClock = (): Clock.Clock => Clock.Clock.defaultValue()
 
 /**
  * The runtime on a runner: the `Tree` entity registered on the `Sharding` in context, its engine, the wake-up
@@ -104,8 +107,8 @@ export const layer = (
   options: Options = {}
 ): Layer.Layer<Transport, never, Sharding.Sharding | SessionStore | Models | Connectors | RuntimeTools> =>
   Layer.effectContext(Effect.gen(function*() {
-    const clock = yield* Effect.clock
-    const wallClock = Clock.make()
+    const clock = yield* Clock.Clock
+    const wallClock = systemClock()
     const store = yield* storeServices
     // The engine in a scope of its own, closed by one finalizer after it says the runner is stopping: a layer's
     // finalizers may run at once, and the handlers must know before the engine refuses commands.
@@ -114,7 +117,7 @@ export const layer = (
     yield* Effect.addFinalizer((exit) =>
       Effect.andThen(Effect.sync(() => void (stopping = true)), Scope.close(engineScope, exit))
     )
-    const engine = yield* Scope.extend(Engine.makePlaced(options.engine ?? {}), engineScope)
+    const engine = yield* Scope.provide(Engine.makePlaced(options.engine ?? {}), engineScope)
     const sharding = yield* Sharding.Sharding
     const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
     const runner = Option.flatMap(config, (config) => config.runnerAddress)
@@ -123,7 +126,7 @@ export const layer = (
     )
     if (Option.isSome(config)) {
       const shards = { groups: config.value.availableShardGroups, perGroup: config.value.shardsPerGroup }
-      yield* Effect.withClock(ShardMetrics.sample(sharding, shards, metrics, "1 second"), wallClock)
+      yield* Effect.provideService(ShardMetrics.sample(sharding, shards, metrics, "1 second"), Clock.Clock, wallClock)
     }
     yield* Layer.build(
       onWallClock(
@@ -150,7 +153,7 @@ export const layer = (
  * @category Layers
  */
 export const layerSingle = (
-  options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined } = {}
+  options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined } = {}
 ): Layer.Layer<
   Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
   never,
@@ -163,7 +166,7 @@ export const layerSingle = (
         Layer.provideMerge(Layer.mergeAll(MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop)),
         Layer.provideMerge(ShardingConfig.layer(options.shardingConfig))
       ),
-      Clock.make()
+      systemClock()
     ))
   )
 
@@ -178,7 +181,7 @@ export const layerSingle = (
  * @category Layers
  */
 export const layerSocket = (
-  options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]> }
+  options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Service"]> }
 ): Layer.Layer<
   Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
   SocketServer.SocketServerError | SqlError.SqlError,
@@ -192,10 +195,10 @@ export const layerSocket = (
     ),
     Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, SqlRunnerStorage.layer)),
     Layer.provideMerge(config),
-    Layer.provide(RpcSerialization.layerMsgPack)
+    Layer.provide(RpcSerialization.layerSchemaBinary())
   )
   return Layer.merge(layer(options), ClusterStatus.layer).pipe(
-    Layer.provideMerge(onWallClock(runner, Clock.make()))
+    Layer.provideMerge(onWallClock(runner, systemClock()))
   )
 }
 
@@ -231,13 +234,13 @@ export interface ClientOptions {
    * The cluster's settings: `shardsPerGroup` must be the runners' (it says which shard a tree is in); the timings
    * (`refreshAssignmentsInterval`, `sendRetryInterval`) are this process's. No runner address: a client is no runner.
    */
-  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined
+  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined
 }
 
 /** The client's configuration, checked: no runner address, a whole number of shards per group. */
 const clientConfig = (
-  config: Partial<ShardingConfig.ShardingConfig["Type"]> = {}
-): Result.Result<Partial<ShardingConfig.ShardingConfig["Type"]>, ConfigInvalid> => {
+  config: Partial<ShardingConfig.ShardingConfig["Service"]> = {}
+): Result.Result<Partial<ShardingConfig.ShardingConfig["Service"]>, ConfigInvalid> => {
   for (const option of ["runnerAddress", "runnerListenAddress"] as const) {
     const address: unknown = config[option]
     if (address !== undefined && !(Option.isOption(address) && Option.isNone(address))) {
@@ -286,12 +289,12 @@ export const layerClient = (
   ConfigInvalid | SqlError.SqlError,
   SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
 > =>
-  Layer.unwrap(Effect.map(clientConfig(options.shardingConfig), (shardingConfig) => {
+  Layer.unwrap(Effect.map(Effect.fromResult(clientConfig(options.shardingConfig)), (shardingConfig) => {
     const sharding = SocketRunner.layerClientOnly.pipe(
       Layer.provide(NodeClusterSocket.layerClientProtocol),
       Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, SqlRunnerStorage.layer)),
       Layer.provideMerge(ShardingConfig.layer(shardingConfig)),
-      Layer.provide(RpcSerialization.layerMsgPack)
+      Layer.provide(RpcSerialization.layerSchemaBinary())
     )
     const transport = Layer.effect(
       Transport,
@@ -301,10 +304,10 @@ export const layerClient = (
         // go to the runners).
         const engine = yield* Engine.makePlaced({ ...options.engine, runsWork: false })
         const client = yield* Tree.client
-        return ClusterTransport.make({ local: engine.transport, store, client, wallClock: Clock.make() })
+        return ClusterTransport.make({ local: engine.transport, store, client, wallClock: systemClock() })
       })
     )
     return Layer.merge(transport, ClusterStatus.layer).pipe(
-      Layer.provideMerge(onWallClock(sharding, Clock.make()))
+      Layer.provideMerge(onWallClock(sharding, systemClock()))
     )
   }))

@@ -53,7 +53,7 @@ export interface Options extends ParleyServer.RuntimeOptions {
   /** Where this runner listens for the others (and where they reach it). */
   readonly runner: { readonly host: string; readonly port: number }
   /** The cluster's settings (the runner address aside); Parley's tests use the lock table (`shardLockDisableAdvisory`). */
-  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined
+  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined
   /** How often the wake-up singleton looks for trees a dead runner left mid-turn (default: 5 seconds). */
   readonly wakeUpInterval?: ClusterRuntime.Options["wakeUpInterval"]
 }

@@ -43,7 +43,7 @@ describe("ClusterRuntime.layerSocket under ParleyServer: three runners over HTTP
             Layer.provideMerge(Layer.orDie(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
           )
           const address = Context.get(yield* Layer.build(server), HttpServer.HttpServer).address
-          urls.push(address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : "")
+          urls.push(address._tag === "UnixPathAddress" ? "" : `http://127.0.0.1:${address.port}`)
         }
         const through = (i: number) => Effect.provide(HttpTransport.layer({ url: urls[i], apiKey: Redacted.make(key) }))
 

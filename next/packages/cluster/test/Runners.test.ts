@@ -49,10 +49,9 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
 
 /** Fails with the phase's name when it takes longer than `seconds`. */
 const phase = (name: string, seconds: number) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.timeoutFail(effect, {
+  Effect.timeoutOrElse(effect, {
     duration: Duration.seconds(seconds),
-    onTimeout: () => new Error(`${name}: still running after ${seconds} s`)
-  })
+    orElse: () => Effect.fail(new Error(`${name}: still running after ${seconds} s`)) })
 
 describe("ClusterRuntime.layerSocket: three runners", () => {
   it.live(

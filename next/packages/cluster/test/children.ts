@@ -68,10 +68,9 @@ export const spawnRunner = (args: {
         })
     )
     const url = yield* Deferred.await(ready).pipe(
-      Effect.timeoutFail({
+      Effect.timeoutOrElse({
         duration: "60 seconds",
-        onTimeout: () => new Error(`the runner never got ready\n${output}`)
-      })
+        orElse: () => Effect.fail(new Error(`the runner never got ready\n${output}`)) })
     )
     return {
       pid: child.pid ?? -1,

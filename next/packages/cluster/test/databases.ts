@@ -5,7 +5,8 @@
 import { FileSystem } from "effect"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import type { Duration } from "effect"
 import * as Net from "node:net"
 
 /** A temporary SQLite file (removed with the scope). */
@@ -31,6 +32,10 @@ export const pgSchema = Effect.gen(function*() {
   )
   return `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
 })
+
+/** Sleeps in real time, whatever `Clock` the test runs under (a `TestClock` or the live one). */
+export const sleepLive = (duration: Duration.Input) =>
+  Effect.provideService(Effect.sleep(duration), Clock.Clock, Clock.Clock.defaultValue())
 
 /** Free ports on 127.0.0.1, each taken and given back at once (for runners that must know their address first). */
 export const freePorts = (count: number) =>

@@ -42,7 +42,7 @@ const tabTo = (page: Page, name: string) =>
     return false
   })
 
-describe.sequential("session app", () => {
+describe("session app", { concurrent: false }, () => {
   it.live(
     "(1) start a turn that asks for approval, click Allow, see the final answer",
     () =>

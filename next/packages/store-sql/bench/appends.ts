@@ -5,12 +5,12 @@
  *   node --import tsx packages/store-sql/bench/appends.ts            # SQLite (FULL and NORMAL) and PostgreSQL
  *   PARLEY_TEST_PG_URL=postgres://… node --import tsx packages/store-sql/bench/appends.ts
  */
-import { FileSystem } from "effect"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
+import { FileSystem } from "effect"
 import { Context, DateTime, Effect, Layer, Redacted } from "effect"
 
 const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"

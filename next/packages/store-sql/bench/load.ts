@@ -8,7 +8,6 @@
  *   node --conditions=@parley/source --import tsx packages/store-sql/bench/load.ts            # SQLite and PostgreSQL
  *   node --conditions=@parley/source --import tsx packages/store-sql/bench/load.ts 50000      # another log length
  */
-import { FileSystem } from "effect"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { AgentSpec, Ids, Transport, TurnEvent, TurnState } from "@parley/core"
@@ -16,7 +15,8 @@ import { Snapshot, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Context, DateTime, Effect, Result, Layer, Redacted } from "effect"
+import { FileSystem } from "effect"
+import { Context, DateTime, Effect, Layer, Redacted, Result } from "effect"
 
 const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
 const length = Number(process.argv[2] ?? 20_000)

@@ -38,10 +38,7 @@
  *
  * @since 0.1.0
  */
-import * as Reactivity from "effect/reactivity/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "./SqliteClient.js"
-import * as SqlClient from "effect/sql/SqlClient"
 import type * as EventLog from "@parley/log/EventLog"
 import * as SessionStore from "@parley/log/SessionStore"
 import { StoreError } from "@parley/log/StoreError"
@@ -49,11 +46,14 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as internal from "./internal/sqlStore.js"
+import * as SqliteClient from "./SqliteClient.js"
 
 /**
  * How the store uses its database.
@@ -116,7 +116,7 @@ export interface SqliteOptions extends Options {
  * @since 0.1.0
  * @category Models
  */
-export interface PgOptions extends Options, Omit<PgClient.PgClientConfig, "url"> {
+export interface PgOptions extends Options, Omit<PgClient.PgPoolConfig, "url"> {
   readonly url?: string | Redacted.Redacted | undefined
 }
 

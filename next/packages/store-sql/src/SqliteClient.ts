@@ -356,7 +356,8 @@ export const make = (
       compiler,
       begin,
       // A COMMIT waits on its open transaction's connection (SQLite allows trying it again after SQLITE_BUSY).
-      commit: (conn) => awaitingLock(Effect.asVoid(conn.executeUnprepared("COMMIT", [], undefined)), waitMillis, isLocked),
+      commit: (conn) =>
+        awaitingLock(Effect.asVoid(conn.executeUnprepared("COMMIT", [], undefined)), waitMillis, isLocked),
       onCommitFailure: acquirers.onCommitFailure,
       isTransaction: acquirers.isTransaction,
       releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
@@ -375,7 +376,11 @@ export const make = (
       config: options,
       // A transaction whose BEGIN met another process's lock starts again, after the connection went back.
       withTransaction: <R, E, A>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-        awaitingLock(withTransaction(effect), waitMillis, (error) => typeof error === "object" && error !== null && lockedBegins.has(error))
+        awaitingLock(
+          withTransaction(effect),
+          waitMillis,
+          (error) => typeof error === "object" && error !== null && lockedBegins.has(error)
+        )
     }) as SqliteClient & Client.SqlClient
   })
 

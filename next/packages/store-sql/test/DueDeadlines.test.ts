@@ -6,14 +6,14 @@
  * marking the callbacks resolved before it; `EXPLAIN` shows the index used, on SQLite and on PostgreSQL with many
  * resolved callbacks, and PostgreSQL counts a scan of it when the store itself runs the query.
  */
-import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@parley/store-sql"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Callback, Ids, Permissions, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
+import { SqliteClient } from "@parley/store-sql"
 import { SqlStore } from "@parley/store-sql"
 import { Context, DateTime, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pgSchema, sqliteFile, storeOf } from "./databases.js"

@@ -6,7 +6,7 @@ import { Agent, Answer, Principal, Session, Turn } from "@parley/core"
 import { SqlRuntime } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 import { sqliteFile } from "./databases.js"
 
 describe("grants over SQLite", () => {
@@ -49,9 +49,8 @@ describe("grants over SQLite", () => {
         assert.deepStrictEqual(grants.map((grant) => [grant.toolPattern, grant.scope]), [["client.send_email", "tree"]])
         const state = yield* Session.run(session, "Mail b.")
         assert.strictEqual(state._tag, "Completed")
-        const events = 
-          yield* Stream.runCollect(Turn.events(yield* Session.turn(session, state.turnId)))
-        
+        const events = yield* Stream.runCollect(Turn.events(yield* Session.turn(session, state.turnId)))
+
         const resolved = events.flatMap((event) => event._tag === "CallbackResolved" ? [event.answeredBy] : [])
         assert.deepStrictEqual(resolved, [new Principal.Grant({ id: grants[0].grantId })])
       }).pipe(Effect.provide(engine([

@@ -1,13 +1,13 @@
-import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@parley/store-sql"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
+import { SqliteClient } from "@parley/store-sql"
 import { SqlStore } from "@parley/store-sql"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
 import type { Duration } from "effect"
 import { Context, DateTime, Deferred, Effect, Exit, Layer, Metric, Queue, Redacted, Scope, Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -250,8 +250,8 @@ describe("SqlStore on SQLite", () => {
   it.effect("a closed store fails appends with a StoreError", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const store = yield* Scope.extend(
-        storeOf(SqlStore.layerSqlite({ filename: yield* Scope.extend(sqliteFile, scope) })),
+      const store = yield* Scope.provide(
+        storeOf(SqlStore.layerSqlite({ filename: yield* Scope.provide(sqliteFile, scope) })),
         scope
       )
       yield* create(store)
@@ -285,7 +285,10 @@ const changeTo = (
       if (change.nextSeq >= nextSeq) return change.at
     }
   }).pipe(
-    Effect.timeoutFail({ duration: limit, onTimeout: () => new Error(`no change to ${nextSeq} within the limit`) })
+    Effect.timeoutOrElse({
+      duration: limit,
+      orElse: () => Effect.fail(new Error(`no change to ${nextSeq} within the limit`))
+    })
   )
 
 const repoDir = path.resolve(import.meta.dirname, "..", "..", "..")
@@ -367,7 +370,10 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
         new TurnEvent.TurnQueued({ sessionId: other, turnId: Ids.TurnId.make("turn_other"), seq: 0, at, input: "hi" })
       ])
       const noticed = yield* Deferred.await(foreign).pipe(
-        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("B's append was not noticed in 2 s") })
+        Effect.timeoutOrElse({
+          duration: "2 seconds",
+          orElse: () => Effect.fail(new Error("B's append was not noticed in 2 s"))
+        })
       )
       assert.isBelow(noticed - started, 2000)
     }))
@@ -380,7 +386,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       yield* a.eventLog.append(treeId, 0, [queued(0)])
       yield* a.eventLog.append(treeId, 1, [queued(1)])
       yield* Effect.sleep("300 millis")
-      assert.deepStrictEqual((yield* Queue.takeAll(seen)).pipe((chunk) => Array.from(chunk, (c) => c.nextSeq)), [1, 2])
+      assert.deepStrictEqual((yield* Queue.takeAll(seen)).map((c) => c.nextSeq), [1, 2])
     }))
 
   it.live("without the watch, the poll finds them (every 25 ms by default)", () =>
@@ -575,12 +581,19 @@ describe("SqlStore on PostgreSQL", () => {
       yield* b.eventLog.append(treeId, 0, [queued(0)])
       yield* Effect.gen(function*() {
         while (!seen.includes(1)) yield* Effect.sleep("20 millis")
-      }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a never heard of b's append") }))
+      }).pipe(
+        Effect.timeoutOrElse({
+          duration: "10 seconds",
+          orElse: () => Effect.fail(new Error("a never heard of b's append"))
+        })
+      )
       // And it keeps hearing of new ones at once.
       yield* b.eventLog.append(treeId, 1, [queued(1)])
       yield* Effect.gen(function*() {
         while (!seen.includes(2)) yield* Effect.sleep("20 millis")
-      }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a stopped hearing") }))
+      }).pipe(
+        Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.fail(new Error("a stopped hearing")) })
+      )
     }))
 
   it.effect("stores opened at once on a new schema migrate it once, and both work", () =>
@@ -605,10 +618,10 @@ describe("SqlStore on PostgreSQL", () => {
   it.effect("a SqlClient without the PgClient service is refused (LISTEN needs it)", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
-      const client = Layer.map(
-        PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }),
+      const client = Layer.effectContext(Effect.map(
+        Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
         (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient))
-      )
+      ))
       const error = yield* Effect.flip(withClient(client))
       assert.strictEqual(error._tag, "StoreError")
     }))

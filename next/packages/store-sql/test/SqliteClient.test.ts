@@ -42,7 +42,10 @@ describe("SqliteClient", () => {
       assert.isTrue(fs.existsSync(`${filename}-wal`), "a write goes to the write-ahead log")
       const normal = yield* clientOf({ filename, synchronous: "normal" })
       assert.deepStrictEqual(yield* normal`PRAGMA synchronous`, [{ synchronous: 1 }])
-      const rollbackJournal = yield* clientOf({ filename: path.join(path.dirname(filename), "other.db"), disableWAL: true })
+      const rollbackJournal = yield* clientOf({
+        filename: path.join(path.dirname(filename), "other.db"),
+        disableWAL: true
+      })
       assert.deepStrictEqual(yield* rollbackJournal`PRAGMA journal_mode`, [{ journal_mode: "delete" }])
     }))
 
@@ -58,10 +61,13 @@ describe("SqliteClient", () => {
         const rows = yield* sql<{ readonly name: string }>`SELECT name FROM t WHERE id = ${id}`
         assert.deepStrictEqual(rows, [{ name: id === 1 ? "a" : "b" }])
       }
-      assert.deepStrictEqual(yield* sql`SELECT id, flag, note FROM t WHERE id IN ${sql.in([1, 2])} ORDER BY id`.values, [
-        [1, 1, null],
-        [2, 0, "é ✓"]
-      ])
+      assert.deepStrictEqual(
+        yield* sql`SELECT id, flag, note FROM t WHERE id IN ${sql.in([1, 2])} ORDER BY id`.values,
+        [
+          [1, 1, null],
+          [2, 0, "é ✓"]
+        ]
+      )
       assert.deepStrictEqual(yield* sql.unsafe("SELECT count(*) AS n FROM t"), [{ n: 2 }])
       const big = yield* sql`SELECT 9007199254740993 AS n`.pipe(Effect.provideService(SqlClient.SafeIntegers, true))
       assert.deepStrictEqual(big, [{ n: 9007199254740993n }])
@@ -170,8 +176,10 @@ describe("SqliteClient", () => {
       const sql = yield* clientOf({ filename: yield* tempFile })
       yield* sql`CREATE TABLE t (name TEXT NOT NULL)`
       const insert = (name: string) => sql`INSERT INTO t (name) VALUES (${name})`
-      const names = Effect.map(sql<{ readonly name: string }>`SELECT name FROM t ORDER BY rowid`, (rows) =>
-        rows.map((row) => row.name))
+      const names = Effect.map(
+        sql<{ readonly name: string }>`SELECT name FROM t ORDER BY rowid`,
+        (rows) => rows.map((row) => row.name)
+      )
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* insert("outer")
         yield* Effect.exit(sql.withTransaction(Effect.andThen(insert("inner, failed"), Effect.fail("no"))))
@@ -200,7 +208,9 @@ describe("SqliteClient", () => {
       const order: Array<string> = []
       yield* Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
-        yield* Effect.forkDetach(Effect.andThen(sql`INSERT INTO t (name) VALUES (${"other"})`, Effect.sync(() => order.push("other"))))
+        yield* Effect.forkDetach(
+          Effect.andThen(sql`INSERT INTO t (name) VALUES (${"other"})`, Effect.sync(() => order.push("other")))
+        )
         yield* Effect.sleep("20 millis")
         yield* connection.execute("INSERT INTO t (name) VALUES (?)", ["reserved"], undefined)
         order.push("reserved")
@@ -215,7 +225,10 @@ describe("SqliteClient", () => {
       const a = yield* clientOf({ filename })
       const b = yield* clientOf({ filename })
       yield* a`CREATE TABLE t (n INTEGER)`
-      const version = Effect.map(a<{ readonly data_version: number }>`PRAGMA data_version`, (rows) => rows[0].data_version)
+      const version = Effect.map(
+        a<{ readonly data_version: number }>`PRAGMA data_version`,
+        (rows) => rows[0].data_version
+      )
       const before = yield* version
       yield* a`INSERT INTO t (n) VALUES (1)`
       yield* a.withTransaction(a`INSERT INTO t (n) VALUES (2)`)
@@ -226,29 +239,33 @@ describe("SqliteClient", () => {
 })
 
 describe("SqliteClient: another process holds the write lock", () => {
-  it.live("a write and a transaction wait for it without blocking the event loop, and go through", () =>
-    Effect.gen(function*() {
-      const filename = yield* tempFile
-      const sql = yield* clientOf({ filename })
-      yield* sql`CREATE TABLE t (name TEXT NOT NULL)`
-      yield* lockFromChild(filename, 1000)
-      const ticks = yield* ticking
-      const started = performance.now()
-      const [, , read] = yield* Effect.all([
-        sql`INSERT INTO t (name) VALUES (${"statement"})`,
-        sql.withTransaction(sql`INSERT INTO t (name) VALUES (${"transaction"})`),
-        // WAL: a read goes through meanwhile (the waiting writes give the connection back between tries).
-        Effect.andThen(
-          Effect.sleep("100 millis"),
-          Effect.map(sql`SELECT count(*) AS n FROM t`, (rows) => ({ rows, at: performance.now() }))
-        )
-      ], { concurrency: "unbounded" })
-      assert.isAbove(performance.now() - started, 800)
-      assert.isBelow(read.at - started, 800, "the read did not wait for the lock")
-      assert.deepStrictEqual(read.rows, [{ n: 0 }])
-      assert.isAbove(ticks(), 25, "the event loop kept running while the writes waited")
-      assert.deepStrictEqual((yield* sql`SELECT name FROM t`).length, 2)
-    }), { timeout: 30_000 })
+  it.live(
+    "a write and a transaction wait for it without blocking the event loop, and go through",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* tempFile
+        const sql = yield* clientOf({ filename })
+        yield* sql`CREATE TABLE t (name TEXT NOT NULL)`
+        yield* lockFromChild(filename, 1000)
+        const ticks = yield* ticking
+        const started = performance.now()
+        const [, , read] = yield* Effect.all([
+          sql`INSERT INTO t (name) VALUES (${"statement"})`,
+          sql.withTransaction(sql`INSERT INTO t (name) VALUES (${"transaction"})`),
+          // WAL: a read goes through meanwhile (the waiting writes give the connection back between tries).
+          Effect.andThen(
+            Effect.sleep("100 millis"),
+            Effect.map(sql`SELECT count(*) AS n FROM t`, (rows) => ({ rows, at: performance.now() }))
+          )
+        ], { concurrency: "unbounded" })
+        assert.isAbove(performance.now() - started, 800)
+        assert.isBelow(read.at - started, 800, "the read did not wait for the lock")
+        assert.deepStrictEqual(read.rows, [{ n: 0 }])
+        assert.isAbove(ticks(), 25, "the event loop kept running while the writes waited")
+        assert.deepStrictEqual((yield* sql`SELECT name FROM t`).length, 2)
+      }),
+    { timeout: 30_000 }
+  )
 
   it.live("past busyTimeout, a write fails with a LockTimeoutError and changes nothing", () =>
     Effect.gen(function*() {
@@ -267,41 +284,49 @@ describe("SqliteClient: another process holds the write lock", () => {
       assert.deepStrictEqual(yield* sql`SELECT name FROM t`, [])
     }), { timeout: 30_000 })
 
-  it.live("opening waits for a file locked in rollback-journal mode, then switches it to WAL", () =>
-    Effect.gen(function*() {
-      const filename = yield* tempFile
-      yield* lockFromChild(filename, 800, ["CREATE TABLE t (name TEXT)"])
-      const ticks = yield* ticking
-      const started = performance.now()
-      const sql = yield* clientOf({ filename })
-      assert.isAbove(performance.now() - started, 500)
-      assert.isAbove(ticks(), 15)
-      assert.deepStrictEqual(yield* sql`PRAGMA journal_mode`, [{ journal_mode: "wal" }])
-      assert.deepStrictEqual(yield* sql`SELECT name FROM t`, [])
-    }), { timeout: 30_000 })
+  it.live(
+    "opening waits for a file locked in rollback-journal mode, then switches it to WAL",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* tempFile
+        yield* lockFromChild(filename, 800, ["CREATE TABLE t (name TEXT)"])
+        const ticks = yield* ticking
+        const started = performance.now()
+        const sql = yield* clientOf({ filename })
+        assert.isAbove(performance.now() - started, 500)
+        assert.isAbove(ticks(), 15)
+        assert.deepStrictEqual(yield* sql`PRAGMA journal_mode`, [{ journal_mode: "wal" }])
+        assert.deepStrictEqual(yield* sql`SELECT name FROM t`, [])
+      }),
+    { timeout: 30_000 }
+  )
 
-  it.live("a writer killed (kill -9) mid-transaction: the file opens, its transaction is gone, writes go on", () =>
-    Effect.gen(function*() {
-      const filename = yield* tempFile
-      const sql = yield* clientOf({ filename })
-      yield* sql`CREATE TABLE t (name TEXT NOT NULL)`
-      yield* sql`INSERT INTO t (name) VALUES (${"committed"})`
-      const { child, exited } = yield* lockFromChild(filename, "forever", [
-        "INSERT INTO t (name) VALUES ('uncommitted 1')",
-        "INSERT INTO t (name) VALUES ('uncommitted 2')"
-      ])
-      child.kill("SIGKILL")
-      yield* exited
-      // A client opened after the crash, and the one that was open, see the committed row only, and can write.
-      const after = yield* clientOf({ filename })
-      assert.deepStrictEqual(yield* after`SELECT name FROM t`, [{ name: "committed" }])
-      assert.deepStrictEqual(yield* after`PRAGMA integrity_check`, [{ integrity_check: "ok" }])
-      yield* after.withTransaction(after`INSERT INTO t (name) VALUES (${"after the crash"})`)
-      yield* sql`INSERT INTO t (name) VALUES (${"from the first client"})`
-      assert.deepStrictEqual((yield* sql`SELECT name FROM t ORDER BY rowid`).map((row) => row.name), [
-        "committed",
-        "after the crash",
-        "from the first client"
-      ])
-    }), { timeout: 30_000 })
+  it.live(
+    "a writer killed (kill -9) mid-transaction: the file opens, its transaction is gone, writes go on",
+    () =>
+      Effect.gen(function*() {
+        const filename = yield* tempFile
+        const sql = yield* clientOf({ filename })
+        yield* sql`CREATE TABLE t (name TEXT NOT NULL)`
+        yield* sql`INSERT INTO t (name) VALUES (${"committed"})`
+        const { child, exited } = yield* lockFromChild(filename, "forever", [
+          "INSERT INTO t (name) VALUES ('uncommitted 1')",
+          "INSERT INTO t (name) VALUES ('uncommitted 2')"
+        ])
+        child.kill("SIGKILL")
+        yield* exited
+        // A client opened after the crash, and the one that was open, see the committed row only, and can write.
+        const after = yield* clientOf({ filename })
+        assert.deepStrictEqual(yield* after`SELECT name FROM t`, [{ name: "committed" }])
+        assert.deepStrictEqual(yield* after`PRAGMA integrity_check`, [{ integrity_check: "ok" }])
+        yield* after.withTransaction(after`INSERT INTO t (name) VALUES (${"after the crash"})`)
+        yield* sql`INSERT INTO t (name) VALUES (${"from the first client"})`
+        assert.deepStrictEqual((yield* sql`SELECT name FROM t ORDER BY rowid`).map((row) => row.name), [
+          "committed",
+          "after the crash",
+          "from the first client"
+        ])
+      }),
+    { timeout: 30_000 }
+  )
 })

@@ -3,13 +3,13 @@
  * `fixtures/version1/write.ts` with the code of main on 2026-12-03, before the first event schema change. Today's
  * runtime opens a copy of it, folds the tree, answers the open approval and the turn completes.
  */
-import { SqlClient } from "effect/sql"
-import { SqliteClient } from "@parley/store-sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Ids, Inbox, Session, Turn, TurnEvent } from "@parley/core"
+import { SqliteClient } from "@parley/store-sql"
 import { SqlRuntime, SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Result, Layer } from "effect"
+import { Effect, Layer, Result } from "effect"
+import { SqlClient } from "effect/sql"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { sqliteFile, storeOf } from "./databases.js"

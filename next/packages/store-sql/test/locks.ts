@@ -40,7 +40,10 @@ export const lockFromChild = (
       child.stderr.on("data", (data: Buffer) => {
         stderr += data.toString()
       })
-      child.on("close", (code) => resume(Effect.fail(new Error(`the child exited (${code}) before locking: ${stderr}`))))
+      child.on(
+        "close",
+        (code) => resume(Effect.fail(new Error(`the child exited (${code}) before locking: ${stderr}`)))
+      )
     }),
     ({ child }) =>
       Effect.sync(() => {

@@ -219,7 +219,9 @@ describe("ClientTool", () => {
             throw new Error("no GPS")
           })
         )
-        assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause) && !Cause.hasFails(exit.cause))
+        assert.isTrue(
+          Exit.isFailure(exit) && exit.cause.reasons.length === 1 && Cause.isDieReason(exit.cause.reasons[0]!)
+        )
       }))
   })
 

@@ -2,17 +2,17 @@
  * `parley cluster status`: the cluster as the server asked sees it (`GET /cluster/status` of a `parley serve
  * --cluster` server): its runners, how many shards each is assigned, and the asked runner's shards and trees.
  */
+import * as ClusterApi from "@parley/cluster/ClusterApi"
+import * as ClusterStatus from "@parley/cluster/ClusterStatus"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
 import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
-import * as ClusterApi from "@parley/cluster/ClusterApi"
-import * as ClusterStatus from "@parley/cluster/ClusterStatus"
-import * as Console from "effect/Console"
-import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Connection from "./connection.js"
 import { CliError } from "./connection.js"

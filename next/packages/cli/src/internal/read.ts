@@ -1,13 +1,13 @@
 /**
  * The commands that read: `sessions list`, `sessions show <id>`, `callbacks list`, `events <session>`.
  */
-import * as Argument from "effect/cli/Argument"
-import * as Command from "effect/cli/Command"
-import * as Flag from "effect/cli/Flag"
 import { Kind } from "@parley/core/Callback"
 import { SessionId } from "@parley/core/Ids"
 import { OpenCallback } from "@parley/core/Transport"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"

@@ -15,7 +15,7 @@ import { type SessionNotFound, TransportFailure } from "@parley/core/ParleyError
 import { Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import type * as Engine from "@parley/runtime/Engine"
-import type * as Clock from "effect/Clock"
+import * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -36,8 +36,8 @@ export const layer = (
     Effect.gen(function*() {
       const address = yield* Entity.CurrentAddress
       const treeId = address.entityId as string as SessionId
-      yield* Metric.increment(metrics.trees)
-      yield* Effect.addFinalizer(() => Effect.andThen(Metric.incrementBy(metrics.trees, -1), engine.release(treeId)))
+      yield* Metric.update(metrics.trees, 1)
+      yield* Effect.addFinalizer(() => Effect.andThen(Metric.update(metrics.trees, -1), engine.release(treeId)))
       const refused = Effect.fail(new RunnerStopping({ treeId }))
       const counted = (name: string) => {
         const counter = metrics.messages(name)
@@ -45,10 +45,8 @@ export const layer = (
           effect: Effect.Effect<A, E>
         ): Effect.Effect<A, E | SessionNotFound | TransportFailure | RunnerStopping> =>
           Effect.suspend(() =>
-            stopping() ? refused : Effect.withClock(
-              Effect.andThen(Metric.increment(counter), Effect.andThen(engine.place(treeId), effect)),
-              clock
-            ).pipe(
+            stopping() ? refused : Effect.andThen(Metric.update(counter, 1), Effect.andThen(engine.place(treeId), effect)).pipe(
+              Effect.provideService(Clock.Clock, clock),
               // The engine closing refuses what it had not decided yet (every command is idempotent in the log:
               // sending it again is safe even if it was).
               Effect.catchIf((error) => stopping() && error instanceof TransportFailure, () => refused)

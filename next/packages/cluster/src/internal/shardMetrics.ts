@@ -12,7 +12,7 @@ import type * as Scope from "effect/Scope"
 import type * as RunnerMetrics from "../RunnerMetrics.js"
 
 export const sample = (
-  sharding: Sharding.Sharding["Type"],
+  sharding: Sharding.Sharding["Service"],
   shards: { readonly groups: ReadonlyArray<string>; readonly perGroup: number },
   metrics: RunnerMetrics.Tagged,
   interval: Duration.Input
@@ -27,9 +27,9 @@ export const sample = (
     const released = [...held].filter((shard) => !now.has(shard)).length
     held = now
     return Effect.all([
-      Metric.set(metrics.shards, now.size),
-      acquired === 0 ? Effect.void : Metric.incrementBy(metrics.acquired, acquired),
-      released === 0 ? Effect.void : Metric.incrementBy(metrics.released, released)
+      Metric.update(metrics.shards, now.size),
+      acquired === 0 ? Effect.void : Metric.update(metrics.acquired, acquired),
+      released === 0 ? Effect.void : Metric.update(metrics.released, released)
     ], { discard: true })
   })
   return Effect.asVoid(Effect.forkScoped(Effect.repeat(look, Schedule.spaced(interval))))

@@ -9,7 +9,12 @@
  * (a runner just killed: the cluster answers that with the socket's defect, where it retries a persisted message).
  * Every command is idempotent in the log: sending one again is safe even when the first was decided.
  */
-import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "effect/cluster/ClusterError"
+import type {
+  AlreadyProcessingMessage,
+  EntityNotAssignedToRunner,
+  MailboxFull,
+  PersistenceError
+} from "effect/cluster/ClusterError"
 import * as Socket from "effect/socket/Socket"
 import { Answer as AnswerSchema } from "@parley/core/Answer"
 import * as Ids from "@parley/core/Ids"
@@ -18,7 +23,7 @@ import { Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Cause from "effect/Cause"
-import type * as Clock from "effect/Clock"
+import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -27,7 +32,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { RunnerStopping, Tree } from "../TreeEntity.js"
 
-type Client = Effect.Effect.Success<typeof Tree.client>
+type Client = Effect.Success<typeof Tree.client>
 
 const decodeSessionId = Schema.decodeUnknownResult(Ids.SessionId)
 const encodeAnswer = Schema.encodeUnknownResult(AnswerSchema)
@@ -58,13 +63,23 @@ const isResent = (error: unknown): error is RunnerStopping | Undelivered =>
  */
 const undelivered = <A, E>(send: Effect.Effect<A, E>): Effect.Effect<A, E | Undelivered> =>
   Effect.catchCause(send, (cause) =>
-    Cause.isInterruptedOnly(cause) ||
-      Option.exists(Cause.dieOption(cause), Socket.isSocketError)
+    Cause.hasInterruptsOnly(cause) ||
+      Result.match(Cause.findDefect(cause), { onFailure: () => false, onSuccess: Socket.isSocketError })
       ? Effect.fail<E | Undelivered>(new Undelivered({ cause }))
       : Effect.failCause(cause))
 
-/** The cluster's own failures to deliver (a full mailbox, storage), as the transport's. */
-const clusterErrors = new Set<string>(["MailboxFull", "AlreadyProcessingMessage", "PersistenceError"])
+/**
+ * The cluster's own failures to deliver (a full mailbox, storage, this process shutting down), as the transport's.
+ */
+const clusterErrors = new Set<string>([
+  "MailboxFull",
+  "AlreadyProcessingMessage",
+  "PersistenceError",
+  "EntityNotAssignedToRunner"
+])
+
+/** What the cluster answers instead of the tree's runner. */
+type ClusterError = MailboxFull | AlreadyProcessingMessage | PersistenceError | EntityNotAssignedToRunner
 
 export const make = (options: {
   /** This process's engine: creates sessions, answers reads. */
@@ -82,11 +97,11 @@ export const make = (options: {
     if (Result.isFailure(id)) {
       return Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: String(sessionId) }))
     }
-    return store.eventLog.treeOf(id.right).pipe(
+    return store.eventLog.treeOf(id.success).pipe(
       Effect.mapError((error) => failure(method, error)),
       Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: id.right })),
-        onSome: (treeId) => Effect.succeed({ treeId, sessionId: id.right })
+        onNone: () => Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: id.success })),
+        onSome: (treeId) => Effect.succeed({ treeId, sessionId: id.success })
       }))
     )
   }
@@ -97,17 +112,15 @@ export const make = (options: {
    */
   const routed = <A, E>(
     method: string,
-    send: Effect.Effect<A, E | RunnerStopping | MailboxFull | AlreadyProcessingMessage | PersistenceError>
+    send: Effect.Effect<A, E | RunnerStopping | ClusterError>
   ): Effect.Effect<A, Exclude<E, RunnerStopping> | TransportFailure> =>
-    Effect.withClock(
-      Effect.retry(
-        undelivered(send),
-        { while: isResent, schedule: Schedule.spaced("100 millis").pipe(Schedule.upTo("60 seconds")) }
-      ),
-      wallClock
+    Effect.retry(
+      undelivered(send),
+      { while: isResent, schedule: Schedule.spaced("100 millis").pipe(Schedule.upTo({ duration: "60 seconds" })) }
     ).pipe(
+      Effect.provideService(Clock.Clock, wallClock),
       Effect.catchIf(
-        (error): error is MailboxFull | AlreadyProcessingMessage | PersistenceError | RunnerStopping | Undelivered =>
+        (error): error is ClusterError | RunnerStopping | Undelivered =>
           isResent(error) ||
           typeof error === "object" && error !== null && "_tag" in error && clusterErrors.has(String(error._tag)),
         (error) => Effect.fail(failure(method, error))

@@ -11,7 +11,7 @@ import * as Singleton from "effect/cluster/Singleton"
 import type { SessionId } from "@parley/core/Ids"
 import type * as SessionStore from "@parley/log/SessionStore"
 import type * as Clock from "effect/Clock"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Tree } from "../TreeEntity.js"
 
@@ -53,7 +53,7 @@ export const layer = (
         Effect.catchCause((cause) => Effect.logWarning(`the cluster could not ${what}`, cause))
       yield* first.pipe(logged("wake the trees at start"))
       yield* Effect.forever(
-        Effect.andThen(Effect.sleep(Duration.decode(options.interval)), sweep.pipe(logged("wake unfinished trees")))
+        Effect.andThen(Effect.sleep(options.interval), sweep.pipe(logged("wake unfinished trees")))
       )
     })
   )

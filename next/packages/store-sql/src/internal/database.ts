@@ -165,7 +165,9 @@ export const open = (
       )
       const waited = transactionOptions?.waits === false ? once : awaitingLock("a write", once)
       return waited.pipe(
-        Effect.flatMap((result) => result instanceof BodyFailure ? Effect.fail(result.error as E | SqlError) : Effect.succeed(result)),
+        Effect.flatMap((result) =>
+          result instanceof BodyFailure ? Effect.fail(result.error as E | SqlError) : Effect.succeed(result)
+        ),
         Effect.ensuring(Effect.sync(() => database.afterOwnWrite()))
       )
     }

@@ -5,7 +5,6 @@
  * normally, the ones a lost connection missed otherwise. (SQLite polls instead: `sqliteChanges.ts`.)
  */
 import type * as PgClient from "@effect/sql-pg/PgClient"
-import type { SqlError } from "effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import { StoreError } from "@parley/log/StoreError"
 import * as Deferred from "effect/Deferred"
@@ -13,6 +12,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import type { SqlError } from "effect/sql/SqlError"
 import type { Database } from "./database.js"
 import { storeError } from "./errors.js"
 import { sleepLive } from "./sqliteChanges.js"

@@ -7,12 +7,12 @@
  * - `leases.ts`: owners, claims, recovery's lists;
  * - `trees.ts`: snapshots and secrets.
  */
-import type * as SqlClient from "effect/sql/SqlClient"
 import * as EventLog from "@parley/log/EventLog"
 import type { Services } from "@parley/log/SessionStore"
 import type { StoreError } from "@parley/log/StoreError"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import type * as SqlClient from "effect/sql/SqlClient"
 import * as Database from "./database.js"
 import * as Driver from "./driver.js"
 import * as Leases from "./leases.js"

@@ -21,11 +21,11 @@
  * Events are coalesced (one pending wake-up) and one fiber runs every poll, so polls never overlap. The
  * watch lives in the scope: closed with the store.
  */
-import type * as SqlClient from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
 import * as path from "node:path"
 

@@ -70,7 +70,9 @@ export const waitForLock = <A, E, R>(
       const exit = yield* Effect.exit(effect)
       if (Exit.isSuccess(exit)) return exit.value
       const cause = exit.cause
-      if (Cause.hasInterrupts(cause) && !Cause.hasFails(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
+      if (Cause.hasInterrupts(cause) && !Cause.hasFails(cause)) {
+        return yield* Effect.failCause(cause as Cause.Cause<never>)
+      }
       const locked = isLocked(cause)
       const left = timeoutMillis - (performance.now() - started)
       if (!locked || left <= 0) {
@@ -79,7 +81,9 @@ export const waitForLock = <A, E, R>(
           method: options.method,
           description: locked
             ? `${file} is locked: another process held its write lock for longer than ` +
-              `${Duration.format(timeout)} (${options.timeoutOption ?? "lockTimeout"}) while ${options.what} waited for it`
+              `${Duration.format(timeout)} (${
+                options.timeoutOption ?? "lockTimeout"
+              }) while ${options.what} waited for it`
             : `${options.what} failed on ${file}: ${messageOf(cause)}`,
           cause: Cause.squash(cause)
         })

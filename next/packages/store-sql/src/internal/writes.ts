@@ -7,18 +7,18 @@
  * `INSERT … ON CONFLICT DO NOTHING` into a table keyed by callback id, so a second one inserts nothing and is a
  * `ResolutionConflict`.
  */
-import type { Connection } from "effect/sql/SqlConnection"
-import type { SqlError } from "effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import type { AppendRows, StoredTree } from "@parley/log/EventLog"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/log/StoreError"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
+import type { Connection } from "effect/sql/SqlConnection"
+import type { SqlError } from "effect/sql/SqlError"
 import type { EventRow, TreeRow } from "./codec.js"
 import type { Database } from "./database.js"
 import { storeError } from "./errors.js"

@@ -355,7 +355,7 @@ const crash = (config: StoreConfig, store: SessionStore.Services) =>
     assert.isAtLeast(situations.get("a cancel's append (before or after it)") ?? 0, 2)
   })
 
-describe.sequential("Crash: kill -9 at every append, in tools and model calls, and during recovery", () => {
+describe("Crash: kill -9 at every append, in tools and model calls, and during recovery", { concurrent: false }, () => {
   it.live(
     "on a SQLite file, every turn completes: no callback lost, no tool run twice, every log folds",
     () =>

@@ -94,7 +94,7 @@ const crossProcess = (config: StoreConfig, store: SessionStore.Services) =>
     console.log(`cross-process test (${config._tag}): answered from the test process; ${Date.now() - started} ms`)
   })
 
-describe.sequential("Cross-process: a turn in one process answered from another", () => {
+describe("Cross-process: a turn in one process answered from another", { concurrent: false }, () => {
   it.live("on a SQLite file", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile

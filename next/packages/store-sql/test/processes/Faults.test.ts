@@ -69,7 +69,7 @@ const crashesInSteps = (fixture: Fixture) =>
     assert.strictEqual(textsOf(trees, treeIds).get("stepper"), "Charged and fetched.")
   })
 
-describe.sequential("Faults: an approved call always runs once, a deposed owner never runs one", () => {
+describe("Faults: an approved call always runs once, a deposed owner never runs one", { concurrent: false }, () => {
   for (const [name, config] of Object.entries(stores)) {
     it.live(
       `(a) owner down, answered by id: the next owner runs each approved call once (${name})`,

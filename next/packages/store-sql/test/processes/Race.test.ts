@@ -127,7 +127,7 @@ const race = (
     )
   })
 
-describe.sequential("Race: two processes answer the same 1,000 callbacks", () => {
+describe("Race: two processes answer the same 1,000 callbacks", { concurrent: false }, () => {
   it.live("on a SQLite file", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile

@@ -51,7 +51,7 @@ export const spawn = <M extends { readonly _tag: string }>(
         )
         child.stdout?.on("data", (chunk) => void (output += String(chunk)))
         child.stderr?.on("data", (chunk) => void (output += String(chunk)))
-        child.on("message", (message) => Queue.unsafeOffer(messages, message as M))
+        child.on("message", (message) => Queue.offerUnsafe(messages, message as M))
         child.on("exit", (code, signal) => Deferred.doneUnsafe(exited, Effect.succeed({ code, signal })))
         return child
       }),
@@ -111,9 +111,14 @@ export const expect = <M extends { readonly _tag: string }, Tag extends M["_tag"
     (exit) => Effect.sleep("200 millis").pipe(Effect.andThen(failed(`exited (${exit.code ?? exit.signal}) first`)))
   )
   return Effect.raceFirst(next, exitedFirst).pipe(
-    Effect.timeoutFail({
+    Effect.timeoutOrElse({
       duration: options?.timeout ?? Duration.seconds(60),
-      onTimeout: () => failed(`no ${tag} message within ${Duration.format(options?.timeout ?? "60 seconds")}`)
+      orElse: () =>
+        Effect.fail(
+          failed(
+            `no ${tag} message within ${Duration.format(Duration.fromInputUnsafe(options?.timeout ?? "60 seconds"))}`
+          )
+        )
     })
   )
 }

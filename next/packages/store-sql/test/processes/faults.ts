@@ -10,16 +10,16 @@
  *   the trees over and starts the approved calls (slow tools, still running when the old owner resumes); the old owner
  *   is resumed (`SIGCONT`) and never starts one.
  */
-import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@parley/store-sql"
 import { assert } from "@effect/vitest"
 import type { Ids, TurnEvent } from "@parley/core"
 import { Answer, Inbox, type Transport } from "@parley/core"
 import { TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
+import { SqliteClient } from "@parley/store-sql"
 import type { Context, Scope } from "effect"
 import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import type { LedgerLine } from "../fixtures/agents.js"
 import { idempotentTools, readLedger } from "../fixtures/agents.js"
 import { applicationNameOf, type StoreConfig } from "../fixtures/child.js"
@@ -56,7 +56,7 @@ export const answerOpen = (inbox: InboxContext) =>
     let answered = 0
     for (const open of yield* Inbox.listOpen()) {
       yield* Inbox.answer(open, new Answer.AllowApproval()).pipe(
-        Effect.tap(() => answered++),
+        Effect.tap(() => Effect.sync(() => answered++)),
         Effect.catchTags({ CallbackAlreadyAnswered: () => Effect.void, CallbackNotOpen: () => Effect.void })
       )
     }

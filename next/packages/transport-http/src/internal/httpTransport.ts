@@ -139,10 +139,9 @@ export const make = (options: Options) =>
      */
     const resent = <A, E>(post: Effect.Effect<A, E>) =>
       post.pipe(
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: options.sendTimeout,
-          onTimeout: () => new SendTimedOut({ message: "no response in time" })
-        }),
+          orElse: () => Effect.fail(new SendTimedOut({ message: "no response in time" })) }),
         Effect.retry({ schedule: Schedule.upTo(options.reconnect, options.sendRetryFor), while: retriable })
       )
 
