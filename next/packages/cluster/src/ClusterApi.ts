@@ -22,14 +22,14 @@
  *
  * @since 0.1.0
  */
-import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
-import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
-import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
-import * as OpenApi from "effect/http-api/OpenApi"
-import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import { TransportFailure } from "@parley/core/ParleyError"
 import { Authorization, PayloadTooLarge, ProtocolApi } from "@parley/core/ProtocolApi"
 import * as Effect from "effect/Effect"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as OpenApi from "effect/http-api/OpenApi"
 import type * as Layer from "effect/Layer"
 import * as ClusterStatus from "./ClusterStatus.js"
 

@@ -27,8 +27,6 @@
  *
  * @since 0.1.0
  */
-import * as Entity from "effect/cluster/Entity"
-import * as Rpc from "effect/rpc/Rpc"
 import {
   AnswerMismatch,
   CallbackAlreadyAnswered,
@@ -40,6 +38,8 @@ import {
   TurnNotFound
 } from "@parley/core/ParleyError"
 import { TurnRef } from "@parley/core/Transport"
+import * as Entity from "effect/cluster/Entity"
+import * as Rpc from "effect/rpc/Rpc"
 import * as Schema from "effect/Schema"
 
 /**
@@ -91,14 +91,16 @@ export const Answer = Rpc.make("Answer", {
     requestId: Schema.String
   },
   error: Schema.Union(
-    [AnswerMismatch,
-    CallbackNotOpen,
-    CallbackAlreadyAnswered,
-    InvalidId,
-    SessionNotFound,
-    TurnNotFound,
-    TransportFailure,
-    RunnerStopping]
+    [
+      AnswerMismatch,
+      CallbackNotOpen,
+      CallbackAlreadyAnswered,
+      InvalidId,
+      SessionNotFound,
+      TurnNotFound,
+      TransportFailure,
+      RunnerStopping
+    ]
   )
 })
 

@@ -70,10 +70,8 @@ const waitForLog = (
 ) =>
   Effect.gen(function*() {
     const store = yield* SessionStore.services
-    console.log("DBG store")
     for (let attempt = 0; attempt < 1000; attempt++) {
       const events = yield* store.eventLog.read(treeId, 0)
-      if (attempt % 100 === 0) console.log("DBG read", attempt, tagsOf(events))
       if (done(events)) return events
       yield* meanwhile
       yield* TestClock.withLive(Effect.sleep("10 millis"))
@@ -157,14 +155,10 @@ describe("ClusterRuntime", () => {
         const session = yield* Agent.startSession(greeter)
         return yield* Session.sendMessage(session, "Hello.")
       }))
-      console.log("DBG sent")
       yield* waitForLog(filename, turn.sessionId, (events) => tagsOf(events).includes("ModelStepStarted"))
-      console.log("DBG started")
       yield* dead.stop
-      console.log("DBG stopped")
       const model = yield* hello
       const runner = yield* start(ClusterRuntime.layerSingle().pipe(Layer.provide(services(sqlite(filename), model))))
-      console.log("DBG runner")
       const events = yield* waitForLog(filename, turn.sessionId, (events) => tagsOf(events).includes("TurnEnded"))
       assert.deepStrictEqual(tagsOf(events), [
         "TurnQueued",

@@ -70,7 +70,8 @@ export const spawnRunner = (args: {
     const url = yield* Deferred.await(ready).pipe(
       Effect.timeoutOrElse({
         duration: "60 seconds",
-        orElse: () => Effect.fail(new Error(`the runner never got ready\n${output}`)) })
+        orElse: () => Effect.fail(new Error(`the runner never got ready\n${output}`))
+      })
     )
     return {
       pid: child.pid ?? -1,

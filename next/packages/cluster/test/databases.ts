@@ -2,9 +2,9 @@
  * Databases for the tests: a temporary SQLite file, or a fresh schema of the test PostgreSQL database (when it is not
  * reachable the PostgreSQL tests fail; they never skip); and free ports for runners.
  */
-import { FileSystem } from "effect"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
+import { FileSystem } from "effect"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import type { Duration } from "effect"
 import * as Net from "node:net"

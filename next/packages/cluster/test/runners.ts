@@ -2,14 +2,14 @@
  * Runners of one cluster for the tests: each a `ClusterRuntime.layerSocket` on 127.0.0.1 (a port of its own), its
  * engine's log and the cluster's runner storage in one PostgreSQL schema, on the given model and runtime tools.
  */
-import type { LanguageModel } from "effect/ai"
-import { RunnerAddress, ShardId, Sharding } from "effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { ClusterRuntime } from "@parley/cluster"
 import { Connectors, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import type { Tool } from "@parley/tools"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import type { LanguageModel } from "effect/ai"
+import { RunnerAddress, ShardId, Sharding } from "effect/cluster"
 import { freePorts, sleepLive } from "./databases.js"
 
 /**

@@ -323,6 +323,35 @@ describe("ClientTool", () => {
         assert.isTrue(email.annotations.destructiveHint)
       }))
 
+    it.effect("describes what the arguments decode from: a number is a JSON number, an optional key is left out", () =>
+      Effect.gen(function*() {
+        const tool = ClientTool.make("thermostat", {
+          description: "Set the temperature.",
+          parameters: { celsius: Schema.Number, room: Schema.optional(Schema.String) },
+          success: Schema.Struct({ celsius: Schema.Number })
+        })
+        const spec = yield* ClientTool.toSpec(tool)
+        assert.deepStrictEqual(spec.parameters, {
+          type: "object",
+          properties: { celsius: { type: "number" }, room: { type: "string" } },
+          required: ["celsius"],
+          additionalProperties: false
+        })
+        assert.deepStrictEqual(spec.success, {
+          type: "object",
+          properties: { celsius: { type: "number" } },
+          required: ["celsius"],
+          additionalProperties: false
+        })
+        const call = (args: unknown) =>
+          Effect.flatMap(clientToolCall("client.thermostat", args), (cb) => tool.run(cb, ({ celsius }) => ({ celsius })))
+        assert.deepStrictEqual(yield* call({ celsius: 21 }), Answer.ClientToolResult.success({ celsius: 21 }))
+        for (const args of [{ celsius: "Infinity" }, { celsius: 21, room: null }]) {
+          const answer = yield* call(args)
+          assert.isTrue(answer._tag === "ClientToolResult" && answer.isFailure, JSON.stringify(args))
+        }
+      }))
+
     it.effect("gives a tool without parameters an empty object schema", () =>
       Effect.gen(function*() {
         const tool = ClientTool.make("now", { description: "The time.", success: Schema.String })

@@ -9,13 +9,13 @@
  * with `RunnerStopping` (nothing decided; the sender sends it again, to the tree's next runner), and so is a command
  * the closing engine refused ("the engine is stopping") — never a `TransportFailure` the caller would have to retry.
  */
-import * as Entity from "effect/cluster/Entity"
 import type { SessionId } from "@parley/core/Ids"
 import { type SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import type * as Engine from "@parley/runtime/Engine"
 import * as Clock from "effect/Clock"
+import * as Entity from "effect/cluster/Entity"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -45,12 +45,14 @@ export const layer = (
           effect: Effect.Effect<A, E>
         ): Effect.Effect<A, E | SessionNotFound | TransportFailure | RunnerStopping> =>
           Effect.suspend(() =>
-            stopping() ? refused : Effect.andThen(Metric.update(counter, 1), Effect.andThen(engine.place(treeId), effect)).pipe(
-              Effect.provideService(Clock.Clock, clock),
-              // The engine closing refuses what it had not decided yet (every command is idempotent in the log:
-              // sending it again is safe even if it was).
-              Effect.catchIf((error) => stopping() && error instanceof TransportFailure, () => refused)
-            )
+            stopping() ?
+              refused :
+              Effect.andThen(Metric.update(counter, 1), Effect.andThen(engine.place(treeId), effect)).pipe(
+                Effect.provideService(Clock.Clock, clock),
+                // The engine closing refuses what it had not decided yet (every command is idempotent in the log:
+                // sending it again is safe even if it was).
+                Effect.catchIf((error) => stopping() && error instanceof TransportFailure, () => refused)
+              )
           )
       }
       const sendMessage = counted("SendMessage")

@@ -9,13 +9,6 @@
  * (a runner just killed: the cluster answers that with the socket's defect, where it retries a persisted message).
  * Every command is idempotent in the log: sending one again is safe even when the first was decided.
  */
-import type {
-  AlreadyProcessingMessage,
-  EntityNotAssignedToRunner,
-  MailboxFull,
-  PersistenceError
-} from "effect/cluster/ClusterError"
-import * as Socket from "effect/socket/Socket"
 import { Answer as AnswerSchema } from "@parley/core/Answer"
 import * as Ids from "@parley/core/Ids"
 import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
@@ -24,12 +17,19 @@ import type * as Transport from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import type {
+  AlreadyProcessingMessage,
+  EntityNotAssignedToRunner,
+  MailboxFull,
+  PersistenceError
+} from "effect/cluster/ClusterError"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Socket from "effect/socket/Socket"
 import type { RunnerStopping, Tree } from "../TreeEntity.js"
 
 type Client = Effect.Success<typeof Tree.client>

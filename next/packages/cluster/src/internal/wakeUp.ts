@@ -7,10 +7,10 @@
  * runner that died while this singleton lived on, whose deadline nobody holds any more, expires at most `interval`
  * late. A `Resume` to a tree its runner holds already is a no-op there (a deadline it holds fires by itself).
  */
-import * as Singleton from "effect/cluster/Singleton"
 import type { SessionId } from "@parley/core/Ids"
 import type * as SessionStore from "@parley/log/SessionStore"
 import type * as Clock from "effect/Clock"
+import * as Singleton from "effect/cluster/Singleton"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Tree } from "../TreeEntity.js"

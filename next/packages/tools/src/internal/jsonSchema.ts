@@ -23,16 +23,37 @@ type Json = { [key: string]: unknown }
 const isNullSchema = (schema: unknown): boolean =>
   typeof schema === "object" && schema !== null && (schema as Json).type === "null" && Object.keys(schema).length === 1
 
+const nonFinite = ["-Infinity", "Infinity", "NaN"]
+
+/** The branch Effect's JSON codec adds to a number: the strings it writes `NaN` and the infinities as. */
+const isNonFiniteSchema = (schema: unknown): boolean => {
+  if (typeof schema !== "object" || schema === null) return false
+  const { enum: values, type, ...rest } = schema as Json
+  return type === "string" && Object.keys(rest).length === 0 && Array.isArray(values) &&
+    values.length === nonFinite.length && [...values].sort().every((value, i) => value === nonFinite[i])
+}
+
+/** The schema without the `anyOf` members that `drop` picks (a single member left stands for the `anyOf`). */
+const withoutMembers = (schema: unknown, drop: (member: unknown) => boolean): unknown => {
+  if (typeof schema !== "object" || schema === null || !Array.isArray((schema as Json).anyOf)) return schema
+  const { anyOf, ...rest } = schema as Json
+  const members = (anyOf as Array<unknown>).filter((member) => !drop(member))
+  if (members.length === (anyOf as Array<unknown>).length) return schema
+  return members.length === 1 ? { ...(members[0] as Json), ...rest } : { ...rest, anyOf: members }
+}
+
 /**
- * Effect writes an optional key's `undefined` as a `null` branch (what its JSON codec sends for `undefined`). The
- * arguments are decoded from the model's JSON as they are, where an optional key is left out and `null` is refused:
- * the branch is dropped, and every object lists its `required` keys (none, at least).
+ * Effect writes an optional key's `undefined` as a `null` branch, and a number's `NaN` and infinities as strings
+ * (what its JSON codec sends). The arguments are decoded from the model's JSON as they are, where an optional key is
+ * left out, `null` is refused and a number is a JSON number: both branches are dropped, and every object lists its
+ * `required` keys (none, at least).
  */
 const forModels = (schema: unknown): unknown => {
   if (Array.isArray(schema)) return schema.map(forModels)
   if (typeof schema !== "object" || schema === null) return schema
-  const out: Json = {}
-  for (const [key, value] of Object.entries(schema)) out[key] = forModels(value)
+  const entries: Json = {}
+  for (const [key, value] of Object.entries(schema)) entries[key] = forModels(value)
+  const out = withoutMembers(entries, isNonFiniteSchema) as Json
   if (out.type === "object" && typeof out.properties === "object" && out.properties !== null) {
     const required = Array.isArray(out.required) ? (out.required as Array<string>) : []
     const properties: Json = {}
@@ -45,12 +66,7 @@ const forModels = (schema: unknown): unknown => {
   return out
 }
 
-const withoutNull = (property: unknown): unknown => {
-  if (typeof property !== "object" || property === null || !Array.isArray((property as Json).anyOf)) return property
-  const { anyOf, ...rest } = property as Json
-  const members = (anyOf as Array<unknown>).filter((member) => !isNullSchema(member))
-  return members.length === 1 ? { ...(members[0] as Json), ...rest } : { ...rest, anyOf: members }
-}
+const withoutNull = (property: unknown): unknown => withoutMembers(property, isNullSchema)
 
 /** No top-level `$ref` (a `Schema.Class` is inlined), named schemas under `$defs`, no `$schema` key. */
 export const make = (schema: Schema.Top): ToolSpec.JsonSchema => {
