@@ -344,7 +344,10 @@ describe("ClientTool", () => {
           additionalProperties: false
         })
         const call = (args: unknown) =>
-          Effect.flatMap(clientToolCall("client.thermostat", args), (cb) => tool.run(cb, ({ celsius }) => ({ celsius })))
+          Effect.flatMap(
+            clientToolCall("client.thermostat", args),
+            (cb) => tool.run(cb, ({ celsius }) => ({ celsius }))
+          )
         assert.deepStrictEqual(yield* call({ celsius: 21 }), Answer.ClientToolResult.success({ celsius: 21 }))
         for (const args of [{ celsius: "Infinity" }, { celsius: 21, room: null }]) {
           const answer = yield* call(args)
