@@ -61,7 +61,7 @@ import {
 } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
 import * as Stream from "effect/Stream"
-import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite"
+import { DatabaseSync, type SQLInputValue, type StatementResultingChanges, type StatementSync } from "node:sqlite"
 
 const TypeId = "~@parley/store-sql/SqliteClient"
 
@@ -201,9 +201,6 @@ const awaitingLock = <A, E, R>(
 // The connection
 // -----------------------------------------------------------------------------
 
-/** What a statement's execution returns: its rows, as arrays of values, or (`raw`) what a write changed. */
-type Mode = "rows" | "values" | "raw"
-
 /** A value `node:sqlite` binds: booleans as 0 / 1, `undefined` as NULL. */
 const bindable = (value: unknown): SQLInputValue =>
   typeof value === "boolean" ? (value ? 1 : 0) : value === undefined ? null : value as SQLInputValue
@@ -247,44 +244,66 @@ const openConnection = (options: SqliteClientConfig) =>
       return prepared
     }
 
-    const execute = (
+    /** Runs `sql` with `params` bound: `statement.all` for a statement that reads, `statement.run` otherwise. */
+    const execute = <Rows, Raw>(
       sql: string,
       params: ReadonlyArray<unknown>,
-      mode: Mode,
-      prepared: boolean
-    ): Effect.Effect<any, SqlError> =>
+      prepared: boolean,
+      arrays: boolean,
+      onRun: (result: StatementResultingChanges) => Raw,
+      onRows: (rows: ReadonlyArray<unknown>) => Rows
+    ): Effect.Effect<Rows | Raw, SqlError> =>
       Effect.withFiber((fiber) => {
         const safeIntegers = fiber.getRef(Client.SafeIntegers)
         return Effect.try({
           try: () => {
             const { reader, statement } = prepared ? prepare(sql) : prepareNew(sql)
             statement.setReadBigInts(safeIntegers)
-            statement.setReturnArrays(mode === "values")
+            statement.setReturnArrays(arrays)
             const values = params.map(bindable)
-            if (reader) return statement.all(...values)
-            const result = statement.run(...values)
-            return mode === "raw" ? { changes: result.changes, lastInsertRowid: result.lastInsertRowid } : []
+            return reader ? onRows(statement.all(...values)) : onRun(statement.run(...values))
           },
           catch: (cause) => sqlError(cause, "Failed to execute statement", "execute")
         })
       })
 
+    /** The rows a statement read (objects by column name), none for one that writes. */
+    const rowsOf = (sql: string, params: ReadonlyArray<unknown>, prepared: boolean) =>
+      execute(sql, params, prepared, false, () => [] as ReadonlyArray<object>, (rows) => rows as ReadonlyArray<object>)
+    /** The rows a statement read as arrays of values, none for one that writes. */
+    const valuesOf = (sql: string, params: ReadonlyArray<unknown>, prepared: boolean) =>
+      execute(
+        sql,
+        params,
+        prepared,
+        true,
+        () => [] as ReadonlyArray<ReadonlyArray<unknown>>,
+        (rows) => rows as ReadonlyArray<ReadonlyArray<unknown>>
+      )
+
     const transformed = (
-      effect: Effect.Effect<ReadonlyArray<any>, SqlError>,
+      effect: Effect.Effect<ReadonlyArray<object>, SqlError>,
       transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
     ) => transformRows === undefined ? effect : Effect.map(effect, transformRows)
 
     const connection: Connection = {
-      execute: (sql, params, transformRows) => transformed(execute(sql, params, "rows", true), transformRows),
-      executeRaw: (sql, params) => execute(sql, params, "raw", true),
-      executeValues: (sql, params) => execute(sql, params, "values", true),
-      executeValuesUnprepared: (sql, params) => execute(sql, params, "values", false),
-      executeUnprepared: (sql, params, transformRows) =>
-        transformed(execute(sql, params ?? [], "rows", false), transformRows),
+      execute: (sql, params, transformRows) => transformed(rowsOf(sql, params, true), transformRows),
+      executeRaw: (sql, params) =>
+        execute(
+          sql,
+          params,
+          true,
+          false,
+          (result) => ({ changes: result.changes, lastInsertRowid: result.lastInsertRowid }),
+          (rows) => rows
+        ),
+      executeValues: (sql, params) => valuesOf(sql, params, true),
+      executeValuesUnprepared: (sql, params) => valuesOf(sql, params, false),
+      executeUnprepared: (sql, params, transformRows) => transformed(rowsOf(sql, params ?? [], false), transformRows),
       executeStream: (sql, params, transformRows) =>
         Stream.unwrap(
           Effect.map(
-            transformed(execute(sql, params, "rows", true), transformRows),
+            transformed(rowsOf(sql, params, true), transformRows),
             (rows) => Stream.fromIterable(rows)
           )
         )

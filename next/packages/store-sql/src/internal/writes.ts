@@ -49,16 +49,26 @@ export type Write =
   }
 
 /**
- * Waits until every fiber that can run has run (a macrotask: Node runs every pending microtask first, and Effect
- * resumes fibers in microtasks). The writes those fibers make meanwhile join the batch: on SQLite a commit blocks the
- * process, so nothing can join a transaction while it runs, and a writer that went on at once would commit one write
- * at a time while every other tree waits its turn (a convoy). Only when trees take turns: the writes of one tree come
- * one after another anyway (its actor batches its commands), and its next write should not wait for unrelated work.
+ * Waits while other fibers are still bringing writes: a commit on SQLite blocks the process, so nothing can join a
+ * transaction while it runs, and a writer that went on at once would commit one write at a time while every other
+ * tree waits its turn (a convoy). Effect 4 resumes fibers in scheduler rounds (one `setImmediate` each), and an
+ * engine's next append comes a few rounds after its last one returned: the writer yields a round at a time, and stops
+ * once `quietRounds` rounds in a row brought no write (or the batch is full). Only when trees take turns: the writes of
+ * one tree come one after another anyway (its actor batches its commands), and its next write should not wait for
+ * unrelated work. When nothing else runs, this costs `quietRounds` empty rounds (microseconds, against a commit's sync).
  */
-const afterPendingWork: Effect.Effect<void> = Effect.callback<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
+const quietRounds = 3
+const whileWritesArrive = <A>(queue: Queue.Queue<A>, room: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    let quiet = 0
+    let size = Queue.sizeUnsafe(queue)
+    while (quiet < quietRounds && size < room) {
+      yield* Effect.yieldNow
+      const now = Queue.sizeUnsafe(queue)
+      quiet = now > size ? 0 : quiet + 1
+      size = now
+    }
+  })
 
 const treeOf = (write: Write): SessionId => write._tag === "Append" ? write.append.treeId : write.tree.treeId
 
@@ -291,7 +301,7 @@ export const start = (
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         closed = true
-        const pending = yield* Queue.takeAll(queue)
+        const pending = yield* Queue.clear(queue)
         const error = new StoreError({ method: "append", description: "the store was closed" })
         yield* Effect.forEach(pending, (write) => fail(write, error), { discard: true })
       })
@@ -303,8 +313,11 @@ export const start = (
       while (true) {
         const first = yield* Queue.take(queue)
         // Let the appends other trees make meanwhile join its transaction.
-        yield* treeOf(first) === lastTree ? Effect.yieldNow : afterPendingWork
-        const rest = yield* Queue.takeBetween(queue, 0, maxBatch - 1)
+        yield* treeOf(first) === lastTree ? Effect.yieldNow : whileWritesArrive(queue, maxBatch - 1)
+        // (`takeBetween` with a minimum of 0 takes nothing: what is there is taken from a minimum of 1.)
+        const rest = Queue.sizeUnsafe(queue) === 0 || maxBatch === 1
+          ? []
+          : yield* Queue.takeBetween(queue, 1, maxBatch - 1)
         const batch = [first, ...rest]
         lastTree = treeOf(batch[batch.length - 1])
         // A defect in a batch fails its writes (typed) and leaves the writer running.

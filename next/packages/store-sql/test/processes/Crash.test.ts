@@ -284,7 +284,7 @@ const crash = (config: StoreConfig, store: SessionStore.Services) =>
       }
       if ((yield* unfinished).length === 0) break
       let failed = false
-      for (const message of yield* Queue.takeAll(d.messages)) {
+      for (const message of yield* Queue.clear(d.messages)) {
         if (message._tag === "Warning") console.log(`${d.name}: ${message.message}`)
         if (message._tag === "Failed") failed = true
       }

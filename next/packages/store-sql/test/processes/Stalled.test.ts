@@ -87,7 +87,7 @@ describe("Stalled: a writer stopped inside a transaction", () => {
         assert.deepStrictEqual(stored.map((event) => event.seq), stored.map((_, i) => i))
 
         // Resumed, the writer finds its transaction gone: that append fails typed, and it goes on after it.
-        yield* Queue.takeAll(writer.messages)
+        yield* Queue.clear(writer.messages)
         yield* writer.signal("SIGCONT")
         const refused = yield* expect(writer, "Refused", { timeout: "30 seconds" })
         assert.include(refused.message, "SessionStore.append")
