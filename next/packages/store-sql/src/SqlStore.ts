@@ -190,10 +190,12 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore.Se
               catch: openFailed("layerSqlite", `the folder ${folder}`)
             })
           }
-          // WAL mode is set by `make`, which waits for another process's lock without blocking the thread.
-          const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true }).pipe(
-            Effect.mapError(openFailed("layerSqlite", options.filename))
-          )
+          // WAL mode is set by `make`, which waits for another process's lock without blocking the thread, for
+          // `lockTimeout` (opening) or `busyTimeout` (writes): the client itself does not wait (`busyTimeout: 0`).
+          const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true, busyTimeout: 0 })
+            .pipe(
+              Effect.mapError(openFailed("layerSqlite", options.filename))
+            )
           return Context.make(SqlClient.SqlClient, client)
         })
       ).pipe(Layer.provide(Reactivity.layer))
@@ -223,8 +225,11 @@ export const layerPg = (options: PgOptions): Layer.Layer<SessionStore.SessionSto
       Layer.effectContext(
         PgClient.make({
           ...config,
-          url: typeof url === "string" ? Redacted.make(url) : url
+          url: typeof url === "string" ? Redacted.make(url) : url,
+          startupParameters: { ...internal.pgStartupParameters(options), ...config.startupParameters }
         }).pipe(
+          // Effect 4's pool connects on first use: a first statement tells an unreachable server at once.
+          Effect.tap((client) => client`SELECT 1`),
           Effect.catchDefect((defect) => Effect.fail(defect)),
           Effect.mapError(openFailed("layerPg", "the PostgreSQL database")),
           Effect.map((client) => Context.make(SqlClient.SqlClient, client).pipe(Context.add(PgClient.PgClient, client)))

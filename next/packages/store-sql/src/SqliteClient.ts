@@ -93,9 +93,9 @@ export const SqliteClient = Context.Service<SqliteClient, SqliteClient & Client.
  * - `filename`: the database file (created when missing), or `:memory:`.
  * - `readonly`: open it read-only (no WAL switch, transactions with a plain `BEGIN`).
  * - `disableWAL`: leave the file's journal mode as it is (by default it is switched to WAL).
- * - `synchronous`: SQLite's `synchronous` for this connection: `"full"` (the default: every commit syncs the
- *   write-ahead log, so it survives a crash of the OS or a power cut), `"normal"` (a commit survives the process being
- *   killed, not the machine stopping), `"off"` or `"extra"`.
+ * - `synchronous`: SQLite's `synchronous` for this connection: `"full"` (SQLite's own default, left in place when
+ *   the option is not given: every commit syncs the write-ahead log, so it survives a crash of the OS or a power cut),
+ *   `"normal"` (a commit survives the process being killed, not the machine stopping), `"off"` or `"extra"`.
  * - `busyTimeout`: how long a statement or a transaction waits for another process's lock, asynchronously, before it
  *   fails with a `LockTimeoutError` (default 5 seconds; `0` fails at once).
  * - `prepareCacheSize`: how many prepared statements the connection keeps (default 200; the least recently used go).
@@ -334,7 +334,7 @@ export const make = (
     const setUp = (sql: string) =>
       awaitingLock(Effect.asVoid(connection.executeUnprepared(sql, [], undefined)), waitMillis, isLocked)
     if (options.readonly !== true && options.disableWAL !== true) yield* setUp("PRAGMA journal_mode = WAL")
-    yield* setUp(`PRAGMA synchronous = ${(options.synchronous ?? "full").toUpperCase()}`)
+    if (options.synchronous !== undefined) yield* setUp(`PRAGMA synchronous = ${options.synchronous.toUpperCase()}`)
 
     const semaphore = yield* Semaphore.make(1)
     const acquirers = Client.makeSqliteAcquirers({

@@ -67,6 +67,19 @@ class BodyFailure<E> {
   constructor(readonly error: E) {}
 }
 
+/** `busyTimeout` in milliseconds (default 5 seconds). */
+export const busyMillisOf = (options: SqlStore.Options): number =>
+  Math.max(1, Math.round(Duration.toMillis(Duration.fromInputUnsafe(options.busyTimeout ?? "5 seconds"))))
+
+/**
+ * PostgreSQL: the settings each transaction sets first (see `pgSettings`), for the whole session of a connection the
+ * store opens itself (`layerPg`): a process stopped between `BEGIN` and its first statement is ended too.
+ */
+export const pgStartupParameters = (options: SqlStore.Options): Record<string, string> => ({
+  lock_timeout: String(busyMillisOf(options)),
+  idle_in_transaction_session_timeout: String(busyMillisOf(options))
+})
+
 /** The database in context, its connection configured and its schema migrated. */
 export const open = (
   options: Options
@@ -94,8 +107,7 @@ export const open = (
     // turns into a write), waiting for another process's lock without blocking the process, every failure typed
     // -------------------------------------------------------------------------
 
-    const busyTimeout = Duration.fromInputUnsafe(options.busyTimeout ?? "5 seconds")
-    const busyMillis = Math.max(1, Math.round(Duration.toMillis(busyTimeout)))
+    const busyMillis = busyMillisOf(options)
     /**
      * A write waits for another process's write lock without blocking this process: a SQLite driver's own wait
      * (`busy_timeout`) blocks the thread, so a file held by a stopped process would freeze every fiber here — its
@@ -107,7 +119,7 @@ export const open = (
       dialect === "sqlite"
         ? SqliteLock.waitForLock(effect, {
           filename: options.filename,
-          lockTimeout: busyTimeout,
+          lockTimeout: busyMillis,
           method: options.method ?? "make",
           what,
           timeoutOption: "busyTimeout",

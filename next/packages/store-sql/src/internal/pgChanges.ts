@@ -4,13 +4,14 @@
  * LISTEN starts again on a new connection), and then the changes numbered past the last one seen are read: none
  * normally, the ones a lost connection missed otherwise. (SQLite polls instead: `sqliteChanges.ts`.)
  */
-import type * as PgClient from "@effect/sql-pg/PgClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import type { SessionId } from "@parley/core/Ids"
 import { StoreError } from "@parley/log/StoreError"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import type * as Scope from "effect/Scope"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Database } from "./database.js"
@@ -60,8 +61,11 @@ export const follow = (
     /** Listens until the connection stops answering our pings. */
     const listenOnce = (started: Deferred.Deferred<void>) =>
       Effect.scoped(Effect.gen(function*() {
-        // LISTEN is confirmed once the queue is there; its notifications are read by a fiber of this scope.
-        const notifications = yield* client.listen(channel)
+        // LISTEN holds a connection of its own, outside the pool (`PgClient.listen` would reserve one of the pool's
+        // and leave a pool of one no connection for the ping). It is confirmed once the queue is there; its
+        // notifications are read by a fiber of this scope.
+        const listener = yield* PgClient.makeClient(client.config).pipe(Effect.provide(Reactivity.layer))
+        const notifications = yield* listener.listen(channel)
         yield* Queue.take(notifications).pipe(
           Effect.flatMap(({ payload }) => {
             const [from, treeId, nextSeq, changeId] = payload.split(" ")

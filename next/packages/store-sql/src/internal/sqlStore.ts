@@ -23,6 +23,8 @@ export type Options = Database.Options
 
 export const syncedCommits = Writes.syncedCommits
 
+export const pgStartupParameters = Database.pgStartupParameters
+
 /** The event log's driver alone (its contract suite). */
 export const makeDriver = (
   options: Options = {}
