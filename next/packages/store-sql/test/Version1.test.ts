@@ -1,7 +1,8 @@
 /**
  * Events written by an older Parley (schema version 1) still load: `fixtures/version1/sessions.db` was written by
  * `fixtures/version1/write.ts` with the code of main on 2026-12-03, before the first event schema change. Today's
- * runtime opens a copy of it, folds the tree, answers the open approval and the turn completes.
+ * runtime opens a copy of it, folds the tree, answers the open approval and the turn completes. So does it with
+ * `fixtures/effect3/sessions.db`, written by the last Parley on Effect 3 (`fixtures/effect3/write.ts`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Ids, Inbox, Session, Turn, TurnEvent } from "@parley/core"
@@ -18,49 +19,70 @@ import { mailer } from "./fixtures/version1/agent.js"
 const FIXTURE = path.join(import.meta.dirname, "fixtures", "version1", "sessions.db")
 const SESSION = "ses_c996254ada3f4019916e"
 
-describe("a SQLite file written at event schema version 1", () => {
-  it.effect("loads, folds, takes an answer to its open approval and completes the blocked turn", () =>
-    Effect.gen(function*() {
-      const filename = yield* sqliteFile
-      fs.copyFileSync(FIXTURE, filename)
-      const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
-      const sessionId = yield* Ids.sessionId(SESSION)
-      const before = yield* store.eventLog.read(sessionId, 0)
-      assert.strictEqual(before.length, 20)
-      const resolved = before.filter((event) => event._tag === "CallbackResolved")
-      assert.deepStrictEqual(resolved.map((event) => event.answer?._tag), ["AllowApproval", "ClientToolResult"])
+/** A file an older Parley wrote: its one session's turn 2 waits on the approval of `send_email`. */
+interface Fixture {
+  readonly file: string
+  readonly session: string
+  /** The schema version of its 20 rows. */
+  readonly version: number
+  /** Who answered turn 1's two callbacks, as the file says. */
+  readonly answeredBefore: ReadonlyArray<string>
+}
 
-      const Runtime = SqlRuntime.layerSqlite({ filename }).pipe(
-        Layer.provide(ScriptedModel.layer([ScriptedModel.text("Told everyone.")]))
+/** Loads, folds, takes an answer to the open approval and completes the blocked turn. */
+const resumesTheBlockedTurn = (fixture: Fixture) =>
+  Effect.gen(function*() {
+    const filename = yield* sqliteFile
+    fs.copyFileSync(fixture.file, filename)
+    const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
+    const sessionId = yield* Ids.sessionId(fixture.session)
+    const before = yield* store.eventLog.read(sessionId, 0)
+    assert.strictEqual(before.length, 20)
+    const resolved = before.filter((event) => event._tag === "CallbackResolved")
+    assert.deepStrictEqual(resolved.map((event) => event.answer?._tag), ["AllowApproval", "ClientToolResult"])
+
+    const Runtime = SqlRuntime.layerSqlite({ filename }).pipe(
+      Layer.provide(ScriptedModel.layer([ScriptedModel.text("Told everyone.")]))
+    )
+    const state = yield* Effect.gen(function*() {
+      const open = yield* Inbox.listOpen()
+      assert.deepStrictEqual(open.map((o) => [o.callback.sessionId, o.callback._tag]), [[
+        fixture.session,
+        "OpenApproval"
+      ]])
+      const approval = open[0].callback
+      assert.strictEqual(approval._tag === "OpenApproval" ? approval.request.tool.id : "", "client.send_email")
+      const session = yield* Agent.session(mailer, fixture.session)
+      const turn = yield* Session.turn(session, approval.turnId)
+      yield* Inbox.answer(approval.id, new Answer.AllowApproval())
+      return yield* Turn.result(turn).pipe(
+        Effect.provide(CallbackHandler.layer({ clientTool: () => Answer.ClientToolResult.success({ sent: true }) }))
       )
-      const state = yield* Effect.gen(function*() {
-        const open = yield* Inbox.listOpen()
-        assert.deepStrictEqual(open.map((o) => [o.callback.sessionId, o.callback._tag]), [[SESSION, "OpenApproval"]])
-        const approval = open[0].callback
-        assert.strictEqual(approval._tag === "OpenApproval" ? approval.request.tool.id : "", "client.send_email")
-        const session = yield* Agent.session(mailer, SESSION)
-        const turn = yield* Session.turn(session, approval.turnId)
-        yield* Inbox.answer(approval.id, new Answer.AllowApproval())
-        return yield* Turn.result(turn).pipe(
-          Effect.provide(CallbackHandler.layer({ clientTool: () => Answer.ClientToolResult.success({ sent: true }) }))
-        )
-      }).pipe(Effect.provide(Runtime))
-      assert.strictEqual(state._tag, "Completed")
-      assert.strictEqual(state._tag === "Completed" && state.text, "Told everyone.")
-      const after = yield* store.eventLog.read(sessionId, 0)
-      assert.strictEqual(after[after.length - 1]._tag, "TurnEnded")
-      // The old rows stay as they were written; the new ones are of the current version and say who answered.
-      const rows = yield* rowsOf(filename, SESSION)
-      assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq < 20).map((row) => row.version))], [1])
-      assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq >= 20).map((row) => row.version))], [
-        TurnEvent.schemaVersion
-      ])
-      const answeredBy = after.flatMap((event) =>
-        event._tag === "CallbackResolved" ? [event.answeredBy === undefined ? "none" : event.answeredBy._tag] : []
-      )
-      // Version 1 recorded nobody: the upcast leaves it absent rather than guess.
-      assert.deepStrictEqual(answeredBy, ["none", "none", "Client", "Handler"])
-    }))
+    }).pipe(Effect.provide(Runtime))
+    assert.strictEqual(state._tag, "Completed")
+    assert.strictEqual(state._tag === "Completed" && state.text, "Told everyone.")
+    const after = yield* store.eventLog.read(sessionId, 0)
+    assert.strictEqual(after[after.length - 1]._tag, "TurnEnded")
+    // The old rows stay as they were written; the new ones are of the current version and say who answered.
+    const rows = yield* rowsOf(filename, fixture.session)
+    assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq < 20).map((row) => row.version))], [
+      fixture.version
+    ])
+    assert.deepStrictEqual([...new Set(rows.filter((row) => row.seq >= 20).map((row) => row.version))], [
+      TurnEvent.schemaVersion
+    ])
+    const answeredBy = after.flatMap((event) =>
+      event._tag === "CallbackResolved" ? [event.answeredBy === undefined ? "none" : event.answeredBy._tag] : []
+    )
+    assert.deepStrictEqual(answeredBy, [...fixture.answeredBefore, "Client", "Handler"])
+  })
+
+describe("a SQLite file written at event schema version 1", () => {
+  it.effect(
+    "loads, folds, takes an answer to its open approval and completes the blocked turn",
+    // Version 1 recorded nobody: the upcast leaves it absent rather than guess.
+    () => resumesTheBlockedTurn({ file: FIXTURE, session: SESSION, version: 1, answeredBefore: ["none", "none"] })
+  )
 
   it.effect("a row of a version newer than the code is a StoreError saying so, and nothing is rewritten", () =>
     Effect.gen(function*() {
@@ -92,3 +114,16 @@ const rowsOf = (filename: string, treeId: string) =>
     return yield* sql<{ readonly seq: number; readonly version: number }>`
       SELECT seq, version FROM parley_events WHERE tree_id = ${treeId} ORDER BY seq`
   }).pipe(Effect.provide(SqliteClient.layer({ filename })))
+
+describe("a SQLite file written by Parley on Effect 3 (main at 7567e2e, event schema version 4)", () => {
+  it.effect(
+    "loads, folds, takes an answer to its open approval and completes the blocked turn",
+    () =>
+      resumesTheBlockedTurn({
+        file: path.join(import.meta.dirname, "fixtures", "effect3", "sessions.db"),
+        session: "ses_bb6913d434cc4b48ac30",
+        version: 4,
+        answeredBefore: ["Handler", "Handler"]
+      })
+  )
+})
