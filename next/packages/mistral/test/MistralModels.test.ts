@@ -2,13 +2,13 @@
  * Model selection: which names resolve to which endpoint, what an agent is told when something is missing, and
  * that one model is built per name. Requests go to fake servers on 127.0.0.1.
  */
-import type { LanguageModel } from "effect/ai"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec } from "@parley/core"
 import { Models } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
+import type { LanguageModel } from "effect/ai"
 import * as MistralModels from "../src/MistralModels.js"
 import * as FakeServer from "./fixtures/FakeServer.js"
 import { FAST_RETRY } from "./fixtures/Layers.js"
@@ -19,7 +19,7 @@ import { collect, summarize } from "./fixtures/Tools.js"
 const agent = (model: string | undefined) => AgentSpec.make({ name: "assistant", model, instructions: "Be brief." })
 
 /** The text a model streams for "Hi". */
-const streamedText = (model: LanguageModel.Service) =>
+const streamedText = (model: LanguageModel.LanguageModel) =>
   Effect.map(
     collect(model.streamText({ prompt: "Hi" })),
     (parts) => summarize(parts).filter((part) => part.startsWith("text-delta:")).join("|")
@@ -204,15 +204,17 @@ describe("MistralModels", () => {
       const local = yield* FakeServer.make({ apiKey: "local-env" })
       mistral.enqueue(Scripts.mistralText(["from Mistral"]))
       local.enqueue(Scripts.mistralText(["from local"]))
-      const env = ConfigProvider.fromMap(
-        new Map([
-          ["MISTRAL_API_KEY", "from-env"],
-          ["MISTRAL_BASE_URL", `${mistral.url}/v1`],
-          ["OPENAI_COMPAT_BASE_URL", `${local.url}/v1`],
-          ["OPENAI_COMPAT_API_KEY", "local-env"]
-        ])
+      const env = ConfigProvider.fromEnv({
+        env: {
+          MISTRAL_API_KEY: "from-env",
+          MISTRAL_BASE_URL: `${mistral.url}/v1`,
+          OPENAI_COMPAT_BASE_URL: `${local.url}/v1`,
+          OPENAI_COMPAT_API_KEY: "local-env"
+        }
+      })
+      const resolver = yield* MistralModels.fromConfig({ retry: FAST_RETRY }).pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, env)
       )
-      const resolver = yield* MistralModels.fromConfig({ retry: FAST_RETRY }).pipe(Effect.withConfigProvider(env))
       assert.strictEqual(
         yield* streamedText(yield* resolver.resolve(agent("mistral-medium-latest"))),
         "text-delta:from Mistral"
@@ -230,7 +232,9 @@ describe("MistralModels", () => {
       )
 
       // With nothing set, nothing resolves, and the issues say which variable to set.
-      const none = yield* MistralModels.fromConfig().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
+      const none = yield* MistralModels.fromConfig().pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env: {} }))
+      )
       assert.deepStrictEqual(yield* issuesOf(none, "mistral-large-latest"), [
         "set MISTRAL_API_KEY to use mistral-large-latest"
       ])
@@ -261,12 +265,10 @@ describe("MistralModels", () => {
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "from-env", validate: true })
       server.enqueue(Scripts.mistralText(["wired"]))
-      const env = ConfigProvider.fromMap(
-        new Map([["MISTRAL_API_KEY", "from-env"], ["MISTRAL_BASE_URL", `${server.url}/v1`]])
-      )
+      const env = ConfigProvider.fromEnv({ env: { MISTRAL_API_KEY: "from-env", MISTRAL_BASE_URL: `${server.url}/v1` } })
       const ModelsLive = Layer.unwrap(Effect.map(MistralModels.fromConfig(), Models.layer)).pipe(
         Layer.provide(NodeHttpClient.layerUndici),
-        Layer.provide(Layer.setConfigProvider(env))
+        Layer.provide(ConfigProvider.layer(env))
       )
       const text = yield* Effect.flatMap(Models.Models, (models) => models.resolve(agent("mistral-small-latest"))).pipe(
         Effect.flatMap(streamedText),

@@ -18,7 +18,7 @@ import {
   type TurnEvent
 } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
-import { Chunk, Effect, Layer, Redacted, Stream } from "effect"
+import { Effect, Layer, Redacted, Stream } from "effect"
 import * as MistralModels from "../src/MistralModels.js"
 import type { WireMessage } from "./fixtures/FakeServer.js"
 import * as FakeServer from "./fixtures/FakeServer.js"

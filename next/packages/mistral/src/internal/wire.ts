@@ -134,17 +134,17 @@ export type Usage = typeof Usage.Type
 export const ResponseContentChunk = Schema.Struct({
   type: Schema.String,
   text: optionalNullable(Schema.String),
-  thinking: optionalNullable(Schema.Union(
-    [Schema.String,
-    Schema.Array(Schema.Struct({ type: Schema.String, text: optionalNullable(Schema.String) }))]
-  ))
+  thinking: optionalNullable(Schema.Union([
+    Schema.String,
+    Schema.Array(Schema.Struct({ type: Schema.String, text: optionalNullable(Schema.String) }))
+  ]))
 })
 
 export type ResponseContentChunk = typeof ResponseContentChunk.Type
 
 const Content = optionalNullable(Schema.Union([Schema.String, Schema.Array(ResponseContentChunk)]))
 
-const Arguments = Schema.Union([Schema.String, Schema.Record({ key: Schema.String, value: Schema.Unknown })])
+const Arguments = Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)])
 
 /** A tool call, whole or as a fragment (OpenAI-style streams leave out or null every field but `index`). */
 export const ResponseToolCall = Schema.Struct({
