@@ -32,12 +32,12 @@
  *
  * @since 0.1.0
  */
-import * as FetchHttpClient from "effect/http/FetchHttpClient"
-import type * as HttpClient from "effect/http/HttpClient"
 import type { Service } from "@parley/core/Transport"
 import { Transport as TransportTag } from "@parley/core/Transport"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import type * as HttpClient from "effect/http/HttpClient"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
@@ -76,9 +76,9 @@ export interface Options {
  * @since 0.1.0
  * @category Constructors
  */
-export const defaultReconnect: Schedule.Schedule<unknown, unknown> = Schedule.exponential("50 millis").pipe(
-  Schedule.union(Schedule.spaced("2 seconds")),
-  Schedule.resetAfter("10 seconds")
+export const defaultReconnect: Schedule.Schedule<unknown, unknown> = internal.resetAfter(
+  Schedule.min([Schedule.exponential("50 millis"), Schedule.spaced("2 seconds")]),
+  "10 seconds"
 )
 
 /**
