@@ -3,11 +3,11 @@
  * turn is queued) and then loses the answer (the connection reset, a gateway's 503, no answer at all). `HttpTransport`
  * sends the POST again with the same request id, and the caller's `TurnRef` is the one turn in the log.
  */
-import { HttpClient } from "effect/http"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Ids, Session, Turn } from "@parley/core"
 import { HttpTransport } from "@parley/transport-http"
 import { Effect, Redacted } from "effect"
+import { HttpClient } from "effect/http"
 import { locator } from "./fixtures/agents.js"
 import { request } from "./fixtures/http.js"
 import { behindProxy, createSession, fast, locatorServer, lossCases } from "./fixtures/lossy.js"

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, HashMap, List, Logger, Schema } from "effect"
+import { Effect, Logger, References, Schema } from "effect"
 import { keyIdOf } from "../src/internal/auth.js"
 import { brain, locator } from "./fixtures/agents.js"
 import { request, storedLog } from "./fixtures/http.js"
@@ -352,11 +352,12 @@ describe("ParleyServer: request logs", () => {
   it.live("one line per request with method, route, status, tenant; never a key or a body", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
-      const capture = Logger.make(({ annotations, message }) => {
-        const fields = HashMap.toEntries(annotations).map(([k, v]) => `${k}=${String(v)}`).join(" ")
-        lines.push(`${List.toArray(message as List.List<unknown>).join(" ")} ${fields}`)
+      const capture = Logger.make(({ fiber, message }) => {
+        const annotations = fiber.getRef(References.CurrentLogAnnotations)
+        const fields = Object.entries(annotations).map(([k, v]) => `${k}=${String(v)}`).join(" ")
+        lines.push(`${(Array.isArray(message) ? message : [message]).join(" ")} ${fields}`)
       })
-      const base = yield* server({ log: true }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+      const base = yield* server({ log: true }).pipe(Effect.provide(Logger.layer([capture])))
       const { callbackId, sessionId, turnId } = yield* blockedSession(base)
       yield* request(`${base}/sessions/${sessionId}/turns/${turnId}/callbacks/${callbackId}/answer`, {
         method: "POST",

@@ -5,7 +5,6 @@
  * `Blocked`, confirmed with the server. The JSON requests share kept-alive connections, and the server does not look up
  * the root of a session it just created.
  */
-import { HttpClient, HttpServer } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Transport } from "@parley/core"
@@ -14,6 +13,7 @@ import { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpClient, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { brain, locator } from "./fixtures/agents.js"
 import { startProxy } from "./fixtures/proxy.js"
@@ -140,7 +140,7 @@ describe("requests per turn", () => {
         Layer.provideMerge(Layer.orDie(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
       )
       const address = Context.get(yield* Layer.build(server), HttpServer.HttpServer).address
-      const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+      const url = "port" in address ? `http://127.0.0.1:${address.port}` : ""
       const state = yield* Agent.run(locator, "Where am I?").pipe(
         Effect.provide(answerAll),
         Effect.provide(HttpTransport.layer({ url, apiKey: Redacted.make(keys.alice) }))

@@ -3,13 +3,13 @@
  * aborts its own) and a server killed with `SIGKILL` while a turn is blocked. `Turn.events` and `Turn.result` go on
  * with no gap and no duplicate.
  */
-import { HttpClient, HttpClientResponse } from "effect/http"
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnEvent } from "@parley/core"
 import { Agent, Answer, CallbackHandler, Inbox, Session, Transport, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { Chunk, Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
+import { Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
+import { HttpClient, HttpClientResponse } from "effect/http"
 import { locator } from "./fixtures/agents.js"
 import { startServerProcess } from "./fixtures/processes.js"
 import { startProxy } from "./fixtures/proxy.js"
@@ -21,7 +21,7 @@ const loopBrain = (calls: number) => (call: ScriptedModel.Call): ScriptedModel.R
     ? ScriptedModel.toolCall("get_location", {})
     : ScriptedModel.text(`Located ${calls} times.`)
 
-const fast = Schedule.exponential("10 millis").pipe(Schedule.union(Schedule.spaced("200 millis")))
+const fast = Schedule.min([Schedule.exponential("10 millis"), Schedule.spaced("200 millis")])
 
 const transportAt = (url: string, transformClient?: (client: HttpClient.HttpClient) => HttpClient.HttpClient) =>
   HttpTransport.layer({ url, apiKey: Redacted.make(keys.alice), reconnect: fast, transformClient })
@@ -36,8 +36,7 @@ const driveByHand = (turn: Turn.Turn) =>
         : Answer.ClientToolResult.success({ city: "Lyon" })
       return Turn.answer(turn, event.callback.id, answer)
     }),
-    Stream.runCollect,
-    Effect.map(Chunk.toReadonlyArray)
+    Stream.runCollect
   )
 
 const handlers = CallbackHandler.layer({

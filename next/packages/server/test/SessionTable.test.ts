@@ -23,10 +23,10 @@ describe("the server's sessions table", () => {
           ),
         { concurrency: "unbounded" }
       )
-      assert.deepStrictEqual(started.map((result) => result._tag), Array(8).fill("Right"))
+      assert.deepStrictEqual(started.map((result) => result._tag), Array(8).fill("Success"))
       // And it is one table: what one server registers, another finds.
       const [one, two] = started.flatMap((result) =>
-        result._tag === "Right" ? [Context.get(result.right, SessionTenants)] : []
+        result._tag === "Success" ? [Context.get(result.success, SessionTenants)] : []
       )
       const sessionId = Ids.SessionId.make("ses_table")
       yield* one.register("acme", new SessionInfo({ sessionId, agent: "a", createdAt: DateTime.makeUnsafe(0) }))

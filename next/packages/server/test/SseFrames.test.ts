@@ -10,7 +10,7 @@ import { Agent, Session, Transport, TurnEvent, TurnState } from "@parley/core"
 import type { SessionId, TurnId } from "@parley/core/Ids"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { Chunk, DateTime, Effect, Equal, Mailbox, Redacted, Schema, Stream } from "effect"
+import { DateTime, Effect, Equal, Redacted, Schema, Stream } from "effect"
 import { createServer } from "node:http"
 import { makeFramer } from "../src/internal/sse.js"
 import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
@@ -122,12 +122,11 @@ describe("SSE frames", () => {
           const { cursor } = yield* transport.getSession(session.id)
           const live = yield* transport.subscribe(session.id, cursor ?? 0)
           const turn = yield* Session.sendMessage(session, text)
-          const events = 
-            yield* Stream.fromQueue(live).pipe(
-              Stream.takeUntil((event) => event._tag === "TurnEnded"),
-              Stream.runCollect
-            )
-          
+          const events = yield* Stream.fromQueue(live).pipe(
+            Stream.takeUntil((event) => event._tag === "TurnEnded"),
+            Stream.runCollect
+          )
+
           const streamed = events.filter((event) => event._tag === "MessageDelta")
           assert.isAbove(streamed.length, 3)
           assert.strictEqual(streamed.map((event) => event.delta).join(""), text)

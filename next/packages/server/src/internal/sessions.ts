@@ -3,7 +3,6 @@
  * memory or on the same SQL database. It also pages a tenant's sessions, newest first (the `Transport` port lists
  * none).
  */
-import * as SqlClient from "effect/sql/SqlClient"
 import type { SessionId } from "@parley/core/Ids"
 import { TransportFailure } from "@parley/core/ParleyError"
 import { SessionInfo } from "@parley/core/Transport"
@@ -12,6 +11,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as SqlClient from "effect/sql/SqlClient"
 
 export interface Page {
   readonly sessions: ReadonlyArray<SessionInfo>

@@ -293,7 +293,13 @@ export const make = (options: Options) =>
           ? client.sessions.cancel({ params: { sessionId } }).pipe(typed("cancel", ["SessionNotFound"]))
           : Effect.fail(sessionNotFound("cancel", sessionId)),
       listOpen: (filter) =>
-        client.callbacks.listOpen({ query: { sessionId: filter?.sessionId, kind: filter?.kind } }).pipe(
+        client.callbacks.listOpen({
+          // The query's keys are optional, not undefined: a filter's missing field is left out.
+          query: {
+            ...(filter?.sessionId === undefined ? {} : { sessionId: filter.sessionId }),
+            ...(filter?.kind === undefined ? {} : { kind: filter.kind })
+          }
+        }).pipe(
           typed("listOpen", [])
         )
     }
