@@ -7,14 +7,14 @@
  * `expected-output.txt`, and the guide's lines alone, in order, against the "Output:" blocks of the guide in
  * `docs/guides/`.
  */
-import { SqlClient } from "effect/sql"
 import { assert, describe, it } from "@effect/vitest"
+import { SqliteClient } from "@parley/store-sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { SqliteClient } from "@parley/store-sql"
 import * as Narrate from "../shared/narrate.js"
 import * as Runtime from "../shared/runtime.js"
 

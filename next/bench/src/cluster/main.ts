@@ -13,11 +13,11 @@
  * approvals, half running a tool) is killed; p50 and p99 of the time from the kill to each of its trees' next event.
  * `--runners=` (empty) runs that phase alone.
  */
-import { Sharding } from "effect/cluster"
 import { NodeRuntime } from "@effect/platform-node"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { Console, Context, Effect, Layer } from "effect"
+import { Sharding } from "effect/cluster"
 import { cpuOf, freePort, schema, settled, spawnRunner } from "./processes.js"
 import { measureResume } from "./resume.js"
 import { agent, brain, runner, shardsPerGroup } from "./runner.js"

@@ -2,26 +2,19 @@
  * What the cluster bench's phases share: free ports, a fresh PostgreSQL schema, runner child processes
  * (`runnerProcess.ts`), their CPU time, and waiting until the runners split the shards.
  */
+import { PgClient } from "@effect/sql-pg"
+import { Ports } from "@parley/testing"
+import { Context, Effect, Layer, Redacted } from "effect"
 import type { Sharding } from "effect/cluster"
 import { ShardId } from "effect/cluster"
-import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as fs from "node:fs"
-import * as Net from "node:net"
 import * as path from "node:path"
 
-export const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
+/** A free port on 127.0.0.1 (below the ephemeral range: see `Ports`). */
+export const freePort = Ports.one
 
-export const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-)
+export const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
 
 /** CPU time (ms) a process used so far: this one's, or a child's from /proc. */
 export const cpuOf = (pid: number) => {

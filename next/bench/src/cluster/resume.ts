@@ -7,7 +7,6 @@
  * first event appended after it (its `at`, on this machine's clock), and every turn must end. Which runner holds a
  * tree is read from the cluster's lock table (`cluster_locks`: the bench's runners use it, not advisory locks).
  */
-import { EntityId, Sharding } from "effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import type { Ids } from "@parley/core"
@@ -15,6 +14,7 @@ import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Context, DateTime, Effect, Layer, Redacted } from "effect"
+import { EntityId, Sharding } from "effect/cluster"
 import { cpuOf, freePort, schema, settled, spawnRunner } from "./processes.js"
 import { agent, brain, runner, shardsPerGroup } from "./runner.js"
 

@@ -9,10 +9,9 @@ import { Serve } from "@parley/cli"
 import type { TurnState } from "@parley/core"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import { Models } from "@parley/runtime"
-import { ScriptedModel } from "@parley/testing"
+import { Ports, ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Config, Console, Context, Effect, Layer, Redacted } from "effect"
-import * as Net from "node:net"
 import * as Fixture from "./fixtures/server.js"
 
 const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
@@ -29,16 +28,6 @@ const pgSchema = Effect.gen(function*() {
   return `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
 })
 
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-)
-
 describe("parley serve --cluster", () => {
   it.live(
     "two servers on one PostgreSQL database are runners of one cluster: an answer through either",
@@ -50,7 +39,7 @@ describe("parley serve --cluster", () => {
         const printed: Array<string> = []
         const urls: Array<string> = []
         for (let i = 0; i < 2; i++) {
-          const port = yield* freePort
+          const port = yield* Ports.one
           const settings: Serve.Settings = {
             port,
             host: "127.0.0.1",
@@ -58,7 +47,7 @@ describe("parley serve --cluster", () => {
             database,
             apiKeys: `${Fixture.key}:tester`,
             logFormat: "logfmt",
-            cluster: `127.0.0.1:${yield* freePort}`
+            cluster: `127.0.0.1:${yield* Ports.one}`
           }
           const current = yield* Console.Console
           yield* Layer.build(Layer.orDie(Serve.layer(settings, demo))).pipe(

@@ -75,7 +75,8 @@ export const SendMessage = Rpc.make("SendMessage", {
 })
 
 /**
- * Answers a callback of the tree (`Transport.answer`); the fields are decoded by the engine on the runner. `requestId`
+ * Answers a callback of the tree (`Transport.answer`); the fields are decoded by the engine on the runner (they cross
+ * as JSON carries them: a field JSON has no form of is left out, and the engine refuses its absence). `requestId`
  * makes it idempotent: an answer the cluster delivers again after the first delivery won succeeds again.
  *
  * @since 0.1.0
@@ -84,10 +85,10 @@ export const SendMessage = Rpc.make("SendMessage", {
 export const Answer = Rpc.make("Answer", {
   payload: {
     sessionId: Schema.String,
-    turnId: Schema.Unknown,
-    callbackId: Schema.Unknown,
-    answer: Schema.Unknown,
-    answeredBy: Schema.optional(Schema.Unknown),
+    turnId: Schema.optionalKey(Schema.Json),
+    callbackId: Schema.optionalKey(Schema.Json),
+    answer: Schema.optionalKey(Schema.Json),
+    answeredBy: Schema.optionalKey(Schema.Json),
     requestId: Schema.String
   },
   error: Schema.Union(
@@ -122,7 +123,7 @@ export const Cancel = Rpc.make("Cancel", {
  * @category Schemas
  */
 export const RevokeGrant = Rpc.make("RevokeGrant", {
-  payload: { sessionId: Schema.String, grantId: Schema.String, revokedBy: Schema.optional(Schema.Unknown) },
+  payload: { sessionId: Schema.String, grantId: Schema.String, revokedBy: Schema.optionalKey(Schema.Json) },
   error: Schema.Union([GrantNotFound, SessionNotFound, TransportFailure, RunnerStopping])
 })
 

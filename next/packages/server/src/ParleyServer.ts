@@ -117,7 +117,7 @@ export interface Options {
  * @category Models
  */
 export interface Extension<E = never, R = never> {
-  readonly api: HttpApi.Top
+  readonly api: HttpApi.Constraint
   readonly groups: Layer.Layer<never, E, R | Authorization>
 }
 

@@ -41,3 +41,10 @@
  * @since 0.1.0
  */
 export * as ScriptedModel from "./ScriptedModel.js"
+/**
+ * Free ports on 127.0.0.1, from below the system's ephemeral range, for processes that must know their address
+ * before they listen.
+ *
+ * @since 0.1.0
+ */
+export * as Ports from "./Ports.js"

@@ -38,9 +38,32 @@ const decodeSessionId = Schema.decodeUnknownResult(Ids.SessionId)
 const encodeAnswer = Schema.encodeUnknownResult(AnswerSchema)
 const encodePrincipal = Schema.encodeUnknownResult(Principal)
 
+/**
+ * A value as JSON carries it to the runner: `undefined` for what JSON has no form of (`undefined`, a function, a
+ * bigint, a cycle) — the field is left out, and the runner's engine refuses its absence as it would the value.
+ */
+const asJson = (value: unknown): Schema.Json | undefined => {
+  try {
+    const text = JSON.stringify(value)
+    return text === undefined ? undefined : JSON.parse(text) as Schema.Json
+  } catch {
+    return undefined
+  }
+}
+
 /** What crosses to the runner: the encoded form when the value is one, else the value itself (the runner refuses it). */
 const encoded = <A>(encode: (value: unknown) => Result.Result<A, unknown>, value: unknown) =>
   Result.getOrElse(encode(value), () => value)
+
+/** The fields as JSON carries them (those it has no form of left out). */
+const jsonFields = <K extends string>(fields: Record<K, unknown>): { [key in K]?: Schema.Json } => {
+  const out: { [key in K]?: Schema.Json } = {}
+  for (const key in fields) {
+    const value = asJson(fields[key])
+    if (value !== undefined) out[key] = value
+  }
+  return out
+}
 
 const failure = (method: string, error: { readonly message: string }) =>
   new TransportFailure({ module: "ClusterRuntime", method, description: error.message, cause: error })
@@ -164,11 +187,13 @@ export const make = (options: {
           "answer",
           client(treeId).Answer({
             sessionId,
-            turnId: fields.turnId,
-            callbackId: fields.callbackId,
-            answer: encoded(encodeAnswer, fields.answer),
-            answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy),
-            requestId
+            requestId,
+            ...jsonFields({
+              turnId: fields.turnId,
+              callbackId: fields.callbackId,
+              answer: encoded(encodeAnswer, fields.answer),
+              answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy)
+            })
           })
         )
       }),
@@ -180,7 +205,9 @@ export const make = (options: {
           client(treeId).RevokeGrant({
             sessionId,
             grantId: String(request.grantId),
-            revokedBy: request.revokedBy === undefined ? undefined : encoded(encodePrincipal, request.revokedBy)
+            ...jsonFields({
+              revokedBy: request.revokedBy === undefined ? undefined : encoded(encodePrincipal, request.revokedBy)
+            })
           })
         )
       }),
