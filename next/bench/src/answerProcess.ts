@@ -18,10 +18,10 @@
  * Measured per answer, from the moment B calls `answer`: until A's `Turn.result` sees the approval's
  * `CallbackResolved` (resumed), and until it returns `Completed` (the tool ran in A, then the model's last step).
  */
-import type { LanguageModel } from "effect/ai"
 import { Agent, Answer, Ids, Session, Transport, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
 import { Cause, Data, Deferred, Effect, Exit, Fiber, Layer, Queue, Result, Schema, Stream } from "effect"
+import type { LanguageModel } from "effect/ai"
 import { type ChildProcess, fork } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"

@@ -10,9 +10,9 @@
  * Both stream the same parts: `response-metadata`, then either one `tool-call` or the text (one `text-delta` per
  * word), then `finish`.
  */
-import { LanguageModel, Prompt, Response, Tool } from "effect/ai"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, Schema, Stream } from "effect"
+import { LanguageModel, Prompt, Response, Tool } from "effect/ai"
 import { decide, type Ledger, Price, PRODUCT } from "./workload.js"
 
 /** A model the workload can run on. */

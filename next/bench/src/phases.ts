@@ -16,7 +16,6 @@
  * stores a phase also reads the database's meters before and after its measured turns: write transactions, bytes
  * and events stored per turn.
  */
-import type { LanguageModel } from "effect/ai"
 import { Agent, Answer, Session, Transport, Turn } from "@parley/core"
 import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
@@ -24,6 +23,7 @@ import type { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import type { Duration } from "effect"
 import { Console, Effect, Layer, Metric, Option } from "effect"
+import type { LanguageModel } from "effect/ai"
 import type { BenchModel } from "./models.js"
 import type * as Stores from "./stores.js"
 import {

@@ -11,12 +11,12 @@
  * where the store reserves its connection for one), the bytes the store's tables take (SQLite: `page_count ×
  * page_size`; PostgreSQL: `pg_total_relation_size` of the `parley_*` tables) and the events stored.
  */
-import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import type { SqlError } from "effect/sql/SqlError"
 import { SessionStore } from "@parley/runtime"
 import { SqliteClient, SqlStore } from "@parley/store-sql"
 import { Context, Data, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"

@@ -11,9 +11,9 @@
  * `node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/src/streamText.ts scripted 5000`, then
  * `npx tsx bench/src/cpuprofile.ts /tmp/prof/<file>.cpuprofile`.
  */
-import { LanguageModel, Prompt, Response, Toolkit } from "effect/ai"
 import { ScriptedModel } from "@parley/testing"
 import { Cause, Console, Effect, Exit, Schema, Stream } from "effect"
+import { LanguageModel, Prompt, Response, Toolkit } from "effect/ai"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { LookupPrice, makeRawDouble } from "./models.js"

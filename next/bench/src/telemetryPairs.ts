@@ -15,7 +15,6 @@
  * Diagnostics: `PAIRS_TRACER=noop` traces with a tracer whose spans record nothing (what the engine's own telemetry
  * costs, without any SDK); `PAIRS_PROCESSOR=simple` exports each span as it ends instead of in batches.
  */
-import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { NodeServices } from "@effect/platform-node"
 import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
 import {
@@ -27,6 +26,7 @@ import {
 import { Agent, Session } from "@parley/core"
 import { ParleyTelemetry } from "@parley/telemetry"
 import { Cause, Console, Effect, Exit, Layer, Schema, Tracer } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { makeRawDouble } from "./models.js"

@@ -7,7 +7,6 @@
  * Run it (PostgreSQL: `bash scripts/postgres.sh`):
  * `PARLEY_DATABASE_URL=postgres://parley:parley@127.0.0.1:5432/parley_test npx tsx --conditions=@parley/source examples/cluster/client.ts`
  */
-import { RunnerAddress } from "effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { ClusterRuntime, ClusterStatus } from "@parley/cluster"
 import { Agent, Answer, Session, Turn } from "@parley/core"
@@ -16,6 +15,7 @@ import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { Console, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { RunnerAddress } from "effect/cluster"
 import { describeState, isEntry } from "../shared/entry.js"
 
 /** A tool the runtime runs, on the tree's runner; the policy asks before each call. */

@@ -23,7 +23,8 @@
  */
 import type { Answer, Callback, ParleyError, TurnEvent, TurnState } from "@parley/core"
 import { CallbackHandler, Principal, Transport } from "@parley/core"
-import { Cause, Console, Effect, Layer, Option, Queue, Stream } from "effect"
+import type { Cause } from "effect"
+import { Console, Effect, Layer, Option, Queue, Stream } from "effect"
 
 type SessionNotFound = ParleyError.SessionNotFound
 type TransportFailure = ParleyError.TransportFailure

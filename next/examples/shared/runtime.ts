@@ -22,8 +22,6 @@
  *   program's `Transport` is `HttpTransport.layer({ url, apiKey })` against it. The programs are unchanged, and
  *   print the same lines (the examples test checks it).
  */
-import { FetchHttpClient } from "effect/http"
-import { HttpServer } from "effect/http"
 import { MistralModels } from "@parley/mistral"
 import type { Connectors } from "@parley/runtime"
 import { Models } from "@parley/runtime"
@@ -32,6 +30,8 @@ import { SqlRuntime } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Record } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { HttpServer } from "effect/http"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as MailServer from "./mailServer.js"

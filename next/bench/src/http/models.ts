@@ -5,8 +5,8 @@
  * - `pricer`: calls `lookup_price({ product: "atlas" })` until a tool result is in the prompt, then answers;
  * - `streamer`: answers with `deltas` text deltas (one `MessageDelta` event each).
  */
-import { LanguageModel, Prompt, Response } from "effect/ai"
 import { Effect, Stream } from "effect"
+import { LanguageModel, Prompt, Response } from "effect/ai"
 
 /** The API key of the benchmark's server. */
 export const benchKey = "bench-key-0123456789"

@@ -58,7 +58,9 @@ describe("parley serve --cluster", () => {
           )
           urls.push(`http://127.0.0.1:${port}`)
         }
-        assert.include(printed[0], ", a cluster runner at 127.0.0.1:")
+        // The banner (the cluster's own "Listening on" log line may come first)
+        const banner = printed.find((line) => line.startsWith("Parley server on "))
+        assert.include(banner, ", a cluster runner at 127.0.0.1:")
         const through = (i: number) =>
           Effect.provide(HttpTransport.layer({ url: urls[i], apiKey: Redacted.make(Fixture.key) }))
         const turn = yield* Effect.gen(function*() {
