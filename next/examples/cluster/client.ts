@@ -14,7 +14,7 @@ import { Connectors, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Console, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Console, Effect, Layer, Option, Redacted, References, Schema } from "effect"
 import { RunnerAddress } from "effect/cluster"
 import { describeState, isEntry } from "../shared/entry.js"
 
@@ -49,11 +49,14 @@ const services = (url: string, models: Models.Service) =>
     Models.layer(models)
   )
 
-/** A runner listening on `port`: it holds shards and runs the turns of their trees. */
+/**
+ * A runner listening on `port`: it holds shards and runs the turns of their trees. Its log shows warnings and worse
+ * (the cluster's own info lines, its listen address first, would come between the walkthrough's).
+ */
 export const runner = (url: string, port: number, models: Models.Service) =>
   ClusterRuntime.layerSocket({
     shardingConfig: { ...shardingConfig, runnerAddress: Option.some(RunnerAddress.make("127.0.0.1", port)) }
-  }).pipe(Layer.provide(services(url, models)))
+  }).pipe(Layer.provide([services(url, models), Layer.succeed(References.MinimumLogLevel, "Warn")]))
 
 /** A client: no runner address, no shard; the same `Transport`. */
 export const client = (url: string, models: Models.Service) =>

@@ -22,8 +22,8 @@ describe("cluster/single.ts", () => {
     Effect.gen(function*() {
       const directory = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped())
       const lines: Array<string> = []
-      const console = yield* Console.consoleWith(Effect.succeed)
-      const capture: Console.Console = { ...console, log: (...args) => Effect.sync(() => lines.push(args.join(" "))) }
+      const console = yield* Console.Console
+      const capture: Console.Console = { ...console, log: (...args) => void lines.push(args.join(" ")) }
       yield* program.pipe(
         Effect.provide(runtime(path.join(directory, "sessions.db"))),
         Effect.provideService(Console.Console, capture)
@@ -56,8 +56,8 @@ describe("cluster/client.ts", () => {
       const url = yield* pgSchema
       const models = yield* Client.scriptedModels
       const lines: Array<string> = []
-      const console = yield* Console.consoleWith(Effect.succeed)
-      const capture: Console.Console = { ...console, log: (...args) => Effect.sync(() => lines.push(args.join(" "))) }
+      const console = yield* Console.Console
+      const capture: Console.Console = { ...console, log: (...args) => void lines.push(args.join(" ")) }
       // The runner's tool prints too (in its own fibers): the console is captured before the runner starts.
       yield* Effect.gen(function*() {
         yield* Layer.build(Client.runner(url, yield* Ports.one, models))
