@@ -1,6 +1,6 @@
 /**
  * A tree's append-only event log — the source of truth for a tree, a root session and every subagent under it — put
- * together once over a small row-level `Driver`, as `@effect/cluster`'s `MessageStorage.makeEncoded` is over its
+ * together once over a small row-level `Driver`, as `effect/cluster`'s `MessageStorage.makeEncoded` is over its
  * `Encoded` driver.
  *
  * - `createTree` stores a tree's header (its root agent); `treeOf` finds the tree of any of its sessions.
