@@ -167,7 +167,11 @@ export class HttpApiDecodeError extends Schema.TaggedError<HttpApiDecodeError>(
   { issues: Schema.Array(DecodeIssue), message: Schema.String },
   { httpApiStatus: 400, description: "The request did not match the expected schema" }
 ) {
-  /** The typed refusal of a request whose `kind` (params, query, headers, payload) did not decode. */
+  /**
+   * The typed refusal of a request whose `kind` (params, query, headers, payload) did not decode.
+   *
+   * @since 0.1.0
+   */
   static fromSchemaError(error: HttpApiError.HttpApiSchemaError): HttpApiDecodeError {
     const issue = error.cause.issue
     return new HttpApiDecodeError({
@@ -196,6 +200,8 @@ export class DecodeErrors extends HttpApiMiddleware.Service<DecodeErrors>()("@pa
   /**
    * The server's implementation: a request that did not decode fails with `HttpApiDecodeError`; a response that
    * did not encode stays Effect's (a reported 500).
+   *
+   * @since 0.1.0
    */
   static readonly layer = HttpApiMiddleware.layerSchemaErrorTransform(
     DecodeErrors,

@@ -15,10 +15,10 @@
  *
  * const pattern = ToolPattern.parse("connector.*.latest_email")
  * if (Result.isSuccess(pattern)) {
- *   ToolPattern.matches(pattern.right, "connector.gmail.latest_email") // true
- *   ToolPattern.matches(pattern.right, "connector.gmail.send_email") // false
+ *   ToolPattern.matches(pattern.success, "connector.gmail.latest_email") // true
+ *   ToolPattern.matches(pattern.success, "connector.gmail.send_email") // false
  * }
- * ToolPattern.parse("client.**") // Left("\"client.**\": \"**\" is not a pattern; ...")
+ * ToolPattern.parse("client.**") // Failure("\"client.**\": \"**\" is not a pattern; ...")
  * ```
  *
  * @since 0.1.0

@@ -8,7 +8,7 @@
  * @example
  * ```ts
  * import { ClientTool, ToolAnnotations } from "@parley/tools"
- * import { Schema } from "effect"
+ * import { Effect, Schema } from "effect"
  *
  * // the seed's get_location declares that it only reads
  * const getLocation = ClientTool.make("get_location", {
