@@ -8,7 +8,7 @@
  *
  * The SQL stores are built with `SqlStore.layer` over a client the bench opens itself (as `layerSqlite` / `layerPg`
  * do), so the bench can meter the database underneath: write transactions (the store's `BEGIN … COMMIT`s, counted
- * where the store reserves its connection for one), the bytes the store's tables take (SQLite: `page_count ×
+ * where the store opens one with `withTransaction`), the bytes the store's tables take (SQLite: `page_count ×
  * page_size`; PostgreSQL: `pg_total_relation_size` of the `parley_*` tables) and the events stored.
  */
 import { PgClient } from "@effect/sql-pg"
@@ -66,12 +66,16 @@ const messageOf = (cause: unknown): string => {
   return inner instanceof Error ? `${message} (${inner.message})` : message
 }
 
-/** The client with every connection the store reserves for a transaction counted. */
+/** The client with every outermost `withTransaction` counted (a nested one is a savepoint of the same transaction). */
 const counted = (client: SqlClient.SqlClient, count: () => void): SqlClient.SqlClient =>
   new Proxy(client, {
     get: (target, property, receiver) =>
-      property === "reserve"
-        ? Effect.tap(target.reserve, () => Effect.sync(count))
+      property === "withTransaction"
+        ? <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+          Effect.flatMap(Effect.serviceOption(target.transactionService), (open) => {
+            if (Option.isNone(open)) count()
+            return target.withTransaction(effect)
+          })
         : Reflect.get(target, property, receiver)
   })
 
