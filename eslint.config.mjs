@@ -11,8 +11,7 @@ export default tseslint.config(
       "**/*.tsbuildinfo",
       "**/.tmp/**",
       "scratchpad/**",
-      "packages/*/docs/**",
-      "next/**"
+      "packages/*/docs/**"
     ]
   },
   eslint.configs.recommended,

@@ -2,8 +2,13 @@ import * as path from "node:path"
 import { defaultServerConditions } from "vite"
 import { defineConfig } from "vitest/config"
 
-/** Tests run against the packages' sources (`src/*.ts`), never their build: see `exports` in each package.json. */
-const conditions = ["@parley/source", ...defaultServerConditions]
+/**
+ * Tests run against the packages' sources (`src/*.ts`), never their build: see `exports` in each package.json.
+ * Vitest 5 hands these conditions to Node as `--conditions` for the packages it does not transform; under `module`,
+ * Node would pick the `module` builds of packages such as OpenTelemetry's, whose imports have no file extensions and
+ * do not load in Node, so it is left out.
+ */
+const conditions = ["@parley/source", ...defaultServerConditions.filter((condition) => condition !== "module")]
 
 export default defineConfig({
   ssr: { resolve: { conditions } },

@@ -22,4 +22,4 @@ import { demo } from "./shared/demo.js"
 
 const settings = Serve.settingsFromEnv(process.env, path.resolve(import.meta.dirname, "..", ".parley"))
 
-NodeRuntime.runMain(Serve.launch(settings, demo), { disablePrettyLogger: true })
+NodeRuntime.runMain(Serve.launch(settings, demo))

@@ -18,10 +18,10 @@
  * Measured per answer, from the moment B calls `answer`: until A's `Turn.result` sees the approval's
  * `CallbackResolved` (resumed), and until it returns `Completed` (the tool ran in A, then the model's last step).
  */
-import type { LanguageModel } from "@effect/ai"
 import { Agent, Answer, Ids, Session, Transport, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
-import { Cause, Data, Deferred, Effect, Either, Exit, Fiber, Layer, Queue, Schema, Stream } from "effect"
+import { Cause, Data, Deferred, Effect, Exit, Fiber, Layer, Queue, Result, Schema, Stream } from "effect"
+import type { LanguageModel } from "effect/ai"
 import { type ChildProcess, fork } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -52,22 +52,22 @@ const now = () => performance.timeOrigin + performance.now()
 // The messages between A and B
 // ----------------------------------------------------------------------------
 
-const ToB = Schema.Union(
+const ToB = Schema.Union([
   Schema.TaggedStruct("Ping", {}),
   Schema.TaggedStruct("Answer", { sessionId: Schema.String, turnId: Schema.String, callbackId: Schema.String }),
   Schema.TaggedStruct("Stop", {})
-)
+])
 
-const ToA = Schema.Union(
+const ToA = Schema.Union([
   Schema.TaggedStruct("Ready", {}),
   Schema.TaggedStruct("Pong", { at: Schema.Number }),
   Schema.TaggedStruct("Answered", { sentAt: Schema.Number, returnedAt: Schema.Number }),
   Schema.TaggedStruct("Failed", { detail: Schema.String })
-)
+])
 
 type ToA = typeof ToA.Type
 
-const decodeToA = Schema.decodeUnknownEither(ToA)
+const decodeToA = Schema.decodeUnknownResult(ToA)
 
 /** B failed, or said something A did not expect. */
 export class AnswerProcessFailed extends Data.TaggedError("AnswerProcessFailed")<{ readonly detail: string }> {
@@ -81,23 +81,23 @@ export class AnswerProcessFailed extends Data.TaggedError("AnswerProcessFailed")
 // ----------------------------------------------------------------------------
 
 /** B's model: never replies (B only answers callbacks; the steps run in A). */
-const silentModel: LanguageModel.Service = {
+const silentModel: LanguageModel.LanguageModel = {
   generateText: () => Effect.never,
   generateObject: () => Effect.never,
   streamText: () => Stream.never
-} as unknown as LanguageModel.Service
+} as unknown as LanguageModel.LanguageModel
 
 const send = (message: ToA) => Effect.sync(() => process.send?.(message))
 
 const answering = (location: Stores.Location) =>
   Effect.gen(function*() {
     const inbox = yield* Queue.unbounded<unknown>()
-    process.on("message", (message) => inbox.unsafeOffer(message))
-    process.on("disconnect", () => inbox.unsafeOffer({ _tag: "Stop" }))
+    process.on("message", (message) => Queue.offerUnsafe(inbox, message))
+    process.on("disconnect", () => Queue.offerUnsafe(inbox, { _tag: "Stop" }))
     const transport = yield* Transport.Transport
     yield* send({ _tag: "Ready" })
     while (true) {
-      const message = yield* Effect.flatMap(Queue.take(inbox), Schema.decodeUnknown(ToB))
+      const message = yield* Effect.flatMap(Queue.take(inbox), Schema.decodeUnknownEffect(ToB))
       switch (message._tag) {
         case "Ping":
           yield* send({ _tag: "Pong", at: now() })
@@ -106,7 +106,7 @@ const answering = (location: Stores.Location) =>
           return
         case "Answer": {
           const sentAt = now()
-          const answered = yield* Effect.either(transport.answer({
+          const answered = yield* Effect.result(transport.answer({
             sessionId: Ids.SessionId.make(message.sessionId),
             turnId: Ids.TurnId.make(message.turnId),
             callbackId: Ids.CallbackId.make(message.callbackId),
@@ -114,9 +114,9 @@ const answering = (location: Stores.Location) =>
           }))
           const returnedAt = now()
           yield* send(
-            answered._tag === "Right"
+            Result.isSuccess(answered)
               ? { _tag: "Answered", sentAt, returnedAt }
-              : { _tag: "Failed", detail: answered.left.message }
+              : { _tag: "Failed", detail: answered.failure.message }
           )
         }
       }
@@ -154,12 +154,15 @@ const forkB = (location: Stores.Location) =>
       (child) => Effect.sync(() => child.kill())
     )
     child.on("message", (message) =>
-      replies.unsafeOffer(Either.getOrElse(
-        decodeToA(message),
-        () => ({ _tag: "Exited", detail: `unexpected message ${JSON.stringify(message)}` }) as const
-      )))
-    child.on("exit", (code, signal) => replies.unsafeOffer({ _tag: "Exited", detail: `exit ${code} ${signal}` }))
-    child.on("error", (error) => replies.unsafeOffer({ _tag: "Exited", detail: error.message }))
+      Queue.offerUnsafe(
+        replies,
+        Result.getOrElse(
+          decodeToA(message),
+          () => ({ _tag: "Exited", detail: `unexpected message ${JSON.stringify(message)}` }) as const
+        )
+      ))
+    child.on("exit", (code, signal) => Queue.offerUnsafe(replies, { _tag: "Exited", detail: `exit ${code} ${signal}` }))
+    child.on("error", (error) => Queue.offerUnsafe(replies, { _tag: "Exited", detail: error.message }))
     const request = (message: typeof ToB.Type) => Effect.sync(() => child.send(message))
     const reply = <Tag extends ToA["_tag"]>(tag: Tag) =>
       Effect.flatMap(Queue.take(replies), (received) =>
@@ -170,10 +173,10 @@ const forkB = (location: Stores.Location) =>
               detail: "detail" in received ? received.detail : `expected ${tag}, got ${received._tag}`
             })
           ))
-    yield* Effect.timeoutFail(reply("Ready"), {
+    yield* reply("Ready").pipe(Effect.timeoutOrElse({
       duration: "60 seconds",
-      onTimeout: () => new AnswerProcessFailed({ detail: "not ready within 60 s" })
-    })
+      orElse: () => Effect.fail(new AnswerProcessFailed({ detail: "not ready within 60 s" }))
+    }))
     return { child, request, reply }
   })
 
@@ -225,7 +228,7 @@ export const answerFromProcess = (options: {
         )
         const turn = yield* Session.turn(session, paused.blocked.turnId)
         const resumed = yield* Deferred.make<number>()
-        const waiting = yield* Effect.fork(
+        const waiting = yield* Effect.forkChild(
           Turn.result(turn, {
             after: paused.blocked,
             onEvent: (event) =>

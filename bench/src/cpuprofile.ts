@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 
 const CallFrame = Schema.Struct({ functionName: Schema.String, url: Schema.String, lineNumber: Schema.Number })
 
-const Profile = Schema.parseJson(Schema.Struct({
+const Profile = Schema.fromJsonString(Schema.Struct({
   nodes: Schema.Array(Schema.Struct({
     id: Schema.Number,
     callFrame: CallFrame,
@@ -87,7 +87,7 @@ const program = Effect.gen(function*() {
   const file = process.argv[2]
   if (file === undefined) return yield* Effect.fail(new Error("usage: cpuprofile.ts <file.cpuprofile> [rows]"))
   const text = yield* Effect.try(() => fs.readFileSync(file, "utf8"))
-  const profile = yield* Schema.decode(Profile)(text)
+  const profile = yield* Schema.decodeEffect(Profile)(text)
   const rows = Number(process.argv[3] ?? 30)
   yield* Console.log(summarise(profile, Number.isInteger(rows) && rows > 0 ? rows : 30))
 })

@@ -11,12 +11,12 @@
  * npx tsx bench/src/cpuprofile.ts "$(ls -S /tmp/prof/*.cpuprofile | head -1)" 30
  * ```
  */
-import type { LanguageModel } from "@effect/ai"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Agent, Session } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
 import { ParleyTelemetry } from "@parley/telemetry"
 import { Cause, Console, Effect, Exit, Layer } from "effect"
+import type { LanguageModel } from "effect/ai"
 import { makeRawDouble, scripted } from "./models.js"
 import { runtime } from "./phases.js"
 import { CountedSpans } from "./telemetryPairs.js"
@@ -35,7 +35,7 @@ const program = Effect.gen(function*() {
     : Layer.empty
   const ledger = new Ledger()
   const agent = makeAgent(ledger)
-  const model: LanguageModel.Service = which === "raw" ? makeRawDouble(ledger) : yield* scripted.make(ledger)
+  const model: LanguageModel.LanguageModel = which === "raw" ? makeRawDouble(ledger) : yield* scripted.make(ledger)
   yield* Effect.gen(function*() {
     for (let round = 0; round < rounds; round++) {
       const samples: Array<number> = []

@@ -11,7 +11,7 @@
  * `--at-once=`, `--concurrency=`, `--answers=`, `--paused-sql=`, `--sql-budget=`, or `BENCH_*`).
  * Run with `--expose-gc` (the scripts do) for the heap rows.
  */
-import { Cause, Console, Effect, Either, Exit, Option } from "effect"
+import { Cause, Console, Effect, Exit, Option, Result } from "effect"
 import * as os from "node:os"
 import { answerFromProcess } from "./answerProcess.js"
 import { type BenchModel, rawDouble, scripted } from "./models.js"
@@ -299,10 +299,10 @@ const rssSqliteSection = Effect.gen(function*() {
 })
 
 /** The PostgreSQL sections, or (quick mode only) one skipped row each when PostgreSQL does not answer. */
-const pgSections = (reachable: Either.Either<void, Stores.StoreUnavailable>) =>
+const pgSections = (reachable: Result.Result<void, Stores.StoreUnavailable>) =>
   Effect.gen(function*() {
     const where = Stores.redactUrl(options.pgUrl)
-    if (Either.isLeft(reachable)) {
+    if (Result.isFailure(reachable)) {
       const skipped = `skipped: no PostgreSQL at ${where}`
       return [
         {
@@ -328,8 +328,8 @@ const pgSections = (reachable: Either.Either<void, Stores.StoreUnavailable>) =>
 
 const sqlSections = Effect.gen(function*() {
   // PostgreSQL first: a full run without it stops before the long SQLite phases.
-  const reachable = yield* Effect.either(Stores.probePg(options.pgUrl))
-  if (Either.isLeft(reachable) && !options.quick) return yield* reachable.left
+  const reachable = yield* Effect.result(Stores.probePg(options.pgUrl))
+  if (Result.isFailure(reachable) && !options.quick) return yield* Effect.fail(reachable.failure)
   const sqlite = Stores.sqlite()
   const sections: Array<Report.Section> = [
     yield* sqlLatencySection(sqlite, "A", SQLITE_P50_MS),
@@ -477,7 +477,7 @@ const defaultAtOnceSection = (store: Stores.BenchStore, target: number) =>
   })
 
 const defaultSections = Effect.gen(function*() {
-  const reachable = yield* Effect.either(Stores.probePg(options.pgUrl))
+  const reachable = yield* Effect.result(Stores.probePg(options.pgUrl))
   const sqlite = Stores.sqlite()
   const sections: Array<Report.Section> = [
     yield* defaultLatencySection(Stores.memory, DEFAULT.memory),
@@ -486,7 +486,7 @@ const defaultSections = Effect.gen(function*() {
     yield* defaultPauseSection(sqlite, DEFAULT.sqlite),
     yield* defaultAtOnceSection(sqlite, DEFAULT.sqlite.atOnce)
   ]
-  if (Either.isRight(reachable)) {
+  if (Result.isSuccess(reachable)) {
     const pg = Stores.pg(options.pgUrl)
     sections.push(yield* defaultLatencySection(pg, DEFAULT.pg), yield* defaultAtOnceSection(pg, DEFAULT.pg.atOnce))
   }
@@ -563,7 +563,7 @@ const program = Effect.gen(function*() {
 
 Effect.runPromiseExit(program).then((exit) => {
   if (Exit.isFailure(exit)) {
-    const failure = Cause.failureOption(exit.cause)
+    const failure = Cause.findErrorOption(exit.cause)
     console.error(Option.match(failure, { onNone: () => Cause.pretty(exit.cause), onSome: (error) => error.message }))
     console.error(
       Option.exists(failure, (error) => error._tag === "StoreUnavailable")

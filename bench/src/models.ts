@@ -2,23 +2,23 @@
  * The two models the workload runs on, both deciding with `Workload.decide`:
  *
  * - `scripted`: a `ScriptedModel.fromFunction` brain (what tests and examples use), a real `@effect/ai`
- *   `LanguageModel` whose responses are decoded by `@effect/ai` against the request's toolkit;
- * - `rawDouble`: a hand-written object implementing `LanguageModel.Service` directly (not built with
+ *   `LanguageModel` whose responses are decoded by `effect/ai` against the request's toolkit;
+ * - `rawDouble`: a hand-written object implementing `LanguageModel.LanguageModel` directly (not built with
  *   `LanguageModel.make`): it hands out already-built response parts, so no schema is built or run per call. The
- *   difference between the two is what `@effect/ai`'s per-call work costs the engine.
+ *   difference between the two is what `effect/ai`'s per-call work costs the engine.
  *
  * Both stream the same parts: `response-metadata`, then either one `tool-call` or the text (one `text-delta` per
  * word), then `finish`.
  */
-import { LanguageModel, Prompt, Response, Tool } from "@effect/ai"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, Option, Schema, Stream } from "effect"
+import { Effect, Schema, Stream } from "effect"
+import { LanguageModel, Prompt, Response, Tool } from "effect/ai"
 import { decide, type Ledger, Price, PRODUCT } from "./workload.js"
 
 /** A model the workload can run on. */
 export interface BenchModel {
   readonly name: string
-  readonly make: (ledger: Ledger) => Effect.Effect<LanguageModel.Service>
+  readonly make: (ledger: Ledger) => Effect.Effect<LanguageModel.LanguageModel>
 }
 
 export const scripted: BenchModel = {
@@ -38,27 +38,26 @@ export const scripted: BenchModel = {
 /** Word-sized deltas, as `ScriptedModel` streams them. */
 const words = (text: string): ReadonlyArray<string> => text.match(/\s*\S+\s*/g) ?? [text]
 
-/** `lookup_price` as an `@effect/ai` tool: the toolkit type of the parts the raw double builds. */
+/** `lookup_price` as an `effect/ai` tool: the toolkit type of the parts the raw double builds. */
 export const LookupPrice = Tool.make("lookup_price", {
   description: "The price of a product, in EUR.",
-  parameters: { product: Schema.String },
+  parameters: Schema.Struct({ product: Schema.String }),
   success: Price
 })
 
 type Tools = { readonly lookup_price: typeof LookupPrice }
 
-const usage = new Response.Usage({ inputTokens: 1, outputTokens: 1, totalTokens: 2 })
+const usage = new Response.Usage({ inputTokens: { total: 1 }, outputTokens: { total: 1 } })
 
-/** The hand-written `LanguageModel.Service` double. */
-export const makeRawDouble = (ledger: Ledger): LanguageModel.Service => {
+/** The hand-written `LanguageModel.LanguageModel` double. */
+export const makeRawDouble = (ledger: Ledger): LanguageModel.LanguageModel => {
   let calls = 0
   const respond = (input: Prompt.RawInput) => {
     const index = ++calls
     const decision = decide(ledger, Prompt.make(input))
     const metadata = Response.makePart("response-metadata", {
-      id: Option.some(`resp_${index}`),
-      modelId: Option.some("raw-double"),
-      timestamp: Option.none()
+      id: `resp_${index}`,
+      modelId: "raw-double"
     })
     const toolCall = Response.makePart("tool-call", {
       id: `call_${index}`,
@@ -93,14 +92,15 @@ export const makeRawDouble = (ledger: Ledger): LanguageModel.Service => {
       ]
   }
   const service = {
+    [LanguageModel.TypeId]: LanguageModel.TypeId,
     generateText: (options: LanguageModel.GenerateTextOptions<{}>) =>
       Effect.sync(() => new LanguageModel.GenerateTextResponse(parts(options.prompt))),
-    generateObject: () => Effect.dieMessage("the raw model double does not generate objects"),
+    generateObject: () => Effect.die(new Error("the raw model double does not generate objects")),
     streamText: (options: LanguageModel.GenerateTextOptions<{}>) =>
       Stream.suspend(() => Stream.fromIterable(streamParts(options.prompt)))
   }
   // The service's methods are generic in the caller's toolkit; the double answers every toolkit with the same parts.
-  return service as unknown as LanguageModel.Service
+  return service as unknown as LanguageModel.LanguageModel
 }
 
 export const rawDouble: BenchModel = {

@@ -50,13 +50,13 @@ export type Group = "default" | "memory" | "sql" | "micro" | "telemetry"
 const groups: ReadonlyArray<Group> = ["default", "memory", "sql", "micro", "telemetry"]
 
 const flag = (argv: ReadonlyArray<string>, name: string): Option.Option<string> =>
-  Option.fromNullable(argv.find((arg) => arg.startsWith(`--${name}=`))).pipe(
+  Option.fromNullishOr(argv.find((arg) => arg.startsWith(`--${name}=`))).pipe(
     Option.map((arg) => arg.slice(name.length + 3))
   )
 
 const size = (argv: ReadonlyArray<string>, name: string, variable: string, fallback: number): number =>
   flag(argv, name).pipe(
-    Option.orElse(() => Option.fromNullable(process.env[variable])),
+    Option.orElse(() => Option.fromNullishOr(process.env[variable])),
     Option.map(Number),
     Option.filter((n) => Number.isFinite(n) && n >= 0),
     Option.map(Math.floor),
@@ -90,7 +90,7 @@ export const fromArgs = (argv: ReadonlyArray<string>): Options => {
     pgUrl: Option.getOrElse(
       Option.orElse(
         flag(argv, "pg-url"),
-        () => Option.fromNullable(process.env.PARLEY_BENCH_PG_URL ?? process.env.PARLEY_TEST_PG_URL)
+        () => Option.fromNullishOr(process.env.PARLEY_BENCH_PG_URL ?? process.env.PARLEY_TEST_PG_URL)
       ),
       () => "postgres://parley:parley@127.0.0.1:5432/parley_test"
     )

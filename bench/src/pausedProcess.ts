@@ -25,7 +25,7 @@ import { heapAfterGc, pauseMany, runtime } from "./phases.js"
 import * as Stores from "./stores.js"
 import { checkCompleted, checkLedgerEmpty, Ledger, makeAgent } from "./workload.js"
 
-export const ChildResult = Schema.parseJson(Schema.Struct({
+export const ChildResult = Schema.fromJsonString(Schema.Struct({
   asked: Schema.Number,
   paused: Schema.Number,
   seconds: Schema.Number,
@@ -151,7 +151,7 @@ export const runChild = (
     readonly restart?: boolean
   } = {}
 ): Effect.Effect<ChildResult, ChildFailed> =>
-  Effect.async<string, ChildFailed>((resume) => {
+  Effect.callback<string, ChildFailed>((resume) => {
     const process_ = spawn(
       process.execPath,
       [
@@ -181,7 +181,7 @@ export const runChild = (
   }).pipe(
     Effect.flatMap((line) =>
       Effect.mapError(
-        Schema.decodeUnknown(ChildResult)(line),
+        Schema.decodeUnknownEffect(ChildResult)(line),
         () => new ChildFailed({ detail: `unexpected output ${JSON.stringify(line)}` })
       )
     )

@@ -16,7 +16,6 @@
  * stores a phase also reads the database's meters before and after its measured turns: write transactions, bytes
  * and events stored per turn.
  */
-import type { LanguageModel } from "@effect/ai"
 import { Agent, Answer, Session, Transport, Turn } from "@parley/core"
 import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools } from "@parley/runtime"
@@ -24,6 +23,7 @@ import type { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import type { Duration } from "effect"
 import { Console, Effect, Layer, Metric, Option } from "effect"
+import type { LanguageModel } from "effect/ai"
 import type { BenchModel } from "./models.js"
 import type * as Stores from "./stores.js"
 import {
@@ -53,7 +53,7 @@ export const idleTimeToLive = "20 millis"
 export const tuned: Engine.Options = { idleTimeToLive }
 
 export const runtime = (
-  model: LanguageModel.Service,
+  model: LanguageModel.LanguageModel,
   store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>,
   engine: Engine.Options = tuned
 ) =>
@@ -100,11 +100,11 @@ const gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc
 export const canCollect = gc !== undefined
 
 /** The used heap after letting forked work settle and forcing two full GCs; none without `--expose-gc`. */
-export const heapAfterGcIn = (settle: Duration.DurationInput): Effect.Effect<Option.Option<number>> =>
-  Effect.zipRight(Effect.sleep(settle), heapAfterGc)
+export const heapAfterGcIn = (settle: Duration.Input): Effect.Effect<Option.Option<number>> =>
+  Effect.andThen(Effect.sleep(settle), heapAfterGc)
 
 export const heapAfterGc: Effect.Effect<Option.Option<number>> = Effect.sleep("50 millis").pipe(
-  Effect.zipRight(Effect.sync(() => {
+  Effect.andThen(Effect.sync(() => {
     if (gc === undefined) return Option.none()
     gc()
     gc()
@@ -291,16 +291,16 @@ const stuckAfter = "60 seconds"
 const stuck = (phase: string, turn: Turn.Turn) =>
   Effect.flatMap(Transport.Transport, (transport) =>
     Effect.flatMap(
-      Effect.either(Effect.zip(transport.getSession(turn.sessionId), transport.snapshot(turn.sessionId, turn.turnId))),
+      Effect.result(Effect.zip(transport.getSession(turn.sessionId), transport.snapshot(turn.sessionId, turn.turnId))),
       (view) =>
         Effect.fail(
           new CheckFailed({
             phase,
             sessionId: turn.sessionId,
-            detail: `turn ${turn.turnId} still waiting after ${stuckAfter}: ` + (view._tag === "Left"
-              ? `the runtime could not say why (${view.left._tag})`
-              : `log cursor ${view.right[0].cursor}, turn state ${view.right[1].state?._tag ?? "running"}, ` +
-                `${view.right[1].callbacks.length} open callback(s), turn started at seq ${view.right[1].started}`)
+            detail: `turn ${turn.turnId} still waiting after ${stuckAfter}: ` + (view._tag === "Failure"
+              ? `the runtime could not say why (${view.failure._tag})`
+              : `log cursor ${view.success[0].cursor}, turn state ${view.success[1].state?._tag ?? "running"}, ` +
+                `${view.success[1].callbacks.length} open callback(s), turn started at seq ${view.success[1].started}`)
           })
         )
     ))
@@ -332,7 +332,7 @@ export const pauseMany = (options: {
           const turn = yield* Session.sendMessage(session, message(session.id))
           const state = yield* Turn.result(turn).pipe(
             Effect.timeout(stuckAfter),
-            Effect.catchTag("TimeoutException", () => stuck(options.phase, turn))
+            Effect.catchTag("TimeoutError", () => stuck(options.phase, turn))
           )
           paused.push(yield* checkBlocked(options.ledger, options.phase, session, state))
           yield* show(paused.length)

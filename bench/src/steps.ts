@@ -1,8 +1,7 @@
 /**
  * The runtime steps and fibers a turn of the approval loop costs: every operation Effect's fiber runtime evaluates
- * (`Supervisor.onEffect`) and every fiber it starts, per turn, and which fibers run them. Unlike a time, the count does
- * not move with the machine's load: it is the measure to compare two versions of the engine by (the CPU a turn takes
- * follows it, about a microsecond a step on this machine, garbage collection included).
+ * and every fiber it runs, per turn, and which fibers run them. Unlike a time, the count does not move with the
+ * machine's load: it is the measure to compare two versions of the engine by (the CPU a turn takes follows it).
  *
  * ```sh
  * node --conditions=@parley/source --import tsx bench/src/steps.ts            # memory and SQLite, variants A and B
@@ -10,15 +9,16 @@
  * ```
  *
  * Arguments: store (`memory`, `sqlite`, or both by default), variant (`A`, `B`, or both), turns (300), and
- * `--fibers` for the fibers of a turn by kind (named by the first of their own continuations, in Parley's code when
- * there is one). The engine runs with its default options and `ScriptedModel` (the rows of `npm run bench`'s
- * default group).
+ * `--fibers` for the fibers of a turn by kind (named by the first function of Parley's code their first operation
+ * carries, when there is one). The engine runs with its default options and `ScriptedModel` (the rows of
+ * `npm run bench`'s default group).
  *
- * Some of the engine's fibers are started by runtimes captured before the supervisor was in place (an engine's layer
- * keeps the runtime it was built with): to count them too, every fiber entering its run loop is switched to the
- * counting supervisor (a diagnostic's shortcut through the fiber runtime's prototype, never done outside this tool).
+ * Effect 4 has no supervisor hook per operation: the fiber runtime counts the operations of each slice a fiber runs
+ * (`currentOpCount`, which its run loop and its inline continuations both advance, to decide when to yield). The
+ * count is read when each slice ends, through the fiber runtime's prototype — a diagnostic's shortcut, never taken
+ * outside this tool. The engine's own fibers are all counted, whichever runtime started them.
  */
-import { Cause, Console, Effect, Exit, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
+import { Cause, Console, Effect, Exit } from "effect"
 import { scripted } from "./models.js"
 import { latency, type Variant } from "./phases.js"
 import * as Stores from "./stores.js"
@@ -28,34 +28,39 @@ interface FiberCount {
   steps: number
 }
 
-/** The source of an operation's continuation or body, when it has one. */
-const codeOf = (operation: Record<string, unknown>): string | undefined => {
-  const code = operation.effect_instruction_i1 ?? operation.effect_instruction_i0 ?? operation.commit
-  return typeof code === "function" ? code.toString().replace(/\s+/g, " ").slice(0, 110) : undefined
+/** Where a primitive operation of Effect 4 keeps its argument (a function, or a tuple holding one). */
+const argsKey = "~effect/Effect/args"
+
+/** The source of Parley's function an operation carries, when it carries one. */
+const codeOf = (operation: unknown): string | undefined => {
+  if (typeof operation !== "object" || operation === null) return undefined
+  const value = (operation as Record<string, unknown>)[argsKey]
+  const candidates = Array.isArray(value) ? value : [value]
+  for (const candidate of candidates) {
+    if (typeof candidate !== "function") continue
+    const code = candidate.toString().replace(/\s+/g, " ").slice(0, 110)
+    if (isParley(code)) return code
+  }
+  return undefined
 }
 
 /** Parley's code runs through `tsx`, which writes arrows without spaces; Effect's own build keeps them. */
 const isParley = (code: string) => /[\w)]=>/.test(code)
 
-class Counter extends Supervisor.AbstractSupervisor<void> {
+class Counter {
+  counting = false
   steps = 0
   fibers = new Map<number, FiberCount>()
-  get value() {
-    return Effect.void
-  }
-  override onEffect(fiber: { id(): { id: number } }, operation: unknown) {
-    this.steps++
-    const id = fiber.id().id
+  record(id: number, operations: number, effect: unknown) {
+    if (!this.counting) return
+    this.steps += operations
     let counted = this.fibers.get(id)
     if (counted === undefined) {
       counted = { kind: undefined, steps: 0 }
       this.fibers.set(id, counted)
     }
-    counted.steps++
-    if (counted.kind === undefined) {
-      const code = codeOf(operation as Record<string, unknown>)
-      if (code !== undefined && isParley(code)) counted.kind = code
-    }
+    counted.steps += operations
+    if (counted.kind === undefined) counted.kind = codeOf(effect)
   }
   reset() {
     this.steps = 0
@@ -63,19 +68,21 @@ class Counter extends Supervisor.AbstractSupervisor<void> {
   }
 }
 
-/** Switches every fiber that enters its run loop to `counter`, with op supervision on. */
+/** Adds every slice any fiber runs to `counter` (while it counts). */
 const countEveryFiber = (counter: Counter) =>
-  Effect.withFiberRuntime((fiber) => {
+  Effect.withFiber((fiber) => {
     interface Running {
-      currentRuntimeFlags: number
-      currentSupervisor: unknown
+      readonly id: number
+      currentOpCount: number
     }
     const prototype = Object.getPrototypeOf(fiber) as { runLoop: (this: Running, effect: unknown) => unknown }
     const runLoop = prototype.runLoop
     prototype.runLoop = function(this: Running, effect: unknown) {
-      this.currentRuntimeFlags |= RuntimeFlags.OpSupervision
-      this.currentSupervisor = counter
-      return runLoop.call(this, effect)
+      try {
+        return runLoop.call(this, effect)
+      } finally {
+        counter.record(this.id, this.currentOpCount, effect)
+      }
     }
     return Effect.void
   })
@@ -85,9 +92,11 @@ const measure = (counter: Counter, store: Stores.BenchStore, variant: Variant, t
     // The warm-up turns load the engine, its first tree and the store: they are not counted.
     yield* latency({ model: scripted, variant, turns: 20, warmup: 0, store, engine: {} })
     counter.reset()
+    counter.counting = true
     yield* latency({ model: scripted, variant, turns, warmup: 0, store, engine: {} }).pipe(
-      Effect.supervised(counter),
-      Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
+      Effect.ensuring(Effect.sync(() => {
+        counter.counting = false
+      }))
     )
     yield* Console.log(
       `${store.name} · variant ${variant}: ${(counter.steps / turns).toFixed(0)} runtime steps and ` +
@@ -96,7 +105,7 @@ const measure = (counter: Counter, store: Stores.BenchStore, variant: Variant, t
     if (!fibers) return
     const kinds = new Map<string, { fibers: number; steps: number }>()
     for (const counted of counter.fibers.values()) {
-      const kind = counted.kind ?? "(no continuation of Parley's)"
+      const kind = counted.kind ?? "(no operation of Parley's)"
       const total = kinds.get(kind) ?? { fibers: 0, steps: 0 }
       total.fibers++
       total.steps += counted.steps

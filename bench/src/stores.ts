@@ -8,16 +8,15 @@
  *
  * The SQL stores are built with `SqlStore.layer` over a client the bench opens itself (as `layerSqlite` / `layerPg`
  * do), so the bench can meter the database underneath: write transactions (the store's `BEGIN … COMMIT`s, counted
- * where the store reserves its connection for one), the bytes the store's tables take (SQLite: `page_count ×
+ * where the store opens one with `withTransaction`), the bytes the store's tables take (SQLite: `page_count ×
  * page_size`; PostgreSQL: `pg_total_relation_size` of the `parley_*` tables) and the events stored.
  */
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
-import type { SqlError } from "@effect/sql/SqlError"
 import { SessionStore } from "@parley/runtime"
-import { SqlStore } from "@parley/store-sql"
+import { SqliteClient, SqlStore } from "@parley/store-sql"
 import { Context, Data, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -67,12 +66,16 @@ const messageOf = (cause: unknown): string => {
   return inner instanceof Error ? `${message} (${inner.message})` : message
 }
 
-/** The client with every connection the store reserves for a transaction counted. */
+/** The client with every outermost `withTransaction` counted (a nested one is a savepoint of the same transaction). */
 const counted = (client: SqlClient.SqlClient, count: () => void): SqlClient.SqlClient =>
   new Proxy(client, {
     get: (target, property, receiver) =>
-      property === "reserve"
-        ? Effect.tap(target.reserve, () => Effect.sync(count))
+      property === "withTransaction"
+        ? <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+          Effect.flatMap(Effect.serviceOption(target.transactionService), (open) => {
+            if (Option.isNone(open)) count()
+            return target.withTransaction(effect)
+          })
         : Reflect.get(target, property, receiver)
   })
 
@@ -94,7 +97,7 @@ export const sqlite = (options: SqlStore.Options = {}): BenchStore => ({
     const filename = path.join(yield* temporaryFolder, "sessions.db")
     const client = yield* Layer.build(SqliteClient.layer({ filename })).pipe(
       Effect.map((context) => Context.get(context, SqlClient.SqlClient)),
-      Effect.catchAllDefect((defect) => Effect.fail(defect)),
+      Effect.catchDefect((defect) => Effect.fail(defect)),
       Effect.mapError((cause) => new StoreUnavailable({ store: "SQLite", detail: messageOf(cause) }))
     )
     let transactions = 0
@@ -132,7 +135,7 @@ const withSearchPath = (url: string, schema: string) =>
 const pgClient = (url: string, maxConnections: number) =>
   Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections, connectTimeout: "3 seconds" })).pipe(
     Effect.map((context) => Context.get(context, PgClient.PgClient)),
-    Effect.catchAllDefect((defect) => Effect.fail(defect)),
+    Effect.catchDefect((defect) => Effect.fail(defect)),
     Effect.mapError((cause) =>
       new StoreUnavailable({ store: "PostgreSQL", detail: `no PostgreSQL at ${redactUrl(url)} (${messageOf(cause)})` })
     )

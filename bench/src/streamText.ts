@@ -3,23 +3,23 @@
  * `disableToolCallResolution: true`, a two-message prompt), through three models:
  *
  * - `scripted`: `ScriptedModel.fromFunction`, answering with the `lookup_price` call;
- * - `make`: a model built with `@effect/ai`'s `LanguageModel.make` over a provider that streams the same encoded
+ * - `make`: a model built with `effect/ai`'s `LanguageModel.make` over a provider that streams the same encoded
  *   parts (what any provider built on `make` pays per call);
- * - `raw`: the hand-written `LanguageModel.Service` double (no schema work at all).
+ * - `raw`: the hand-written `LanguageModel.LanguageModel` double (no schema work at all).
  *
  * Each call is checked (one `tool-call` part for `lookup_price`). Run alone to profile one model:
  * `node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/src/streamText.ts scripted 5000`, then
  * `npx tsx bench/src/cpuprofile.ts /tmp/prof/<file>.cpuprofile`.
  */
-import { LanguageModel, Prompt, Response, Toolkit } from "@effect/ai"
 import { ScriptedModel } from "@parley/testing"
-import { Cause, Chunk, Console, Effect, Exit, Schema, Stream } from "effect"
+import { Cause, Console, Effect, Exit, Schema, Stream } from "effect"
+import { LanguageModel, Prompt, Response, Toolkit } from "effect/ai"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { LookupPrice, makeRawDouble } from "./models.js"
 import { CheckFailed, Ledger, PRODUCT } from "./workload.js"
 
-/** The engine's kind of toolkit: the tools only; their calls are run by the engine, never by `@effect/ai`. */
+/** The engine's kind of toolkit: the tools only; their calls are run by the engine, never by `effect/ai`. */
 const toolkit: Toolkit.WithHandler<{ readonly lookup_price: typeof LookupPrice }> = {
   tools: Toolkit.make(LookupPrice).tools,
   handle: (name) => Effect.die(`the engine runs tool calls itself (${String(name)})`)
@@ -33,7 +33,7 @@ const prompt = Prompt.make([
 const encodedParts: ReadonlyArray<Response.StreamPartEncoded> = [
   { type: "response-metadata", id: "resp_1", modelId: "make" },
   { type: "tool-call", id: "call_1", name: "lookup_price", params: { product: PRODUCT } },
-  { type: "finish", reason: "tool-calls", usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } }
+  { type: "finish", reason: "tool-calls", usage: { inputTokens: { total: 1 }, outputTokens: { total: 1 } } }
 ]
 
 export type MicroModel = "scripted" | "make" | "raw"
@@ -51,7 +51,7 @@ export const describeModel = (model: MicroModel): string => {
   }
 }
 
-const build = (model: MicroModel): Effect.Effect<LanguageModel.Service> => {
+const build = (model: MicroModel): Effect.Effect<LanguageModel.LanguageModel> => {
   switch (model) {
     case "scripted":
       return Effect.map(
@@ -60,7 +60,7 @@ const build = (model: MicroModel): Effect.Effect<LanguageModel.Service> => {
       )
     case "make":
       return LanguageModel.make({
-        generateText: () => Effect.dieMessage("the microbench only streams"),
+        generateText: () => Effect.die(new Error("the microbench only streams")),
         streamText: () => Stream.fromIterable(encodedParts)
       })
     case "raw":
@@ -68,17 +68,17 @@ const build = (model: MicroModel): Effect.Effect<LanguageModel.Service> => {
   }
 }
 
-const call = (model: LanguageModel.Service, name: MicroModel) =>
+const call = (model: LanguageModel.LanguageModel, name: MicroModel) =>
   Effect.flatMap(
     Stream.runCollect(model.streamText({ prompt, toolkit, disableToolCallResolution: true })),
     (parts) =>
-      Chunk.filter(parts, (part) => part.type === "tool-call" && part.name === "lookup_price").length === 1
+      parts.filter((part) => part.type === "tool-call" && part.name === "lookup_price").length === 1
         ? Effect.void
         : Effect.fail(
           new CheckFailed({
             phase: `streamText (${name})`,
             sessionId: "-",
-            detail: `expected one lookup_price call, got parts ${Chunk.toArray(parts).map((part) => part.type)}`
+            detail: `expected one lookup_price call, got parts ${parts.map((part) => part.type)}`
           })
         )
   )
@@ -126,13 +126,13 @@ export const measure = (name: MicroModel, calls: number) =>
 
 /**
  * The schema work `LanguageModel.make`'s `streamText` does on every call with this toolkit: build
- * `Response.StreamPart(toolkit)`, then also compile its decoder (`Schema.decode(Schema.ChunkFromSelf(...))`).
+ * `Response.StreamPart(toolkit)`, then also compile its decoder (`Schema.decodeEffect(Schema.NonEmptyArray(...))`).
  */
 export const measureSchemaWork = (calls: number) =>
   Effect.gen(function*() {
     const build = yield* time(Effect.sync(() => Response.StreamPart(toolkit)), calls)
     const compile = yield* time(
-      Effect.sync(() => Schema.decode(Schema.ChunkFromSelf(Response.StreamPart(toolkit)))),
+      Effect.sync(() => Schema.decodeEffect(Schema.NonEmptyArray(Response.StreamPart(toolkit)))),
       calls
     )
     return { build, compile }

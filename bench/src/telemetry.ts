@@ -21,10 +21,10 @@ import { CountedSpans } from "./telemetryPairs.js"
 
 /** Runs `effect` in a fiber of its own: a tracer its layer installs does not stay on the caller's fiber. */
 const isolated = <A, E>(effect: Effect.Effect<A, E>) =>
-  Effect.flatMap(Effect.flatMap(Effect.forkDaemon(effect), Fiber.await), (exit) => exit)
+  Effect.flatMap(Effect.flatMap(Effect.forkDetach(effect), Fiber.await), (exit) => exit)
 
 const turnsCounted = Effect.map(
-  Metric.value(Metric.tagged(EngineTelemetry.turns, "parley.turn.state", "Completed")),
+  Metric.value(Metric.withAttributes(EngineTelemetry.turns, { "parley.turn.state": "Completed" })),
   (state) => state.count
 )
 

@@ -15,8 +15,7 @@
  * Diagnostics: `PAIRS_TRACER=noop` traces with a tracer whose spans record nothing (what the engine's own telemetry
  * costs, without any SDK); `PAIRS_PROCESSOR=simple` exports each span as it ends instead of in batches.
  */
-import { Command } from "@effect/platform"
-import { NodeContext } from "@effect/platform-node"
+import { NodeServices } from "@effect/platform-node"
 import { type ExportResult, ExportResultCode } from "@opentelemetry/core"
 import {
   BatchSpanProcessor,
@@ -26,7 +25,8 @@ import {
 } from "@opentelemetry/sdk-trace-base"
 import { Agent, Session } from "@parley/core"
 import { ParleyTelemetry } from "@parley/telemetry"
-import { Cause, Console, Context, DefaultServices, Effect, Exit, Layer, Schema, Tracer } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Schema, Tracer } from "effect"
+import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { makeRawDouble } from "./models.js"
@@ -52,29 +52,26 @@ export class CountedSpans extends InMemorySpanExporter {
 let ids = 0
 /** A tracer whose spans record nothing: what the engine's telemetry costs without any SDK. */
 const noopTracer = Tracer.make({
-  span: (name, parent, context, links, startTime, kind) => {
+  span: (options) => {
     const spanId = `span${++ids}`
     return {
       _tag: "Span",
-      name,
+      name: options.name,
       spanId,
-      traceId: parent._tag === "Some" ? parent.value.traceId : spanId,
-      parent,
-      context,
-      status: { _tag: "Started", startTime },
+      traceId: options.parent._tag === "Some" ? options.parent.value.traceId : spanId,
+      parent: options.parent,
+      annotations: options.annotations,
+      status: { _tag: "Started", startTime: options.startTime },
       attributes: new Map(),
-      links,
-      sampled: true,
-      kind,
+      links: options.links,
+      sampled: options.sampled,
+      kind: options.kind,
       end: () => undefined,
       attribute: () => undefined,
       event: () => undefined,
       addLinks: () => undefined
     }
-  },
-  // Effect's native tracer's own `context`, as `ParleyTelemetry.layerSdk`'s tracer has: a look-alike function of its
-  // own would make the fiber runtime's call of it polymorphic, a cost of this diagnostic, not of the engine.
-  context: Context.get(DefaultServices.liveServices, Tracer.Tracer).context
+  }
 })
 
 const median = (values: Array<number>) => values.sort((a, b) => a - b)[values.length >> 1]
@@ -103,12 +100,12 @@ export const measure = (pairs: number, warmup: number, store: Stores.BenchStore 
     const processor = process.env.PAIRS_PROCESSOR === "simple"
       ? new SimpleSpanProcessor(exporter)
       : new BatchSpanProcessor(exporter)
-    const telemetry = yield* Layer.toRuntime(
+    const telemetry = yield* Layer.build(
       ParleyTelemetry.layerSdk({ serviceName: "parley-bench", spanProcessor: processor })
     )
     const tracer = process.env.PAIRS_TRACER === "noop"
       ? noopTracer
-      : yield* Effect.tracer.pipe(Effect.provide(telemetry))
+      : yield* Effect.tracer.pipe(Effect.provideContext(telemetry))
     const database = yield* store.open
     const ledger = new Ledger()
     const agent = makeAgent(ledger)
@@ -149,7 +146,7 @@ export const measure = (pairs: number, warmup: number, store: Stores.BenchStore 
   }))
 
 /** The measure's result as a child process prints it (`--json`). */
-const PairedJson = Schema.parseJson(Schema.Struct({
+const PairedJson = Schema.fromJsonString(Schema.Struct({
   wallOff: Schema.Number,
   wallOn: Schema.Number,
   cpuOff: Schema.Number,
@@ -173,19 +170,16 @@ const entry = fileURLToPath(import.meta.url)
  */
 export const measureInProcesses = (processes: number, pairs: number, store: "memory" | "sqlite") =>
   Effect.gen(function*() {
+    const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
     const results: Array<Paired> = []
     for (let i = 0; i < processes; i++) {
-      const command = Command.make(
+      const command = ChildProcess.make(
         process.execPath,
-        ...process.execArgv,
-        entry,
-        String(pairs),
-        `--store=${store}`,
-        "--json"
+        [...process.execArgv, entry, String(pairs), `--store=${store}`, "--json"],
+        { stderr: "inherit" }
       )
-        .pipe(Command.stderr("inherit"))
-      const output = yield* Command.string(command)
-      results.push(yield* Schema.decodeUnknown(PairedJson)(output.trim().split("\n").at(-1)))
+      const output = yield* spawner.string(command)
+      results.push(yield* Schema.decodeUnknownEffect(PairedJson)(output.trim().split("\n").at(-1)))
     }
     const average = (f: (paired: Paired) => number) => mean(results.map(f))
     const result: PairedProcesses = {
@@ -197,7 +191,7 @@ export const measureInProcesses = (processes: number, pairs: number, store: "mem
       costs: results.map((paired) => (paired.cpuOn - paired.cpuOff) / paired.cpuOff)
     }
     return result
-  }).pipe(Effect.provide(NodeContext.layer))
+  }).pipe(Effect.provide(NodeServices.layer))
 
 const main = Effect.gen(function*() {
   const pairs = Number(process.argv[2] ?? 10000) || 10000

@@ -14,10 +14,10 @@
  *
  * Nothing runs on import: this file only defines values.
  */
-import type * as Prompt from "@effect/ai/Prompt"
 import { Agent, Answer, type Callback, CallbackHandler, type Session, type TurnState } from "@parley/core"
 import { Tool } from "@parley/tools"
 import { Data, Effect, Option, Schema } from "effect"
+import type * as Prompt from "effect/ai/Prompt"
 
 // ----------------------------------------------------------------------------
 // The tool, the agent and the messages

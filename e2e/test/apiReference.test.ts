@@ -4,7 +4,7 @@
  * and running every `@example` of the TSDoc. A broken example fails it, and so fails CI.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Semaphore } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { repoDir, repoEnv, run } from "./processes.js"
@@ -12,7 +12,7 @@ import { repoDir, repoEnv, run } from "./processes.js"
 const docgen = path.join(repoDir, "node_modules", ".bin", "docgen")
 
 /** Two docgen runs at a time: each type-checks a package with its examples. */
-const twoAtATime = Effect.runSync(Effect.makeSemaphore(2))
+const twoAtATime = Semaphore.makeUnsafe(2)
 
 const docgenIn = (dir: string) => twoAtATime.withPermits(1)(run(docgen, [], { cwd: dir, env: repoEnv() }))
 

@@ -59,29 +59,6 @@ const readmeProgram = () => {
   return { program: taste.code, printed }
 }
 
-/**
- * better-sqlite3's native binding, as the prebuilt download its install script (`prebuild-install`) looks for:
- * packed from the repository's own build, and offered to that script as a local prebuild. The project's install then
- * runs the script — which the docs' `allowScripts` entry permits, and without which the SQLite program fails — without
- * the network and without compiling SQLite again (a minute of CPU here). A project that resolves another version of
- * better-sqlite3 finds no such file, and the script builds it as it would for a user.
- */
-const localPrebuild = (work: string) =>
-  Effect.gen(function*() {
-    const driver = path.join(repoDir, "node_modules", "better-sqlite3")
-    const version =
-      (JSON.parse(fs.readFileSync(path.join(driver, "package.json"), "utf8")) as { version: string }).version
-    const dir = path.join(work, "prebuilds")
-    fs.mkdirSync(dir)
-    const name =
-      `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
-    yield* run("tar", ["-czf", path.join(dir, name), "-C", driver, "build/Release/better_sqlite3.node"], {
-      cwd: repoDir,
-      env: outsideEnv()
-    })
-    return { npm_config_better_sqlite3_local_prebuilds: dir }
-  })
-
 /** Imports every package, a deep import, and tries an internal module (which `exports` blocks). */
 const everyPackage = () =>
   `${packages.map((name) => `import * as ${identifier(name)} from "@parley/${name}"`).join("\n")}
@@ -102,6 +79,7 @@ describe("the packed packages", () => {
     "install into a project made as the docs say, outside the repository; type-check and run the README program, in memory and on SQLite",
     () =>
       Effect.gen(function*() {
+        assert.isAtLeast(Number(process.versions.node.split(".")[0]), 24, "the programs below run on Node 24")
         const work = fs.mkdtempSync(path.join(os.tmpdir(), "parley-install-"))
         yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(work, { recursive: true, force: true })))
         const tarballs = path.join(work, "tarballs")
@@ -158,9 +136,12 @@ describe("the packed packages", () => {
             ...files.map((tarball) => path.join(tarballs, tarball.filename)),
             `@types/node@${typesNode}`
           ],
-          { cwd: app, env: { ...outsideEnv(), ...(yield* localPrebuild(work)) } }
+          { cwd: app, env: outsideEnv() }
         )
-        // the install script ran (allowScripts) and found the binding: the durable program below loads it
+        // SQLite is Node's own node:sqlite: no SQLite addon is installed, none is built
+        const addons = yield* run("find", ["node_modules", "-iname", "*sqlite*.node"], { cwd: app, env: outsideEnv() })
+        assert.strictEqual(addons.stdout.trim(), "", "no native SQLite addon in the project")
+        assert.isFalse(fs.existsSync(path.join(app, "node_modules", "better-sqlite3")), "no SQLite driver of its own")
         const installed = fs.readdirSync(path.join(app, "node_modules", "@parley")).sort()
         assert.deepStrictEqual(installed, [...packages].sort())
         assert.isFalse(

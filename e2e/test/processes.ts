@@ -18,7 +18,7 @@ export const run = (
   args: ReadonlyArray<string>,
   options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv; readonly timeout?: number }
 ) =>
-  Effect.async<Output, Error>((resume) => {
+  Effect.callback<Output, Error>((resume) => {
     const child = execFile(
       command,
       args,

@@ -15,7 +15,7 @@ const repoDir = path.resolve(import.meta.dirname, "..", "..")
 
 /** `Snippets.check` in a child process (`snippetsProcess.ts`): the compiler would block this worker for its run. */
 const check = (files: ReadonlyArray<string>, workDir: string) =>
-  Effect.async<ReadonlyArray<Snippets.Problem>, Error>((resume) => {
+  Effect.callback<ReadonlyArray<Snippets.Problem>, Error>((resume) => {
     const child = execFile(
       process.execPath,
       ["--import", "tsx", path.join(import.meta.dirname, "snippetsProcess.ts"), JSON.stringify({ files, workDir })],

@@ -9,7 +9,7 @@ import { Agent, Answer, Principal, Session, Turn, type TurnEvent } from "@parley
 import { LocalTransport } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Chunk, Console, Effect, Layer, Schema, Stream } from "effect"
+import { Console, Effect, Layer, Schema, Stream } from "effect"
 import { isEntry } from "../shared/entry.js"
 
 /** A tool the runtime runs; the policy asks before each call. */
@@ -30,7 +30,7 @@ const mailer = Agent.make({
 /** Who decided each approval of the turn, read from its log. */
 const audit = (turn: Turn.Turn) =>
   Effect.gen(function*() {
-    const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Turn.events(turn)))
+    const events = yield* Stream.runCollect(Turn.events(turn))
     for (const event of events) {
       if (event._tag !== "CallbackResolved" || event.answer?._tag !== "AllowApproval") continue
       const call = events.find((e): e is TurnEvent.ToolCallStarted => e._tag === "ToolCallStarted")
@@ -43,7 +43,7 @@ const audit = (turn: Turn.Turn) =>
 export const program = Effect.gen(function*() {
   const session = yield* Agent.startSession(mailer)
   const first = yield* Session.run(session, "Tell everyone lunch is at noon.")
-  if (first._tag !== "Blocked") return yield* Effect.dieMessage(`expected Blocked, got ${first._tag}`)
+  if (first._tag !== "Blocked") return yield* Effect.die(new Error(`expected Blocked, got ${first._tag}`))
   const turn = yield* Session.turn(session, first.turnId)
   // Approve with a change, and remember it for this session.
   const edit = new Answer.AllowApproval({

@@ -22,7 +22,9 @@ export const Location = Schema.Struct({ city: Schema.String, country: Schema.Str
 /** A client tool: answered through a callback, not within the session. */
 export const getLocation = ClientTool.make("get_location", {
   description: "The user's current location.",
-  parameters: { precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }) },
+  parameters: {
+    precision: Schema.Literals(["city", "street"]).pipe(Schema.withDecodingDefault(Effect.succeed("city" as const)))
+  },
   success: Location,
   annotations: ToolAnnotations.readOnly
 })

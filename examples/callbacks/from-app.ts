@@ -20,7 +20,7 @@ export const program = Effect.gen(function*() {
       switch (event._tag) {
         case "CallbackOpened":
           return Console.log(`answering: ${event.callback.kind}`).pipe(
-            Effect.zipRight(answerCallback(turn, event.callback)) // in an app: when the person clicks
+            Effect.andThen(answerCallback(turn, event.callback)) // in an app: when the person clicks
           )
         case "TurnEnded":
           return Console.log(event.state._tag)

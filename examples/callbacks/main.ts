@@ -11,7 +11,7 @@ import * as ShowAndAnswer from "./show-and-answer.js"
 import * as WithRun from "./with-run.js"
 
 const section = <E>(name: string, program: Effect.Effect<void, E>) =>
-  Console.log(`=== ${name} ===`).pipe(Effect.zipRight(program))
+  Console.log(`=== ${name} ===`).pipe(Effect.andThen(program))
 
 export const main = Effect.all([
   section("with-run", WithRun.main),

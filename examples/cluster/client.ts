@@ -7,7 +7,6 @@
  * Run it (PostgreSQL: `bash scripts/postgres.sh`):
  * `PARLEY_DATABASE_URL=postgres://parley:parley@127.0.0.1:5432/parley_test npx tsx --conditions=@parley/source examples/cluster/client.ts`
  */
-import { RunnerAddress } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { ClusterRuntime, ClusterStatus } from "@parley/cluster"
 import { Agent, Answer, Session, Turn } from "@parley/core"
@@ -15,7 +14,8 @@ import { Connectors, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Console, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Console, Effect, Layer, Option, Redacted, References, Schema } from "effect"
+import { RunnerAddress } from "effect/cluster"
 import { describeState, isEntry } from "../shared/entry.js"
 
 /** A tool the runtime runs, on the tree's runner; the policy asks before each call. */
@@ -49,11 +49,14 @@ const services = (url: string, models: Models.Service) =>
     Models.layer(models)
   )
 
-/** A runner listening on `port`: it holds shards and runs the turns of their trees. */
+/**
+ * A runner listening on `port`: it holds shards and runs the turns of their trees. Its log shows warnings and worse
+ * (the cluster's own info lines, its listen address first, would come between the walkthrough's).
+ */
 export const runner = (url: string, port: number, models: Models.Service) =>
   ClusterRuntime.layerSocket({
     shardingConfig: { ...shardingConfig, runnerAddress: Option.some(RunnerAddress.make("127.0.0.1", port)) }
-  }).pipe(Layer.provide(services(url, models)))
+  }).pipe(Layer.provide([services(url, models), Layer.succeed(References.MinimumLogLevel, "Warn")]))
 
 /** A client: no runner address, no shard; the same `Transport`. */
 export const client = (url: string, models: Models.Service) =>
@@ -68,7 +71,7 @@ export const program = Effect.gen(function*() {
   }
   const session = yield* Agent.startSession(pricer)
   const blocked = yield* Session.run(session, "What does the atlas cost?")
-  if (blocked._tag !== "Blocked") return yield* Effect.dieMessage(`expected Blocked, got ${blocked._tag}`)
+  if (blocked._tag !== "Blocked") return yield* Effect.die(new Error(`expected Blocked, got ${blocked._tag}`))
   yield* Console.log(`turn: ${describeState(blocked)}`)
   const turn = yield* Session.turn(session, blocked.turnId)
   yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())

@@ -37,7 +37,7 @@ const pricer = Agent.make({
 export const program = Effect.gen(function*() {
   const session = yield* Agent.startSession(pricer)
   const blocked = yield* Session.run(session, "What does the atlas cost?")
-  if (blocked._tag !== "Blocked") return yield* Effect.dieMessage(`expected Blocked, got ${blocked._tag}`)
+  if (blocked._tag !== "Blocked") return yield* Effect.die(new Error(`expected Blocked, got ${blocked._tag}`))
   yield* Console.log(`turn: ${describeState(blocked)}`)
   const turn = yield* Session.turn(session, blocked.turnId)
   yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
@@ -57,7 +57,7 @@ export const runtime = (filename: string) =>
       Layer.orDie(SqlStore.layerSqlite({ filename })),
       Connectors.layerEmpty,
       RuntimeTools.layer(lookupPrice),
-      Layer.unwrapEffect(Effect.map(
+      Layer.unwrap(Effect.map(
         ScriptedModel.make([
           ScriptedModel.toolCall("lookup_price", { product: "atlas" }),
           ScriptedModel.text("The atlas costs 129 EUR.")

@@ -41,7 +41,7 @@ const mailServer = () => {
 
 /** The server, stateless (a server and a transport per request, as the SDK's stateless example does). */
 const serve = Effect.acquireRelease(
-  Effect.async<Http.Server>((resume) => {
+  Effect.callback<Http.Server>((resume) => {
     const http = Http.createServer((req, res) => {
       const server = mailServer()
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
@@ -51,7 +51,7 @@ const serve = Effect.acquireRelease(
     http.listen(0, "127.0.0.1", () => resume(Effect.succeed(http)))
   }),
   (http) =>
-    Effect.async<void>((resume) => {
+    Effect.callback<void>((resume) => {
       http.closeAllConnections()
       http.close(() => resume(Effect.void))
     })

@@ -23,7 +23,8 @@
  */
 import type { Answer, Callback, ParleyError, TurnEvent, TurnState } from "@parley/core"
 import { CallbackHandler, Principal, Transport } from "@parley/core"
-import { Console, Effect, Layer, Mailbox, Option, Stream } from "effect"
+import type { Cause } from "effect"
+import { Console, Effect, Layer, Option, Queue, Stream } from "effect"
 
 type SessionNotFound = ParleyError.SessionNotFound
 type TransportFailure = ParleyError.TransportFailure
@@ -185,16 +186,17 @@ const narrated = (transport: Transport.Service, colour: boolean): Transport.Serv
     subscribe: (sessionId, from) =>
       Effect.gen(function*() {
         const source = yield* transport.subscribe(sessionId, from)
-        const relay = yield* Mailbox.make<TurnEvent.TurnEvent, SessionNotFound | TransportFailure>()
-        const move: Effect.Effect<void, SessionNotFound | TransportFailure> = Effect.flatMap(
-          source.takeAll,
-          ([batch, done]) =>
+        const relay = yield* Queue.unbounded<TurnEvent.TurnEvent, SessionNotFound | TransportFailure | Cause.Done>()
+        const move: Effect.Effect<never, SessionNotFound | TransportFailure | Cause.Done> = Effect.flatMap(
+          Queue.takeAll(source),
+          (batch) =>
             Effect.forEach(batch, announce(sessionId), { discard: true }).pipe(
-              Effect.zipRight(relay.offerAll(batch)),
-              Effect.zipRight(done ? relay.end : move)
+              Effect.andThen(Queue.offerAll(relay, batch)),
+              Effect.andThen(move)
             )
         )
-        yield* Effect.forkScoped(Effect.catchAll(move, (error) => relay.fail(error)))
+        // The source's end (`Cause.Done`) or failure ends the relay the same way.
+        yield* Effect.forkScoped(Effect.catch(move, (error) => Queue.fail(relay, error)))
         return relay
       })
   }

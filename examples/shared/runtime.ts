@@ -22,8 +22,6 @@
  *   program's `Transport` is `HttpTransport.layer({ url, apiKey })` against it. The programs are unchanged, and
  *   print the same lines (the examples test checks it).
  */
-import { FetchHttpClient } from "@effect/platform"
-import { HttpServer } from "@effect/platform"
 import { MistralModels } from "@parley/mistral"
 import type { Connectors } from "@parley/runtime"
 import { Models } from "@parley/runtime"
@@ -32,6 +30,8 @@ import { SqlRuntime } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Record } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { HttpServer } from "effect/http"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as MailServer from "./mailServer.js"
@@ -58,7 +58,7 @@ const localOnContext = () =>
 
 /** A layer made with the `gmail` connector: the mail MCP server (`mailServer.ts`) runs as long as the layer. */
 const withGmail = <A, E, R>(make: (gmail: Connectors.Connector) => Layer.Layer<A, E, R>) =>
-  Layer.unwrapScoped(Effect.map(MailServer.gmail, make))
+  Layer.unwrap(Effect.map(MailServer.gmail, make))
 
 /** Whether the examples drive their sessions over HTTP (`PARLEY_EXAMPLES_TRANSPORT=http`). */
 export const overHttp = process.env.PARLEY_EXAMPLES_TRANSPORT === "http"
@@ -71,7 +71,7 @@ const exampleKey = "examples-local-key"
  * HTTP transport against it: the same runtime, across HTTP.
  */
 const overHttpLayer = (models: Models.Service) =>
-  Layer.unwrapScoped(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const filename = sessionsFile()
     if (filename !== ":memory:") fs.mkdirSync(path.dirname(filename), { recursive: true })
     const server = yield* Layer.build(ParleyServer.layerSqlite({
@@ -83,7 +83,7 @@ const overHttpLayer = (models: Models.Service) =>
       log: false
     }))
     const address = Context.get(server, HttpServer.HttpServer).address
-    const port = address._tag === "TcpAddress" ? address.port : 0
+    const port = address._tag !== "UnixPathAddress" ? address.port : 0
     return HttpTransport.layer({ url: `http://127.0.0.1:${port}`, apiKey: exampleKey })
   }))
 
@@ -103,14 +103,14 @@ export const modelDescription = (model: string) =>
     : "offline: the model is a scripted brain (ScriptedModel), no API key is used"
 
 /** The real models, resolved by name from the agents' `model` (`mistral-*`, `openai-compat:<model>`). */
-const liveRuntime = Layer.unwrapEffect(
+const liveRuntime = Layer.unwrap(
   Effect.map(MistralModels.fromConfig(), (models) => runtimeLayer(models))
 ).pipe(Layer.provide(FetchHttpClient.layer), Layer.orDie)
 
 /** The offline runtime: one scripted brain as the model of every agent. */
 export const offlineRuntime = (brain: Brain) =>
   live ? liveRuntime : overHttp
-    ? Layer.unwrapEffect(
+    ? Layer.unwrap(
       Effect.map(ScriptedModel.fromFunction(brain, { record: false }), (scripted) =>
         runtimeLayer(Models.single(scripted.languageModel)))
     )
@@ -121,7 +121,7 @@ export const offlineRuntime = (brain: Brain) =>
  * A session whose tree has an agent without a brain fails to start (`AgentInvalid`, naming the agents that have one).
  */
 export const offlineRuntimeByAgent = (brains: { readonly [agentName: string]: Brain }) =>
-  live ? liveRuntime : Layer.unwrapEffect(
+  live ? liveRuntime : Layer.unwrap(
     Effect.map(
       Effect.all(Record.map(brains, (brain) => ScriptedModel.fromFunction(brain, { record: false }))),
       (scripted) => runtimeLayer(Models.byAgent(Record.map(scripted, (model) => model.languageModel)))

@@ -28,7 +28,7 @@ const Waited = Schema.Array(Schema.Struct({
 }))
 const Price = Schema.Struct({ price: Schema.String })
 
-const decode = <A, I>(schema: Schema.Schema<A, I>, result: ScriptedModel.ToolResult): Option.Option<A> =>
+const decode = <A, I>(schema: Schema.Codec<A, I>, result: ScriptedModel.ToolResult): Option.Option<A> =>
   result.isFailure ? Option.none() : Schema.decodeUnknownOption(schema)(result.result)
 
 /** A tool result as the model quotes it (the runtime's messages end with a full stop). */

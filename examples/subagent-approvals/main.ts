@@ -11,7 +11,7 @@ import * as EarlierTurn from "./earlier-turn.js"
 import * as Handler from "./handler.js"
 
 const section = <E>(name: string, program: Effect.Effect<void, E>) =>
-  Console.log(`=== ${name} ===`).pipe(Effect.zipRight(program))
+  Console.log(`=== ${name} ===`).pipe(Effect.andThen(program))
 
 export const main = Effect.all([
   section("handler", Handler.main),

@@ -14,9 +14,9 @@ describe("approvals/in-depth.ts", () => {
   it.effect("prints expected-output.txt", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
-      const console = yield* Console.consoleWith(Effect.succeed)
-      const capture: Console.Console = { ...console, log: (...args) => Effect.sync(() => lines.push(args.join(" "))) }
-      yield* program.pipe(Effect.provide(Runtime), Effect.withConsole(capture))
+      const console = yield* Console.Console
+      const capture: Console.Console = { ...console, log: (...args) => void lines.push(args.join(" ")) }
+      yield* program.pipe(Effect.provide(Runtime), Effect.provideService(Console.Console, capture))
       assert.strictEqual(lines.map((line) => `${line}\n`).join(""), expected)
     }))
 })

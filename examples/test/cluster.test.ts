@@ -4,13 +4,13 @@
  * `cluster/client.ts` (a client-only process beside a runner, on a fresh schema of the test PostgreSQL database) prints
  * what `client-output.txt` says: the client's turn is run by the runner, and the client holds nothing.
  */
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
+import { Ports } from "@parley/testing"
+import { FileSystem } from "effect"
 import { Console, Context, Effect, Layer, Redacted } from "effect"
 import * as fs from "node:fs"
-import * as Net from "node:net"
 import * as path from "node:path"
 import * as Client from "../cluster/client.js"
 import { program, runtime } from "../cluster/single.js"
@@ -18,13 +18,16 @@ import { program, runtime } from "../cluster/single.js"
 const expected = fs.readFileSync(path.join(import.meta.dirname, "..", "cluster", "expected-output.txt"), "utf8")
 
 describe("cluster/single.ts", () => {
-  it.scoped("prints expected-output.txt", () =>
+  it.effect("prints expected-output.txt", () =>
     Effect.gen(function*() {
       const directory = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped())
       const lines: Array<string> = []
-      const console = yield* Console.consoleWith(Effect.succeed)
-      const capture: Console.Console = { ...console, log: (...args) => Effect.sync(() => lines.push(args.join(" "))) }
-      yield* program.pipe(Effect.provide(runtime(path.join(directory, "sessions.db"))), Effect.withConsole(capture))
+      const console = yield* Console.Console
+      const capture: Console.Console = { ...console, log: (...args) => void lines.push(args.join(" ")) }
+      yield* program.pipe(
+        Effect.provide(runtime(path.join(directory, "sessions.db"))),
+        Effect.provideService(Console.Console, capture)
+      )
       assert.strictEqual(lines.map((line) => `${line}\n`).join(""), expected)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 })
@@ -42,18 +45,6 @@ const pgSchema = Effect.gen(function*() {
   return `${base}${base.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
 })
 
-/** A free port on 127.0.0.1 for the runner. */
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-)
-
 const clientExpected = fs.readFileSync(
   path.join(import.meta.dirname, "..", "cluster", "client-output.txt"),
   "utf8"
@@ -65,13 +56,13 @@ describe("cluster/client.ts", () => {
       const url = yield* pgSchema
       const models = yield* Client.scriptedModels
       const lines: Array<string> = []
-      const console = yield* Console.consoleWith(Effect.succeed)
-      const capture: Console.Console = { ...console, log: (...args) => Effect.sync(() => lines.push(args.join(" "))) }
+      const console = yield* Console.Console
+      const capture: Console.Console = { ...console, log: (...args) => void lines.push(args.join(" ")) }
       // The runner's tool prints too (in its own fibers): the console is captured before the runner starts.
       yield* Effect.gen(function*() {
-        yield* Layer.build(Client.runner(url, yield* freePort, models))
+        yield* Layer.build(Client.runner(url, yield* Ports.one, models))
         yield* Client.program.pipe(Effect.provide(Client.client(url, models)), Effect.timeout("60 seconds"))
-      }).pipe(Effect.withConsole(capture))
+      }).pipe(Effect.provideService(Console.Console, capture))
       assert.strictEqual(lines.map((line) => `${line}\n`).join(""), clientExpected)
     }).pipe(Effect.scoped), 90_000)
 })

@@ -7,10 +7,10 @@
  * `expected-output.txt`, and the guide's lines alone, in order, against the "Output:" blocks of the guide in
  * `docs/guides/`.
  */
-import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
+import { SqliteClient } from "@parley/store-sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -41,7 +41,7 @@ const runExample = (file: string, env: { readonly [name: string]: string } = {})
   )
 
 const runIn = (file: string, env: { readonly [name: string]: string }) =>
-  Effect.async<string, Error>((resume) => {
+  Effect.callback<string, Error>((resume) => {
     const child = execFile(
       tsx,
       ["--conditions=@parley/source", file], // the packages' sources, not their build
@@ -183,7 +183,7 @@ describe.concurrent("examples", () => {
     { timeout: 90_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "npm run demo keeps its sessions in a SQLite file: .parley/sessions.db at the repository root (a temporary one here)",
     () =>
       Effect.gen(function*() {

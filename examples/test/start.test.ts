@@ -27,7 +27,7 @@ describe("npm start", () => {
     assert.match(scripts(path.join(examplesDir, "package.json")).demo, / main\.ts$/)
   })
 
-  it.scopedLive(
+  it.live(
     "serves the guides' agents and prints the app's URL, the local key and the CLI hint",
     () =>
       Effect.gen(function*() {
@@ -45,12 +45,12 @@ describe("npm start", () => {
             })
             child.stdout.on("data", (chunk) => {
               output += String(chunk)
-              if (output.includes("npx parley callbacks list")) Deferred.unsafeDone(ready, Effect.succeed(output))
+              if (output.includes("npx parley callbacks list")) Deferred.doneUnsafe(ready, Effect.succeed(output))
             })
             child.stderr.on("data", (chunk) => void (output += String(chunk)))
             child.on("exit", (code) => {
-              Deferred.unsafeDone(exited, Effect.succeed(code))
-              Deferred.unsafeDone(ready, Effect.dieMessage(`npm start exited (${code}):\n${output}`))
+              Deferred.doneUnsafe(exited, Effect.succeed(code))
+              Deferred.doneUnsafe(ready, Effect.die(new Error(`npm start exited (${code}):\n${output}`)))
             })
             return child
           }),

@@ -13,11 +13,11 @@
  * approvals, half running a tool) is killed; p50 and p99 of the time from the kill to each of its trees' next event.
  * `--runners=` (empty) runs that phase alone.
  */
-import { Sharding } from "@effect/cluster"
 import { NodeRuntime } from "@effect/platform-node"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { Console, Context, Effect, Layer } from "effect"
+import { Sharding } from "effect/cluster"
 import { cpuOf, freePort, schema, settled, spawnRunner } from "./processes.js"
 import { measureResume } from "./resume.js"
 import { agent, brain, runner, shardsPerGroup } from "./runner.js"
@@ -44,11 +44,11 @@ const measure = (count: number) =>
             const session = yield* Agent.startSession(agent)
             const turn = yield* Session.sendMessage(session, "What does the atlas cost?")
             const blocked = yield* Turn.result(turn)
-            if (blocked._tag !== "Blocked") return yield* Effect.dieMessage(`not blocked: ${blocked._tag}`)
+            if (blocked._tag !== "Blocked") return yield* Effect.die(new Error(`not blocked: ${blocked._tag}`))
             yield* Turn.answer(turn, blocked.callbacks[0].id, new Answer.AllowApproval())
             const done = yield* Turn.result(turn)
             if (done._tag !== "Completed" || done.text !== "The atlas costs 129 EUR.") {
-              return yield* Effect.dieMessage(`not completed: ${done._tag}`)
+              return yield* Effect.die(new Error(`not completed: ${done._tag}`))
             }
           }
         }), { concurrency: "unbounded", discard: true }).pipe(Effect.provide(context))

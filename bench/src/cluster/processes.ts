@@ -2,26 +2,19 @@
  * What the cluster bench's phases share: free ports, a fresh PostgreSQL schema, runner child processes
  * (`runnerProcess.ts`), their CPU time, and waiting until the runners split the shards.
  */
-import type { Sharding } from "@effect/cluster"
-import { ShardId } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
+import { Ports } from "@parley/testing"
 import { Context, Effect, Layer, Redacted } from "effect"
+import type { Sharding } from "effect/cluster"
+import { ShardId } from "effect/cluster"
 import * as ChildProcess from "node:child_process"
 import * as fs from "node:fs"
-import * as Net from "node:net"
 import * as path from "node:path"
 
-export const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
+/** A free port on 127.0.0.1 (below the ephemeral range: see `Ports`). */
+export const freePort = Ports.one
 
-export const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-)
+export const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
 
 /** CPU time (ms) a process used so far: this one's, or a child's from /proc. */
 export const cpuOf = (pid: number) => {
@@ -36,7 +29,7 @@ export const cpuOf = (pid: number) => {
 /** A runner child process, stopped with SIGTERM when the scope closes (unless it is dead already). */
 export const spawnRunner = (url: string, port: number) =>
   Effect.acquireRelease(
-    Effect.async<ChildProcess.ChildProcess, Error>((resume) => {
+    Effect.callback<ChildProcess.ChildProcess, Error>((resume) => {
       const child = ChildProcess.spawn(
         process.execPath,
         [
@@ -52,7 +45,7 @@ export const spawnRunner = (url: string, port: number) =>
       child.on("exit", (code) => resume(Effect.fail(new Error(`a runner exited (${code})`))))
     }),
     (child) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
         child.on("exit", () => resume(Effect.void))
         child.kill("SIGTERM")
@@ -74,7 +67,7 @@ export const schema = Effect.gen(function*() {
 })
 
 /** Until the shards are split: this runner's share holds for a second (all of them when it is alone). */
-export const settled = (sharding: Sharding.Sharding["Type"], runners: number, shardsPerGroup: number) =>
+export const settled = (sharding: Sharding.Sharding["Service"], runners: number, shardsPerGroup: number) =>
   Effect.gen(function*() {
     const shards = Array.from({ length: shardsPerGroup }, (_, i) => ShardId.make("default", i + 1))
     let last = -1

@@ -7,7 +7,6 @@
  * first event appended after it (its `at`, on this machine's clock), and every turn must end. Which runner holds a
  * tree is read from the cluster's lock table (`cluster_locks`: the bench's runners use it, not advisory locks).
  */
-import { EntityId, Sharding } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { Agent, Answer, Session, Turn } from "@parley/core"
 import type { Ids } from "@parley/core"
@@ -15,6 +14,7 @@ import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Context, DateTime, Effect, Layer, Redacted } from "effect"
+import { EntityId, Sharding } from "effect/cluster"
 import { cpuOf, freePort, schema, settled, spawnRunner } from "./processes.js"
 import { agent, brain, runner, shardsPerGroup } from "./runner.js"
 
@@ -56,7 +56,7 @@ export const measureResume = (trees: number) =>
         )
         const blocked = yield* Turn.result(turn)
         if (blocked._tag !== "Blocked") {
-          return yield* Effect.dieMessage(`not blocked: ${blocked._tag}`)
+          return yield* Effect.die(new Error(`not blocked: ${blocked._tag}`))
         }
         const callbackId = blocked.callbacks[0].id
         if (running) {
@@ -89,7 +89,7 @@ export const measureResume = (trees: number) =>
       ),
       (tree) => Effect.map(logOf(tree.turn.sessionId), (events) => ({ ...tree, lastSeq: events.length - 1 }))
     )
-    if (victims.length === 0) return yield* Effect.dieMessage("the killed runner held none of the trees")
+    if (victims.length === 0) return yield* Effect.die(new Error("the killed runner held none of the trees"))
 
     const pids = [process.pid, survivor.pid ?? -1]
     const cpuBefore = pids.map(cpuOf)
@@ -103,7 +103,7 @@ export const measureResume = (trees: number) =>
     ).pipe(Effect.provide(context))
     yield* Effect.forEach(victims, (tree) =>
       Effect.flatMap(Turn.result(tree.turn), (state) =>
-        state._tag === "Completed" ? Effect.void : Effect.dieMessage(`not completed: ${state._tag}`)), {
+        state._tag === "Completed" ? Effect.void : Effect.die(new Error(`not completed: ${state._tag}`))), {
       concurrency: 32,
       discard: true
     }).pipe(Effect.provide(context), Effect.timeout("180 seconds"), Effect.orDie)

@@ -3,8 +3,6 @@
  * approval loop's agent (`lookup_price`, run by the runtime after its approval) on a `ScriptedModel` brain; asked
  * about stock, the agent runs `check_stock`, which takes ten minutes (the resume phase's running trees).
  */
-import type { LanguageModel } from "@effect/ai"
-import { RunnerAddress } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { ClusterRuntime } from "@parley/cluster"
 import { Agent } from "@parley/core"
@@ -13,6 +11,8 @@ import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
+import type { LanguageModel } from "effect/ai"
+import { RunnerAddress } from "effect/cluster"
 
 export const lookupPrice = Tool.make("lookup_price", {
   description: "Price of one product.",
@@ -49,7 +49,7 @@ export const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
 export const runner = (options: {
   readonly url: string
   readonly port: number
-  readonly model: LanguageModel.Service
+  readonly model: LanguageModel.LanguageModel
 }) =>
   ClusterRuntime.layerSocket({
     shardingConfig: {

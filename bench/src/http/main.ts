@@ -53,7 +53,7 @@ const sizes = {
 
 const startServer = (deltas: number) =>
   Effect.acquireRelease(
-    Effect.async<{ readonly url: string; readonly child: ChildProcess.ChildProcess }, Error>((resume) => {
+    Effect.callback<{ readonly url: string; readonly child: ChildProcess.ChildProcess }, Error>((resume) => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-http-"))
       const child = ChildProcess.spawn(
         process.execPath,
@@ -80,7 +80,7 @@ const startServer = (deltas: number) =>
     }),
     // SIGINT first: the server stops as it would (and writes its profile), SIGKILL after 5 s.
     ({ child }) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         const timer = setTimeout(() => child.kill("SIGKILL"), 5000)
         child.once("exit", () => {
           clearTimeout(timer)
@@ -118,7 +118,7 @@ const oneTurn = Agent.run(pricer, "What does the atlas cost?").pipe(
   Effect.flatMap((state) =>
     state._tag === "Completed" && state.text === "The atlas costs 129 EUR."
       ? Effect.void
-      : Effect.dieMessage(`unexpected state ${state._tag}`)
+      : Effect.die(new Error(`unexpected state ${state._tag}`))
   )
 )
 
@@ -156,7 +156,7 @@ const cpuOf = (pid: number | undefined) => {
 
 const approvalLoop = (local: Context.Context<Transport.Transport>, serverPid: number | undefined) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 30; i++) yield* Effect.zipRight(oneTurn, Effect.provide(oneTurn, local))
+    for (let i = 0; i < 30; i++) yield* Effect.andThen(oneTurn, Effect.provide(oneTurn, local))
     // One turn over HTTP, one in this process, by turns: both under the same load. The CPU each takes is summed too
     // (less at the mercy of the load than wall time): the client's and the server's for a turn over HTTP.
     const samples: Array<number> = []
@@ -227,7 +227,7 @@ const oneReader = (label: string) =>
     let first = 0
     let connected = false
     // The reader is connected before the message: it gets every live delta.
-    const reader = yield* Effect.fork(
+    const reader = yield* Effect.forkChild(
       transport.events(session.id, 0).pipe(
         Stream.tap((event) =>
           Effect.sync(() => {
@@ -282,7 +282,7 @@ const manyReaders = (url: string) =>
   Effect.gen(function*() {
     const session = yield* Agent.startSession(streamer)
     let connected = 0
-    const all = yield* Effect.fork(Effect.all(
+    const all = yield* Effect.forkChild(Effect.all(
       Array.from({ length: sizes.readers }, () => rawReader(url, session.id, () => (connected += 1))),
       { concurrency: "unbounded" }
     ))
@@ -324,7 +324,7 @@ const idleStreams = (url: string, pid: number) =>
         } catch {
           // counted as not open
         }
-      }).pipe(Effect.catchAllDefect(() => Effect.void)), { concurrency: 50, discard: true })
+      }).pipe(Effect.catchDefect(() => Effect.void)), { concurrency: 50, discard: true })
     yield* Effect.promise(gc)
     const after = rssOf(pid)
     yield* Console.log(

@@ -1,38 +1,37 @@
 /**
- * The server's models for the HTTP benchmark, as hand-written `LanguageModel.Service` doubles (no schema work per
+ * The server's models for the HTTP benchmark, as hand-written `LanguageModel.LanguageModel` doubles (no schema work per
  * call, so the numbers are the transport's and the engine's):
  *
  * - `pricer`: calls `lookup_price({ product: "atlas" })` until a tool result is in the prompt, then answers;
  * - `streamer`: answers with `deltas` text deltas (one `MessageDelta` event each).
  */
-import type { LanguageModel } from "@effect/ai"
-import { Prompt, Response } from "@effect/ai"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Stream } from "effect"
+import { LanguageModel, Prompt, Response } from "effect/ai"
 
 /** The API key of the benchmark's server. */
 export const benchKey = "bench-key-0123456789"
 
-const usage = new Response.Usage({ inputTokens: 1, outputTokens: 1, totalTokens: 2 })
+const usage = new Response.Usage({ inputTokens: { total: 1 }, outputTokens: { total: 1 } })
 
 const hasToolResult = (input: Prompt.RawInput) => Prompt.make(input).content.some((message) => message.role === "tool")
 
 const double = (parts: (input: Prompt.RawInput, index: number) => ReadonlyArray<Response.AnyPart>) => {
   let calls = 0
   const service = {
-    generateText: () => Effect.dieMessage("the benchmark's models only stream"),
-    generateObject: () => Effect.dieMessage("the benchmark's models only stream"),
+    [LanguageModel.TypeId]: LanguageModel.TypeId,
+    generateText: () => Effect.die(new Error("the benchmark's models only stream")),
+    generateObject: () => Effect.die(new Error("the benchmark's models only stream")),
     streamText: (options: LanguageModel.GenerateTextOptions<{}>) =>
       Stream.suspend(() => Stream.fromIterable(parts(options.prompt, ++calls)))
   }
   // The methods are generic in the caller's toolkit; the double answers every toolkit with the same parts.
-  return service as unknown as LanguageModel.Service
+  return service as unknown as LanguageModel.LanguageModel
 }
 
 const metadata = (index: number) =>
   Response.makePart("response-metadata", {
-    id: Option.some(`resp_${index}`),
-    modelId: Option.some("bench"),
-    timestamp: Option.none()
+    id: `resp_${index}`,
+    modelId: "bench"
   })
 
 const text = (index: number, deltas: ReadonlyArray<string>): ReadonlyArray<Response.AnyPart> => {

@@ -5,11 +5,11 @@
  *
  * Argument (JSON): `{ filename, deltas }`.
  */
-import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
 import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
 import { Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
 import { benchKey, pricer, streamer } from "./models.js"
 
 const args = JSON.parse(process.argv[2] ?? "{}") as { readonly filename: string; readonly deltas: number }
@@ -25,7 +25,9 @@ const server = ParleyServer.layerSqlite({
 
 const announce = Layer.effectDiscard(Effect.flatMap(HttpServer.HttpServer, (http) =>
   Effect.sync(() => {
-    if (http.address._tag === "TcpAddress") process.stdout.write(`LISTENING http://127.0.0.1:${http.address.port}\n`)
+    if (http.address._tag !== "UnixPathAddress") {
+      process.stdout.write(`LISTENING http://127.0.0.1:${http.address.port}\n`)
+    }
   })))
 
 NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provide(server))))

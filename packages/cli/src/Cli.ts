@@ -1,5 +1,5 @@
 /**
- * The `parley` command, on `@effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
+ * The `parley` command, on `effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
  * `cluster status`, `demo`.
  * Every command but `serve` and `demo` talks to a server through `HttpTransport` (`--url`, `--key`, or `PARLEY_URL`
  * / `PARLEY_API_KEY`; by default the local server and the key in `.parley/api-key`).
@@ -20,10 +20,11 @@
  *
  * @since 0.1.0
  */
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
-import * as ValidationError from "@effect/cli/ValidationError"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import * as CliErrors from "effect/cli/CliError"
+import * as CliOutput from "effect/cli/CliOutput"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -47,7 +48,7 @@ export interface Extras {
 }
 
 const noDemo: Serve.Demo = {
-  models: Effect.dieMessage("no demo agents here: set MISTRAL_API_KEY to serve real models"),
+  models: Effect.die(new Error("no demo agents here: set MISTRAL_API_KEY to serve real models")),
   agents: []
 }
 
@@ -56,25 +57,25 @@ const loadServe = Effect.promise(() => import("./Serve.js"))
 
 const serve = (load: Effect.Effect<Extras>) =>
   Command.make("serve", {
-    port: Options.integer("port").pipe(
-      Options.withDescription("The port (default: PARLEY_PORT, else 8787)."),
-      Options.optional
+    port: Flag.Int("port").pipe(
+      Flag.withDescription("The port (default: PARLEY_PORT, else 8787)."),
+      Flag.optional
     ),
-    host: Options.text("host").pipe(Options.withDescription("The host (default 127.0.0.1)."), Options.optional),
-    database: Options.text("database").pipe(
-      Options.withDescription("A SQLite file, or a postgres:// URL (default: .parley/sessions.db)."),
-      Options.optional
+    host: Flag.String("host").pipe(Flag.withDescription("The host (default 127.0.0.1)."), Flag.optional),
+    database: Flag.String("database").pipe(
+      Flag.withDescription("A SQLite file, or a postgres:// URL (default: .parley/sessions.db)."),
+      Flag.optional
     ),
-    logFormat: Options.choice("log-format", ["logfmt", "json", "pretty"]).pipe(
-      Options.withDescription("The request log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
-      Options.optional
+    logFormat: Flag.Literals("log-format", ["logfmt", "json", "pretty"]).pipe(
+      Flag.withDescription("The request log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
+      Flag.optional
     ),
-    cluster: Options.text("cluster").pipe(
-      Options.withDescription(
+    cluster: Flag.String("cluster").pipe(
+      Flag.withDescription(
         "host:port: run as a runner of the cluster of the PostgreSQL --database, listening there for the other " +
           "runners (default: PARLEY_CLUSTER_RUNNER, else no cluster)."
       ),
-      Options.optional
+      Flag.optional
     )
   }, (given) =>
     Effect.gen(function*() {
@@ -147,9 +148,25 @@ export const command = (extras: Effect.Effect<Extras> = Effect.succeed({})) =>
   )
 
 /**
- * Runs the command line `argv` (`process.argv`); resolves with the exit code: 0 done, 1 failed, 2 usage or validation.
- * A failure prints one line on stderr, and the hint that fixes it. `extras` (the demo) is loaded only by the commands
- * that use it.
+ * How `effect/cli` prints: help and the version as it does (stdout); a command line it cannot parse as Parley's
+ * failures are, one line each on stderr and the hint that shows the usage (stdout stays empty).
+ */
+const presenter: CliOutput.Presenter = {
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Console.error(
+        [
+          ...event.errors.map((error) => `parley: ${error.message}`),
+          `  hint: \`${event.commandPath.join(" ")} --help\` shows the usage`
+        ].join("\n")
+      )
+      : CliOutput.defaultPresenter.present(event)
+}
+
+/**
+ * Runs the command line `argv` (`process.argv`: node and the script first); resolves with the exit code: 0 done, 1
+ * failed, 2 usage or validation. A failure prints one line on stderr, and the hint that fixes it. `extras` (the demo)
+ * is loaded only by the commands that use it.
  *
  * @since 0.1.0
  * @category Constructors
@@ -158,15 +175,19 @@ export const run = (
   argv: ReadonlyArray<string>,
   extras: Effect.Effect<Extras> = Effect.succeed({})
 ): Effect.Effect<number> =>
-  Command.run(command(extras), { name: "parley", version: "0.1.0" })(argv).pipe(
+  Command.runWith(command(extras), { version: "0.1.0" })(argv.slice(2)).pipe(
     Effect.as(0),
-    Effect.catchAll((error) => {
-      if (ValidationError.isValidationError(error)) return Effect.succeed(2)
+    Effect.catch((error) => {
+      // A command that needs a subcommand, given none, shows its help.
+      if (CliErrors.isCliError(error)) {
+        return Effect.succeed(error._tag === "ShowHelp" && error.errors.length === 0 ? 0 : 2)
+      }
       if (error instanceof CliError) {
         return Console.error(`parley: ${error.message}${error.hint === undefined ? "" : `\n  hint: ${error.hint}`}`)
           .pipe(Effect.as(error.exitCode))
       }
       return Console.error(`parley: ${String(error)}`).pipe(Effect.as(1))
     }),
-    Effect.provide(NodeContext.layer)
+    Effect.provideService(CliOutput.Presenter, presenter),
+    Effect.provide(NodeServices.layer)
   )

@@ -34,19 +34,21 @@
  *
  * @since 0.1.0
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as HttpServer from "@effect/platform/HttpServer"
-import type * as SocketServer from "@effect/platform/SocketServer"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import * as MistralModels from "@parley/mistral/MistralModels"
 import * as Connectors from "@parley/runtime/Connectors"
 import type * as Models from "@parley/runtime/Models"
 import * as ParleyServer from "@parley/server/ParleyServer"
-import * as ConfigError from "effect/ConfigError"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import type * as SocketServer from "effect/socket/SocketServer"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -165,7 +167,7 @@ export const layer = (
   settings: Settings,
   demo: Demo
 ): Layer.Layer<never, ParleyServer.StartError | SocketServer.SocketServerError> =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const given = settings.apiKeys
     const local = given === undefined ? yield* localKey(settings.dataDir) : undefined
     const keys = ParleyServer.parseKeys(local !== undefined ? `${local.key}:local` : given ?? "")
@@ -186,11 +188,20 @@ export const layer = (
     const runner = settings.cluster === undefined ? undefined : parseRunner(settings.cluster)
     if (settings.cluster !== undefined && (runner === undefined || !postgres)) {
       return yield* Effect.fail(
-        ConfigError.InvalidData(["cluster"], "a cluster runner needs host:port and a postgres:// database")
+        new Config.ConfigError(
+          new Schema.SchemaError(
+            new SchemaIssue.Pointer(
+              ["cluster"],
+              new SchemaIssue.InvalidValue({
+                message: "a cluster runner needs host:port and a postgres:// database"
+              })
+            )
+          )
+        )
       )
     }
     const server = runner !== undefined
-      ? Layer.unwrapEffect(
+      ? Layer.unwrap(
         // The cluster's modules load only for a runner.
         Effect.map(
           Effect.promise(() => import("@parley/cluster/ClusterServer")),
@@ -199,13 +210,13 @@ export const layer = (
       )
       : postgres
       ? ParleyServer.layerPg({ ...options, url: database })
-      : Layer.unwrapEffect(Effect.sync(() => {
+      : Layer.unwrap(Effect.sync(() => {
         fs.mkdirSync(path.dirname(path.resolve(database)), { recursive: true })
         return ParleyServer.layerSqlite({ ...options, filename: database })
       }))
     const announce = Layer.effectDiscard(Effect.gen(function*() {
       const http = yield* HttpServer.HttpServer
-      const url = http.address._tag === "TcpAddress" ? `http://${settings.host}:${http.address.port}` : "?"
+      const url = http.address._tag === "UnixPathAddress" ? "?" : `http://${settings.host}:${http.address.port}`
       yield* Console.log(
         `Parley server on ${url} (${postgres ? "PostgreSQL" : database})${
           runner === undefined ? "" : `, a cluster runner at ${runner.host}:${runner.port}`
@@ -243,4 +254,6 @@ export const launch = (
  * @category Layers
  */
 export const logger = (format: LogFormat): Layer.Layer<never> =>
-  format === "json" ? Logger.json : format === "pretty" ? Logger.pretty : Logger.logFmt
+  Logger.layer([
+    format === "json" ? Logger.consoleJson : format === "pretty" ? Logger.consolePretty() : Logger.consoleLogFmt
+  ])

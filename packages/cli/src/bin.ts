@@ -23,5 +23,5 @@ NodeRuntime.runMain(
   Cli.run(process.argv, extras).pipe(
     Effect.flatMap((code) => Effect.sync(() => process.exit(code)))
   ),
-  { disableErrorReporting: true, disablePrettyLogger: true }
+  { disableErrorReporting: true }
 )

@@ -39,8 +39,8 @@ const storedTags = (transport: Transport.Service, sessionId: string, until: (tag
 const seqs = (stdout: string) =>
   stdout.split("\n").map((line) => /^\s*(\d+) /.exec(line)?.[1]).filter((seq) => seq !== undefined).map(Number)
 
-describe.sequential("parley", () => {
-  it.scopedLive(
+describe("parley", { concurrent: false }, () => {
+  it.live(
     "callbacks list: an aligned table of what waits, --json the OpenCallbacks, --kind filters",
     () =>
       Effect.gen(function*() {
@@ -78,7 +78,7 @@ describe.sequential("parley", () => {
     { timeout: 180_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "answer: a mismatch prints the schema and the reason, exits 2 and sends nothing; then ok; then 'not open'",
     () =>
       Effect.gen(function*() {
@@ -133,7 +133,7 @@ describe.sequential("parley", () => {
     { timeout: 180_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "errors are one line and a hint: an unreachable server, a refused key, a bad option (exit 2)",
     () =>
       Effect.gen(function*() {
@@ -163,7 +163,7 @@ describe.sequential("parley", () => {
     { timeout: 180_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "events: one line per event, from a cursor (--from); --follow goes on across a server restart",
     () =>
       Effect.gen(function*() {
@@ -217,7 +217,7 @@ describe.sequential("parley", () => {
     { timeout: 180_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "serve: --port and --database; the local key in ./.parley/api-key, which the other commands find from here",
     () =>
       Effect.gen(function*() {

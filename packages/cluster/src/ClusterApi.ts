@@ -6,8 +6,9 @@
  * @example
  * ```ts
  * import { ClusterApi } from "@parley/cluster"
- * import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
  * import { Effect } from "effect"
+ * import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+ * import { HttpApiClient } from "effect/http-api"
  *
  * // How the shards of the cluster are spread, asked of one of its servers.
  * const status = Effect.gen(function*() {
@@ -21,12 +22,14 @@
  *
  * @since 0.1.0
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as OpenApi from "@effect/platform/OpenApi"
-import { Authorization, ProtocolApi } from "@parley/core/ProtocolApi"
+import { TransportFailure } from "@parley/core/ParleyError"
+import { Authorization, PayloadTooLarge, ProtocolApi } from "@parley/core/ProtocolApi"
 import * as Effect from "effect/Effect"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as OpenApi from "effect/http-api/OpenApi"
 import type * as Layer from "effect/Layer"
 import * as ClusterStatus from "./ClusterStatus.js"
 
@@ -38,9 +41,11 @@ import * as ClusterStatus from "./ClusterStatus.js"
  */
 export class ClusterGroup extends HttpApiGroup.make("cluster")
   .add(
-    HttpApiEndpoint.get("status", "/cluster/status")
-      .addSuccess(ClusterStatus.Status)
-      .addError(ClusterStatus.StatusUnavailable)
+    HttpApiEndpoint.get("status", "/cluster/status", {
+      success: ClusterStatus.Status,
+      // The protocol's errors of every route too (a transport failure: 503; a body too large: 413).
+      error: [ClusterStatus.StatusUnavailable, TransportFailure.pipe(HttpApiSchema.status(503)), PayloadTooLarge]
+    })
   )
   .middleware(Authorization)
   .annotate(OpenApi.Description, "The cluster as the runner asked sees it: its runners, their shards, its trees.")
@@ -61,7 +66,7 @@ export class Api extends ProtocolApi.add(ClusterGroup) {}
  * @category Layers
  */
 export const layer: Layer.Layer<
-  HttpApiGroup.ApiGroup<"parley", "cluster">,
+  HttpApiGroup.Service<"parley", "cluster">,
   never,
   ClusterStatus.ClusterStatus | Authorization
 > = HttpApiBuilder.group(

@@ -36,19 +36,7 @@
  *
  * @since 0.1.0
  */
-import * as MessageStorage from "@effect/cluster/MessageStorage"
-import * as RunnerHealth from "@effect/cluster/RunnerHealth"
-import * as Runners from "@effect/cluster/Runners"
-import * as RunnerStorage from "@effect/cluster/RunnerStorage"
-import * as Sharding from "@effect/cluster/Sharding"
-import * as ShardingConfig from "@effect/cluster/ShardingConfig"
-import * as SocketRunner from "@effect/cluster/SocketRunner"
-import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
-import type * as SocketServer from "@effect/platform/SocketServer"
-import * as RpcSerialization from "@effect/rpc/RpcSerialization"
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type * as SqlError from "@effect/sql/SqlError"
 import { Transport } from "@parley/core/Transport"
 import { services as storeServices, type SessionStore } from "@parley/log/SessionStore"
 import type { Connectors } from "@parley/runtime/Connectors"
@@ -56,14 +44,26 @@ import * as Engine from "@parley/runtime/Engine"
 import type { Models } from "@parley/runtime/Models"
 import type { RuntimeTools } from "@parley/runtime/RuntimeTools"
 import * as Clock from "effect/Clock"
+import * as MessageStorage from "effect/cluster/MessageStorage"
+import * as RunnerHealth from "effect/cluster/RunnerHealth"
+import * as Runners from "effect/cluster/Runners"
+import * as RunnerStorage from "effect/cluster/RunnerStorage"
+import * as Sharding from "effect/cluster/Sharding"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
+import * as SocketRunner from "effect/cluster/SocketRunner"
+import * as SqlRunnerStorage from "effect/cluster/SqlRunnerStorage"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as RpcSerialization from "effect/rpc/RpcSerialization"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import type * as SocketServer from "effect/socket/SocketServer"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as SqlError from "effect/sql/SqlError"
 import * as ClusterStatus from "./ClusterStatus.js"
 import * as Handlers from "./internal/handlers.js"
 import * as ShardMetrics from "./internal/shardMetrics.js"
@@ -80,17 +80,20 @@ export interface Options {
   /** The engine's options (`leaseTtl` plays no part: the cluster places trees). */
   readonly engine?: Engine.Options | undefined
   /** How long a `Tree` entity lives without a message (default: the cluster's `entityMaxIdleTime`, one minute). */
-  readonly entityMaxIdleTime?: Duration.DurationInput | undefined
+  readonly entityMaxIdleTime?: Duration.Input | undefined
   /**
    * How often the wake-up singleton looks for trees a dead runner left mid-turn, or paused with a deadline due
    * (default: 5 seconds).
    */
-  readonly wakeUpInterval?: Duration.DurationInput | undefined
+  readonly wakeUpInterval?: Duration.Input | undefined
 }
 
 /** Builds a layer's services on the wall clock: the fibers it forks keep it, whatever `Clock` the program runs under. */
 const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Clock): Layer.Layer<A, E, R> =>
-  Layer.scopedContext(Effect.withClock(Layer.build(layer), wallClock))
+  Layer.provide(layer, Layer.succeed(Clock.Clock, wallClock))
+
+/** The system's clock (`Clock.Clock`'s default), whatever `Clock` the program runs under. */
+const systemClock = (): Clock.Clock => Clock.Clock.defaultValue()
 
 /**
  * The runtime on a runner: the `Tree` entity registered on the `Sharding` in context, its engine, the wake-up
@@ -103,18 +106,18 @@ const onWallClock = <A, E, R>(layer: Layer.Layer<A, E, R>, wallClock: Clock.Cloc
 export const layer = (
   options: Options = {}
 ): Layer.Layer<Transport, never, Sharding.Sharding | SessionStore | Models | Connectors | RuntimeTools> =>
-  Layer.scopedContext(Effect.gen(function*() {
-    const clock = yield* Effect.clock
-    const wallClock = Clock.make()
+  Layer.effectContext(Effect.gen(function*() {
+    const clock = yield* Clock.Clock
+    const wallClock = systemClock()
     const store = yield* storeServices
     // The engine in a scope of its own, closed by one finalizer after it says the runner is stopping: a layer's
     // finalizers may run at once, and the handlers must know before the engine refuses commands.
     let stopping = false
     const engineScope = yield* Scope.make()
     yield* Effect.addFinalizer((exit) =>
-      Effect.zipRight(Effect.sync(() => void (stopping = true)), Scope.close(engineScope, exit))
+      Effect.andThen(Effect.sync(() => void (stopping = true)), Scope.close(engineScope, exit))
     )
-    const engine = yield* Scope.extend(Engine.makePlaced(options.engine ?? {}), engineScope)
+    const engine = yield* Scope.provide(Engine.makePlaced(options.engine ?? {}), engineScope)
     const sharding = yield* Sharding.Sharding
     const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
     const runner = Option.flatMap(config, (config) => config.runnerAddress)
@@ -123,7 +126,7 @@ export const layer = (
     )
     if (Option.isSome(config)) {
       const shards = { groups: config.value.availableShardGroups, perGroup: config.value.shardsPerGroup }
-      yield* Effect.withClock(ShardMetrics.sample(sharding, shards, metrics, "1 second"), wallClock)
+      yield* Effect.provideService(ShardMetrics.sample(sharding, shards, metrics, "1 second"), Clock.Clock, wallClock)
     }
     yield* Layer.build(
       onWallClock(
@@ -150,7 +153,7 @@ export const layer = (
  * @category Layers
  */
 export const layerSingle = (
-  options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined } = {}
+  options: Options & { readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined } = {}
 ): Layer.Layer<
   Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
   never,
@@ -163,7 +166,7 @@ export const layerSingle = (
         Layer.provideMerge(Layer.mergeAll(MessageStorage.layerNoop, RunnerStorage.layerMemory, RunnerHealth.layerNoop)),
         Layer.provideMerge(ShardingConfig.layer(options.shardingConfig))
       ),
-      Clock.make()
+      systemClock()
     ))
   )
 
@@ -178,7 +181,7 @@ export const layerSingle = (
  * @category Layers
  */
 export const layerSocket = (
-  options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]> }
+  options: Options & { readonly shardingConfig: Partial<ShardingConfig.ShardingConfig["Service"]> }
 ): Layer.Layer<
   Transport | Sharding.Sharding | ClusterStatus.ClusterStatus,
   SocketServer.SocketServerError | SqlError.SqlError,
@@ -192,10 +195,10 @@ export const layerSocket = (
     ),
     Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, SqlRunnerStorage.layer)),
     Layer.provideMerge(config),
-    Layer.provide(RpcSerialization.layerMsgPack)
+    Layer.provide(RpcSerialization.layerSchemaBinary())
   )
   return Layer.merge(layer(options), ClusterStatus.layer).pipe(
-    Layer.provideMerge(onWallClock(runner, Clock.make()))
+    Layer.provideMerge(onWallClock(runner, systemClock()))
   )
 }
 
@@ -231,17 +234,17 @@ export interface ClientOptions {
    * The cluster's settings: `shardsPerGroup` must be the runners' (it says which shard a tree is in); the timings
    * (`refreshAssignmentsInterval`, `sendRetryInterval`) are this process's. No runner address: a client is no runner.
    */
-  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined
+  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined
 }
 
 /** The client's configuration, checked: no runner address, a whole number of shards per group. */
 const clientConfig = (
-  config: Partial<ShardingConfig.ShardingConfig["Type"]> = {}
-): Either.Either<Partial<ShardingConfig.ShardingConfig["Type"]>, ConfigInvalid> => {
+  config: Partial<ShardingConfig.ShardingConfig["Service"]> = {}
+): Result.Result<Partial<ShardingConfig.ShardingConfig["Service"]>, ConfigInvalid> => {
   for (const option of ["runnerAddress", "runnerListenAddress"] as const) {
     const address: unknown = config[option]
     if (address !== undefined && !(Option.isOption(address) && Option.isNone(address))) {
-      return Either.left(
+      return Result.fail(
         new ConfigInvalid({
           option: `shardingConfig.${option}`,
           description: "a client-only process is no runner and has no runner address (a runner: layerSocket)"
@@ -251,14 +254,14 @@ const clientConfig = (
   }
   const shards = config.shardsPerGroup
   if (shards !== undefined && !(Number.isSafeInteger(shards) && shards >= 1)) {
-    return Either.left(
+    return Result.fail(
       new ConfigInvalid({
         option: "shardingConfig.shardsPerGroup",
         description: `must be a whole number of at least 1, the runners' own (got ${String(shards)})`
       })
     )
   }
-  return Either.right({ ...config, runnerAddress: Option.none(), runnerListenAddress: Option.none() })
+  return Result.succeed({ ...config, runnerAddress: Option.none(), runnerListenAddress: Option.none() })
 }
 
 /**
@@ -286,14 +289,14 @@ export const layerClient = (
   ConfigInvalid | SqlError.SqlError,
   SessionStore | Models | Connectors | RuntimeTools | SqlClient.SqlClient
 > =>
-  Layer.unwrapEffect(Effect.map(clientConfig(options.shardingConfig), (shardingConfig) => {
+  Layer.unwrap(Effect.map(Effect.fromResult(clientConfig(options.shardingConfig)), (shardingConfig) => {
     const sharding = SocketRunner.layerClientOnly.pipe(
       Layer.provide(NodeClusterSocket.layerClientProtocol),
       Layer.provideMerge(Layer.merge(MessageStorage.layerNoop, SqlRunnerStorage.layer)),
       Layer.provideMerge(ShardingConfig.layer(shardingConfig)),
-      Layer.provide(RpcSerialization.layerMsgPack)
+      Layer.provide(RpcSerialization.layerSchemaBinary())
     )
-    const transport = Layer.scoped(
+    const transport = Layer.effect(
       Transport,
       Effect.gen(function*() {
         const store = yield* storeServices
@@ -301,10 +304,10 @@ export const layerClient = (
         // go to the runners).
         const engine = yield* Engine.makePlaced({ ...options.engine, runsWork: false })
         const client = yield* Tree.client
-        return ClusterTransport.make({ local: engine.transport, store, client, wallClock: Clock.make() })
+        return ClusterTransport.make({ local: engine.transport, store, client, wallClock: systemClock() })
       })
     )
     return Layer.merge(transport, ClusterStatus.layer).pipe(
-      Layer.provideMerge(onWallClock(sharding, Clock.make()))
+      Layer.provideMerge(onWallClock(sharding, systemClock()))
     )
   }))

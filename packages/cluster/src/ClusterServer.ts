@@ -25,20 +25,20 @@
  *
  * @since 0.1.0
  */
-import * as RunnerAddress from "@effect/cluster/RunnerAddress"
-import type * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type * as HttpServer from "@effect/platform/HttpServer"
-import type * as SocketServer from "@effect/platform/SocketServer"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Connectors from "@parley/runtime/Connectors"
 import * as Models from "@parley/runtime/Models"
 import * as RuntimeTools from "@parley/runtime/RuntimeTools"
 import * as ParleyServer from "@parley/server/ParleyServer"
 import * as SqlStore from "@parley/store-sql/SqlStore"
+import * as RunnerAddress from "effect/cluster/RunnerAddress"
+import type * as ShardingConfig from "effect/cluster/ShardingConfig"
+import type * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import type * as SocketServer from "effect/socket/SocketServer"
 import { createServer } from "node:http"
 import * as ClusterApi from "./ClusterApi.js"
 import * as ClusterRuntime from "./ClusterRuntime.js"
@@ -53,7 +53,7 @@ export interface Options extends ParleyServer.RuntimeOptions {
   /** Where this runner listens for the others (and where they reach it). */
   readonly runner: { readonly host: string; readonly port: number }
   /** The cluster's settings (the runner address aside); Parley's tests use the lock table (`shardLockDisableAdvisory`). */
-  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined
+  readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined
   /** How often the wake-up singleton looks for trees a dead runner left mid-turn (default: 5 seconds). */
   readonly wakeUpInterval?: ClusterRuntime.Options["wakeUpInterval"]
 }

@@ -21,19 +21,21 @@
  *
  * @since 0.1.0
  */
-import type * as Runner from "@effect/cluster/Runner"
-import type * as RunnerAddress from "@effect/cluster/RunnerAddress"
-import * as RunnerStorage from "@effect/cluster/RunnerStorage"
-import * as ShardId from "@effect/cluster/ShardId"
-import * as Sharding from "@effect/cluster/Sharding"
-import * as ShardingConfig from "@effect/cluster/ShardingConfig"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import type * as Runner from "effect/cluster/Runner"
+import type * as RunnerAddress from "effect/cluster/RunnerAddress"
+import * as RunnerStorage from "effect/cluster/RunnerStorage"
+import * as ShardId from "effect/cluster/ShardId"
+import * as Sharding from "effect/cluster/Sharding"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HashRing from "effect/HashRing"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+
+/** A count: a whole number, zero or more. */
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * A runner registered in the cluster.
@@ -47,7 +49,7 @@ export class RunnerStatus extends Schema.Class<RunnerStatus>("@parley/cluster/Cl
   /** Whether the cluster counts it healthy (only healthy runners are assigned shards). */
   healthy: Schema.Boolean,
   /** How many shards it is assigned, all groups together. */
-  shards: Schema.NonNegativeInt,
+  shards: NonNegativeInt,
   /** Whether it is the runner that answered. */
   self: Schema.Boolean
 }) {}
@@ -63,13 +65,13 @@ export class Status extends Schema.Class<Status>("@parley/cluster/ClusterStatus/
   runner: Schema.optional(Schema.String),
   /** The shard groups and how many shards each has. */
   groups: Schema.Array(Schema.String),
-  shardsPerGroup: Schema.NonNegativeInt,
+  shardsPerGroup: NonNegativeInt,
   /** The runners registered, by address. */
   runners: Schema.Array(RunnerStatus),
   /** The shards this runner holds the lock of now (it serves their trees). */
-  shardsHeld: Schema.NonNegativeInt,
+  shardsHeld: NonNegativeInt,
   /** The `Tree` entities this runner has in memory. */
-  trees: Schema.NonNegativeInt
+  trees: NonNegativeInt
 }) {}
 
 /**
@@ -80,7 +82,7 @@ export class Status extends Schema.Class<Status>("@parley/cluster/ClusterStatus/
  */
 export class StatusUnavailable extends Schema.TaggedError<StatusUnavailable>(
   "@parley/cluster/ClusterStatus/StatusUnavailable"
-)("StatusUnavailable", { description: Schema.String }, HttpApiSchema.annotations({ status: 503 })) {}
+)("StatusUnavailable", { description: Schema.String }, { httpApiStatus: 503 }) {}
 
 /**
  * @since 0.1.0
@@ -94,7 +96,7 @@ export interface Service {
  * @since 0.1.0
  * @category Tags
  */
-export class ClusterStatus extends Context.Tag("@parley/cluster/ClusterStatus")<ClusterStatus, Service>() {}
+export class ClusterStatus extends Context.Service<ClusterStatus, Service>()("@parley/cluster/ClusterStatus") {}
 
 /**
  * The status of the cluster of the `Sharding` in context.

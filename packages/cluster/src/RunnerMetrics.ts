@@ -30,7 +30,7 @@ import * as Metric from "effect/Metric"
  * @since 0.1.0
  * @category Models
  */
-export const trees: Metric.Metric.Counter<number> = Metric.counter("parley.cluster.trees", {
+export const trees: Metric.Counter<number> = Metric.counter("parley.cluster.trees", {
   description: "Tree entities in memory on the runner"
 })
 
@@ -40,7 +40,7 @@ export const trees: Metric.Metric.Counter<number> = Metric.counter("parley.clust
  * @since 0.1.0
  * @category Models
  */
-export const messages: Metric.Metric.Counter<number> = Metric.counter("parley.cluster.messages", {
+export const messages: Metric.Counter<number> = Metric.counter("parley.cluster.messages", {
   description: "Tree messages the runner handled, by message"
 })
 
@@ -50,7 +50,7 @@ export const messages: Metric.Metric.Counter<number> = Metric.counter("parley.cl
  * @since 0.1.0
  * @category Models
  */
-export const shards: Metric.Metric.Gauge<number> = Metric.gauge("parley.cluster.shards", {
+export const shards: Metric.Gauge<number> = Metric.gauge("parley.cluster.shards", {
   description: "Shards the runner holds"
 })
 
@@ -60,7 +60,7 @@ export const shards: Metric.Metric.Gauge<number> = Metric.gauge("parley.cluster.
  * @since 0.1.0
  * @category Models
  */
-export const shardMoves: Metric.Metric.Counter<number> = Metric.counter("parley.cluster.shard_moves", {
+export const shardMoves: Metric.Counter<number> = Metric.counter("parley.cluster.shard_moves", {
   description: "Shards the runner acquired or released"
 })
 
@@ -71,11 +71,11 @@ export const shardMoves: Metric.Metric.Counter<number> = Metric.counter("parley.
  * @category Models
  */
 export interface Tagged {
-  readonly trees: Metric.Metric.Counter<number>
-  readonly messages: (message: string) => Metric.Metric.Counter<number>
-  readonly shards: Metric.Metric.Gauge<number>
-  readonly acquired: Metric.Metric.Counter<number>
-  readonly released: Metric.Metric.Counter<number>
+  readonly trees: Metric.Counter<number>
+  readonly messages: (message: string) => Metric.Counter<number>
+  readonly shards: Metric.Gauge<number>
+  readonly acquired: Metric.Counter<number>
+  readonly released: Metric.Counter<number>
 }
 
 /**
@@ -85,22 +85,22 @@ export interface Tagged {
  * @category Constructors
  */
 export const forRunner = (address: string): Tagged => {
-  const tag = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) =>
-    Metric.tagged(metric, "parley.cluster.runner", address)
-  const byMessage = new Map<string, Metric.Metric.Counter<number>>()
+  const tag = <Input, State>(metric: Metric.Metric<Input, State>) =>
+    Metric.withAttributes(metric, { "parley.cluster.runner": address })
+  const byMessage = new Map<string, Metric.Counter<number>>()
   const moves = tag(shardMoves)
   return {
     trees: tag(trees),
     messages: (message) => {
       let metric = byMessage.get(message)
       if (metric === undefined) {
-        metric = Metric.tagged(tag(messages), "parley.cluster.message", message)
+        metric = Metric.withAttributes(tag(messages), { "parley.cluster.message": message })
         byMessage.set(message, metric)
       }
       return metric
     },
     shards: tag(shards),
-    acquired: Metric.tagged(moves, "parley.cluster.move", "acquired"),
-    released: Metric.tagged(moves, "parley.cluster.move", "released")
+    acquired: Metric.withAttributes(moves, { "parley.cluster.move": "acquired" }),
+    released: Metric.withAttributes(moves, { "parley.cluster.move": "released" })
   }
 }

@@ -27,8 +27,6 @@
  *
  * @since 0.1.0
  */
-import * as Entity from "@effect/cluster/Entity"
-import * as Rpc from "@effect/rpc/Rpc"
 import {
   AnswerMismatch,
   CallbackAlreadyAnswered,
@@ -40,6 +38,8 @@ import {
   TurnNotFound
 } from "@parley/core/ParleyError"
 import { TurnRef } from "@parley/core/Transport"
+import * as Entity from "effect/cluster/Entity"
+import * as Rpc from "effect/rpc/Rpc"
 import * as Schema from "effect/Schema"
 
 /**
@@ -71,11 +71,12 @@ export class RunnerStopping extends Schema.TaggedError<RunnerStopping>("@parley/
 export const SendMessage = Rpc.make("SendMessage", {
   payload: { sessionId: Schema.String, input: Schema.String, requestId: Schema.String },
   success: TurnRef,
-  error: Schema.Union(SessionNotFound, InvalidId, TransportFailure, RunnerStopping)
+  error: Schema.Union([SessionNotFound, InvalidId, TransportFailure, RunnerStopping])
 })
 
 /**
- * Answers a callback of the tree (`Transport.answer`); the fields are decoded by the engine on the runner. `requestId`
+ * Answers a callback of the tree (`Transport.answer`); the fields are decoded by the engine on the runner (they cross
+ * as JSON carries them: a field JSON has no form of is left out, and the engine refuses its absence). `requestId`
  * makes it idempotent: an answer the cluster delivers again after the first delivery won succeeds again.
  *
  * @since 0.1.0
@@ -84,21 +85,23 @@ export const SendMessage = Rpc.make("SendMessage", {
 export const Answer = Rpc.make("Answer", {
   payload: {
     sessionId: Schema.String,
-    turnId: Schema.Unknown,
-    callbackId: Schema.Unknown,
-    answer: Schema.Unknown,
-    answeredBy: Schema.optional(Schema.Unknown),
+    turnId: Schema.optionalKey(Schema.Json),
+    callbackId: Schema.optionalKey(Schema.Json),
+    answer: Schema.optionalKey(Schema.Json),
+    answeredBy: Schema.optionalKey(Schema.Json),
     requestId: Schema.String
   },
   error: Schema.Union(
-    AnswerMismatch,
-    CallbackNotOpen,
-    CallbackAlreadyAnswered,
-    InvalidId,
-    SessionNotFound,
-    TurnNotFound,
-    TransportFailure,
-    RunnerStopping
+    [
+      AnswerMismatch,
+      CallbackNotOpen,
+      CallbackAlreadyAnswered,
+      InvalidId,
+      SessionNotFound,
+      TurnNotFound,
+      TransportFailure,
+      RunnerStopping
+    ]
   )
 })
 
@@ -110,7 +113,7 @@ export const Answer = Rpc.make("Answer", {
  */
 export const Cancel = Rpc.make("Cancel", {
   payload: { sessionId: Schema.String },
-  error: Schema.Union(SessionNotFound, TransportFailure, RunnerStopping)
+  error: Schema.Union([SessionNotFound, TransportFailure, RunnerStopping])
 })
 
 /**
@@ -120,8 +123,8 @@ export const Cancel = Rpc.make("Cancel", {
  * @category Schemas
  */
 export const RevokeGrant = Rpc.make("RevokeGrant", {
-  payload: { sessionId: Schema.String, grantId: Schema.String, revokedBy: Schema.optional(Schema.Unknown) },
-  error: Schema.Union(GrantNotFound, SessionNotFound, TransportFailure, RunnerStopping)
+  payload: { sessionId: Schema.String, grantId: Schema.String, revokedBy: Schema.optionalKey(Schema.Json) },
+  error: Schema.Union([GrantNotFound, SessionNotFound, TransportFailure, RunnerStopping])
 })
 
 /**
@@ -131,7 +134,7 @@ export const RevokeGrant = Rpc.make("RevokeGrant", {
  * @category Schemas
  */
 export const Resume = Rpc.make("Resume", {
-  error: Schema.Union(SessionNotFound, TransportFailure, RunnerStopping)
+  error: Schema.Union([SessionNotFound, TransportFailure, RunnerStopping])
 })
 
 /**

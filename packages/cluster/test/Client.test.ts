@@ -1,4 +1,3 @@
-import { RunnerAddress, ShardId, Sharding } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { ClusterRuntime, ClusterStatus } from "@parley/cluster"
@@ -8,6 +7,7 @@ import { Connectors, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { RunnerAddress, ShardId, Sharding } from "effect/cluster"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -154,7 +154,7 @@ describe("ClusterRuntime.layerClient: a process that is no runner", () => {
         const answer = Turn.answer(waiting.turn, waiting.blocked.callbacks[0].id, new Answer.AllowApproval())
         for (const command of [answer, Session.cancel(waiting.session)]) {
           const late = yield* here(Effect.flip(Effect.timeout(command, "2 seconds")))
-          assert.strictEqual(late._tag, "TimeoutException")
+          assert.strictEqual(late._tag, "TimeoutError")
         }
         assert.deepStrictEqual((yield* transport.listOpen()).map((row) => row.callback.id), [
           waiting.blocked.callbacks[0].id

@@ -12,7 +12,7 @@ TransportSuite.suite(
   (model, { runtimeTools }) =>
     ClusterRuntime.layerSingle().pipe(
       Layer.provide([
-        Layer.orDie(Layer.unwrapScoped(Effect.map(sqliteFile, (filename) => SqlStore.layerSqlite({ filename })))),
+        Layer.orDie(Layer.unwrap(Effect.map(sqliteFile, (filename) => SqlStore.layerSqlite({ filename })))),
         Connectors.layer([Connectors.demoMailbox()]),
         RuntimeTools.layer(...runtimeTools),
         Models.layer(Models.single(model))

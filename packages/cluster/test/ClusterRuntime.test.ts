@@ -6,7 +6,8 @@ import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool } from "@parley/tools"
-import { Chunk, Duration, Effect, Layer, Schema, Scope, Stream, TestClock, TestServices } from "effect"
+import { Duration, Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { sqliteFile } from "./databases.js"
 
 // What the cluster adds to the transport contract (ClusterRuntime.single.test.ts): the Tree entity's messages reach
@@ -54,7 +55,7 @@ const start = <A>(layer: Layer.Layer<A>) =>
     const context = yield* Layer.buildWithScope(layer, scope)
     return {
       provide: Effect.provide(context),
-      stop: Scope.close(scope, { _tag: "Success", value: undefined } as never)
+      stop: Scope.close(scope, Exit.void)
     }
   })
 
@@ -73,7 +74,7 @@ const waitForLog = (
       const events = yield* store.eventLog.read(treeId, 0)
       if (done(events)) return events
       yield* meanwhile
-      yield* TestServices.provideLive(Effect.sleep("10 millis"))
+      yield* TestClock.withLive(Effect.sleep("10 millis"))
     }
     return assert.fail(
       `tree ${treeId}: the log never got there: ${tagsOf(yield* store.eventLog.read(treeId, 0)).join(", ")}`
@@ -97,7 +98,7 @@ describe("ClusterRuntime", () => {
           Stream.takeUntil((event) => event._tag === "TurnEnded"),
           Stream.runCollect
         )
-        assert.strictEqual(Chunk.filter(log, (event) => event._tag === "TurnQueued").length, 1)
+        assert.strictEqual(log.filter((event) => event._tag === "TurnQueued").length, 1)
         assert.strictEqual((yield* model.calls).length, 1, "one turn, one model step")
         // Resume of a tree its runner holds: nothing is appended.
         yield* client(session.id).Resume()
@@ -135,14 +136,14 @@ describe("ClusterRuntime", () => {
           Stream.takeUntil((event) => event._tag === "TurnEnded"),
           Stream.runCollect
         )
-        const resolved = Chunk.toReadonlyArray(log).filter((event) => event._tag === "CallbackResolved")
+        const resolved = log.filter((event) => event._tag === "CallbackResolved")
         assert.deepStrictEqual(resolved.map((event) => event._tag === "CallbackResolved" && event.requestId), ["a-1"])
       }).pipe(
         Effect.provide(ClusterRuntime.layerSingle().pipe(Layer.provide(services(SessionStore.layerMemory, model))))
       )
     }))
 
-  it.scoped("the wake-up singleton resumes a turn a dead process left in flight, with nobody asking", () =>
+  it.effect("the wake-up singleton resumes a turn a dead process left in flight, with nobody asking", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const dead = yield* start(
@@ -171,7 +172,7 @@ describe("ClusterRuntime", () => {
       yield* runner.stop
     }))
 
-  it.scoped("the wake-up singleton arms the deadline of a paused tree a dead process left: it expires", () =>
+  it.effect("the wake-up singleton arms the deadline of a paused tree a dead process left: it expires", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const model = yield* ScriptedModel.fromFunction(locatorBrain)
@@ -199,7 +200,7 @@ describe("ClusterRuntime", () => {
       yield* runner.stop
     }))
 
-  it.scoped(
+  it.effect(
     "the singleton's periodic pass expires a paused tree a process left after the singleton started: its deadline due",
     () =>
       Effect.gen(function*() {
@@ -211,7 +212,7 @@ describe("ClusterRuntime", () => {
             Layer.provide(services(sqlite(filename), model))
           )
         )
-        yield* TestServices.provideLive(Effect.sleep("1 second"))
+        yield* TestClock.withLive(Effect.sleep("1 second"))
         // Then a process that leaves a paused tree (its approval due in an hour) and dies: no runner holds the tree,
         // no message comes to it.
         const dead = yield* start(

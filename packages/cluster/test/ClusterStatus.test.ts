@@ -1,4 +1,3 @@
-import { FetchHttpClient, HttpServer } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import type { ClusterStatus } from "@parley/cluster"
@@ -8,8 +7,9 @@ import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { Context, Effect, Layer, Metric, Redacted, TestServices } from "effect"
-import { freePorts, pgSchema } from "./databases.js"
+import { Context, Effect, Layer, Metric, Redacted } from "effect"
+import { FetchHttpClient, HttpServer } from "effect/http"
+import { freePorts, pgSchema, sleepLive } from "./databases.js"
 import { brain, pricer } from "./fixtures/pricing.js"
 import { client, clusterServers, key, statusOf, until } from "./fixtures/servers.js"
 import { shardingConfig } from "./runners.js"
@@ -71,7 +71,7 @@ describe("ClusterStatus over HTTP", () => {
           (m) => Effect.map(Metric.value(m.messages("SendMessage")), (v) => v.count)
         )
         assert.isAtLeast(sent[0] + sent[1], 4)
-        yield* TestServices.provideLive(Effect.sleep("1500 millis"))
+        yield* sleepLive("1500 millis")
         const final = yield* statusOf(urls[0])
         for (const [i, m] of metrics.entries()) {
           const gauge = yield* Metric.value(m.shards)
@@ -103,7 +103,7 @@ describe("ClusterStatus over HTTP", () => {
           shardingConfig
         })
         const address = Context.get(yield* Layer.build(Layer.orDie(server)), HttpServer.HttpServer).address
-        const serverUrl = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+        const serverUrl = address._tag === "UnixPathAddress" ? "" : `http://127.0.0.1:${address.port}`
         const refused = yield* Effect.flip(
           Effect.flatMap(client(serverUrl, "not-the-key-0123456789"), (api) => api.cluster.status())
         ).pipe(Effect.provide(FetchHttpClient.layer))

@@ -1,5 +1,3 @@
-import { Sharding } from "@effect/cluster"
-import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
@@ -9,6 +7,8 @@ import { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Redacted } from "effect"
+import { Sharding } from "effect/cluster"
+import { HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { pgSchema } from "./databases.js"
 import { brain, lookupPrice, pricer } from "./fixtures/pricing.js"
@@ -43,7 +43,7 @@ describe("ClusterRuntime.layerSocket under ParleyServer: three runners over HTTP
             Layer.provideMerge(Layer.orDie(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
           )
           const address = Context.get(yield* Layer.build(server), HttpServer.HttpServer).address
-          urls.push(address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : "")
+          urls.push(address._tag === "UnixPathAddress" ? "" : `http://127.0.0.1:${address.port}`)
         }
         const through = (i: number) => Effect.provide(HttpTransport.layer({ url: urls[i], apiKey: Redacted.make(key) }))
 

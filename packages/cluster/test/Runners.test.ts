@@ -1,10 +1,10 @@
-import { Sharding } from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnState } from "@parley/core"
 import { Agent, Answer, Session, Transport, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { Context, Duration, Effect, Exit, Layer, Schema, Scope } from "effect"
+import { Sharding } from "effect/cluster"
 import { freePorts, pgSchema } from "./databases.js"
 import { runner, settled } from "./runners.js"
 
@@ -49,9 +49,9 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
 
 /** Fails with the phase's name when it takes longer than `seconds`. */
 const phase = (name: string, seconds: number) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.timeoutFail(effect, {
+  Effect.timeoutOrElse(effect, {
     duration: Duration.seconds(seconds),
-    onTimeout: () => new Error(`${name}: still running after ${seconds} s`)
+    orElse: () => Effect.fail(new Error(`${name}: still running after ${seconds} s`))
   })
 
 describe("ClusterRuntime.layerSocket: three runners", () => {

@@ -131,7 +131,7 @@ describe("ClusterServer processes at scale", () => {
               if (running.length >= 3) return running.length
               yield* Effect.sleep("100 millis")
             }
-            return yield* Effect.dieMessage(`runner ${victim.pid} never ran three tools at once`)
+            return yield* Effect.die(new Error(`runner ${victim.pid} never ran three tools at once`))
           })
         /** Every turn of the batch ends, read through `reader`. */
         const results = (batch: ReadonlyArray<Tree>, reader: Runner) =>
@@ -142,11 +142,11 @@ describe("ClusterServer processes at scale", () => {
 
         // The first third: the first runner killed while it runs tools; a fourth joins.
         const batchA = trees.slice(0, BATCH)
-        const answeringA = yield* Effect.fork(answer(batchA, [second, third]))
+        const answeringA = yield* Effect.forkChild(answer(batchA, [second, third]))
         const runningA = yield* busy(first)
         yield* first.kill("SIGKILL")
         const killedAt = Date.now()
-        const joining = yield* Effect.fork(spawn(p4))
+        const joining = yield* Effect.forkChild(spawn(p4))
         yield* Fiber.join(answeringA)
         const endedA = yield* results(batchA, third)
         yield* Effect.log(
@@ -163,7 +163,7 @@ describe("ClusterServer processes at scale", () => {
 
         // The second third: the second runner drained while it runs tools.
         const batchB = trees.slice(BATCH, 2 * BATCH)
-        const answeringB = yield* Effect.fork(answer(batchB, [third, fourth]))
+        const answeringB = yield* Effect.forkChild(answer(batchB, [third, fourth]))
         const runningB = yield* busy(second)
         yield* second.kill("SIGTERM")
         const drainedAt = Date.now()

@@ -10,7 +10,7 @@ import { runners } from "./runners.js"
 TransportSuite.suite(
   "ClusterRuntime.layerSocket, three runners on PostgreSQL",
   (model, { runtimeTools }) =>
-    Layer.unwrapScoped(Effect.gen(function*() {
+    Layer.unwrap(Effect.gen(function*() {
       const url = yield* Effect.orDie(pgSchema)
       const [first] = yield* Effect.orDie(runners({ url, count: 3, model, runtimeTools }))
       return Layer.succeedContext(first)

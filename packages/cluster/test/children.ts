@@ -51,12 +51,12 @@ export const spawnRunner = (args: {
         child.stdout?.on("data", (chunk) => void (output += String(chunk)))
         child.stderr?.on("data", (chunk) => void (output += String(chunk)))
         child.on("message", (message: { readonly _tag: string; readonly message?: string; readonly url?: string }) => {
-          if (message._tag === "Ready") Deferred.unsafeDone(ready, Effect.succeed(message.url))
-          else Deferred.unsafeDone(ready, Effect.fail(new Error(`the runner failed: ${message.message}\n${output}`)))
+          if (message._tag === "Ready") Deferred.doneUnsafe(ready, Effect.succeed(message.url))
+          else Deferred.doneUnsafe(ready, Effect.fail(new Error(`the runner failed: ${message.message}\n${output}`)))
         })
         child.on("exit", (code, signal) => {
-          Deferred.unsafeDone(ready, Effect.fail(new Error(`the runner exited (${code ?? signal})\n${output}`)))
-          Deferred.unsafeDone(exited, Effect.void)
+          Deferred.doneUnsafe(ready, Effect.fail(new Error(`the runner exited (${code ?? signal})\n${output}`)))
+          Deferred.doneUnsafe(exited, Effect.void)
         })
         return child
       }),
@@ -68,9 +68,9 @@ export const spawnRunner = (args: {
         })
     )
     const url = yield* Deferred.await(ready).pipe(
-      Effect.timeoutFail({
+      Effect.timeoutOrElse({
         duration: "60 seconds",
-        onTimeout: () => new Error(`the runner never got ready\n${output}`)
+        orElse: () => Effect.fail(new Error(`the runner never got ready\n${output}`))
       })
     )
     return {

@@ -1,12 +1,13 @@
 /**
  * Databases for the tests: a temporary SQLite file, or a fresh schema of the test PostgreSQL database (when it is not
- * reachable the PostgreSQL tests fail; they never skip); and free ports for runners.
+ * reachable the PostgreSQL tests fail; they never skip); and free ports for runners (`Ports` of @parley/testing).
  */
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted } from "effect"
-import * as Net from "node:net"
+import { Ports } from "@parley/testing"
+import { FileSystem } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import type { Duration } from "effect"
 
 /** A temporary SQLite file (removed with the scope). */
 export const sqliteFile = Effect.map(
@@ -32,19 +33,9 @@ export const pgSchema = Effect.gen(function*() {
   return `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
 })
 
-/** Free ports on 127.0.0.1, each taken and given back at once (for runners that must know their address first). */
-export const freePorts = (count: number) =>
-  Effect.promise(() =>
-    Promise.all(
-      Array.from({ length: count }, () =>
-        new Promise<{ readonly port: number; readonly server: Net.Server }>((resolve, reject) => {
-          const server = Net.createServer()
-          server.once("error", reject)
-          server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as Net.AddressInfo).port, server }))
-        }))
-    ).then((held) =>
-      Promise.all(held.map(({ server }) =>
-        new Promise<void>((resolve) => server.close(() => resolve()))
-      )).then(() => held.map(({ port }) => port))
-    )
-  )
+/** Sleeps in real time, whatever `Clock` the test runs under (a `TestClock` or the live one). */
+export const sleepLive = (duration: Duration.Input) =>
+  Effect.provideService(Effect.sleep(duration), Clock.Clock, Clock.Clock.defaultValue())
+
+/** Free ports on 127.0.0.1 for runners that must know their address first. */
+export const freePorts = Ports.free

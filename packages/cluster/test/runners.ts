@@ -2,15 +2,15 @@
  * Runners of one cluster for the tests: each a `ClusterRuntime.layerSocket` on 127.0.0.1 (a port of its own), its
  * engine's log and the cluster's runner storage in one PostgreSQL schema, on the given model and runtime tools.
  */
-import type { LanguageModel } from "@effect/ai"
-import { RunnerAddress, ShardId, Sharding } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { ClusterRuntime } from "@parley/cluster"
 import { Connectors, Models, RuntimeTools } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import type { Tool } from "@parley/tools"
-import { Context, Effect, Layer, Option, Redacted, TestServices } from "effect"
-import { freePorts } from "./databases.js"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import type { LanguageModel } from "effect/ai"
+import { RunnerAddress, ShardId, Sharding } from "effect/cluster"
+import { freePorts, sleepLive } from "./databases.js"
 
 /**
  * Short lock times: a runner that dies gives its shards up within seconds. The lock table, not PostgreSQL's advisory
@@ -30,7 +30,7 @@ export const shardingConfig = {
 export const runner = (options: {
   readonly url: string
   readonly port: number
-  readonly model: LanguageModel.Service
+  readonly model: LanguageModel.LanguageModel
   readonly runtimeTools?: ReadonlyArray<Tool.Any> | undefined
 }) =>
   ClusterRuntime.layerSocket({
@@ -54,7 +54,7 @@ export const runner = (options: {
 export const runners = (options: {
   readonly url: string
   readonly count: number
-  readonly model: LanguageModel.Service
+  readonly model: LanguageModel.LanguageModel
   readonly runtimeTools?: ReadonlyArray<Tool.Any> | undefined
 }) =>
   Effect.gen(function*() {
@@ -69,14 +69,14 @@ export const runners = (options: {
  * Waits (real time, 60 s at most) until the runners split the shards among them, each shard held by one runner and
  * each runner holding some: trees created then stay where they are placed (no rebalancing under a scenario).
  */
-export const settled = (runners: ReadonlyArray<Sharding.Sharding["Type"]>) =>
+export const settled = (runners: ReadonlyArray<Sharding.Sharding["Service"]>) =>
   Effect.gen(function*() {
     const shards = Array.from({ length: shardingConfig.shardsPerGroup }, (_, i) => ShardId.make("default", i + 1))
     for (let attempt = 0; attempt < 1200; attempt++) {
       const held = runners.map((sharding) => shards.filter((shard) => sharding.hasShardId(shard)).length)
       const once = shards.every((shard) => runners.filter((sharding) => sharding.hasShardId(shard)).length === 1)
       if (once && held.every((count) => count > 0)) return
-      yield* TestServices.provideLive(Effect.sleep("50 millis"))
+      yield* sleepLive("50 millis")
     }
-    return yield* Effect.dieMessage("the runners never settled on their shards")
+    return yield* Effect.die(new Error("the runners never settled on their shards"))
   })

@@ -19,6 +19,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
+import { withDefault } from "./internal/schemaFields.js"
 import { PermissionPolicy } from "./Permissions.js"
 import { ToolSpec } from "./ToolSpec.js"
 
@@ -33,6 +35,11 @@ export class Builtins extends Schema.Class<Builtins>("@parley/core/AgentSpec/Bui
   subagents: Schema.optional(Schema.Boolean)
 }) {}
 
+/** A duration as a non-negative number of milliseconds (how the timeouts are written). */
+const DurationFromMillis = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)).pipe(
+  Schema.decodeTo(Schema.Duration, SchemaTransformation.durationFromMillis)
+)
+
 /**
  * How long callbacks wait for an answer (default: one hour each).
  *
@@ -40,8 +47,8 @@ export class Builtins extends Schema.Class<Builtins>("@parley/core/AgentSpec/Bui
  * @category Schemas
  */
 export class CallbackTimeouts extends Schema.Class<CallbackTimeouts>("@parley/core/AgentSpec/CallbackTimeouts")({
-  approval: Schema.optionalWith(Schema.DurationFromMillis, { default: () => Duration.hours(1) }),
-  clientTool: Schema.optionalWith(Schema.DurationFromMillis, { default: () => Duration.hours(1) })
+  approval: withDefault(DurationFromMillis, () => Duration.hours(1)),
+  clientTool: withDefault(DurationFromMillis, () => Duration.hours(1))
 }) {}
 
 /**
@@ -95,22 +102,22 @@ export const defaultMaxSteps = 25
  * @since 0.1.0
  * @category Schemas
  */
-export const AgentSpec: Schema.Schema<AgentSpec, AgentSpecEncoded> = Schema.Struct({
-  name: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_-]*$/)),
+export const AgentSpec: Schema.Codec<AgentSpec, AgentSpecEncoded> = Schema.Struct({
+  name: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9_-]*$/)),
   description: Schema.optional(Schema.String),
   model: Schema.optional(Schema.String),
-  instructions: Schema.optionalWith(Schema.String, { default: () => "" }),
-  tools: Schema.optionalWith(Schema.Array(ToolSpec), { default: () => [] }),
-  connectors: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  subagents: Schema.optionalWith(
-    Schema.Array(Schema.suspend((): Schema.Schema<AgentSpec, AgentSpecEncoded> => AgentSpec)),
-    { default: () => [] }
+  instructions: withDefault(Schema.String, () => ""),
+  tools: withDefault(Schema.Array(ToolSpec), () => []),
+  connectors: withDefault(Schema.Array(Schema.String), () => []),
+  subagents: withDefault(
+    Schema.Array(Schema.suspend((): Schema.Codec<AgentSpec, AgentSpecEncoded> => AgentSpec)),
+    () => []
   ),
   permissions: Schema.optional(PermissionPolicy),
-  builtins: Schema.optionalWith(Builtins, { default: () => new Builtins({}) }),
-  timeouts: Schema.optionalWith(CallbackTimeouts, { default: () => new CallbackTimeouts({}) }),
-  maxSteps: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10_000)), { default: () => defaultMaxSteps })
-}).annotations({ identifier: "AgentSpec" })
+  builtins: withDefault(Builtins, () => new Builtins({})),
+  timeouts: withDefault(CallbackTimeouts, () => new CallbackTimeouts({})),
+  maxSteps: withDefault(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 })), () => defaultMaxSteps)
+}).annotate({ identifier: "AgentSpec" })
 
 /**
  * Builds an agent spec, filling the defaults.

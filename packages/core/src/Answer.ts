@@ -16,10 +16,11 @@
  *
  * @since 0.1.0
  */
-import type * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { Callback } from "./Callback.js"
+import { withDefault } from "./internal/schemaFields.js"
 import { AnswerMismatch } from "./ParleyError.js"
 
 /**
@@ -29,7 +30,7 @@ import { AnswerMismatch } from "./ParleyError.js"
  * @since 0.1.0
  * @category Schemas
  */
-export const Remember = Schema.Literal("session", "tree")
+export const Remember = Schema.Literals(["session", "tree"])
 
 /**
  * @since 0.1.0
@@ -133,8 +134,8 @@ export class SignInGrant extends Schema.Class<SignInGrant>("@parley/core/Answer/
  * @category Schemas
  */
 export class SignInAnswer extends Schema.TaggedClass<SignInAnswer>("@parley/core/Answer/SignInAnswer")("SignInAnswer", {
-  connected: Schema.optionalWith(Schema.Array(Schema.Union(Schema.String, SignInGrant)), { default: () => [] }),
-  denied: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
+  connected: withDefault(Schema.Array(Schema.Union([Schema.String, SignInGrant])), () => []),
+  denied: withDefault(Schema.Array(Schema.String), () => [])
 }) {
   /**
    * The ids of the connected requests.
@@ -157,8 +158,8 @@ export type Answer = AllowApproval | DenyApproval | ClientToolResult | SignInAns
  * @category Schemas
  */
 export const Answer: Schema.Union<
-  [typeof AllowApproval, typeof DenyApproval, typeof ClientToolResult, typeof SignInAnswer]
-> = Schema.Union(AllowApproval, DenyApproval, ClientToolResult, SignInAnswer)
+  readonly [typeof AllowApproval, typeof DenyApproval, typeof ClientToolResult, typeof SignInAnswer]
+> = Schema.Union([AllowApproval, DenyApproval, ClientToolResult, SignInAnswer])
 
 /**
  * A handler's decision to leave the callback to someone else. Never sent.
@@ -216,9 +217,9 @@ const signInIssues = (requested: ReadonlyArray<string>, answer: SignInAnswer): R
  * @since 0.1.0
  * @category Utils
  */
-export const validateSync = (callback: Callback, answer: Answer): Either.Either<Answer, AnswerMismatch> => {
+export const validateSync = (callback: Callback, answer: Answer): Result.Result<Answer, AnswerMismatch> => {
   const mismatch = (reason: string) =>
-    Either.left(new AnswerMismatch({ module: "Answer", method: "validate", callbackId: callback.id, reason }))
+    Result.fail(new AnswerMismatch({ module: "Answer", method: "validate", callbackId: callback.id, reason }))
   const expected = expectedFor(callback)
   if (!expected.includes(answer._tag)) {
     return mismatch(
@@ -231,7 +232,7 @@ export const validateSync = (callback: Callback, answer: Answer): Either.Either<
     const issues = signInIssues(callback.requests.map((request) => request.id), answer)
     if (issues.length > 0) return mismatch(`the SignInAnswer ${issues.join("; ")}`)
   }
-  return Either.right(answer)
+  return Result.succeed(answer)
 }
 
 /**
@@ -241,4 +242,4 @@ export const validateSync = (callback: Callback, answer: Answer): Either.Either<
  * @category Utils
  */
 export const validate = (callback: Callback, answer: Answer): Effect.Effect<Answer, AnswerMismatch> =>
-  validateSync(callback, answer)
+  Effect.fromResult(validateSync(callback, answer))

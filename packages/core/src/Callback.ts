@@ -21,6 +21,7 @@
  */
 import * as Schema from "effect/Schema"
 import { CallbackId, SessionId, ToolId, TurnId } from "./Ids.js"
+import { withDefault } from "./internal/schemaFields.js"
 import * as Permissions from "./Permissions.js"
 import { ToolAnnotations } from "./ToolSpec.js"
 
@@ -30,7 +31,7 @@ import { ToolAnnotations } from "./ToolSpec.js"
  * @since 0.1.0
  * @category Schemas
  */
-export const Kind = Schema.Literal("approval", "client_tool", "sign_in")
+export const Kind = Schema.Literals(["approval", "client_tool", "sign_in"])
 
 /**
  * @since 0.1.0
@@ -47,7 +48,7 @@ export type Kind = typeof Kind.Type
 export class ToolRef extends Schema.Class<ToolRef>("@parley/core/Callback/ToolRef")({
   id: ToolId,
   name: Schema.String,
-  annotations: Schema.optionalWith(ToolAnnotations, { default: () => new ToolAnnotations({}) })
+  annotations: withDefault(ToolAnnotations, () => new ToolAnnotations({}))
 }) {}
 
 /**
@@ -118,8 +119,8 @@ const common = {
    * the root turn during which its branch of the tree was started (subagents outlive turns).
    */
   rootTurnId: Schema.optional(TurnId),
-  openedAt: Schema.DateTimeUtc,
-  expiresAt: Schema.optional(Schema.DateTimeUtc)
+  openedAt: Schema.DateTimeUtcFromString,
+  expiresAt: Schema.optional(Schema.DateTimeUtcFromString)
 }
 
 /**
@@ -172,8 +173,8 @@ export type Callback = OpenApproval | OpenClientToolCall | OpenSignIn
  * @since 0.1.0
  * @category Schemas
  */
-export const Callback: Schema.Union<[typeof OpenApproval, typeof OpenClientToolCall, typeof OpenSignIn]> = Schema
-  .Union(OpenApproval, OpenClientToolCall, OpenSignIn)
+export const Callback: Schema.Union<readonly [typeof OpenApproval, typeof OpenClientToolCall, typeof OpenSignIn]> =
+  Schema.Union([OpenApproval, OpenClientToolCall, OpenSignIn])
 
 /**
  * @since 0.1.0

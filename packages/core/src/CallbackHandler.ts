@@ -143,7 +143,9 @@ export const decide = (
  * @since 0.1.0
  * @category Context
  */
-export class CallbackHandler extends EffectContext.Tag("@parley/core/CallbackHandler")<CallbackHandler, Service>() {}
+export class CallbackHandler
+  extends EffectContext.Service<CallbackHandler, Service>()("@parley/core/CallbackHandler")
+{}
 
 const keep = new KeepCallbackOpen()
 

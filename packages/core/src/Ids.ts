@@ -21,8 +21,8 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { InvalidId } from "./ParleyError.js"
 
 const segment = "[A-Za-z0-9][A-Za-z0-9_-]*"
@@ -33,7 +33,7 @@ const opaque = "[A-Za-z0-9_-]+"
  * @category Schemas
  */
 export const SessionId = Schema.String.pipe(
-  Schema.pattern(new RegExp(`^ses_${opaque}$`), { message: () => "a session id looks like ses_…" }),
+  Schema.check(Schema.isPattern(new RegExp(`^ses_${opaque}$`), { message: "a session id looks like ses_…" })),
   Schema.brand("@parley/core/SessionId")
 )
 /**
@@ -47,7 +47,7 @@ export type SessionId = typeof SessionId.Type
  * @category Schemas
  */
 export const TurnId = Schema.String.pipe(
-  Schema.pattern(new RegExp(`^turn_${opaque}$`), { message: () => "a turn id looks like turn_…" }),
+  Schema.check(Schema.isPattern(new RegExp(`^turn_${opaque}$`), { message: "a turn id looks like turn_…" })),
   Schema.brand("@parley/core/TurnId")
 )
 /**
@@ -61,7 +61,7 @@ export type TurnId = typeof TurnId.Type
  * @category Schemas
  */
 export const CallbackId = Schema.String.pipe(
-  Schema.pattern(new RegExp(`^cb_${opaque}$`), { message: () => "a callback id looks like cb_…" }),
+  Schema.check(Schema.isPattern(new RegExp(`^cb_${opaque}$`), { message: "a callback id looks like cb_…" })),
   Schema.brand("@parley/core/CallbackId")
 )
 /**
@@ -79,9 +79,9 @@ export type CallbackId = typeof CallbackId.Type
  * @category Schemas
  */
 export const RequestId = Schema.String.pipe(
-  Schema.pattern(/^[\x21-\x7E]{1,128}$/, {
-    message: () => "a request id is 1 to 128 printable ASCII characters, without spaces"
-  })
+  Schema.check(Schema.isPattern(/^[\x21-\x7E]{1,128}$/, {
+    message: "a request id is 1 to 128 printable ASCII characters, without spaces"
+  }))
 )
 /**
  * @since 0.1.0
@@ -114,9 +114,9 @@ export const toolIdPattern = new RegExp(
  * @category Schemas
  */
 export const ToolId = Schema.String.pipe(
-  Schema.pattern(toolIdPattern, {
-    message: () => "a tool id is client.<name>, agents.spawn|message|wait|interrupt or connector.<source>.<tool>"
-  }),
+  Schema.check(Schema.isPattern(toolIdPattern, {
+    message: "a tool id is client.<name>, agents.spawn|message|wait|interrupt or connector.<source>.<tool>"
+  })),
   Schema.brand("@parley/core/ToolId")
 )
 /**
@@ -147,18 +147,20 @@ export const toolNamespaces: ReadonlyArray<ToolNamespace> = ["client", "agents",
  */
 export const toolNamespace = (id: ToolId): ToolNamespace => id.slice(0, id.indexOf(".")) as ToolNamespace
 
-const decoder = <A>(kind: InvalidId["kind"], schema: Schema.Schema<A, string>) => {
-  const decode = ParseResult.decodeUnknownEither(schema)
+const formatIssue = SchemaIssue.makeFormatterDefault()
+
+const decoder = <A>(kind: InvalidId["kind"], schema: Schema.Codec<A, string>) => {
+  const decode = Schema.decodeUnknownEffect(schema)
   return (value: string): Effect.Effect<A, InvalidId> =>
     Effect.mapError(
       decode(value),
-      (issue) =>
+      (error) =>
         new InvalidId({
           module: "Ids",
           method: kind,
           kind,
           value,
-          description: ParseResult.TreeFormatter.formatIssueSync(issue)
+          description: formatIssue(error.issue)
         })
     )
 }

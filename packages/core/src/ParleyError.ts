@@ -87,23 +87,25 @@ export type ParleyError =
  * @since 0.1.0
  * @category Schemas
  */
-export const ParleyError: Schema.Union<[
-  typeof InvalidId,
-  typeof AnswerMismatch,
-  typeof CallbackNotOpen,
-  typeof CallbackAlreadyAnswered,
-  typeof GrantNotFound,
-  typeof SessionNotFound,
-  typeof TurnNotFound,
-  typeof PolicyInvalid,
-  typeof AgentInvalid,
-  typeof ModelFailure,
-  typeof TransportFailure,
-  typeof RuntimeMissing,
-  typeof StepLimitReached,
-  typeof ToolFailure,
-  typeof HandlerFailed
-]> = Schema.Union(
+export const ParleyError: Schema.Union<
+  readonly [
+    typeof InvalidId,
+    typeof AnswerMismatch,
+    typeof CallbackNotOpen,
+    typeof CallbackAlreadyAnswered,
+    typeof GrantNotFound,
+    typeof SessionNotFound,
+    typeof TurnNotFound,
+    typeof PolicyInvalid,
+    typeof AgentInvalid,
+    typeof ModelFailure,
+    typeof TransportFailure,
+    typeof RuntimeMissing,
+    typeof StepLimitReached,
+    typeof ToolFailure,
+    typeof HandlerFailed
+  ]
+> = Schema.Union([
   InvalidId,
   AnswerMismatch,
   CallbackNotOpen,
@@ -119,7 +121,7 @@ export const ParleyError: Schema.Union<[
   StepLimitReached,
   ToolFailure,
   HandlerFailed
-)
+])
 
 /**
  * @since 0.1.0

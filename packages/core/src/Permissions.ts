@@ -16,6 +16,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { NonNegativeInt, withDefault } from "./internal/schemaFields.js"
 
 /**
  * What a policy says about a tool call.
@@ -23,7 +24,7 @@ import * as Schema from "effect/Schema"
  * @since 0.1.0
  * @category Schemas
  */
-export const Decision = Schema.Literal("allow", "deny", "ask")
+export const Decision = Schema.Literals(["allow", "deny", "ask"])
 
 /**
  * @since 0.1.0
@@ -53,7 +54,7 @@ export class PermissionRule extends Schema.Class<PermissionRule>("@parley/core/P
  */
 export class PermissionPolicy extends Schema.Class<PermissionPolicy>("@parley/core/PermissionPolicy")({
   default: Decision,
-  rules: Schema.optionalWith(Schema.Array(PermissionRule), { default: () => [] })
+  rules: withDefault(Schema.Array(PermissionRule), () => [])
 }) {}
 
 /**
@@ -64,7 +65,7 @@ export class PermissionPolicy extends Schema.Class<PermissionPolicy>("@parley/co
  */
 export class RuleMatched
   extends Schema.TaggedClass<RuleMatched>("@parley/core/Permissions/RuleMatched")("RuleMatched", {
-    index: Schema.NonNegativeInt,
+    index: NonNegativeInt,
     pattern: Schema.String,
     rule: PermissionRule
   })
@@ -92,7 +93,7 @@ export type DecidedBy = RuleMatched | DefaultDecision
  * @since 0.1.0
  * @category Schemas
  */
-export const DecidedBy: Schema.Union<[typeof RuleMatched, typeof DefaultDecision]> = Schema.Union(
+export const DecidedBy: Schema.Union<readonly [typeof RuleMatched, typeof DefaultDecision]> = Schema.Union([
   RuleMatched,
   DefaultDecision
-)
+])

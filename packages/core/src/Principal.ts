@@ -73,7 +73,7 @@ export class Policy extends Schema.TaggedClass<Policy>("@parley/core/Principal/P
 export class ApiKey extends Schema.TaggedClass<ApiKey>("@parley/core/Principal/ApiKey")("ApiKey", {
   tenant: Schema.String,
   keyId: Schema.String,
-  onBehalfOf: Schema.optional(Schema.Union(Handler, Client))
+  onBehalfOf: Schema.optional(Schema.Union([Handler, Client]))
 }) {}
 
 /**
@@ -86,8 +86,9 @@ export type Principal = Handler | Client | Grant | Policy | ApiKey
  * @since 0.1.0
  * @category Schemas
  */
-export const Principal: Schema.Union<[typeof Handler, typeof Client, typeof Grant, typeof Policy, typeof ApiKey]> =
-  Schema.Union(Handler, Client, Grant, Policy, ApiKey)
+export const Principal: Schema.Union<
+  readonly [typeof Handler, typeof Client, typeof Grant, typeof Policy, typeof ApiKey]
+> = Schema.Union([Handler, Client, Grant, Policy, ApiKey])
 
 /**
  * One line for logs and narrations: `approveReads`, `by id`, `by id (alice)`, `grant grant_12`, `policy rules[0]

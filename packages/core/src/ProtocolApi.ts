@@ -1,5 +1,5 @@
 /**
- * The HTTP contract of a Parley server, as an `HttpApi` of `@effect/platform`: schemas only, no server code. The
+ * The HTTP contract of a Parley server, as an `HttpApi` of `effect/http-api`: schemas only, no server code. The
  * server (`@parley/server`) implements it over the engine, and the HTTP transport (`@parley/transport-http`) is built
  * from it with `HttpApiClient`, so a client never imports the server.
  *
@@ -9,7 +9,7 @@
  *
  * | error | status |
  * |---|---|
- * | `InvalidId`, `AgentInvalid`, `PolicyInvalid` | 400 |
+ * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode) | 400 |
  * | `Unauthorized` | 401 |
  * | `SessionNotFound`, `TurnNotFound` | 404 |
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |
@@ -20,32 +20,36 @@
  *
  * The events of a tree come as Server-Sent Events (`GET /sessions/:sessionId/events`): `id:` is the event's `seq`,
  * `event:` its `_tag`, `data:` the encoded `TurnEvent`; `Last-Event-ID` (or `?from=`) resumes right after an event;
- * `?live=false` gives the stored events and ends. HttpApi has no streaming type: the route is declared here with an
- * empty success and documented by hand.
+ * `?live=false` gives the stored events and ends. The route's success is an `HttpApiSchema.StreamSse` of `TurnEvent`s
+ * (`TurnEventFrame` is one frame), so a client derived with `HttpApiClient` reads a `Stream` of decoded events.
  *
  * @example
  * ```ts
  * import { ProtocolApi } from "@parley/core"
- * import { HttpApiClient } from "@effect/platform"
+ * import { HttpApiClient } from "effect/http-api"
  * import { Effect } from "effect"
  *
  * const sessions = Effect.gen(function*() {
  *   const client = yield* HttpApiClient.make(ProtocolApi.ProtocolApi, { baseUrl: "http://127.0.0.1:8787" })
- *   return yield* client.sessions.list({ urlParams: {} })
+ *   return yield* client.sessions.list({ query: {} })
  * })
  * ```
  *
  * @since 0.1.0
  */
-import * as HttpApi from "@effect/platform/HttpApi"
-import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
-import * as OpenApi from "@effect/platform/OpenApi"
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import type * as HttpApiError from "effect/http-api/HttpApiError"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import * as HttpApiSecurity from "effect/http-api/HttpApiSecurity"
+import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { AgentSpec } from "./AgentSpec.js"
 import { Answer } from "./Answer.js"
 import { Kind } from "./Callback.js"
@@ -63,7 +67,7 @@ import {
   TurnNotFound
 } from "./ParleyError.js"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "./Transport.js"
-import { ApprovalGranted } from "./TurnEvent.js"
+import { ApprovalGranted, TurnEvent } from "./TurnEvent.js"
 
 // =============================================================================
 // Errors of the protocol (beyond the core family)
@@ -78,8 +82,12 @@ import { ApprovalGranted } from "./TurnEvent.js"
 export class Unauthorized extends Schema.TaggedError<Unauthorized>("@parley/core/ProtocolApi/Unauthorized")(
   "Unauthorized",
   { description: Schema.String },
-  HttpApiSchema.annotations({ status: 401 })
-) {}
+  { httpApiStatus: 401 }
+) {
+  override get message(): string {
+    return this.description
+  }
+}
 
 /**
  * A request body larger than the server accepts; refused before it was read.
@@ -90,8 +98,12 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>("@parley/core
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@parley/core/ProtocolApi/PayloadTooLarge")(
   "PayloadTooLarge",
   { limit: Schema.Number },
-  HttpApiSchema.annotations({ status: 413 })
-) {}
+  { httpApiStatus: 413 }
+) {
+  override get message(): string {
+    return `the request body is larger than the server accepts (${this.limit} bytes)`
+  }
+}
 
 /**
  * A user message longer than the server accepts.
@@ -102,8 +114,12 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("@parle
 export class MessageTooLong extends Schema.TaggedError<MessageTooLong>("@parley/core/ProtocolApi/MessageTooLong")(
   "MessageTooLong",
   { limit: Schema.Number, length: Schema.Number },
-  HttpApiSchema.annotations({ status: 413 })
-) {}
+  { httpApiStatus: 413 }
+) {
+  override get message(): string {
+    return `the message has ${this.length} characters, more than the server accepts (${this.limit})`
+  }
+}
 
 /**
  * The API key has as many event streams open as the server allows.
@@ -114,8 +130,101 @@ export class MessageTooLong extends Schema.TaggedError<MessageTooLong>("@parley/
 export class TooManyStreams extends Schema.TaggedError<TooManyStreams>("@parley/core/ProtocolApi/TooManyStreams")(
   "TooManyStreams",
   { limit: Schema.Number },
-  HttpApiSchema.annotations({ status: 429 })
-) {}
+  { httpApiStatus: 429 }
+) {
+  override get message(): string {
+    return `the API key has as many event streams open as the server allows (${this.limit})`
+  }
+}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+const formatMessage = SchemaIssue.makeFormatterDefault()
+
+/**
+ * One way a request did not fit its route: where (`path`, inside the path parameters, the query, the headers or the
+ * body) and what.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export const DecodeIssue = Schema.Struct({
+  path: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
+  message: Schema.String
+})
+
+/**
+ * The request's path parameters, query, headers or body did not decode (400): the body every such refusal carries,
+ * as the protocol always had (`{ "_tag": "HttpApiDecodeError", "issues": [...], "message": "..." }`). Effect's
+ * HttpApi refuses such a request with an empty 400; the `DecodeErrors` middleware of every route gives it this body.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class HttpApiDecodeError extends Schema.TaggedError<HttpApiDecodeError>(
+  "@parley/core/ProtocolApi/HttpApiDecodeError"
+)(
+  "HttpApiDecodeError",
+  { issues: Schema.Array(DecodeIssue), message: Schema.String },
+  { httpApiStatus: 400, description: "The request did not match the expected schema" }
+) {
+  /**
+   * The typed refusal of a request whose `kind` (params, query, headers, payload) did not decode.
+   *
+   * @since 0.1.0
+   */
+  static fromSchemaError(error: HttpApiError.HttpApiSchemaError): HttpApiDecodeError {
+    const issue = error.cause.issue
+    return new HttpApiDecodeError({
+      issues: formatIssues(issue).issues.map((entry) => ({
+        path: (entry.path ?? []).map((segment) => {
+          const key = typeof segment === "object" ? segment.key : segment
+          return typeof key === "number" ? key : String(key)
+        }),
+        message: entry.message
+      })),
+      message: formatMessage(issue)
+    })
+  }
+}
+
+/**
+ * The middleware of the whole protocol that turns a request that does not decode into `HttpApiDecodeError` (400).
+ * The server provides it with `DecodeErrors.layer`; a client needs nothing.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class DecodeErrors extends HttpApiMiddleware.Service<DecodeErrors>()("@parley/core/ProtocolApi/DecodeErrors", {
+  error: HttpApiDecodeError
+}) {
+  /**
+   * The server's implementation: a request that did not decode fails with `HttpApiDecodeError`; a response that
+   * did not encode stays Effect's (a reported 500).
+   *
+   * @since 0.1.0
+   */
+  static readonly layer = HttpApiMiddleware.layerSchemaErrorTransform(
+    DecodeErrors,
+    (error) =>
+      error.kind === "Body" || error.kind === "ResponseHeaders"
+        ? Effect.fail(error)
+        : Effect.fail(HttpApiDecodeError.fromSchemaError(error))
+  )
+}
+
+// The core errors with the status each has on the wire.
+const invalidId = InvalidId.pipe(HttpApiSchema.status(400))
+const agentInvalid = AgentInvalid.pipe(HttpApiSchema.status(400))
+const policyInvalid = PolicyInvalid.pipe(HttpApiSchema.status(400))
+const sessionNotFound = SessionNotFound.pipe(HttpApiSchema.status(404))
+const turnNotFound = TurnNotFound.pipe(HttpApiSchema.status(404))
+const grantNotFound = GrantNotFound.pipe(HttpApiSchema.status(404))
+const callbackNotOpen = CallbackNotOpen.pipe(HttpApiSchema.status(409))
+const callbackAlreadyAnswered = CallbackAlreadyAnswered.pipe(HttpApiSchema.status(409))
+const answerMismatch = AnswerMismatch.pipe(HttpApiSchema.status(422))
+
+/** What any route may answer: the runtime behind the server failed (503), or the body was too large (413). */
+const anyRoute = [TransportFailure.pipe(HttpApiSchema.status(503)), PayloadTooLarge] as const
 
 // =============================================================================
 // Authorization
@@ -127,11 +236,11 @@ export class TooManyStreams extends Schema.TaggedError<TooManyStreams>("@parley/
  * @since 0.1.0
  * @category Models
  */
-export class Tenant extends Context.Tag("@parley/core/ProtocolApi/Tenant")<Tenant, {
+export class Tenant extends Context.Service<Tenant, {
   readonly id: string
   /** A short, non-secret name of the key (for logs and per-key limits). */
   readonly keyId: string
-}>() {}
+}>()("@parley/core/ProtocolApi/Tenant") {}
 
 /**
  * The bearer-key middleware of every route: it provides the `Tenant` or fails with `Unauthorized`.
@@ -139,11 +248,13 @@ export class Tenant extends Context.Tag("@parley/core/ProtocolApi/Tenant")<Tenan
  * @since 0.1.0
  * @category Models
  */
-export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@parley/core/ProtocolApi/Authorization", {
-  failure: Unauthorized,
-  provides: Tenant,
-  security: { bearer: HttpApiSecurity.bearer }
-}) {}
+export class Authorization extends HttpApiMiddleware.Service<Authorization, { provides: Tenant }>()(
+  "@parley/core/ProtocolApi/Authorization",
+  {
+    error: Unauthorized,
+    security: { bearer: HttpApiSecurity.bearer }
+  }
+) {}
 
 // =============================================================================
 // Schemas of the routes
@@ -157,7 +268,7 @@ export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("@parl
  */
 export class SessionPage extends Schema.Class<SessionPage>("@parley/core/ProtocolApi/SessionPage")({
   sessions: Schema.Array(SessionInfo),
-  next: Schema.optional(Schema.String)
+  next: Schema.optionalKey(Schema.String)
 }) {}
 
 /**
@@ -171,12 +282,12 @@ export class SessionPage extends Schema.Class<SessionPage>("@parley/core/Protoco
  */
 export class SendMessage extends Schema.Class<SendMessage>("@parley/core/ProtocolApi/SendMessage")({
   input: Schema.String,
-  requestId: Schema.optional(Schema.String)
+  requestId: Schema.optionalKey(Schema.String)
 }) {}
 
-const sessionPath = Schema.Struct({ sessionId: SessionId })
-const turnPath = Schema.Struct({ sessionId: SessionId, turnId: TurnId })
-const callbackPath = Schema.Struct({ sessionId: SessionId, turnId: TurnId, callbackId: CallbackId })
+const sessionPath = { sessionId: SessionId }
+const turnPath = { sessionId: SessionId, turnId: TurnId }
+const callbackPath = { sessionId: SessionId, turnId: TurnId, callbackId: CallbackId }
 
 /**
  * The media type of the event stream.
@@ -186,9 +297,35 @@ const callbackPath = Schema.Struct({ sessionId: SessionId, turnId: TurnId, callb
  */
 export const eventStreamContentType = "text/event-stream"
 
-// =============================================================================
-// Groups
-// =============================================================================
+/**
+ * One Server-Sent Event of the events route: `id:` the event's `seq` (none for a `MessageDelta`, which shares its
+ * step's), `event:` its `_tag`, `data:` the encoded `TurnEvent` as JSON. Decodes to the `TurnEvent`.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const TurnEventFrame = Schema.Struct({
+  id: Schema.optionalKey(Schema.String),
+  event: Schema.optionalKey(Schema.String),
+  data: Schema.String
+}).pipe(Schema.decodeTo(
+  Schema.toCodecJson(TurnEvent),
+  SchemaTransformation.transformEffect<
+    Schema.Json,
+    { readonly id?: string; readonly event?: string; readonly data: string }
+  >({
+    decode: (frame, options) =>
+      Effect.try({
+        try: (): Schema.Json => JSON.parse(frame.data),
+        catch: () => new SchemaIssue.InvalidValue({ message: "an event's data is not JSON" }, frame.data, options)
+      }),
+    encode: (encoded) => {
+      const { _tag, seq } = encoded as { readonly _tag: string; readonly seq: number }
+      const data = JSON.stringify(encoded)
+      return Effect.succeed(_tag === "MessageDelta" ? { event: _tag, data } : { id: String(seq), event: _tag, data })
+    }
+  })
+))
 
 /**
  * Who the client says answers (recorded as the `onBehalfOf` of the key's `ApiKey` principal): the name of the handler
@@ -198,8 +335,8 @@ export const eventStreamContentType = "text/event-stream"
  * @category Schemas
  */
 export const AnsweredByParams = Schema.Struct({
-  handler: Schema.optional(Schema.String),
-  label: Schema.optional(Schema.String)
+  handler: Schema.optionalKey(Schema.String),
+  label: Schema.optionalKey(Schema.String)
 })
 
 /**
@@ -213,8 +350,12 @@ export const AnsweredByParams = Schema.Struct({
  */
 export const AnswerParams = Schema.Struct({
   ...AnsweredByParams.fields,
-  requestId: Schema.optional(Schema.String)
+  requestId: Schema.optionalKey(Schema.String)
 })
+
+// =============================================================================
+// Groups
+// =============================================================================
 
 /**
  * Sessions: create (the body is the `AgentSpec`), list (newest first, paged), get, cancel.
@@ -224,45 +365,42 @@ export const AnswerParams = Schema.Struct({
  */
 export class SessionsGroup extends HttpApiGroup.make("sessions")
   .add(
-    HttpApiEndpoint.post("create", "/sessions")
-      .setPayload(AgentSpec)
-      .addSuccess(SessionInfo, { status: 201 })
-      .addError(AgentInvalid, { status: 400 })
-      .addError(PolicyInvalid, { status: 400 })
-  )
-  .add(
-    HttpApiEndpoint.get("list", "/sessions")
-      .setUrlParams(Schema.Struct({
-        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100))),
-        cursor: Schema.optional(Schema.String)
-      }))
-      .addSuccess(SessionPage)
-  )
-  .add(
-    HttpApiEndpoint.get("get", "/sessions/:sessionId")
-      .setPath(sessionPath)
-      .addSuccess(SessionInfo)
-      .addError(SessionNotFound, { status: 404 })
-  )
-  .add(
-    HttpApiEndpoint.post("cancel", "/sessions/:sessionId/cancel")
-      .setPath(sessionPath)
-      .addSuccess(HttpApiSchema.NoContent)
-      .addError(SessionNotFound, { status: 404 })
-  )
-  .add(
-    HttpApiEndpoint.get("grants", "/sessions/:sessionId/grants")
-      .setPath(sessionPath)
-      .addSuccess(Schema.Array(ApprovalGranted))
-      .addError(SessionNotFound, { status: 404 })
-  )
-  .add(
-    HttpApiEndpoint.del("revokeGrant", "/sessions/:sessionId/grants/:grantId")
-      .setPath(Schema.Struct({ sessionId: SessionId, grantId: Schema.String }))
-      .setUrlParams(AnsweredByParams)
-      .addSuccess(HttpApiSchema.NoContent)
-      .addError(GrantNotFound, { status: 404 })
-      .addError(SessionNotFound, { status: 404 })
+    HttpApiEndpoint.post("create", "/sessions", {
+      payload: AgentSpec,
+      success: SessionInfo.pipe(HttpApiSchema.status(201)),
+      error: [agentInvalid, policyInvalid, ...anyRoute]
+    }),
+    HttpApiEndpoint.get("list", "/sessions", {
+      query: {
+        limit: Schema.optionalKey(
+          Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
+        ),
+        cursor: Schema.optionalKey(Schema.String)
+      },
+      success: SessionPage,
+      error: anyRoute
+    }),
+    HttpApiEndpoint.get("get", "/sessions/:sessionId", {
+      params: sessionPath,
+      success: SessionInfo,
+      error: [sessionNotFound, ...anyRoute]
+    }),
+    HttpApiEndpoint.post("cancel", "/sessions/:sessionId/cancel", {
+      params: sessionPath,
+      success: HttpApiSchema.NoContent,
+      error: [sessionNotFound, ...anyRoute]
+    }),
+    HttpApiEndpoint.get("grants", "/sessions/:sessionId/grants", {
+      params: sessionPath,
+      success: Schema.Array(ApprovalGranted),
+      error: [sessionNotFound, ...anyRoute]
+    }),
+    HttpApiEndpoint.delete("revokeGrant", "/sessions/:sessionId/grants/:grantId", {
+      params: { sessionId: SessionId, grantId: Schema.String },
+      query: AnsweredByParams,
+      success: HttpApiSchema.NoContent,
+      error: [grantNotFound, sessionNotFound, ...anyRoute]
+    })
   )
   .middleware(Authorization)
   .annotate(OpenApi.Description, "Sessions of the tenant: each runs one agent (and its subagents); its grants.")
@@ -277,63 +415,57 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
  */
 export class TurnsGroup extends HttpApiGroup.make("turns")
   .add(
-    HttpApiEndpoint.post("send", "/sessions/:sessionId/turns")
-      .setPath(sessionPath)
-      .setPayload(SendMessage)
-      .addSuccess(TurnRef, { status: 202 })
-      .addError(SessionNotFound, { status: 404 })
-      .addError(InvalidId, { status: 400 })
-      .addError(MessageTooLong)
-  )
-  .add(
-    HttpApiEndpoint.get("get", "/sessions/:sessionId/turns/:turnId")
-      .setPath(turnPath)
-      .addSuccess(TurnSnapshot)
-      .addError(SessionNotFound, { status: 404 })
-      .addError(TurnNotFound, { status: 404 })
-  )
-  .add(
-    HttpApiEndpoint.get("wait", "/sessions/:sessionId/turns/:turnId/wait")
-      .setPath(turnPath)
-      .setUrlParams(Schema.Struct({
-        timeout: Schema.optional(Schema.NumberFromString.pipe(Schema.between(0, 60)))
-      }))
-      .addSuccess(TurnSnapshot)
-      .addError(SessionNotFound, { status: 404 })
-      .addError(TurnNotFound, { status: 404 })
+    HttpApiEndpoint.post("send", "/sessions/:sessionId/turns", {
+      params: sessionPath,
+      payload: SendMessage,
+      success: TurnRef.pipe(HttpApiSchema.status(202)),
+      error: [sessionNotFound, invalidId, MessageTooLong, ...anyRoute]
+    }),
+    HttpApiEndpoint.get("get", "/sessions/:sessionId/turns/:turnId", {
+      params: turnPath,
+      success: TurnSnapshot,
+      error: [sessionNotFound, turnNotFound, ...anyRoute]
+    }),
+    HttpApiEndpoint.get("wait", "/sessions/:sessionId/turns/:turnId/wait", {
+      params: turnPath,
+      query: {
+        timeout: Schema.optionalKey(Schema.NumberFromString.check(Schema.isBetween({ minimum: 0, maximum: 60 })))
+      },
+      success: TurnSnapshot,
+      error: [sessionNotFound, turnNotFound, ...anyRoute]
+    })
   )
   .middleware(Authorization)
   .annotate(OpenApi.Description, "Turns of a session: one per user message.")
 {}
 
 /**
- * The tree's log as Server-Sent Events (see the module docs). Served raw: the success here is a placeholder.
+ * The tree's log as Server-Sent Events (see the module docs and `TurnEventFrame`). A comment line (`: heartbeat`)
+ * opens the stream and comes every 15 seconds.
  *
  * @since 0.1.0
  * @category Groups
  */
 export class EventsGroup extends HttpApiGroup.make("events")
   .add(
-    HttpApiEndpoint.get("stream", "/sessions/:sessionId/events")
-      .setPath(sessionPath)
-      .setUrlParams(Schema.Struct({
-        from: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),
-        live: Schema.optional(Schema.Literal("true", "false"))
-      }))
-      .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(Schema.String) }))
-      .addSuccess(
-        Schema.Void.annotations(HttpApiSchema.annotations({ status: 200 })).annotations({
-          description:
-            "A `text/event-stream`: `id:` the event's seq, `event:` its _tag, `data:` the encoded TurnEvent " +
-            "(JSON). A comment line (`: heartbeat`) every 15 seconds. Resume with `Last-Event-ID` or `?from=`."
-        })
-      )
-      .addError(SessionNotFound, { status: 404 })
-      .addError(TooManyStreams)
-      .annotate(
-        OpenApi.Description,
-        "The session's events from a cursor (the whole tree's log for a root session), as Server-Sent Events."
-      )
+    HttpApiEndpoint.get("stream", "/sessions/:sessionId/events", {
+      params: sessionPath,
+      query: {
+        from: Schema.optionalKey(
+          Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
+        ),
+        live: Schema.optionalKey(Schema.Literals(["true", "false"]))
+      },
+      headers: { "last-event-id": Schema.optionalKey(Schema.String) },
+      success: HttpApiSchema.StreamSse({ events: TurnEventFrame, contentType: eventStreamContentType }).annotate({
+        description: "A `text/event-stream`: `id:` the event's seq, `event:` its _tag, `data:` the encoded TurnEvent " +
+          "(JSON). A comment line (`: heartbeat`) every 15 seconds. Resume with `Last-Event-ID` or `?from=`."
+      }),
+      error: [sessionNotFound, TooManyStreams, ...anyRoute]
+    }).annotate(
+      OpenApi.Description,
+      "The session's events from a cursor (the whole tree's log for a root session), as Server-Sent Events."
+    )
   )
   .middleware(Authorization)
 {}
@@ -347,22 +479,26 @@ export class EventsGroup extends HttpApiGroup.make("events")
  */
 export class CallbacksGroup extends HttpApiGroup.make("callbacks")
   .add(
-    HttpApiEndpoint.get("listOpen", "/callbacks")
-      .setUrlParams(Schema.Struct({ sessionId: Schema.optional(SessionId), kind: Schema.optional(Kind) }))
-      .addSuccess(Schema.Array(OpenCallback))
-  )
-  .add(
-    HttpApiEndpoint.post("answer", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/answer")
-      .setPath(callbackPath)
-      .setUrlParams(AnswerParams)
-      .setPayload(Answer)
-      .addSuccess(HttpApiSchema.NoContent)
-      .addError(InvalidId, { status: 400 })
-      .addError(AnswerMismatch, { status: 422 })
-      .addError(CallbackNotOpen, { status: 409 })
-      .addError(CallbackAlreadyAnswered, { status: 409 })
-      .addError(SessionNotFound, { status: 404 })
-      .addError(TurnNotFound, { status: 404 })
+    HttpApiEndpoint.get("listOpen", "/callbacks", {
+      query: { sessionId: Schema.optionalKey(SessionId), kind: Schema.optionalKey(Kind) },
+      success: Schema.Array(OpenCallback),
+      error: anyRoute
+    }),
+    HttpApiEndpoint.post("answer", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/answer", {
+      params: callbackPath,
+      query: AnswerParams,
+      payload: Answer,
+      success: HttpApiSchema.NoContent,
+      error: [
+        invalidId,
+        answerMismatch,
+        callbackNotOpen,
+        callbackAlreadyAnswered,
+        sessionNotFound,
+        turnNotFound,
+        ...anyRoute
+      ]
+    })
   )
   .middleware(Authorization)
   .annotate(OpenApi.Description, "Callbacks the turns asked and wait on: approvals, client tool calls, sign-ins.")
@@ -376,7 +512,7 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
  * @category Groups
  */
 export class AgentsGroup extends HttpApiGroup.make("agents")
-  .add(HttpApiEndpoint.get("list", "/agents").addSuccess(Schema.Array(AgentSpec)))
+  .add(HttpApiEndpoint.get("list", "/agents", { success: Schema.Array(AgentSpec), error: anyRoute }))
   .middleware(Authorization)
   .annotate(OpenApi.Description, "Agents the server offers: definitions to start sessions of.")
 {}
@@ -388,13 +524,8 @@ export class AgentsGroup extends HttpApiGroup.make("agents")
  * @category Models
  */
 export class ProtocolApi extends HttpApi.make("parley")
-  .add(SessionsGroup)
-  .add(TurnsGroup)
-  .add(EventsGroup)
-  .add(CallbacksGroup)
-  .add(AgentsGroup)
-  .addError(TransportFailure, { status: 503 })
-  .addError(PayloadTooLarge)
+  .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup)
+  .middleware(DecodeErrors)
   .annotate(OpenApi.Title, "Parley")
   .annotate(OpenApi.Description, "Agent sessions whose questions to the program are typed callbacks.")
 {}

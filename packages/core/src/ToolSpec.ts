@@ -19,6 +19,7 @@
  */
 import * as Schema from "effect/Schema"
 import { ToolId } from "./Ids.js"
+import { withDefault } from "./internal/schemaFields.js"
 
 /**
  * Hints about what a tool does (the MCP annotations). Policies and handlers read them; nothing enforces them.
@@ -28,10 +29,10 @@ import { ToolId } from "./Ids.js"
  */
 export class ToolAnnotations extends Schema.Class<ToolAnnotations>("@parley/core/ToolAnnotations")({
   title: Schema.optional(Schema.String),
-  readOnlyHint: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  destructiveHint: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  idempotentHint: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  openWorldHint: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  readOnlyHint: withDefault(Schema.Boolean, () => false),
+  destructiveHint: withDefault(Schema.Boolean, () => false),
+  idempotentHint: withDefault(Schema.Boolean, () => false),
+  openWorldHint: withDefault(Schema.Boolean, () => false)
 }) {}
 
 /**
@@ -40,7 +41,7 @@ export class ToolAnnotations extends Schema.Class<ToolAnnotations>("@parley/core
  * @since 0.1.0
  * @category Schemas
  */
-export const JsonSchema = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+export const JsonSchema = Schema.Record(Schema.String, Schema.Unknown)
 
 /**
  * @since 0.1.0
@@ -63,7 +64,7 @@ export type JsonSchema = typeof JsonSchema.Type
  * @since 0.1.0
  * @category Schemas
  */
-export const RunsIn = Schema.Literal("client", "runtime")
+export const RunsIn = Schema.Literals(["client", "runtime"])
 
 /**
  * @since 0.1.0
@@ -85,6 +86,6 @@ export class ToolSpec extends Schema.Class<ToolSpec>("@parley/core/ToolSpec")({
   parameters: JsonSchema,
   success: Schema.optional(JsonSchema),
   failure: Schema.optional(JsonSchema),
-  annotations: Schema.optionalWith(ToolAnnotations, { default: () => new ToolAnnotations({}) }),
-  runsIn: Schema.optionalWith(RunsIn, { default: () => "client" as const })
+  annotations: withDefault(ToolAnnotations, () => new ToolAnnotations({})),
+  runsIn: withDefault(RunsIn, () => "client" as const)
 }) {}

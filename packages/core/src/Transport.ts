@@ -17,10 +17,11 @@
  *
  * @since 0.1.0
  */
+import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import type * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
@@ -30,6 +31,7 @@ import type * as Callback from "./Callback.js"
 import { Callback as CallbackSchema } from "./Callback.js"
 import type { CallbackId } from "./Ids.js"
 import { SessionId, TurnId } from "./Ids.js"
+import { NonNegativeInt } from "./internal/schemaFields.js"
 import type {
   AgentInvalid,
   AnswerMismatch,
@@ -59,8 +61,8 @@ export class SessionInfo extends Schema.Class<SessionInfo>("@parley/core/Transpo
   sessionId: SessionId,
   agent: Schema.String,
   parentSessionId: Schema.optional(SessionId),
-  createdAt: Schema.DateTimeUtc,
-  cursor: Schema.optional(Schema.NonNegativeInt)
+  createdAt: Schema.DateTimeUtcFromString,
+  cursor: Schema.optional(NonNegativeInt)
 }) {}
 
 /**
@@ -72,7 +74,7 @@ export class SessionInfo extends Schema.Class<SessionInfo>("@parley/core/Transpo
 export class TurnRef extends Schema.Class<TurnRef>("@parley/core/Transport/TurnRef")({
   sessionId: SessionId,
   turnId: TurnId,
-  cursor: Schema.NonNegativeInt
+  cursor: NonNegativeInt
 }) {}
 
 /**
@@ -85,9 +87,9 @@ export class TurnRef extends Schema.Class<TurnRef>("@parley/core/Transport/TurnR
 export class TurnSnapshot extends Schema.Class<TurnSnapshot>("@parley/core/Transport/TurnSnapshot")({
   turn: TurnRef,
   callbacks: Schema.Array(CallbackSchema),
-  cursor: Schema.NonNegativeInt,
+  cursor: NonNegativeInt,
   /** The `seq` of the turn's `TurnStarted`, once it started. */
-  started: Schema.optional(Schema.NonNegativeInt),
+  started: Schema.optional(NonNegativeInt),
   state: Schema.optional(TurnState)
 }) {}
 
@@ -194,14 +196,15 @@ export interface Service {
    */
   readonly events: (sessionId: SessionId, from: number) => Stream.Stream<TurnEvent, SessionNotFound | TransportFailure>
   /**
-   * The same events as `events`, in a `Mailbox` that lives as long as the scope: a reader takes what came with
-   * `takeAll`, with no `Stream` to run (what `Turn.result` reads). The mailbox fails with the error that stops it.
+   * The same events as `events`, in a `Queue` that lives as long as the scope: a reader takes what came with
+   * `Queue.takeAll`, with no `Stream` to run (what `Turn.result` reads). The queue fails with the error that stops
+   * it (`Cause.Done` if it ends).
    */
   readonly subscribe: (
     sessionId: SessionId,
     from: number
   ) => Effect.Effect<
-    Mailbox.ReadonlyMailbox<TurnEvent, SessionNotFound | TransportFailure>,
+    Queue.Dequeue<TurnEvent, SessionNotFound | TransportFailure | Cause.Done>,
     SessionNotFound | TransportFailure,
     Scope.Scope
   >
@@ -251,7 +254,7 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class Transport extends Context.Tag("@parley/core/Transport")<Transport, Service>() {}
+export class Transport extends Context.Service<Transport, Service>()("@parley/core/Transport") {}
 
 /**
  * The `Transport` in context, for the client API: where none is (a program run without its runtime layer, which only

@@ -102,26 +102,28 @@ export type TurnEvent =
  * @since 0.1.0
  * @category Schemas
  */
-export const TurnEvent: Schema.Union<[
-  typeof TurnQueued,
-  typeof TurnStarted,
-  typeof ModelStepStarted,
-  typeof MessageAborted,
-  typeof MessageDelta,
-  typeof MessageCompleted,
-  typeof ToolCallStarted,
-  typeof ToolExecutionStarted,
-  typeof ToolCallCompleted,
-  typeof CallbackOpened,
-  typeof CallbackResolved,
-  typeof ApprovalGranted,
-  typeof GrantRevoked,
-  typeof SubagentStarted,
-  typeof SubagentEnded,
-  typeof TurnBlocked,
-  typeof CancelRequested,
-  typeof TurnEnded
-]> = Schema.Union(
+export const TurnEvent: Schema.Union<
+  readonly [
+    typeof TurnQueued,
+    typeof TurnStarted,
+    typeof ModelStepStarted,
+    typeof MessageAborted,
+    typeof MessageDelta,
+    typeof MessageCompleted,
+    typeof ToolCallStarted,
+    typeof ToolExecutionStarted,
+    typeof ToolCallCompleted,
+    typeof CallbackOpened,
+    typeof CallbackResolved,
+    typeof ApprovalGranted,
+    typeof GrantRevoked,
+    typeof SubagentStarted,
+    typeof SubagentEnded,
+    typeof TurnBlocked,
+    typeof CancelRequested,
+    typeof TurnEnded
+  ]
+> = Schema.Union([
   TurnQueued,
   TurnStarted,
   ModelStepStarted,
@@ -140,7 +142,7 @@ export const TurnEvent: Schema.Union<[
   TurnBlocked,
   CancelRequested,
   TurnEnded
-)
+])
 
 /**
  * An event before the store gives it its `seq` and `at`.

@@ -21,6 +21,7 @@
 import * as Schema from "effect/Schema"
 import { Callback } from "./Callback.js"
 import { SessionId, TurnId } from "./Ids.js"
+import { NonNegativeInt } from "./internal/schemaFields.js"
 import { ParleyError } from "./ParleyError.js"
 
 const common = { sessionId: SessionId, turnId: TurnId }
@@ -41,7 +42,7 @@ export class Completed extends Schema.TaggedClass<Completed>("@parley/core/TurnS
 export class Blocked extends Schema.TaggedClass<Blocked>("@parley/core/TurnState/Blocked")("Blocked", {
   ...common,
   callbacks: Schema.Array(Callback),
-  cursor: Schema.NonNegativeInt
+  cursor: NonNegativeInt
 }) {}
 
 /**
@@ -73,11 +74,11 @@ export type Final = Completed | Failed | Cancelled
  * @since 0.1.0
  * @category Schemas
  */
-export const Final: Schema.Union<[typeof Completed, typeof Failed, typeof Cancelled]> = Schema.Union(
+export const Final: Schema.Union<readonly [typeof Completed, typeof Failed, typeof Cancelled]> = Schema.Union([
   Completed,
   Failed,
   Cancelled
-)
+])
 
 /**
  * @since 0.1.0
@@ -89,5 +90,6 @@ export type TurnState = Completed | Blocked | Failed | Cancelled
  * @since 0.1.0
  * @category Schemas
  */
-export const TurnState: Schema.Union<[typeof Completed, typeof Blocked, typeof Failed, typeof Cancelled]> = Schema
-  .Union(Completed, Blocked, Failed, Cancelled)
+export const TurnState: Schema.Union<
+  readonly [typeof Completed, typeof Blocked, typeof Failed, typeof Cancelled]
+> = Schema.Union([Completed, Blocked, Failed, Cancelled])

@@ -200,18 +200,18 @@ describe("SignInAnswer with a credential (SignInGrant)", () => {
   it.effect("crosses the wire: encoded as JSON and decoded as the same grant", () =>
     Effect.gen(function*() {
       const answer = new Answer.SignInAnswer({ connected: [grant], denied: ["calendar"] })
-      const json = JSON.parse(JSON.stringify(yield* Schema.encode(Answer.Answer)(answer)))
+      const json = JSON.parse(JSON.stringify(yield* Schema.encodeEffect(Answer.Answer)(answer)))
       assert.deepStrictEqual(json, {
         _tag: "SignInAnswer",
         connected: [{ id: "gmail", code: "the-code", state: "the-state" }],
         denied: ["calendar"]
       })
-      const decoded = yield* Schema.decodeUnknown(Answer.Answer)(json)
+      const decoded = yield* Schema.decodeUnknownEffect(Answer.Answer)(json)
       assert.strictEqual(decoded._tag, "SignInAnswer")
       if (decoded._tag !== "SignInAnswer") return
       assert.deepStrictEqual(decoded.connectedIds, ["gmail"])
       assert.instanceOf(decoded.connected[0], Answer.SignInGrant)
-      const tokens = yield* Schema.decodeUnknown(Answer.Answer)({
+      const tokens = yield* Schema.decodeUnknownEffect(Answer.Answer)({
         _tag: "SignInAnswer",
         connected: [{ id: "gmail", tokens: { access_token: "at", token_type: "Bearer", expires_in: 60 } }]
       })

@@ -55,7 +55,7 @@ describe("CallbackHandler.make", () => {
 
       const effectful = CallbackHandler.make({
         approval: () => Effect.succeed(F.deny),
-        clientTool: () => Effect.sync(() => F.toolSuccess).pipe(Effect.zipLeft(Effect.yieldNow())),
+        clientTool: () => Effect.sync(() => F.toolSuccess).pipe(Effect.tap(() => Effect.yieldNow)),
         signIn: () => Effect.succeed(F.signInAnswer)
       })
       assert.strictEqual(yield* handle(effectful, F.approval), F.deny)
@@ -192,9 +192,9 @@ describe("CallbackHandler layers", () => {
 
   it.effect("layerEffect builds handlers that use a service", () =>
     Effect.gen(function*() {
-      class Location extends Context.Tag("test/Location")<Location, { readonly city: string }>() {}
+      class Location extends Context.Service<Location, { readonly city: string }>()("test/Location") {}
       const handlers = CallbackHandler.layerEffect(
-        Effect.map(Location, (location) => [
+        Effect.map(Effect.service(Location), (location) => [
           CallbackHandler.denyAllSignIns,
           { clientTool: () => Answer.ClientToolResult.success({ city: location.city }) }
         ])

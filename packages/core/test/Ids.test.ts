@@ -57,10 +57,10 @@ describe("Ids session, turn and callback ids", () => {
 
   it.effect("the schemas decode the same strings", () =>
     Effect.gen(function*() {
-      assert.strictEqual<string>(yield* Schema.decodeUnknown(Ids.SessionId)("ses_1"), "ses_1")
-      yield* Schema.decodeUnknown(Ids.SessionId)("session-1").pipe(Effect.flip)
-      yield* Schema.decodeUnknown(Ids.TurnId)(1).pipe(Effect.flip)
-      yield* Schema.decodeUnknown(Ids.CallbackId)("turn_1").pipe(Effect.flip)
+      assert.strictEqual<string>(yield* Schema.decodeUnknownEffect(Ids.SessionId)("ses_1"), "ses_1")
+      yield* Schema.decodeUnknownEffect(Ids.SessionId)("session-1").pipe(Effect.flip)
+      yield* Schema.decodeUnknownEffect(Ids.TurnId)(1).pipe(Effect.flip)
+      yield* Schema.decodeUnknownEffect(Ids.CallbackId)("turn_1").pipe(Effect.flip)
       assert.throws(() => Ids.SessionId.make("session-1"))
     }))
 
@@ -72,7 +72,7 @@ describe("Ids session, turn and callback ids", () => {
       for (const id of sessions) {
         assert.match(id, /^ses_/)
         assert.strictEqual(yield* Ids.sessionId(id), id)
-        assert.strictEqual(yield* Schema.decodeUnknown(Ids.SessionId)(id), id)
+        assert.strictEqual(yield* Schema.decodeUnknownEffect(Ids.SessionId)(id), id)
       }
       for (const id of turns) {
         assert.match(id, /^turn_/)

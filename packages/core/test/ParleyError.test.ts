@@ -14,7 +14,7 @@ describe("ParleyError.isParleyError", () => {
 
   it.effect("is false for a plain Error, an AiError-like object, an encoded error and non-objects", () =>
     Effect.gen(function*() {
-      const encoded = yield* Schema.encode(ParleyError.ParleyError)(F.errors[0]!)
+      const encoded = yield* Schema.encodeEffect(ParleyError.ParleyError)(F.errors[0]!)
       const others: ReadonlyArray<unknown> = [
         new Error("boom"),
         { _tag: "AiError", module: "OpenAiClient", method: "generateText", description: "HTTP 500", message: "x" },

@@ -12,15 +12,15 @@ import {
   TurnEvent,
   TurnState
 } from "@parley/core"
-import { DateTime, Duration, Effect, Either, Schema } from "effect"
+import { DateTime, Duration, Effect, Result, Schema } from "effect"
 import * as F from "./fixtures.js"
 
 /** Encodes with `schema`, goes through JSON text, and decodes the JSON back with the same schema. */
-const roundTrip = <A, I>(schema: Schema.Schema<A, I>, value: A) =>
+const roundTrip = <A, I>(schema: Schema.Codec<A, I>, value: A) =>
   Effect.gen(function*() {
-    const encoded = yield* Schema.encode(schema)(value)
+    const encoded = yield* Schema.encodeEffect(schema)(value)
     const json = JSON.parse(JSON.stringify(encoded)) as unknown
-    return yield* Schema.decodeUnknown(schema)(json)
+    return yield* Schema.decodeUnknownEffect(schema)(json)
   })
 
 const assertSame = <A extends { readonly _tag: string }>(decoded: A, original: A) => {
@@ -39,14 +39,16 @@ describe("Callback", () => {
         resolution: "answered",
         answer: new Answer.AllowApproval()
       })
-      const v3 = JSON.parse(JSON.stringify(yield* Schema.encode(TurnEvent.TurnEvent)(resolved)))
+      const v3 = JSON.parse(JSON.stringify(yield* Schema.encodeEffect(TurnEvent.TurnEvent)(resolved)))
       const upcast = TurnEvent.upcast(3, v3)
-      assert.deepStrictEqual(upcast, Either.right(v3))
-      const decoded = yield* Schema.decodeUnknown(TurnEvent.TurnEvent)(Either.getOrThrow(upcast))
+      assert.deepStrictEqual(upcast, Result.succeed(v3))
+      const decoded = yield* Schema.decodeUnknownEffect(TurnEvent.TurnEvent)(Result.getOrThrow(upcast))
       assert.isTrue(decoded._tag === "CallbackResolved" && decoded.requestId === undefined)
       // A request id that is not one is refused by the schema, as anywhere else.
-      const bad = yield* Effect.either(Schema.decodeUnknown(TurnEvent.TurnEvent)({ ...v3, requestId: "two words" }))
-      assert.isTrue(Either.isLeft(bad))
+      const bad = yield* Effect.result(
+        Schema.decodeUnknownEffect(TurnEvent.TurnEvent)({ ...v3, requestId: "two words" })
+      )
+      assert.isTrue(Result.isFailure(bad))
     }))
 
   it.effect("round-trips every member through JSON with the union schema", () =>
@@ -80,7 +82,7 @@ describe("Callback", () => {
 
   it.effect("encodes times as ISO strings and carries the kind", () =>
     Effect.gen(function*() {
-      const encoded = yield* Schema.encode(Callback.Callback)(F.approval)
+      const encoded = yield* Schema.encodeEffect(Callback.Callback)(F.approval)
       assert.strictEqual(encoded._tag, "OpenApproval")
       assert.strictEqual(encoded.kind, "approval")
       assert.strictEqual(encoded.openedAt, "1970-01-01T00:00:00.000Z")
@@ -96,8 +98,8 @@ describe("Callback", () => {
 
   it.effect("rejects a wrong tag, a bad id, a wrong kind and an empty sign-in", () =>
     Effect.gen(function*() {
-      const encoded = yield* Schema.encode(Callback.OpenApproval)(F.approval)
-      const decode = Schema.decodeUnknown(Callback.Callback)
+      const encoded = yield* Schema.encodeEffect(Callback.OpenApproval)(F.approval)
+      const decode = Schema.decodeUnknownEffect(Callback.Callback)
       yield* decode({ ...encoded, _tag: "OpenQuestion" }).pipe(Effect.flip)
       yield* decode({ ...encoded, sessionId: "session-1" }).pipe(Effect.flip)
       yield* decode({ ...encoded, id: "callback_1" }).pipe(Effect.flip)
@@ -107,7 +109,7 @@ describe("Callback", () => {
       yield* decode({ ...encoded, request: { ...encoded.request, tool: { id: "client bad", name: "x" } } }).pipe(
         Effect.flip
       )
-      const signIn = yield* Schema.encode(Callback.Callback)(F.signIn)
+      const signIn = yield* Schema.encodeEffect(Callback.Callback)(F.signIn)
       yield* decode({ ...signIn, requests: [] }).pipe(Effect.flip)
       // and the untouched value decodes, so the failures above come from the changes
       const ok = yield* decode(encoded)
@@ -153,14 +155,14 @@ describe("Answer", () => {
 
   it.effect("SignInAnswer fills missing lists with []", () =>
     Effect.gen(function*() {
-      const decoded = yield* Schema.decodeUnknown(Answer.Answer)({ _tag: "SignInAnswer", denied: ["req_gmail"] })
+      const decoded = yield* Schema.decodeUnknownEffect(Answer.Answer)({ _tag: "SignInAnswer", denied: ["req_gmail"] })
       assert.instanceOf(decoded, Answer.SignInAnswer)
       assert.deepStrictEqual(decoded, new Answer.SignInAnswer({ connected: [], denied: ["req_gmail"] }))
     }))
 
   it.effect("rejects a wrong tag and KeepCallbackOpen (never sent)", () =>
     Effect.gen(function*() {
-      const decode = Schema.decodeUnknown(Answer.Answer)
+      const decode = Schema.decodeUnknownEffect(Answer.Answer)
       yield* decode({ _tag: "Allow" }).pipe(Effect.flip)
       yield* decode({ _tag: "KeepCallbackOpen" }).pipe(Effect.flip)
       yield* decode({ _tag: "ClientToolResult", result: 1 }).pipe(Effect.flip)
@@ -283,11 +285,11 @@ describe("TurnEvent", () => {
         name: "delete_all",
         arguments: {}
       })
-      const v2 = JSON.parse(JSON.stringify(yield* Schema.encode(TurnEvent.TurnEvent)(started)))
+      const v2 = JSON.parse(JSON.stringify(yield* Schema.encodeEffect(TurnEvent.TurnEvent)(started)))
       assert.strictEqual(TurnEvent.schemaVersion, 4)
       const upcast = TurnEvent.upcast(2, v2)
-      assert.deepStrictEqual(upcast, Either.right(v2))
-      const decoded = yield* Schema.decodeUnknown(TurnEvent.TurnEvent)(Either.getOrThrow(upcast))
+      assert.deepStrictEqual(upcast, Result.succeed(v2))
+      const decoded = yield* Schema.decodeUnknownEffect(TurnEvent.TurnEvent)(Result.getOrThrow(upcast))
       assert.isTrue(decoded._tag === "ToolCallStarted" && decoded.decidedBy === undefined)
       const decided = new TurnEvent.ToolCallStarted({
         ...started,
@@ -361,19 +363,19 @@ describe("TurnEvent", () => {
 
   it.effect("rejects a wrong tag, a bad id, a Blocked end state and an unknown resolution", () =>
     Effect.gen(function*() {
-      const decode = Schema.decodeUnknown(TurnEvent.TurnEvent)
-      const started = yield* Schema.encode(TurnEvent.TurnEvent)(events[0]!)
+      const decode = Schema.decodeUnknownEffect(TurnEvent.TurnEvent)
+      const started = yield* Schema.encodeEffect(TurnEvent.TurnEvent)(events[0]!)
       yield* decode({ ...started, _tag: "TurnBegan" }).pipe(Effect.flip)
       yield* decode({ ...started, sessionId: "session-1" }).pipe(Effect.flip)
       yield* decode({ ...started, seq: 1.5 }).pipe(Effect.flip)
 
-      const ended = yield* Schema.encode(TurnEvent.TurnEvent)(
+      const ended = yield* Schema.encodeEffect(TurnEvent.TurnEvent)(
         [...events].reverse().find((event) => event._tag === "TurnEnded")!
       )
-      const blocked = yield* Schema.encode(TurnState.TurnState)(F.blocked)
+      const blocked = yield* Schema.encodeEffect(TurnState.TurnState)(F.blocked)
       yield* decode({ ...ended, state: blocked }).pipe(Effect.flip)
 
-      const resolved = yield* Schema.encode(TurnEvent.TurnEvent)(events[11]!)
+      const resolved = yield* Schema.encodeEffect(TurnEvent.TurnEvent)(events[11]!)
       yield* decode({ ...resolved, resolution: "forgotten" }).pipe(Effect.flip)
 
       assert.strictEqual((yield* decode(started))._tag, "TurnStarted")
@@ -411,7 +413,7 @@ describe("TurnState", () => {
 
   it.effect("rejects an unknown state and a Failed without a ParleyError", () =>
     Effect.gen(function*() {
-      const decode = Schema.decodeUnknown(TurnState.TurnState)
+      const decode = Schema.decodeUnknownEffect(TurnState.TurnState)
       yield* decode({ _tag: "Running", sessionId: "ses_1", turnId: "turn_1" }).pipe(Effect.flip)
       yield* decode({ _tag: "Failed", sessionId: "ses_1", turnId: "turn_1", error: { _tag: "AiError" } }).pipe(
         Effect.flip
@@ -451,7 +453,7 @@ describe("ParleyError", () => {
 
   it.effect("rejects an unknown tag and a wrong field", () =>
     Effect.gen(function*() {
-      const decode = Schema.decodeUnknown(ParleyError.ParleyError)
+      const decode = Schema.decodeUnknownEffect(ParleyError.ParleyError)
       yield* decode({ _tag: "Boom", module: "X", method: "y" }).pipe(Effect.flip)
       yield* decode({ _tag: "InvalidId", module: "Ids", method: "x", kind: "userId", value: "u" }).pipe(Effect.flip)
       yield* decode({ _tag: "PolicyInvalid", module: "P", method: "v", issues: "one" }).pipe(Effect.flip)
@@ -513,13 +515,13 @@ describe("AgentSpec", () => {
 
   it.effect("round-trips a tree with tools, permissions and timeouts through JSON", () =>
     Effect.gen(function*() {
-      const encoded = yield* Schema.encode(AgentSpec.AgentSpec)(root)
+      const encoded = yield* Schema.encodeEffect(AgentSpec.AgentSpec)(root)
       const json = JSON.parse(JSON.stringify(encoded)) as AgentSpec.AgentSpecEncoded
       assert.deepStrictEqual(json.timeouts, { approval: 300_000, clientTool: 3_600_000 })
       assert.deepStrictEqual(json.subagents?.[0]?.timeouts, { approval: 90_000, clientTool: 250 })
       assert.strictEqual(json.subagents?.[1]?.subagents?.[0]?.name, "proofreader")
 
-      const decoded = yield* Schema.decodeUnknown(AgentSpec.AgentSpec)(json)
+      const decoded = yield* Schema.decodeUnknownEffect(AgentSpec.AgentSpec)(json)
       // `make` writes absent optionals as `undefined`; the decoded value leaves them out: compare field by field
       assert.strictEqual(decoded.name, "assistant")
       assert.strictEqual(decoded.model, "mistral-large-latest")
@@ -552,13 +554,13 @@ describe("AgentSpec", () => {
       assert.deepStrictEqual(decodedWriter!.subagents[0]!.subagents, [])
 
       // the decoded value encodes to the same JSON: nothing is lost
-      const again = yield* Schema.encode(AgentSpec.AgentSpec)(decoded)
+      const again = yield* Schema.encodeEffect(AgentSpec.AgentSpec)(decoded)
       assert.deepStrictEqual(JSON.parse(JSON.stringify(again)), json)
     }))
 
   it.effect("decodes a minimal spec with the defaults", () =>
     Effect.gen(function*() {
-      const decoded = yield* Schema.decodeUnknown(AgentSpec.AgentSpec)({ name: "bare" })
+      const decoded = yield* Schema.decodeUnknownEffect(AgentSpec.AgentSpec)({ name: "bare" })
       assert.strictEqual(decoded.instructions, "")
       assert.deepStrictEqual(decoded.tools, [])
       assert.deepStrictEqual(decoded.connectors, [])
@@ -584,8 +586,8 @@ describe("AgentSpec", () => {
 
   it.effect("rejects a bad name, a bad tool id, a bad decision and a nested bad subagent", () =>
     Effect.gen(function*() {
-      const decode = Schema.decodeUnknown(AgentSpec.AgentSpec)
-      const json = yield* Schema.encode(AgentSpec.AgentSpec)(root)
+      const decode = Schema.decodeUnknownEffect(AgentSpec.AgentSpec)
+      const json = yield* Schema.encodeEffect(AgentSpec.AgentSpec)(root)
       yield* decode({ ...json, name: "my agent" }).pipe(Effect.flip)
       yield* decode({ ...json, tools: [{ ...json.tools![0]!, id: "get_location" }] }).pipe(Effect.flip)
       yield* decode({ ...json, permissions: { default: "maybe" } }).pipe(Effect.flip)
@@ -606,7 +608,7 @@ describe("ToolSpec", () => {
       assert.strictEqual(decoded.runsIn, "runtime")
       assert.deepStrictEqual(decoded, runtime)
       assert.strictEqual((yield* roundTrip(ToolSpec.ToolSpec, lookup)).runsIn, "client")
-      const encoded = yield* Schema.encode(ToolSpec.ToolSpec)(runtime)
+      const encoded = yield* Schema.encodeEffect(ToolSpec.ToolSpec)(runtime)
       assert.strictEqual(encoded.runsIn, "runtime")
     }))
 
@@ -620,10 +622,10 @@ describe("ToolSpec", () => {
         parameters: { type: "object", properties: { product: { type: "string" } }, required: ["product"] },
         annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
       }
-      const decoded = yield* Schema.decodeUnknown(ToolSpec.ToolSpec)(old)
+      const decoded = yield* Schema.decodeUnknownEffect(ToolSpec.ToolSpec)(old)
       assert.strictEqual(decoded.runsIn, "client")
       assert.isTrue(decoded.annotations.idempotentHint)
-      const agent = yield* Schema.decodeUnknown(AgentSpec.AgentSpec)({
+      const agent = yield* Schema.decodeUnknownEffect(AgentSpec.AgentSpec)({
         name: "shop",
         tools: [old],
         subagents: [{ name: "researcher", tools: [old] }]
@@ -634,8 +636,8 @@ describe("ToolSpec", () => {
 
   it.effect("rejects an unknown runsIn", () =>
     Effect.gen(function*() {
-      const json = yield* Schema.encode(ToolSpec.ToolSpec)(lookup)
-      yield* Schema.decodeUnknown(ToolSpec.ToolSpec)({ ...json, runsIn: "server" }).pipe(Effect.flip)
+      const json = yield* Schema.encodeEffect(ToolSpec.ToolSpec)(lookup)
+      yield* Schema.decodeUnknownEffect(ToolSpec.ToolSpec)({ ...json, runsIn: "server" }).pipe(Effect.flip)
     }))
 })
 
@@ -657,7 +659,7 @@ describe("Transport schemas", () => {
       assert.instanceOf(decodedRef, Transport.TurnRef)
       assert.deepStrictEqual(decodedRef, ref)
 
-      yield* Schema.decodeUnknown(Transport.TurnRef)({ sessionId: "ses_1", turnId: "turn_1", cursor: -0.5 }).pipe(
+      yield* Schema.decodeUnknownEffect(Transport.TurnRef)({ sessionId: "ses_1", turnId: "turn_1", cursor: -0.5 }).pipe(
         Effect.flip
       )
     }))

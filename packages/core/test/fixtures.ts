@@ -2,8 +2,8 @@ import { Answer, Callback, Ids, ParleyError, Permissions, ToolSpec, TurnState } 
 import type { CallbackHandler } from "@parley/core"
 import { DateTime } from "effect"
 
-export const t0 = DateTime.unsafeMake(0)
-export const t1 = DateTime.unsafeMake(3_600_000)
+export const t0 = DateTime.makeUnsafe(0)
+export const t1 = DateTime.makeUnsafe(3_600_000)
 
 export const sessionId = Ids.SessionId.make("ses_1")
 export const turnId = Ids.TurnId.make("turn_1")

@@ -1,6 +1,6 @@
 /**
  * A tree's append-only event log — the source of truth for a tree, a root session and every subagent under it — put
- * together once over a small row-level `Driver`, as `@effect/cluster`'s `MessageStorage.makeEncoded` is over its
+ * together once over a small row-level `Driver`, as `effect/cluster`'s `MessageStorage.makeEncoded` is over its
  * `Encoded` driver.
  *
  * - `createTree` stores a tree's header (its root agent); `treeOf` finds the tree of any of its sessions.
@@ -8,7 +8,7 @@
  *   (optimistic concurrency: a writer that lost a race fails with `SeqConflict`, re-reads and decides again), a
  *   callback is resolved at most once (`ResolutionConflict`), and an append made under a lease (`Leases`) checks it
  *   in the same write (a fencing token: a deposed owner's late append fails with `LeaseLost`).
- * - `read` returns the stored events from a cursor; `subscribe` continues with the live ones, gap-free, in a `Mailbox`;
+ * - `read` returns the stored events from a cursor; `subscribe` continues with the live ones, gap-free, in a `Queue`;
  *   `tail` is the same as a `Stream`. `changes` tells which trees were appended to, by anyone. Only stored events go
  *   through the log: the live-only ones (a model step's streamed `MessageDelta`s) go through the engine's own channel,
  *   which merges them into its readers' view.
@@ -38,11 +38,12 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import type * as Callback from "@parley/core/Callback"
 import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Mailbox from "effect/Mailbox"
 import type * as Option from "effect/Option"
+import type * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as internal from "./internal/eventLog.js"
@@ -163,23 +164,23 @@ export interface Service {
   /** The stored events with `seq >= from`. */
   readonly read: (treeId: SessionId, from: number) => Effect.Effect<ReadonlyArray<TurnEvent>, StoreError>
   /**
-   * A mailbox of the stored events with `seq >= from`, then every event appended later, in order, gap-free. With
-   * `sessionId`, only that session's events. The subscription ends with the scope. The mailbox is done at once when there is no such
+   * A queue of the stored events with `seq >= from`, then every event appended later, in order, gap-free. With
+   * `sessionId`, only that session's events. The subscription ends with the scope. The queue ends (`Cause.Done`) at once when there is no such
    * tree, and fails with the `StoreError` that stops it.
    */
   readonly subscribe: (
     treeId: SessionId,
     from: number,
     sessionId?: SessionId | undefined
-  ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, StoreError>, StoreError, Scope.Scope>
+  ) => Effect.Effect<Queue.Dequeue<TurnEvent, StoreError | Cause.Done>, StoreError, Scope.Scope>
   /**
-   * A mailbox of the trees appended to from now on (with the `seq` the log reached), by anyone, as long as the scope
+   * A queue of the trees appended to from now on (with the `seq` the log reached), by anyone, as long as the scope
    * lives. With `exceptOwner`, the appends fenced by that owner's leases are left out: an engine following the log
    * for what others append is not woken by its own appends.
    */
   readonly changes: (
     options?: ChangesOptions
-  ) => Effect.Effect<Mailbox.ReadonlyMailbox<Change, StoreError>, never, Scope.Scope>
+  ) => Effect.Effect<Queue.Dequeue<Change, StoreError | Cause.Done>, never, Scope.Scope>
   /** The callbacks open across trees, oldest first, optionally of one session (not its subagents) or one kind. */
   readonly listOpen: (filter?: OpenFilter) => Effect.Effect<ReadonlyArray<OpenCallbackRow>, StoreError>
 }
@@ -188,7 +189,7 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class EventLog extends Context.Tag("@parley/log/EventLog")<EventLog, Service>() {}
+export class EventLog extends Context.Service<EventLog, Service>()("@parley/log/EventLog") {}
 
 /**
  * One append as a driver writes it: the events, and what they add to the indexes, derived once by `make`.
@@ -278,7 +279,7 @@ export const rowsOf: (
  * @category Accessors
  */
 export const changes = (log: Service, options?: ChangesOptions): Stream.Stream<Change, StoreError> =>
-  Stream.unwrapScoped(Effect.map(log.changes(options), Mailbox.toStream))
+  Stream.unwrap(Effect.map(log.changes(options), Stream.fromQueue))
 
 /**
  * A log's `subscribe` as a `Stream`: the stored events with `seq >= from`, then the live ones.
@@ -292,4 +293,4 @@ export const tail = (
   from: number,
   sessionId?: SessionId | undefined
 ): Stream.Stream<TurnEvent, StoreError> =>
-  Stream.unwrapScoped(Effect.map(log.subscribe(treeId, from, sessionId), Mailbox.toStream))
+  Stream.unwrap(Effect.map(log.subscribe(treeId, from, sessionId), Stream.fromQueue))

@@ -77,7 +77,7 @@ export interface PausedClaim {
  */
 export interface Service {
   /** Keeps `owner` alive until `ttl` from now: its leases hold while it renews this. */
-  readonly heartbeat: (owner: string, ttl: Duration.DurationInput) => Effect.Effect<void, StoreError>
+  readonly heartbeat: (owner: string, ttl: Duration.Input) => Effect.Effect<void, StoreError>
   /** Ends `owner`'s life at once (a clean shutdown): its trees can be claimed by others without waiting. */
   readonly retire: (owner: string) => Effect.Effect<void, StoreError>
   /**
@@ -111,4 +111,4 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class Leases extends Context.Tag("@parley/log/Leases")<Leases, Service>() {}
+export class Leases extends Context.Service<Leases, Service>()("@parley/log/Leases") {}

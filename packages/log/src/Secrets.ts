@@ -40,4 +40,4 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class Secrets extends Context.Tag("@parley/log/Secrets")<Secrets, Service>() {}
+export class Secrets extends Context.Service<Secrets, Service>()("@parley/log/Secrets") {}

@@ -68,10 +68,10 @@ export interface Services {
  * @category Accessors
  */
 export const services: Effect.Effect<Services, never, SessionStore> = Effect.all({
-  eventLog: EventLog.EventLog,
-  leases: Leases.Leases,
-  snapshots: Snapshots.Snapshots,
-  secrets: Secrets.Secrets
+  eventLog: Effect.service(EventLog.EventLog),
+  leases: Effect.service(Leases.Leases),
+  snapshots: Effect.service(Snapshots.Snapshots),
+  secrets: Effect.service(Secrets.Secrets)
 })
 
 /**

@@ -9,15 +9,15 @@
  * ```ts
  * import { AgentSpec, Ids } from "@parley/core"
  * import { Snapshot, TreeState } from "@parley/log"
- * import { DateTime, Either } from "effect"
+ * import { DateTime, Result } from "effect"
  *
  * const state = TreeState.fold({
  *   treeId: Ids.SessionId.make("ses_example"),
  *   agent: AgentSpec.make({ name: "assistant" }),
- *   createdAt: DateTime.unsafeMake(0)
+ *   createdAt: DateTime.makeUnsafe(0)
  * }, [])
- * const json = Either.getOrThrow(Snapshot.encodeSnapshot(state))
- * const restored = Either.getOrThrow(Snapshot.decodeSnapshot(json))
+ * const json = Result.getOrThrow(Snapshot.encodeSnapshot(state))
+ * const restored = Result.getOrThrow(Snapshot.decodeSnapshot(json))
  * console.log(restored.nextSeq === state.nextSeq) // true
  * ```
  *
@@ -34,37 +34,61 @@ import {
 } from "@parley/core/Ids"
 import { ApprovalGranted, Executor, Reasoning, Resolution, TraceContext, TurnCause } from "@parley/core/TurnEvent"
 import { Final } from "@parley/core/TurnState"
-import type * as Either from "effect/Either"
-import type * as ParseResult from "effect/ParseResult"
+import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import type * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type * as TreeStateModule from "./TreeState.js"
 
 // =============================================================================
 // Schemas
 // =============================================================================
 
+/**
+ * A field that may be `undefined`: JSON leaves it out (`JSON.stringify` drops it), and a missing key decodes as
+ * `undefined`.
+ */
+const undefinedOr = <S extends Schema.Top>(schema: S) =>
+  Schema.UndefinedOr(schema).pipe(Schema.withDecodingDefaultKey(Effect.succeed(undefined)))
+
+/** A `HashMap` as JSON holds it: the array of its `[key, value]` entries. */
+const hashMapEntries = <K extends Schema.Top, V extends Schema.Top>(key: K, value: V) =>
+  Schema.Array(Schema.Tuple([key, value])).pipe(Schema.decodeTo(
+    Schema.HashMap(Schema.toType(key), Schema.toType(value)),
+    SchemaTransformation.transform({
+      decode: (entries) => HashMap.fromIterable(entries),
+      // The entries' type is the tuple schema's, which the compiler does not unfold for generic `K` and `V`.
+      encode: (map) => HashMap.toEntries(map) as never
+    })
+  ))
+
 const MessageSchema = Schema.Union(
-  Schema.Struct({ role: Schema.Literal("user"), text: Schema.String }),
-  Schema.Struct({
-    role: Schema.Literal("assistant"),
-    step: Schema.String,
-    text: Schema.String,
-    reasoning: Schema.Array(Reasoning),
-    toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))
-  }),
-  Schema.Struct({
-    role: Schema.Literal("tool"),
-    results: Schema.Array(
-      Schema.Struct({ id: Schema.String, name: Schema.String, isFailure: Schema.Boolean, result: Schema.Unknown })
-    )
-  })
+  [
+    Schema.Struct({ role: Schema.Literal("user"), text: Schema.String }),
+    Schema.Struct({
+      role: Schema.Literal("assistant"),
+      step: Schema.String,
+      text: Schema.String,
+      reasoning: Schema.Array(Reasoning),
+      toolCalls: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))
+    }),
+    Schema.Struct({
+      role: Schema.Literal("tool"),
+      results: Schema.Array(
+        Schema.Struct({ id: Schema.String, name: Schema.String, isFailure: Schema.Boolean, result: Schema.Unknown })
+      )
+    })
+  ]
 )
 
 const CallStageSchema = Schema.Union(
-  Schema.TaggedStruct("Started", {}),
-  Schema.TaggedStruct("Callback", { callbackId: CallbackIdSchema }),
-  Schema.TaggedStruct("Executing", { executor: Schema.optional(Executor) }),
-  Schema.TaggedStruct("Completed", { isFailure: Schema.Boolean, result: Schema.Unknown })
+  [
+    Schema.TaggedStruct("Started", {}),
+    Schema.TaggedStruct("Callback", { callbackId: CallbackIdSchema }),
+    Schema.TaggedStruct("Executing", { executor: Schema.optional(Executor) }),
+    Schema.TaggedStruct("Completed", { isFailure: Schema.Boolean, result: Schema.Unknown })
+  ]
 )
 
 const CallSchema = Schema.Struct({
@@ -80,13 +104,13 @@ const TurnSchema = Schema.Struct({
   sessionId: SessionIdSchema,
   input: Schema.String,
   cursor: Schema.Number,
-  startedSeq: Schema.UndefinedOr(Schema.Number),
-  endedSeq: Schema.UndefinedOr(Schema.Number),
-  cause: Schema.UndefinedOr(TurnCause),
-  trace: Schema.UndefinedOr(TraceContext),
-  status: Schema.Literal("queued", "running", "ended"),
-  final: Schema.UndefinedOr(Final),
-  step: Schema.UndefinedOr(Schema.Struct({ messageId: Schema.String, seq: Schema.Number })),
+  startedSeq: undefinedOr(Schema.Number),
+  endedSeq: undefinedOr(Schema.Number),
+  cause: undefinedOr(TurnCause),
+  trace: undefinedOr(TraceContext),
+  status: Schema.Literals(["queued", "running", "ended"]),
+  final: undefinedOr(Final),
+  step: undefinedOr(Schema.Struct({ messageId: Schema.String, seq: Schema.Number })),
   modelPending: Schema.Boolean,
   steps: Schema.Number,
   calls: Schema.Array(CallSchema)
@@ -95,38 +119,38 @@ const TurnSchema = Schema.Struct({
 const SessionSchema = Schema.Struct({
   sessionId: SessionIdSchema,
   agent: AgentSpecSchema,
-  createdAt: Schema.DateTimeUtc,
-  parent: Schema.UndefinedOr(
+  createdAt: Schema.DateTimeUtcFromString,
+  parent: undefinedOr(
     Schema.Struct({ sessionId: SessionIdSchema, turnId: TurnIdSchema, toolCallId: Schema.String })
   ),
-  rootTurnId: Schema.UndefinedOr(TurnIdSchema),
+  rootTurnId: undefinedOr(TurnIdSchema),
   connected: Schema.Array(Schema.String),
   queue: Schema.Array(TurnIdSchema),
-  running: Schema.UndefinedOr(TurnIdSchema),
-  last: Schema.UndefinedOr(Final),
+  running: undefinedOr(TurnIdSchema),
+  last: undefinedOr(Final),
   children: Schema.Array(SessionIdSchema),
   conversation: Schema.Array(MessageSchema),
-  requests: Schema.HashMap({ key: Schema.String, value: TurnIdSchema })
+  requests: hashMapEntries(Schema.String, TurnIdSchema)
 })
 
 const CallbackRecordSchema = Schema.Struct({
   callback: CallbackSchema,
   seq: Schema.Number,
-  resolution: Schema.UndefinedOr(Resolution),
-  answer: Schema.UndefinedOr(AnswerSchema),
+  resolution: undefinedOr(Resolution),
+  answer: undefinedOr(AnswerSchema),
   requestId: Schema.optional(Schema.String)
 })
 
 const TreeStateSchema = Schema.Struct({
   treeId: SessionIdSchema,
   nextSeq: Schema.Number,
-  sessions: Schema.HashMap({ key: SessionIdSchema, value: SessionSchema }),
-  turns: Schema.HashMap({ key: TurnIdSchema, value: TurnSchema }),
-  callbacks: Schema.HashMap({ key: CallbackIdSchema, value: CallbackRecordSchema }),
+  sessions: hashMapEntries(SessionIdSchema, SessionSchema),
+  turns: hashMapEntries(TurnIdSchema, TurnSchema),
+  callbacks: hashMapEntries(CallbackIdSchema, CallbackRecordSchema),
   open: Schema.Array(CallbackIdSchema),
-  blockedAt: Schema.UndefinedOr(Schema.Number),
+  blockedAt: undefinedOr(Schema.Number),
   grants: Schema.Array(ApprovalGranted)
-}).annotations({ identifier: "TreeState" })
+}).annotate({ identifier: "TreeState" })
 
 /**
  * The encoded form of a `TreeState`: plain JSON values, its `HashMap`s as arrays of `[key, value]` entries.
@@ -143,7 +167,7 @@ export type TreeStateEncoded = typeof TreeStateSchema.Encoded
  * @since 0.1.0
  * @category Schemas
  */
-export const TreeState: Schema.Schema<TreeStateModule.TreeState, TreeStateEncoded> = TreeStateSchema
+export const TreeState: Schema.Codec<TreeStateModule.TreeState, TreeStateEncoded> = TreeStateSchema
 
 /**
  * The layout of snapshots that `encodeSnapshot` writes. It is raised whenever the layout of `TreeState` or the meaning
@@ -154,9 +178,9 @@ export const TreeState: Schema.Schema<TreeStateModule.TreeState, TreeStateEncode
  */
 export const snapshotVersion = 5
 
-const TreeStateJson = Schema.parseJson(TreeStateSchema)
-const encodeJson = Schema.encodeEither(TreeStateJson)
-const decodeJson = Schema.decodeUnknownEither(TreeStateJson)
+const TreeStateJson = Schema.fromJsonString(TreeStateSchema)
+const encodeJson = Schema.encodeResult(TreeStateJson)
+const decodeJson = Schema.decodeUnknownResult(TreeStateJson)
 
 /**
  * A state as JSON text, to store beside its log (a snapshot of version `snapshotVersion`), so a tree is later loaded
@@ -165,7 +189,7 @@ const decodeJson = Schema.decodeUnknownEither(TreeStateJson)
  * @since 0.1.0
  * @category Schemas
  */
-export const encodeSnapshot = (state: TreeStateModule.TreeState): Either.Either<string, ParseResult.ParseError> =>
+export const encodeSnapshot = (state: TreeStateModule.TreeState): Result.Result<string, Schema.SchemaError> =>
   encodeJson(state)
 
 /**
@@ -175,5 +199,5 @@ export const encodeSnapshot = (state: TreeStateModule.TreeState): Either.Either<
  * @since 0.1.0
  * @category Schemas
  */
-export const decodeSnapshot = (json: string): Either.Either<TreeStateModule.TreeState, ParseResult.ParseError> =>
+export const decodeSnapshot = (json: string): Result.Result<TreeStateModule.TreeState, Schema.SchemaError> =>
   decodeJson(json)

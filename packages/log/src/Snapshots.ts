@@ -56,4 +56,4 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class Snapshots extends Context.Tag("@parley/log/Snapshots")<Snapshots, Service>() {}
+export class Snapshots extends Context.Service<Snapshots, Service>()("@parley/log/Snapshots") {}

@@ -111,7 +111,7 @@ export class StoreError extends Schema.TaggedError<StoreError>("@parley/log/Stor
     module: Schema.optional(Schema.String),
     method: Schema.String,
     description: Schema.String,
-    cause: Schema.optional(Schema.Defect)
+    cause: Schema.optional(Schema.Defect())
   }
 ) {
   /**
@@ -135,12 +135,14 @@ export type StoreFailure = StoreError | SeqConflict | ResolutionConflict | Lease
  * @since 0.1.0
  * @category Schemas
  */
-export const StoreFailure: Schema.Union<[
-  typeof StoreError,
-  typeof SeqConflict,
-  typeof ResolutionConflict,
-  typeof LeaseLost
-]> = Schema.Union(StoreError, SeqConflict, ResolutionConflict, LeaseLost)
+export const StoreFailure: Schema.Union<
+  readonly [
+    typeof StoreError,
+    typeof SeqConflict,
+    typeof ResolutionConflict,
+    typeof LeaseLost
+  ]
+> = Schema.Union([StoreError, SeqConflict, ResolutionConflict, LeaseLost])
 
 /**
  * Whether a value is an error of the store's family (any `StoreFailure`, not only the `StoreError` member).

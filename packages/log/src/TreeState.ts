@@ -18,7 +18,7 @@
  * const header = {
  *   treeId: Ids.SessionId.make("ses_example"),
  *   agent: AgentSpec.make({ name: "assistant" }),
- *   createdAt: DateTime.unsafeMake(0)
+ *   createdAt: DateTime.makeUnsafe(0)
  * }
  * const state = TreeState.fold(header, [])
  * console.log(TreeState.isBlocked(state)) // false: nothing runs, nothing waits

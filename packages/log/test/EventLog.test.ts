@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Callback, Ids, Permissions, TurnEvent } from "@parley/core"
 import { EventLog, SessionStore } from "@parley/log"
-import { Chunk, DateTime, Effect, Option } from "effect"
+import { DateTime, Effect, Option, Queue } from "effect"
 
 // What `EventLog.make` writes once for every driver: the rows of an append derived from its events, the seq check
 // before the driver, and the fan-out and `changes` after the driver committed (or after another process's append).
@@ -9,7 +9,7 @@ import { Chunk, DateTime, Effect, Option } from "effect"
 const treeId = Ids.SessionId.make("ses_log")
 const childId = Ids.SessionId.make("ses_log_child")
 const turnId = Ids.TurnId.make("turn_1")
-const at = DateTime.unsafeMake(1_000)
+const at = DateTime.makeUnsafe(1_000)
 const common = { sessionId: treeId, turnId, at }
 const queued = (seq: number, sessionId = treeId) =>
   new TurnEvent.TurnQueued({ ...common, sessionId, seq, input: `m${seq}` })
@@ -35,8 +35,8 @@ const counted = Effect.gen(function*() {
   let moved: ((treeId: Ids.SessionId, nextSeq: number) => Effect.Effect<void>) | undefined
   const wrapped: EventLog.Driver = {
     ...driver,
-    append: (rows) => Effect.zipRight(Effect.sync(() => calls.append++), driver.append(rows)),
-    readRecent: (id, from) => Effect.zipRight(Effect.sync(() => calls.readRecent++), driver.readRecent(id, from)),
+    append: (rows) => Effect.andThen(Effect.sync(() => calls.append++), driver.append(rows)),
+    readRecent: (id, from) => Effect.andThen(Effect.sync(() => calls.readRecent++), driver.readRecent(id, from)),
     follow: (tell) => Effect.sync(() => void (moved = tell))
   }
   const log = yield* EventLog.make(wrapped)
@@ -74,7 +74,7 @@ describe("EventLog.make", () => {
     assert.deepStrictEqual([rows.fence, rows.durability], [{ owner: "engine-a", epoch: 2 }, "relaxed"])
   })
 
-  it.scoped("checks the events' seqs before the driver: a misnumbered append is a SeqConflict with the log's length", () =>
+  it.effect("checks the events' seqs before the driver: a misnumbered append is a SeqConflict with the log's length", () =>
     Effect.gen(function*() {
       const { calls, log } = yield* counted
       yield* log.append(treeId, 0, [queued(0)])
@@ -87,14 +87,14 @@ describe("EventLog.make", () => {
       assert.strictEqual(calls.append, 1, "an empty append reaches no driver")
     }))
 
-  it.scoped("an append says what it wrote: no bytes from the memory store (it keeps the events), 0 for no events", () =>
+  it.effect("an append says what it wrote: no bytes from the memory store (it keeps the events), 0 for no events", () =>
     Effect.gen(function*() {
       const { log } = yield* counted
       assert.deepStrictEqual(yield* log.append(treeId, 0, [queued(0)]), { bytes: undefined })
       assert.deepStrictEqual(yield* log.append(treeId, 1, []), { bytes: 0 })
     }))
 
-  it.scoped("hands a committed append to the subscribers without a read, and tells changes; a refused one tells none", () =>
+  it.effect("hands a committed append to the subscribers without a read, and tells changes; a refused one tells none", () =>
     Effect.gen(function*() {
       const { calls, log } = yield* counted
       const events = yield* log.subscribe(treeId, 0)
@@ -102,14 +102,14 @@ describe("EventLog.make", () => {
       const readsBefore = calls.readRecent
       yield* log.append(treeId, 0, [queued(0), queued(1)])
       yield* Effect.flip(log.append(treeId, 0, [queued(0)]))
-      const [taken] = yield* events.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(taken).map((event) => event.seq), [0, 1])
+      const taken = yield* Queue.takeAll(events)
+      assert.deepStrictEqual(taken.map((event) => event.seq), [0, 1])
       assert.strictEqual(calls.readRecent, readsBefore, "no read after the store's own append")
-      const [told] = yield* changes.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(told), [{ treeId, nextSeq: 2 }])
+      const told = yield* Queue.takeAll(changes)
+      assert.deepStrictEqual(told, [{ treeId, nextSeq: 2 }])
     }))
 
-  it.scoped("changes leave out the appends fenced by the watcher's own leases, and only those", () =>
+  it.effect("changes leave out the appends fenced by the watcher's own leases, and only those", () =>
     Effect.gen(function*() {
       const { leases, log } = yield* counted
       const lease = Option.getOrThrow(yield* leases.claim(treeId, "engine-a"))
@@ -119,7 +119,7 @@ describe("EventLog.make", () => {
       yield* log.append(treeId, 0, [queued(0)], lease)
       yield* log.append(treeId, 1, [queued(1)])
       const told = (mailbox: typeof all) =>
-        Effect.map(mailbox.takeAll, ([changes]) => Chunk.toReadonlyArray(changes).map((change) => change.nextSeq))
+        Effect.map(Queue.takeAll(mailbox), (changes) => changes.map((change) => change.nextSeq))
       assert.deepStrictEqual(yield* told(all), [1, 2])
       assert.deepStrictEqual(yield* told(exceptB), [1, 2])
       assert.deepStrictEqual(
@@ -129,7 +129,7 @@ describe("EventLog.make", () => {
       )
     }))
 
-  it.scoped("after another process's append (the driver's follow), tells changes and lets subscribers read it", () =>
+  it.effect("after another process's append (the driver's follow), tells changes and lets subscribers read it", () =>
     Effect.gen(function*() {
       const { driver, log, moved } = yield* counted
       const events = yield* log.subscribe(treeId, 0)
@@ -137,10 +137,10 @@ describe("EventLog.make", () => {
       // Written by "another process": straight into the driver, which tells of it.
       yield* driver.append(EventLog.rowsOf(treeId, 0, [queued(0)], undefined, "sync"))
       yield* moved(1)
-      const [told] = yield* changes.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(told), [{ treeId, nextSeq: 1 }])
-      const [taken] = yield* events.takeAll
-      assert.deepStrictEqual(Chunk.toReadonlyArray(taken).map((event) => event.seq), [0])
+      const told = yield* Queue.takeAll(changes)
+      assert.deepStrictEqual(told, [{ treeId, nextSeq: 1 }])
+      const taken = yield* Queue.takeAll(events)
+      assert.deepStrictEqual(taken.map((event) => event.seq), [0])
       assert.deepStrictEqual(yield* log.treeOf(treeId), Option.some(treeId))
     }))
 })

@@ -1,31 +1,33 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Ids, TurnEvent } from "@parley/core"
-import { Chunk, DateTime, Effect, type Mailbox } from "effect"
+import { Cause, DateTime, Effect, Queue } from "effect"
 import * as Fanout from "../src/internal/fanout.js"
 
 const treeId = Ids.SessionId.make("ses_fanout")
 const turnId = Ids.TurnId.make("turn_1")
 const queued = (seq: number) =>
-  new TurnEvent.TurnQueued({ sessionId: treeId, turnId, seq, at: DateTime.unsafeMake(0), input: `m${seq}` })
+  new TurnEvent.TurnQueued({ sessionId: treeId, turnId, seq, at: DateTime.makeUnsafe(0), input: `m${seq}` })
 
 /** A fan-out over an array standing for a store's log. */
 const over = (stored: Array<TurnEvent.TurnEvent>) =>
   Fanout.make({ read: (_, from) => Effect.succeed(stored.slice(from)), exists: () => Effect.succeed(true) })
 
-/** The `seq`s of the next `n` events (waits for them). */
-const takeSeqs = (mailbox: Mailbox.ReadonlyMailbox<TurnEvent.TurnEvent, unknown>, n: number) =>
+/** The `seq`s of the next `n` events (waits for them; fewer when the queue ends first). */
+const takeSeqs = (queue: Queue.Dequeue<TurnEvent.TurnEvent, unknown>, n: number) =>
   Effect.gen(function*() {
     const seen: Array<number> = []
     while (seen.length < n) {
-      const [batch, done] = yield* mailbox.takeAll
-      for (const event of Chunk.toReadonlyArray(batch)) seen.push(event.seq)
-      if (done) break
+      const batch = yield* Queue.takeAll(queue).pipe(
+        Effect.catchIf(Cause.isDone, () => Effect.succeed([] as ReadonlyArray<TurnEvent.TurnEvent>))
+      )
+      if (batch.length === 0) break
+      for (const event of batch) seen.push(event.seq)
     }
     return seen
   })
 
 describe("Fanout", () => {
-  it.scoped("hands the store's own append to a subscriber, after what was stored before it", () =>
+  it.effect("hands the store's own append to a subscriber, after what was stored before it", () =>
     Effect.gen(function*() {
       const stored = [queued(0)]
       const fanout = over(stored)
@@ -35,12 +37,12 @@ describe("Fanout", () => {
       assert.deepStrictEqual(yield* takeSeqs(mailbox, 2), [0, 1])
     }))
 
-  it.scoped("reads what another process appended when told the log moved", () =>
+  it.effect("reads what another process appended when told the log moved", () =>
     Effect.gen(function*() {
       const stored: Array<TurnEvent.TurnEvent> = []
       const fanout = over(stored)
       const mailbox = yield* fanout.subscribe(treeId, 0)
-      yield* Effect.repeatN(Effect.yieldNow(), 10)
+      yield* Effect.repeat(Effect.yieldNow, { times: 10 })
       stored.push(queued(0), queued(1), queued(2))
       fanout.moved(treeId, 3)
       assert.deepStrictEqual(yield* takeSeqs(mailbox, 3), [0, 1, 2])

@@ -22,7 +22,7 @@ describe("StoreError.isStoreError", () => {
 
   it.effect("is false for a ParleyError, a plain Error, an encoded member and non-objects", () =>
     Effect.gen(function*() {
-      const encoded = yield* Schema.encode(StoreError.StoreFailure)(members[2]!)
+      const encoded = yield* Schema.encodeEffect(StoreError.StoreFailure)(members[2]!)
       const others: ReadonlyArray<unknown> = [
         new ParleyError.SessionNotFound({ module: "Session", method: "get", sessionId: "ses_1" }),
         new Error("boom"),
@@ -39,8 +39,8 @@ describe("StoreError.StoreFailure", () => {
   it.effect("decodes every member back from its encoded form, as the same class", () =>
     Effect.gen(function*() {
       for (const error of members) {
-        const encoded = yield* Schema.encode(StoreError.StoreFailure)(error)
-        const decoded = yield* Schema.decodeUnknown(StoreError.StoreFailure)(JSON.parse(JSON.stringify(encoded)))
+        const encoded = yield* Schema.encodeEffect(StoreError.StoreFailure)(error)
+        const decoded = yield* Schema.decodeUnknownEffect(StoreError.StoreFailure)(JSON.parse(JSON.stringify(encoded)))
         assert.strictEqual(decoded._tag, error._tag)
         assert.strictEqual(decoded.message, error.message)
         assert.isTrue(StoreError.isStoreError(decoded))
@@ -50,9 +50,9 @@ describe("StoreError.StoreFailure", () => {
   it.effect("rejects what is not one of its members", () =>
     Effect.gen(function*() {
       const failure = yield* Effect.flip(
-        Schema.decodeUnknown(StoreError.StoreFailure)({ _tag: "SessionNotFound", sessionId: "ses_1" })
+        Schema.decodeUnknownEffect(StoreError.StoreFailure)({ _tag: "SessionNotFound", sessionId: "ses_1" })
       )
-      assert.strictEqual(failure._tag, "ParseError")
+      assert.strictEqual(failure._tag, "SchemaError")
     }))
 
   it.effect("says where and why in its messages", () =>
@@ -69,7 +69,7 @@ describe("StoreError.StoreFailure", () => {
 
 describe("SessionStore's failures", () => {
   const treeId = Ids.SessionId.make("ses_store_error")
-  const at = DateTime.unsafeMake(0)
+  const at = DateTime.makeUnsafe(0)
   const queued = (seq: number) =>
     new TurnEvent.TurnQueued({ sessionId: treeId, turnId: Ids.TurnId.make("turn_1"), seq, at, input: "hi" })
 

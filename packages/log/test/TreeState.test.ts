@@ -11,7 +11,7 @@ import {
   TurnState
 } from "@parley/core"
 import { Snapshot, TreeState } from "@parley/log"
-import { DateTime, Either, FastCheck as fc, HashMap } from "effect"
+import { Arbitrary, DateTime, HashMap, Result, Schema } from "effect"
 
 // Snapshots of the projection: a state encoded to JSON and decoded back is the same state, and folding the rest of a
 // log from a decoded snapshot gives the state of the whole log.
@@ -26,8 +26,8 @@ const getLocation = Ids.ToolId.make("client.get_location")
 const sendEmail = Ids.ToolId.make("client.send_email")
 const spawn = Ids.ToolId.make("agents.spawn")
 const latestEmail = Ids.ToolId.make("connector.gmail.latest_email")
-const t0 = DateTime.unsafeMake(1_700_000_000_000)
-const t1 = DateTime.unsafeMake(1_700_003_600_000)
+const t0 = DateTime.makeUnsafe(1_700_000_000_000)
+const t1 = DateTime.makeUnsafe(1_700_003_600_000)
 
 const header: TreeState.Header = {
   treeId: root,
@@ -334,10 +334,10 @@ const queries = (state: TreeState.TreeState) => ({
 
 const roundTrip = (state: TreeState.TreeState): TreeState.TreeState => {
   const json = Snapshot.encodeSnapshot(state)
-  if (Either.isLeft(json)) return assert.fail(`the state does not encode: ${json.left.message}`)
-  const decoded = Snapshot.decodeSnapshot(json.right)
-  if (Either.isLeft(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.left.message}`)
-  return decoded.right
+  if (Result.isFailure(json)) return assert.fail(`the state does not encode: ${json.failure.message}`)
+  const decoded = Snapshot.decodeSnapshot(json.success)
+  if (Result.isFailure(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.failure.message}`)
+  return decoded.success
 }
 
 const assertSameState = (actual: TreeState.TreeState, expected: TreeState.TreeState, where: string) => {
@@ -368,18 +368,33 @@ const sessions = [root, child, Ids.SessionId.make("ses_other")]
 const turns = [turn1, turn2, childTurn]
 const callbackIds = ["cb_a", "cb_b", "cb_c"].map((id) => Ids.CallbackId.make(id))
 const toolCallIds = ["call_a", "call_b"]
-const json: fc.Arbitrary<unknown> = fc.oneof(
-  fc.string(),
-  fc.integer(),
-  fc.boolean(),
-  fc.constant(null),
-  fc.record({ city: fc.string(), n: fc.integer(), list: fc.array(fc.integer(), { maxLength: 3 }) })
+/** The generators the random logs are built of, on `effect`'s `Arbitrary` (derived from schemas). */
+const gen = {
+  string: (maxLength?: number) =>
+    Arbitrary.schema(maxLength === undefined ? Schema.String : Schema.String.check(Schema.isMaxLength(maxLength))),
+  integer: (range?: { readonly min: number; readonly max: number }) =>
+    Arbitrary.schema(
+      range === undefined ? Schema.Int : Schema.Int.check(Schema.isBetween({ minimum: range.min, maximum: range.max }))
+    ),
+  boolean: Arbitrary.schema(Schema.Boolean),
+  constantFrom: <const A>(...values: ReadonlyArray<A>): Arbitrary.Arbitrary<A> =>
+    Arbitrary.map(gen.integer({ min: 0, max: values.length - 1 }), (index) => values[index]),
+  oneof: <A>(...arbitraries: ReadonlyArray<Arbitrary.Arbitrary<A>>): Arbitrary.Arbitrary<A> =>
+    Arbitrary.flatMap(gen.integer({ min: 0, max: arbitraries.length - 1 }), (index) => arbitraries[index])
+}
+
+const json: Arbitrary.Arbitrary<unknown> = gen.oneof<unknown>(
+  gen.string(),
+  gen.integer(),
+  gen.boolean,
+  Arbitrary.Constant(null),
+  Arbitrary.all({ city: gen.string(), n: gen.integer(), list: Arbitrary.array(gen.integer(), { maxLength: 3 }) })
 )
 const final = (sessionId: Ids.SessionId, turnId: Ids.TurnId) =>
-  fc.oneof(
-    fc.string().map((text) => new TurnState.Completed({ sessionId, turnId, text })),
-    fc.constant(new TurnState.Cancelled({ sessionId, turnId })),
-    fc.constant(
+  gen.oneof<TurnState.Completed | TurnState.Cancelled | TurnState.Failed>(
+    Arbitrary.map(gen.string(), (text) => new TurnState.Completed({ sessionId, turnId, text })),
+    Arbitrary.Constant(new TurnState.Cancelled({ sessionId, turnId })),
+    Arbitrary.Constant(
       new TurnState.Failed({
         sessionId,
         turnId,
@@ -388,112 +403,115 @@ const final = (sessionId: Ids.SessionId, turnId: Ids.TurnId) =>
     )
   )
 
-const randomDraft: fc.Arbitrary<Draft> = fc.record({
-  sessionId: fc.constantFrom(...sessions),
-  turnId: fc.constantFrom(...turns),
-  callbackId: fc.constantFrom(...callbackIds),
-  toolCallId: fc.constantFrom(...toolCallIds),
-  text: fc.string({ maxLength: 8 }),
-  value: json,
-  flag: fc.boolean(),
-  kind: fc.integer({ min: 0, max: 17 })
-}).chain((r) =>
-  final(r.sessionId, r.turnId).map((state): Draft => (c) => {
-    const common = { ...c, sessionId: r.sessionId, turnId: r.turnId }
-    switch (r.kind) {
-      case 0:
-        return new TurnEvent.TurnQueued({
-          ...common,
-          input: r.text,
-          ...(r.flag
-            ? { cause: new TurnEvent.TurnCause({ sessionId: root, turnId: turn1, toolCallId: "call_a" }) }
-            : { requestId: "req-a" })
-        })
-      case 1:
-        return new TurnEvent.TurnStarted({ ...common, input: r.text })
-      case 2:
-        return new TurnEvent.ModelStepStarted({ ...common, messageId: `msg_${r.text}`, step: 0 })
-      case 3:
-        return new TurnEvent.MessageAborted({ ...common, messageId: `msg_${r.text}` })
-      case 4:
-        return new TurnEvent.MessageCompleted({
-          ...common,
-          messageId: `msg_${r.text}`,
-          text: r.text,
-          reasoning: r.flag ? [new TurnEvent.Reasoning({ text: r.text, metadata: { v: r.value } })] : []
-        })
-      case 5:
-        return new TurnEvent.ToolCallStarted({
-          ...common,
-          toolCallId: r.toolCallId,
-          toolId: r.flag ? getLocation : Ids.ToolId.make("agents.wait"),
-          name: "tool",
-          arguments: r.value
-        })
-      case 6:
-        return new TurnEvent.ToolExecutionStarted({ ...common, toolCallId: r.toolCallId, toolId: getLocation })
-      case 7:
-        return new TurnEvent.ToolCallCompleted({
-          ...common,
-          toolCallId: r.toolCallId,
-          toolId: getLocation,
-          name: "tool",
-          isFailure: r.flag,
-          result: r.value
-        })
-      case 8:
-        return new TurnEvent.CallbackOpened({
-          ...common,
-          callback: clientCall(r.callbackId, r.sessionId, r.turnId, r.toolCallId)
-        })
-      case 9:
-        return new TurnEvent.CallbackOpened({
-          ...common,
-          callback: new Callback.OpenSignIn({
-            id: r.callbackId,
-            sessionId: r.sessionId,
-            turnId: r.turnId,
-            openedAt: t0,
-            requests: [new Callback.SignInRequest({ id: "req_gmail", source: "gmail", toolCallId: r.toolCallId })]
+const randomDraft: Arbitrary.Arbitrary<Draft> = Arbitrary.flatMap(
+  Arbitrary.all({
+    sessionId: gen.constantFrom(...sessions),
+    turnId: gen.constantFrom(...turns),
+    callbackId: gen.constantFrom(...callbackIds),
+    toolCallId: gen.constantFrom(...toolCallIds),
+    text: gen.string(8),
+    value: json,
+    flag: gen.boolean,
+    kind: gen.integer({ min: 0, max: 17 })
+  }),
+  (r) =>
+    Arbitrary.map(final(r.sessionId, r.turnId), (state): Draft => (c) => {
+      const common = { ...c, sessionId: r.sessionId, turnId: r.turnId }
+      switch (r.kind) {
+        case 0:
+          return new TurnEvent.TurnQueued({
+            ...common,
+            input: r.text,
+            ...(r.flag
+              ? { cause: new TurnEvent.TurnCause({ sessionId: root, turnId: turn1, toolCallId: "call_a" }) }
+              : { requestId: "req-a" })
           })
-        })
-      case 10:
-        return new TurnEvent.CallbackResolved({
-          ...common,
-          callbackId: r.callbackId,
-          resolution: r.flag ? "answered" : "expired",
-          ...(r.flag ? { answer: new Answer.SignInAnswer({ connected: ["req_gmail"] }) } : {})
-        })
-      case 11:
-        return new TurnEvent.CallbackResolved({
-          ...common,
-          callbackId: r.callbackId,
-          resolution: "answered",
-          answer: r.flag ? Answer.ClientToolResult.success(r.value) : new Answer.DenyApproval({ reason: r.text })
-        })
-      case 12:
-        return new TurnEvent.SubagentStarted({
-          ...common,
-          childSessionId: r.flag ? child : sessions[2],
-          childTurnId: childTurn,
-          agent: r.flag ? "researcher" : "nobody",
-          task: r.text,
-          toolCallId: r.toolCallId
-        })
-      case 13:
-        return new TurnEvent.SubagentEnded({ ...common, childSessionId: child, childTurnId: childTurn, state })
-      case 14:
-        return new TurnEvent.TurnBlocked({ ...common, callbackIds: [r.callbackId] })
-      case 15:
-        return new TurnEvent.CancelRequested(common)
-      default:
-        return new TurnEvent.TurnEnded({ ...common, state })
-    }
-  })
+        case 1:
+          return new TurnEvent.TurnStarted({ ...common, input: r.text })
+        case 2:
+          return new TurnEvent.ModelStepStarted({ ...common, messageId: `msg_${r.text}`, step: 0 })
+        case 3:
+          return new TurnEvent.MessageAborted({ ...common, messageId: `msg_${r.text}` })
+        case 4:
+          return new TurnEvent.MessageCompleted({
+            ...common,
+            messageId: `msg_${r.text}`,
+            text: r.text,
+            reasoning: r.flag ? [new TurnEvent.Reasoning({ text: r.text, metadata: { v: r.value } })] : []
+          })
+        case 5:
+          return new TurnEvent.ToolCallStarted({
+            ...common,
+            toolCallId: r.toolCallId,
+            toolId: r.flag ? getLocation : Ids.ToolId.make("agents.wait"),
+            name: "tool",
+            arguments: r.value
+          })
+        case 6:
+          return new TurnEvent.ToolExecutionStarted({ ...common, toolCallId: r.toolCallId, toolId: getLocation })
+        case 7:
+          return new TurnEvent.ToolCallCompleted({
+            ...common,
+            toolCallId: r.toolCallId,
+            toolId: getLocation,
+            name: "tool",
+            isFailure: r.flag,
+            result: r.value
+          })
+        case 8:
+          return new TurnEvent.CallbackOpened({
+            ...common,
+            callback: clientCall(r.callbackId, r.sessionId, r.turnId, r.toolCallId)
+          })
+        case 9:
+          return new TurnEvent.CallbackOpened({
+            ...common,
+            callback: new Callback.OpenSignIn({
+              id: r.callbackId,
+              sessionId: r.sessionId,
+              turnId: r.turnId,
+              openedAt: t0,
+              requests: [new Callback.SignInRequest({ id: "req_gmail", source: "gmail", toolCallId: r.toolCallId })]
+            })
+          })
+        case 10:
+          return new TurnEvent.CallbackResolved({
+            ...common,
+            callbackId: r.callbackId,
+            resolution: r.flag ? "answered" : "expired",
+            ...(r.flag ? { answer: new Answer.SignInAnswer({ connected: ["req_gmail"] }) } : {})
+          })
+        case 11:
+          return new TurnEvent.CallbackResolved({
+            ...common,
+            callbackId: r.callbackId,
+            resolution: "answered",
+            answer: r.flag ? Answer.ClientToolResult.success(r.value) : new Answer.DenyApproval({ reason: r.text })
+          })
+        case 12:
+          return new TurnEvent.SubagentStarted({
+            ...common,
+            childSessionId: r.flag ? child : sessions[2],
+            childTurnId: childTurn,
+            agent: r.flag ? "researcher" : "nobody",
+            task: r.text,
+            toolCallId: r.toolCallId
+          })
+        case 13:
+          return new TurnEvent.SubagentEnded({ ...common, childSessionId: child, childTurnId: childTurn, state })
+        case 14:
+          return new TurnEvent.TurnBlocked({ ...common, callbackIds: [r.callbackId] })
+        case 15:
+          return new TurnEvent.CancelRequested(common)
+        default:
+          return new TurnEvent.TurnEnded({ ...common, state })
+      }
+    })
 )
 
-const randomLog = fc.array(randomDraft, { maxLength: 40 }).map((list) =>
-  list.map((draft, seq) => draft({ seq, at: t0 }))
+const randomLog = Arbitrary.map(
+  Arbitrary.array(randomDraft, { maxLength: 40 }),
+  (list) => list.map((draft, seq) => draft({ seq, at: t0 }))
 )
 
 describe("TreeState snapshots", () => {
@@ -523,8 +541,8 @@ describe("TreeState snapshots", () => {
 
   it("the encoded form: HashMaps as [key, value] entries, fields left undefined left out", () => {
     const json = Snapshot.encodeSnapshot(TreeState.fold(header, log.slice(0, 1)))
-    if (Either.isLeft(json)) return assert.fail(json.left.message)
-    const encoded = JSON.parse(json.right) as Snapshot.TreeStateEncoded
+    if (Result.isFailure(json)) return assert.fail(json.failure.message)
+    const encoded = JSON.parse(json.success) as Snapshot.TreeStateEncoded
     assert.strictEqual(encoded.nextSeq, 1)
     assert.deepStrictEqual(encoded.sessions.map(([id]) => id), [root])
     assert.deepStrictEqual(encoded.turns.map(([id]) => id), [turn1])
@@ -536,21 +554,21 @@ describe("TreeState snapshots", () => {
   })
 
   it("a snapshot that is not a state does not decode", () => {
-    assert.isTrue(Either.isLeft(Snapshot.decodeSnapshot("not json")))
-    assert.isTrue(Either.isLeft(Snapshot.decodeSnapshot(JSON.stringify({ treeId: root, nextSeq: 3 }))))
+    assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot("not json")))
+    assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot(JSON.stringify({ treeId: root, nextSeq: 3 }))))
     const json = Snapshot.encodeSnapshot(TreeState.fold(header, log))
-    if (Either.isLeft(json)) return assert.fail(json.left.message)
-    const broken = json.right.replace(/"status":"running"/, "\"status\":\"paused\"")
-    assert.notStrictEqual(broken, json.right)
-    assert.isTrue(Either.isLeft(Snapshot.decodeSnapshot(broken)))
+    if (Result.isFailure(json)) return assert.fail(json.failure.message)
+    const broken = json.success.replace(/"status":"running"/, "\"status\":\"paused\"")
+    assert.notStrictEqual(broken, json.success)
+    assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot(broken)))
   })
 
   it.prop(
     "any log: the snapshot of its fold is its fold, and of any prefix, folded on, the whole fold",
-    [randomLog, fc.constantFrom(header, bareHeader)],
+    [randomLog, gen.constantFrom(header, bareHeader)],
     ([events, header]) => {
       checkLog(events, header)
     },
-    { fastCheck: { numRuns: 150 } }
+    { arbitrary: { runs: 150 } }
   )
 })

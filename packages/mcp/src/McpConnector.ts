@@ -55,7 +55,7 @@ export interface CommonOptions {
    */
   readonly askFirst?: boolean | undefined
   /** How long a call may take before it ends with a tool error. Default: 60 seconds (the SDK's). */
-  readonly timeout?: Duration.DurationInput | undefined
+  readonly timeout?: Duration.Input | undefined
 }
 
 /**
@@ -86,7 +86,7 @@ export interface StdioOptions extends CommonOptions {
 const common = (options: CommonOptions) => ({
   source: options.source,
   askFirst: options.askFirst ?? false,
-  timeout: Duration.decode(options.timeout ?? "60 seconds")
+  timeout: Duration.fromInputUnsafe(options.timeout ?? "60 seconds")
 })
 
 /**
@@ -113,7 +113,7 @@ export interface OAuthOptions {
    * How long a session tree's connection stays open unused (each tree signs in with its own tokens, on its own
    * connection). Its next call connects again, with the tokens kept in the store. Default: 1 minute.
    */
-  readonly idleTimeToLive?: Duration.DurationInput | undefined
+  readonly idleTimeToLive?: Duration.Input | undefined
 }
 
 const httpTransport =
@@ -156,7 +156,7 @@ export function http(
         options: oauth,
         url: new URL(options.url),
         credentials,
-        idleTimeToLive: Duration.decode(oauth.idleTimeToLive ?? "1 minute")
+        idleTimeToLive: Duration.fromInputUnsafe(oauth.idleTimeToLive ?? "1 minute")
       }
     }))
 }

@@ -33,7 +33,7 @@ export class McpConnectError extends Schema.TaggedError<McpConnectError>("@parle
     method: Schema.String,
     source: Schema.String,
     description: Schema.String,
-    cause: Schema.optional(Schema.Defect)
+    cause: Schema.optional(Schema.Defect())
   }
 ) {
   override get message(): string {

@@ -18,7 +18,7 @@ const tool = (connector: Connectors.Connector, name: string) => {
 }
 
 /** A port nothing listens on. */
-const closedPort = Effect.async<number>((resume) => {
+const closedPort = Effect.callback<number>((resume) => {
   const server = Net.createServer().listen(0, "127.0.0.1", () => {
     const { port } = server.address() as Net.AddressInfo
     server.close(() => resume(Effect.succeed(port)))
@@ -112,10 +112,11 @@ describe("McpConnector over Streamable HTTP", () => {
     Effect.scoped(Effect.gen(function*() {
       const mail = yield* serveMail
       const connector = yield* McpConnector.http({ source: "mail", url: mail.url })
-      const fiber = yield* Effect.fork(tool(connector, "wait_forever").run({}, context))
+      const fiber = yield* Effect.forkChild(tool(connector, "wait_forever").run({}, context))
       yield* eventually("the server got the call", () => mail.seen.calls.some((call) => call.tool === "wait_forever"))
-      const exit = yield* Fiber.interrupt(fiber)
-      assert.isTrue(Exit.isInterrupted(exit))
+      yield* Fiber.interrupt(fiber)
+      const exit = yield* Fiber.await(fiber)
+      assert.isTrue(Exit.hasInterrupts(exit))
       yield* eventually("the server saw the cancellation", () => mail.seen.cancelled.length === 1)
     })))
 

@@ -5,7 +5,7 @@ import { McpConnector } from "@parley/mcp"
 import { Connectors, Credentials, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Duration, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Logger, Option, Redacted, References } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -44,7 +44,7 @@ const runtime = (
   url: string,
   store: Layer.Layer<SessionStore.SessionStore, unknown>,
   model: ScriptedModel.Service,
-  idleTimeToLive?: Duration.DurationInput
+  idleTimeToLive?: Duration.Input
 ) =>
   LocalTransport.layer.pipe(
     Layer.provide([
@@ -144,8 +144,8 @@ describe("MCP OAuth sign-in", () => {
         for (const secret of [codes[0], tokens[0]]) assert.notInclude(logged, secret)
       }).pipe(
         Effect.provide(runtime(mail.url, SessionStore.layerMemory, model)),
-        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))),
-        Logger.withMinimumLogLevel(LogLevel.All),
+        Effect.provide(Logger.layer([Logger.make(({ message }) => lines.push(String(message)))])),
+        Effect.provideService(References.MinimumLogLevel, "All"),
         Effect.ensuring(Effect.sync(() => consoles.forEach((spy) => spy.mockRestore())))
       )
     }))

@@ -34,9 +34,9 @@ export const engine = (
 
 /** `effect`, failed when it has not finished after `seconds` (tests run with `it.live`: a real clock). */
 export const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 10) =>
-  Effect.timeoutFail(effect, {
+  Effect.timeoutOrElse(effect, {
     duration: Duration.seconds(seconds),
-    onTimeout: () => new Error(`${what}: still waiting after ${seconds} s`)
+    orElse: () => Effect.fail(new Error(`${what}: still waiting after ${seconds} s`))
   })
 
 /** Waits until `check` holds, looking every 20 ms. */

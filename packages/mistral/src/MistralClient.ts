@@ -1,8 +1,16 @@
 /**
  * The HTTP client for Mistral's `POST /v1/chat/completions` and for OpenAI-compatible servers (vLLM, Ollama,
- * llama.cpp). It is built on `@effect/platform`'s `HttpClient`, so proxies, tracing and test servers plug in by
+ * llama.cpp). It is built on Effect's `HttpClient` (`effect/http`), so proxies, tracing and test servers plug in by
  * providing or transforming that client. It retries 429 / 5xx / connection failures with exponential backoff and
  * jitter (honouring `Retry-After`), never other 4xx, and never a stream that has already delivered events.
+ *
+ * Failures are `AiError`s (`module: "MistralClient"`) whose `reason` says what happened: a non-2xx answer is an
+ * `InvalidRequestError` (400, 404, 409, 422), an `AuthenticationError` (401, 403), a `RateLimitError` (429, with
+ * `retryAfter`) or a `QuotaExhaustedError` (429 with no request quota), an `InternalProviderError` (5xx) or an
+ * `UnknownError` (any other status), each with `http` (status, headers with secrets redacted, raw body) and
+ * `metadata.mistral` (a description of what the server said, with its `mistral-correlation-id`); a connection failure
+ * is a `NetworkError`; an answer that cannot be read or decoded is an `InvalidResponseError`; an error the server
+ * reports inside an event stream is an `UnknownError`.
  *
  * @example
  * ```ts
@@ -21,13 +29,12 @@
  *
  * @since 0.1.0
  */
-import type * as AiError from "@effect/ai/AiError"
-import * as HttpClient from "@effect/platform/HttpClient"
+import type * as AiError from "effect/ai/AiError"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as HttpClient from "effect/http/HttpClient"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type * as Stream from "effect/Stream"
@@ -72,7 +79,7 @@ export type ChatCompletionChunk = Wire.ChatCompletionChunk
 /**
  * Retry settings. Defaults: 4 retries, 500 ms base delay doubling per attempt, capped at 30 s, with jitter.
  * `Retry-After` (seconds or HTTP date) replaces the computed delay when present, up to `maxDelay`: when the server
- * asks for longer, the request is not retried and fails with the answer's `HttpResponseError` (its status, and a
+ * asks for longer, the request is not retried and fails with the answer's error at once (its `metadata.mistral`
  * description saying so).
  *
  * @since 0.1.0
@@ -80,8 +87,47 @@ export type ChatCompletionChunk = Wire.ChatCompletionChunk
  */
 export interface RetryOptions {
   readonly maxRetries?: number | undefined
-  readonly baseDelay?: Duration.DurationInput | undefined
-  readonly maxDelay?: Duration.DurationInput | undefined
+  readonly baseDelay?: Duration.Input | undefined
+  readonly maxDelay?: Duration.Input | undefined
+}
+
+/**
+ * What an error made from a Mistral answer carries under `metadata.mistral`: a description of what the server said
+ * (its status, its message and validation details, `type` and `code`) and the answer's `mistral-correlation-id`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type MistralErrorMetadata = {
+  readonly description: string
+  readonly correlationId: string | null
+}
+
+declare module "effect/ai/AiError" {
+  export interface InvalidRequestErrorMetadata extends ProviderMetadata {
+    /** Set on errors made from a Mistral (or OpenAI-compatible) answer. */
+    readonly mistral?: MistralErrorMetadata | null
+  }
+  export interface AuthenticationErrorMetadata extends ProviderMetadata {
+    /** Set on errors made from a Mistral (or OpenAI-compatible) answer. */
+    readonly mistral?: MistralErrorMetadata | null
+  }
+  export interface RateLimitErrorMetadata extends ProviderMetadata {
+    /** Set on errors made from a Mistral (or OpenAI-compatible) answer. */
+    readonly mistral?: MistralErrorMetadata | null
+  }
+  export interface QuotaExhaustedErrorMetadata extends ProviderMetadata {
+    /** Set on errors made from a Mistral (or OpenAI-compatible) answer. */
+    readonly mistral?: MistralErrorMetadata | null
+  }
+  export interface InternalProviderErrorMetadata extends ProviderMetadata {
+    /** Set on errors made from a Mistral (or OpenAI-compatible) answer. */
+    readonly mistral?: MistralErrorMetadata | null
+  }
+  export interface UnknownErrorMetadata extends ProviderMetadata {
+    /** Set on errors made from a Mistral (or OpenAI-compatible) answer. */
+    readonly mistral?: MistralErrorMetadata | null
+  }
 }
 
 /**
@@ -128,7 +174,7 @@ export interface Service {
  * @since 0.1.0
  * @category Models
  */
-export class MistralClient extends Context.Tag("@parley/mistral/MistralClient")<MistralClient, Service>() {}
+export class MistralClient extends Context.Service<MistralClient, Service>()("@parley/mistral/MistralClient") {}
 
 /**
  * Builds the client on the `HttpClient` in context.
@@ -167,13 +213,13 @@ export const layerConfig = (options: {
   readonly flavour?: Config.Config<Flavour | undefined> | undefined
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
   readonly retry?: RetryOptions | false | undefined
-} = {}): Layer.Layer<MistralClient, ConfigError.ConfigError, HttpClient.HttpClient> =>
+} = {}): Layer.Layer<MistralClient, Config.ConfigError, HttpClient.HttpClient> =>
   Layer.effect(
     MistralClient,
     Effect.gen(function*() {
-      const apiKey = yield* (options.apiKey ?? optional(Config.redacted("MISTRAL_API_KEY")))
-      const apiUrl = yield* (options.apiUrl ?? optional(Config.string("MISTRAL_BASE_URL")))
-      const flavour = yield* (options.flavour ?? optional(Config.literal("mistral", "compat")("MISTRAL_FLAVOUR")))
+      const apiKey = yield* (options.apiKey ?? optional(Config.Redacted("MISTRAL_API_KEY")))
+      const apiUrl = yield* (options.apiUrl ?? optional(Config.String("MISTRAL_BASE_URL")))
+      const flavour = yield* (options.flavour ?? optional(Config.Literals(["mistral", "compat"], "MISTRAL_FLAVOUR")))
       return yield* make({ apiKey, apiUrl, flavour, transformClient: options.transformClient, retry: options.retry })
     })
   )

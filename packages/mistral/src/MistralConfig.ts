@@ -8,7 +8,7 @@
  *
  * @example
  * ```ts
- * import { LanguageModel } from "@effect/ai"
+ * import { LanguageModel } from "effect/ai"
  * import { MistralConfig } from "@parley/mistral"
  *
  * const program = LanguageModel.generateText({ prompt: "Write a haiku" }).pipe(
@@ -18,10 +18,11 @@
  *
  * @since 0.1.0
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as Option from "effect/Option"
 
 /**
  * The configuration read by `MistralLanguageModel` for each request. Provide it with `withConfigOverride`.
@@ -29,18 +30,18 @@ import { dual } from "effect/Function"
  * @since 0.1.0
  * @category Models
  */
-export class MistralConfig extends Context.Tag("@parley/mistral/MistralConfig")<
+export class MistralConfig extends Context.Service<
   MistralConfig,
   MistralConfig.Service
->() {
+>()("@parley/mistral/MistralConfig") {
   /**
    * The configuration in the current context, if any.
    *
    * @since 0.1.0
    */
   static readonly getOrUndefined: Effect.Effect<MistralConfig.Service | undefined> = Effect.map(
-    Effect.context<never>(),
-    (context) => context.unsafeMap.get(MistralConfig.key)
+    Effect.serviceOption(MistralConfig),
+    Option.getOrUndefined
   )
 }
 
@@ -70,8 +71,8 @@ export declare namespace MistralConfig {
     readonly parallel_tool_calls?: boolean | undefined
     /**
      * Reasoning effort for reasoning-capable models: the values Mistral accepts (`"high"`: a full thinking trace;
-     * `"none"`: minimal thinking, no trace). Any other value fails with `MalformedInput` before sending (Mistral
-     * answers 422). OpenAI-compatible servers take other values: set them in `compat.reasoning_effort`.
+     * `"none"`: minimal thinking, no trace). Any other value fails with an `AiError` (reason
+     * `InvalidRequestError`, `parameter: "reasoning_effort"`) before sending (Mistral answers 422). OpenAI-compatible servers take other values: set them in `compat.reasoning_effort`.
      */
     readonly reasoning_effort?: ReasoningEffort | undefined
     /** Predicted output. */

@@ -1,19 +1,22 @@
 /**
- * An `@effect/ai` `LanguageModel` backed by Mistral chat completions (or an OpenAI-compatible server, through a
+ * An `effect/ai` `LanguageModel` backed by Mistral chat completions (or an OpenAI-compatible server, through a
  * `MistralClient` with the `"compat"` flavour).
  *
  * It maps `Prompt`s to messages that satisfy Mistral's conversation rules (9-character alphanumeric tool-call ids,
- * role order, one tool message per call, empty content beside `tool_calls`, last-message rule), `@effect/ai` tools
- * to function tools (JSON Schema from `Tool.getJsonSchema`, so tools described only by raw JSON Schema work), and
- * answers back to response parts: text, reasoning (Mistral `thinking` chunks, vLLM/Ollama `reasoning`), tool calls
- * (whole or fragmented in streams), usage and finish reason. Reasoning from Mistral `thinking` chunks carries
- * `metadata.mistral`; copied into a prompt reasoning part's `options.mistral`, it is sent back as a `thinking` chunk
- * (see `MistralConfig.replayThinking`). The span `LanguageModel` opens for each call gets the OpenTelemetry GenAI
- * attributes (`gen_ai.system`, `gen_ai.operation.name`, `gen_ai.request.*`, `gen_ai.response.*`, `gen_ai.usage.*`).
+ * role order, one tool message per call, empty content beside `tool_calls`, last-message rule), `effect/ai` tools
+ * to function tools (JSON Schema from `Tool.getJsonSchema`, so `Tool.dynamic` tools described only by raw JSON
+ * Schema work), and answers back to response parts: text, reasoning (Mistral `thinking` chunks, vLLM/Ollama
+ * `reasoning`), tool calls (whole or fragmented in streams), usage (`metadata.mistral.totalTokens` on the finish
+ * part) and finish reason. Reasoning from Mistral `thinking` chunks carries `metadata.mistral`; copied into a prompt
+ * reasoning part's `options.mistral`, it is sent back as a `thinking` chunk (see `MistralConfig.replayThinking`).
+ * Structured answers (`generateObject`) ask for a strict `json_schema` response format, with the schema made by
+ * `OpenAiStructuredOutput.toCodecOpenAI` (closed objects, every property required, optional ones nullable). The span
+ * `LanguageModel` opens for each call gets the OpenTelemetry GenAI attributes (`gen_ai.provider.name`,
+ * `gen_ai.operation.name`, `gen_ai.request.*`, `gen_ai.response.*`, `gen_ai.usage.*`).
  *
  * @example
  * ```ts
- * import { LanguageModel } from "@effect/ai"
+ * import { LanguageModel } from "effect/ai"
  * import { MistralClient, MistralLanguageModel } from "@parley/mistral"
  * import { NodeHttpClient } from "@effect/platform-node"
  * import { Effect, Layer } from "effect"
@@ -31,8 +34,9 @@
  *
  * @since 0.1.0
  */
-import * as LanguageModel from "@effect/ai/LanguageModel"
-import * as AiModel from "@effect/ai/Model"
+import * as LanguageModel from "effect/ai/LanguageModel"
+import * as AiModel from "effect/ai/Model"
+import { toCodecOpenAI } from "effect/ai/OpenAiStructuredOutput"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
@@ -47,7 +51,7 @@ import * as MistralConfig from "./MistralConfig.js"
 // Provider Options / Metadata
 // =============================================================================
 
-declare module "@effect/ai/Prompt" {
+declare module "effect/ai/Prompt" {
   export interface ReasoningPartOptions extends ProviderOptions {
     readonly mistral?: {
       /**
@@ -55,24 +59,32 @@ declare module "@effect/ai/Prompt" {
        * `MistralConfig.replayThinking`). Copy it from the answer's `metadata.mistral`.
        */
       readonly type: "thinking"
-    } | undefined
+    } | null
   }
 }
 
-declare module "@effect/ai/Response" {
+declare module "effect/ai/Response" {
   export interface ReasoningPartMetadata extends ProviderMetadata {
     /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
-    readonly mistral?: { readonly type: "thinking" } | undefined
+    readonly mistral?: { readonly type: "thinking" } | null
   }
 
   export interface ReasoningStartPartMetadata extends ProviderMetadata {
     /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
-    readonly mistral?: { readonly type: "thinking" } | undefined
+    readonly mistral?: { readonly type: "thinking" } | null
   }
 
   export interface ReasoningEndPartMetadata extends ProviderMetadata {
     /** Set on reasoning made from Mistral `thinking` chunks (Mistral flavour only). */
-    readonly mistral?: { readonly type: "thinking" } | undefined
+    readonly mistral?: { readonly type: "thinking" } | null
+  }
+
+  export interface FinishPartMetadata extends ProviderMetadata {
+    /**
+     * The answer's `total_tokens` (or the sum of its prompt and completion tokens), which `Usage` has no field for.
+     * Absent when the server reported no usage.
+     */
+    readonly mistral?: { readonly totalTokens: number } | null
   }
 }
 
@@ -112,7 +124,7 @@ export interface Options {
 }
 
 /**
- * An `AiModel` for `name`, to pass wherever `@effect/ai` takes a model (it is also a `Layer`).
+ * An `AiModel` for `name`, to pass wherever `effect/ai` takes a model (it is also a `Layer`).
  *
  * @since 0.1.0
  * @category Constructors
@@ -121,7 +133,7 @@ export const model = (
   name: Model,
   config?: MistralConfig.MistralConfig.Service
 ): AiModel.Model<"mistral", LanguageModel.LanguageModel, MistralClient> =>
-  AiModel.make("mistral", layer({ model: name, config }))
+  AiModel.make("mistral", name, layer({ model: name, config }))
 
 /**
  * Builds the `LanguageModel` service on the `MistralClient` in context.
@@ -129,7 +141,7 @@ export const model = (
  * @since 0.1.0
  * @category Constructors
  */
-export const make = (options: Options): Effect.Effect<LanguageModel.Service, never, MistralClient> =>
+export const make = (options: Options): Effect.Effect<LanguageModel.LanguageModel, never, MistralClient> =>
   Effect.gen(function*() {
     const client = yield* MistralClient
 
@@ -139,10 +151,12 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           model: options.model,
           config: { ...options.config, ...override },
           flavour: client.flavour,
-          providerOptions
+          providerOptions,
+          codecTransformer: toCodecOpenAI
         }))
 
     return yield* LanguageModel.make({
+      codecTransformer: toCodecOpenAI,
       generateText: (providerOptions) =>
         makeRequest(providerOptions).pipe(
           Effect.tap((request) =>

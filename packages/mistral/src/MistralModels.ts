@@ -18,7 +18,7 @@
  * import { Effect, Layer } from "effect"
  *
  * // MISTRAL_API_KEY, OPENAI_COMPAT_BASE_URL, OPENAI_COMPAT_API_KEY from the environment
- * const ModelsLive = Layer.unwrapEffect(Effect.map(MistralModels.fromConfig(), Models.layer)).pipe(
+ * const ModelsLive = Layer.unwrap(Effect.map(MistralModels.fromConfig(), Models.layer)).pipe(
  *   Layer.provide(NodeHttpClient.layerUndici)
  * )
  *
@@ -34,13 +34,12 @@
  *
  * @since 0.1.0
  */
-import type * as LanguageModel from "@effect/ai/LanguageModel"
-import type * as HttpClient from "@effect/platform/HttpClient"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import { AgentInvalid } from "@parley/core/ParleyError"
+import type * as LanguageModel from "effect/ai/LanguageModel"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
+import type * as HttpClient from "effect/http/HttpClient"
 import * as Redacted from "effect/Redacted"
 import { optional } from "./internal/config.js"
 import * as MistralClient from "./MistralClient.js"
@@ -82,7 +81,7 @@ const NOT_CHAT = /(^|-)(embed|ocr|moderation)(-|$)/
  */
 export interface Service {
   /** The model for an agent, or `AgentInvalid` saying what is missing. */
-  readonly resolve: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
+  readonly resolve: (agent: AgentSpec) => Effect.Effect<LanguageModel.LanguageModel, AgentInvalid>
   /** Which model and endpoint a model name selects, for people: `"mistral-large-latest on Mistral (…)"`. */
   readonly describe: (model: string | undefined) => string
 }
@@ -171,7 +170,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, HttpC
       ? undefined
       : yield* MistralClient.make({ ...common, apiKey: compatApiKey, apiUrl: compatBaseUrl, flavour: "compat" })
 
-    const cache = new Map<string, LanguageModel.Service>()
+    const cache = new Map<string, LanguageModel.LanguageModel>()
     const cached = (key: string, client: MistralClient.Service, model: string) =>
       Effect.suspend(() => {
         const hit = cache.get(key)
@@ -188,7 +187,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, HttpC
         )
       })
 
-    const resolve = (agent: AgentSpec): Effect.Effect<LanguageModel.Service, AgentInvalid> => {
+    const resolve = (agent: AgentSpec): Effect.Effect<LanguageModel.LanguageModel, AgentInvalid> => {
       const fail = (issue: string) =>
         Effect.fail(
           new AgentInvalid({ module: "MistralModels", method: "resolve", agent: agent.name, issues: [issue] })
@@ -244,12 +243,12 @@ export const fromConfig = (options: {
   readonly config?: MistralConfig.MistralConfig.Service | undefined
   readonly retry?: MistralClient.RetryOptions | false | undefined
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
-} = {}): Effect.Effect<Service, ConfigError.ConfigError, HttpClient.HttpClient> =>
+} = {}): Effect.Effect<Service, Config.ConfigError, HttpClient.HttpClient> =>
   Effect.gen(function*() {
-    const apiKey = yield* (options.apiKey ?? optional(Config.redacted("MISTRAL_API_KEY")))
-    const apiUrl = yield* (options.apiUrl ?? optional(Config.string("MISTRAL_BASE_URL")))
-    const compatBaseUrl = yield* (options.compatBaseUrl ?? optional(Config.string("OPENAI_COMPAT_BASE_URL")))
-    const compatApiKey = yield* (options.compatApiKey ?? optional(Config.redacted("OPENAI_COMPAT_API_KEY")))
+    const apiKey = yield* (options.apiKey ?? optional(Config.Redacted("MISTRAL_API_KEY")))
+    const apiUrl = yield* (options.apiUrl ?? optional(Config.String("MISTRAL_BASE_URL")))
+    const compatBaseUrl = yield* (options.compatBaseUrl ?? optional(Config.String("OPENAI_COMPAT_BASE_URL")))
+    const compatApiKey = yield* (options.compatApiKey ?? optional(Config.Redacted("OPENAI_COMPAT_API_KEY")))
     return yield* make({
       apiKey,
       apiUrl,

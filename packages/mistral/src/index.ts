@@ -1,6 +1,6 @@
 /**
  * The HTTP client for Mistral's `POST /v1/chat/completions` and for OpenAI-compatible servers (vLLM, Ollama,
- * llama.cpp), on `@effect/platform`'s `HttpClient`, with retries on 429 / 5xx honouring `Retry-After`.
+ * llama.cpp), on Effect's `HttpClient` (`effect/http`), with retries on 429 / 5xx honouring `Retry-After`.
  *
  * @since 0.1.0
  */
@@ -15,7 +15,7 @@ export * as MistralClient from "./MistralClient.js"
 export * as MistralConfig from "./MistralConfig.js"
 
 /**
- * An `@effect/ai` `LanguageModel` backed by Mistral chat completions or an OpenAI-compatible server.
+ * An `effect/ai` `LanguageModel` backed by Mistral chat completions or an OpenAI-compatible server.
  *
  * @since 0.1.0
  */

@@ -1,7 +1,8 @@
-import { type AiError, LanguageModel } from "@effect/ai"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, ConfigProvider, Effect, Fiber, Layer, Queue, Stream, TestClock, TestServices } from "effect"
+import { Clock, ConfigProvider, Duration, Effect, Fiber, Layer, Queue, Stream } from "effect"
+import { type AiError, LanguageModel } from "effect/ai"
+import { TestClock } from "effect/testing"
 import * as MistralClient from "../src/MistralClient.js"
 import * as MistralLanguageModel from "../src/MistralLanguageModel.js"
 import * as FakeServer from "./fixtures/FakeServer.js"
@@ -9,40 +10,81 @@ import * as Layers from "./fixtures/Layers.js"
 import * as Scripts from "./fixtures/Scripts.js"
 import { collect, summarize } from "./fixtures/Tools.js"
 
-const statusOf = (error: AiError.AiError) => error._tag === "HttpResponseError" ? error.response.status : undefined
+const statusOf = (error: AiError.AiError) => "http" in error.reason ? error.reason.http?.response?.status : undefined
 
-/** Waits (in real time) until `n` sleeps are pending on the TestClock. */
-const awaitSleeps = (n: number) =>
-  Effect.gen(function*() {
-    while ((yield* TestClock.sleeps()).length < n) {
-      yield* TestServices.provideLive(Effect.sleep("2 millis"))
-    }
-    return Chunk.toArray(yield* TestClock.sleeps())
-  })
+const bodyOf = (error: AiError.AiError) => "http" in error.reason ? error.reason.http?.body : undefined
+
+/** What the provider says about the server's answer (`metadata.mistral`), on the reasons made from one. */
+const mistralOf = (error: AiError.AiError): MistralClient.MistralErrorMetadata | undefined => {
+  const reason = error.reason
+  switch (reason._tag) {
+    case "InvalidRequestError":
+    case "AuthenticationError":
+    case "RateLimitError":
+    case "QuotaExhaustedError":
+    case "InternalProviderError":
+    case "UnknownError":
+      return reason.metadata.mistral ?? undefined
+    default:
+      return undefined
+  }
+}
+
+const descriptionOf = (error: AiError.AiError) => mistralOf(error)?.description ?? error.reason._tag
+
+/**
+ * Effect 4's TestClock does not list its pending sleeps: a clock over it records the wake-up time of every sleep of
+ * the effects it is given to.
+ */
+const recordSleeps = Effect.gen(function*() {
+  const clock = yield* Clock.Clock
+  const sleeps: Array<number> = []
+  const recording: Clock.Clock = {
+    ...clock,
+    sleep: (duration) =>
+      Effect.suspend(() => {
+        sleeps.push(clock.currentTimeMillisUnsafe() + Duration.toMillis(duration))
+        return clock.sleep(duration)
+      })
+  }
+  return {
+    sleeps,
+    /** Waits (in real time) until `n` sleeps have started; their wake-up times. */
+    awaitSleeps: (n: number) =>
+      Effect.gen(function*() {
+        while (sleeps.length < n) {
+          yield* TestClock.withLive(Effect.sleep("2 millis"))
+        }
+        return sleeps.slice(0, n)
+      }),
+    record: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.provideService(self, Clock.Clock, recording)
+  }
+})
 
 const generate = (server: FakeServer.FakeServer, options: Layers.Options = {}) =>
   LanguageModel.generateText({ prompt: "Hi" }).pipe(Effect.provide(Layers.model(server, options)))
 
 describe("MistralClient errors", () => {
-  it.scopedLive(
-    "401 becomes an HttpResponseError with status and body, and is not retried",
+  it.live(
+    "401 becomes an AuthenticationError with status and body, and is not retried",
     () =>
       Effect.gen(function*() {
         const server = yield* FakeServer.make({ apiKey: "right-key" })
         const error = yield* Effect.flip(generate(server, { apiKey: "wrong-key" }))
-        assert.strictEqual(error._tag, "HttpResponseError")
+        assert.strictEqual(error.reason._tag, "AuthenticationError")
         assert.strictEqual(statusOf(error), 401)
-        if (error._tag !== "HttpResponseError") return
-        assert.include(error.body ?? "", "\"message\":\"Unauthorized\"")
-        assert.include(error.description ?? "", "status 401: Unauthorized")
-        assert.include(error.description ?? "", "mistral-correlation-id")
-        assert.strictEqual(error.request.headers.authorization, "<redacted>")
+        assert.include(bodyOf(error) ?? "", "\"message\":\"Unauthorized\"")
+        assert.include(descriptionOf(error), "status 401: Unauthorized")
+        assert.include(descriptionOf(error), "mistral-correlation-id")
+        assert.include(error.message, "status 401: Unauthorized")
+        // Effect 4's AiError keeps no request: the key cannot leak through the error.
+        assert.notInclude(JSON.stringify(error) + error.message, "wrong-key")
         assert.strictEqual(server.requests.length, 1)
       }),
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "422 extra_forbidden keeps the raw body, describes the field, and is not retried",
     () =>
       Effect.gen(function*() {
@@ -51,10 +93,11 @@ describe("MistralClient errors", () => {
         server.enqueue(reply, Scripts.completion({ content: "never" }, "stop"))
         const error = yield* Effect.flip(generate(server))
         assert.strictEqual(statusOf(error), 422)
-        if (error._tag !== "HttpResponseError" || reply._tag !== "Body") return assert.fail("unexpected error")
-        assert.strictEqual(error.body, reply.body)
+        assert.strictEqual(error.reason._tag, "InvalidRequestError")
+        if (reply._tag !== "Body") return assert.fail("unexpected reply")
+        assert.strictEqual(bodyOf(error), reply.body)
         assert.include(
-          error.description ?? "",
+          descriptionOf(error),
           "Extra inputs are not permitted at body.stream_options.include_usage [extra_forbidden]"
         )
         assert.strictEqual(server.requests.length, 1)
@@ -62,7 +105,7 @@ describe("MistralClient errors", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "400 and legacy bodies (JSON-string message, integer code, OpenAI envelope) are described",
     () =>
       Effect.gen(function*() {
@@ -86,7 +129,7 @@ describe("MistralClient errors", () => {
         const descriptions: Array<string> = []
         for (let i = 0; i < 3; i++) {
           const error = yield* Effect.flip(generate(server))
-          descriptions.push(error._tag === "HttpResponseError" ? error.description ?? "" : error._tag)
+          descriptions.push(descriptionOf(error))
         }
         assert.include(descriptions[0], "status 400: Unexpected role 'user' after role 'tool'")
         assert.include(descriptions[0], "code: 3230")
@@ -100,11 +143,14 @@ describe("MistralClient errors", () => {
 })
 
 describe("MistralClient retries", () => {
-  it.scoped("a 429 waits exactly Retry-After seconds before retrying", () =>
+  it.effect("a 429 waits exactly Retry-After seconds before retrying", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
+      const { awaitSleeps, record } = yield* recordSleeps
       server.enqueue(FakeServer.rateLimited({ retryAfter: "5" }), Scripts.completion({ content: "after wait" }, "stop"))
-      const fiber = yield* Effect.fork(generate(server, { retry: { maxRetries: 2, baseDelay: "10 millis" } }))
+      const fiber = yield* Effect.forkChild(
+        record(generate(server, { retry: { maxRetries: 2, baseDelay: "10 millis" } }))
+      )
       yield* Queue.take(server.received)
       assert.deepStrictEqual(yield* awaitSleeps(1), [5_000])
       yield* TestClock.adjust("4999 millis")
@@ -115,11 +161,12 @@ describe("MistralClient retries", () => {
       assert.strictEqual(server.requests.length, 2)
     }))
 
-  it.scoped(
+  it.effect(
     "a Retry-After longer than the policy's maxDelay is not waited for: the 429 surfaces at once",
     () =>
       Effect.gen(function*() {
         const server = yield* FakeServer.make()
+        const { record, sleeps } = yield* recordSleeps
         const inAnHour = new Date(Date.now() + 3_600_000).toUTCString()
         server.enqueue(
           FakeServer.rateLimited({ retryAfter: "3600" }),
@@ -130,39 +177,45 @@ describe("MistralClient retries", () => {
         const retry = { maxRetries: 3, baseDelay: "10 millis", maxDelay: "30 seconds" } as const
         // Under the TestClock an hour-long sleep would never end: these complete only if nothing sleeps.
         for (const _ of [1, 2]) {
-          const error = yield* Effect.flip(generate(server, { retry }))
+          const error = yield* Effect.flip(record(generate(server, { retry })))
           assert.strictEqual(statusOf(error), 429)
-          assert.include(error._tag === "HttpResponseError" ? error.description ?? "" : "", "exceeds the retry policy")
+          assert.strictEqual(error.reason._tag, "RateLimitError")
+          assert.include(descriptionOf(error), "exceeds the retry policy")
+          assert.isTrue(Duration.toMillis(error.retryAfter ?? Duration.zero) >= 3_500_000)
         }
         const streamError = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(
-          Effect.provide(Layers.model(server, { retry }))
+          Effect.provide(Layers.model(server, { retry })),
+          record
         )
         assert.strictEqual(statusOf(streamError), 429)
         assert.strictEqual(server.requests.length, 3)
-        assert.deepStrictEqual(Chunk.toArray(yield* TestClock.sleeps()), [])
+        assert.deepStrictEqual(sleeps, [])
       }),
     { timeout: 5_000 }
   )
 
-  it.scoped("without Retry-After, 429 backs off exponentially with jitter", () =>
+  it.effect("without Retry-After, 429 backs off exponentially with jitter", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
+      const { awaitSleeps, record } = yield* recordSleeps
       server.enqueue(FakeServer.rateLimited(), FakeServer.rateLimited(), Scripts.completion({ content: "ok" }, "stop"))
-      const fiber = yield* Effect.fork(generate(server, { retry: { maxRetries: 3, baseDelay: "1 second" } }))
+      const fiber = yield* Effect.forkChild(
+        record(generate(server, { retry: { maxRetries: 3, baseDelay: "1 second" } }))
+      )
       yield* Queue.take(server.received)
       const [first] = yield* awaitSleeps(1)
       assert.isTrue(first >= 500 && first <= 1_000, `first delay ${first}`)
       yield* TestClock.adjust(first)
       yield* Queue.take(server.received)
-      const [second] = yield* awaitSleeps(1)
-      const now = yield* TestClock.currentTimeMillis
+      const [, second] = yield* awaitSleeps(2)
+      const now = yield* Clock.currentTimeMillis
       assert.isTrue(second - now >= 1_000 && second - now <= 2_000, `second delay ${second - now}`)
       yield* TestClock.adjust(second - now)
       assert.strictEqual((yield* Fiber.join(fiber)).text, "ok")
       assert.strictEqual(server.requests.length, 3)
     }))
 
-  it.scopedLive(
+  it.live(
     "5xx answers are retried, and the last one surfaces when retries run out",
     () =>
       Effect.gen(function*() {
@@ -185,7 +238,7 @@ describe("MistralClient retries", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a 429 with no request quota (x-ratelimit-limit-req-minute: 0) is not retried; nor with retry: false",
     () =>
       Effect.gen(function*() {
@@ -198,7 +251,7 @@ describe("MistralClient retries", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a stream is retried on 503 / 429 before any event, then streams normally",
     () =>
       Effect.gen(function*() {
@@ -213,7 +266,7 @@ describe("MistralClient retries", () => {
     { timeout: 5_000 }
   )
 
-  it.scopedLive("a stream cut midway fails after its deltas and is never retried", () =>
+  it.live("a stream cut midway fails after its deltas and is never retried", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -229,13 +282,13 @@ describe("MistralClient retries", () => {
         Effect.flip
       )
       assert.deepStrictEqual(summarize(seen), ["response-metadata", "text-start", "text-delta:Hel"])
-      assert.strictEqual(error._tag, "HttpResponseError")
-      assert.strictEqual(error._tag === "HttpResponseError" ? error.reason : undefined, "Decode")
+      assert.strictEqual(error.reason._tag, "InvalidResponseError")
+      assert.include(error.message, "The response body could not be read (the connection may have been cut)")
       assert.strictEqual(server.requests.length, 1)
     }), { timeout: 5_000 })
 
-  it.scopedLive(
-    "a stream that ends without [DONE] or a finish reason fails with MalformedOutput",
+  it.live(
+    "a stream that ends without [DONE] or a finish reason fails with an InvalidResponseError",
     () =>
       Effect.gen(function*() {
         const server = yield* FakeServer.make()
@@ -245,7 +298,8 @@ describe("MistralClient retries", () => {
         const error = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(
           Effect.provide(Layers.model(server))
         )
-        assert.strictEqual(error._tag, "MalformedOutput")
+        assert.strictEqual(error.reason._tag, "InvalidResponseError")
+        assert.include(error.message, "The stream ended before `data: [DONE]` or a finish reason")
         assert.strictEqual(server.requests.length, 1)
       }),
     { timeout: 5_000 }
@@ -253,7 +307,7 @@ describe("MistralClient retries", () => {
 })
 
 describe("MistralClient streams", () => {
-  it.scoped("parses CRLF framing and comment lines, drops unknown fields such as `p`", () =>
+  it.effect("parses CRLF framing and comment lines, drops unknown fields such as `p`", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       const text = Scripts.sse([
@@ -275,7 +329,7 @@ describe("MistralClient streams", () => {
       assert.isFalse("p" in chunks[1])
     }))
 
-  it.scoped("finish_reason \"error\" mid-stream maps to an error finish; an in-stream error object fails", () =>
+  it.effect("finish_reason \"error\" mid-stream maps to an error finish; an in-stream error object fails", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -290,11 +344,11 @@ describe("MistralClient streams", () => {
       const parts = yield* collect(LanguageModel.streamText({ prompt: "Hi" })).pipe(Effect.provide(model))
       assert.strictEqual(summarize(parts).at(-1), "finish:error:undefined/undefined/undefined")
       const error = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(Effect.provide(model))
-      assert.strictEqual(error._tag, "UnknownError")
+      assert.strictEqual(error.reason._tag, "UnknownError")
       assert.include(error.message, "CUDA out of memory")
     }))
 
-  it.scoped("a Mistral error envelope inside the stream fails the stream with its message", () =>
+  it.effect("a Mistral error envelope inside the stream fails the stream with its message", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       server.enqueue(
@@ -327,31 +381,28 @@ describe("MistralClient streams", () => {
         Effect.flip
       )
       assert.deepStrictEqual(summarize(seen), ["response-metadata", "text-start", "text-delta:Par"])
-      assert.strictEqual(error._tag, "UnknownError")
+      assert.strictEqual(error.reason._tag, "UnknownError")
       assert.include(error.message, "Service unavailable: the model is overloaded")
       assert.include(error.message, "type: service_unavailable")
       const legacy = yield* Effect.flip(collect(LanguageModel.streamText({ prompt: "Hi" }))).pipe(
         Effect.provide(Layers.model(server))
       )
-      assert.strictEqual(legacy._tag, "UnknownError")
+      assert.strictEqual(legacy.reason._tag, "UnknownError")
       assert.include(legacy.message, "Bad chunk at body [value_error]")
       assert.strictEqual(server.requests.length, 2)
     }))
 
-  it.scoped("layerConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL and MISTRAL_FLAVOUR", () =>
+  it.effect("layerConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL and MISTRAL_FLAVOUR", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "from-env" })
       server.enqueue(Scripts.completion({ content: "configured" }, "stop"))
-      const provider = ConfigProvider.fromMap(
-        new Map([["MISTRAL_API_KEY", "from-env"], ["MISTRAL_BASE_URL", `${server.url}/v1/`], [
-          "MISTRAL_FLAVOUR",
-          "compat"
-        ]])
-      )
+      const provider = ConfigProvider.fromEnv({
+        env: { MISTRAL_API_KEY: "from-env", MISTRAL_BASE_URL: `${server.url}/v1/`, MISTRAL_FLAVOUR: "compat" }
+      })
       const model = MistralLanguageModel.layer({ model: "local", config: { random_seed: 1 } }).pipe(
         Layer.provide(MistralClient.layerConfig()),
         Layer.provide(NodeHttpClient.layerUndici),
-        Layer.provide(Layer.setConfigProvider(provider))
+        Layer.provide(ConfigProvider.layer(provider))
       )
       const response = yield* LanguageModel.generateText({ prompt: "Hi" }).pipe(Effect.provide(model))
       assert.strictEqual(response.text, "configured")

@@ -3,9 +3,9 @@
  * (reference/mistral-wire.md §1.1, §1.3). The fake server runs in validating mode, so a broken rule would be a
  * 400/422 there; each rule is also asserted on the recorded request.
  */
-import { LanguageModel, Prompt } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { type AiError, LanguageModel, Prompt } from "effect/ai"
 import * as MistralClient from "../src/MistralClient.js"
 import * as FakeServer from "./fixtures/FakeServer.js"
 import * as Layers from "./fixtures/Layers.js"
@@ -51,10 +51,14 @@ const session = Prompt.make([
 ])
 
 const ID = /^[a-zA-Z0-9]{9}$/
+
+const statusOf = (error: AiError.AiError) => "http" in error.reason ? error.reason.http?.response?.status ?? 0 : 0
+
+const bodyOf = (error: AiError.AiError) => "http" in error.reason ? error.reason.http?.body ?? "" : ""
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/
 
 describe("MistralLanguageModel replayed session", () => {
-  it.scoped("produces a request that satisfies every Mistral rule", () =>
+  it.effect("produces a request that satisfies every Mistral rule", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "Monday is free." }, "stop"))
@@ -150,7 +154,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.notInclude(server.requests[0].raw, "Need the calendar")
     }))
 
-  it.scoped("repairs histories that would break a rule: missing, orphaned, misplaced and duplicate results", () =>
+  it.effect("repairs histories that would break a rule: missing, orphaned, misplaced and duplicate results", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(
@@ -219,7 +223,7 @@ describe("MistralLanguageModel replayed session", () => {
       })
     }))
 
-  it.scoped("pairs each result with the nearest earlier unanswered call when servers reuse tool-call ids", () =>
+  it.effect("pairs each result with the nearest earlier unanswered call when servers reuse tool-call ids", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
@@ -267,7 +271,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.notInclude(server.requests[0].raw, "No result was recorded")
     }))
 
-  it.scoped("the validating fake server rejects what Mistral rejects (so the checks above are meaningful)", () =>
+  it.effect("the validating fake server rejects what Mistral rejects (so the checks above are meaningful)", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const naive = {
@@ -292,10 +296,10 @@ describe("MistralLanguageModel replayed session", () => {
           Effect.provide(Layers.client(server, { retry: false }))
         )
       const extra = yield* send({ ...naive, stream_options: { include_usage: true } })
-      assert.strictEqual(extra._tag === "HttpResponseError" ? extra.response.status : 0, 422)
+      assert.strictEqual(statusOf(extra), 422)
       const invalid = yield* send(naive)
-      assert.strictEqual(invalid._tag === "HttpResponseError" ? invalid.response.status : 0, 400)
-      const invalidBody = invalid._tag === "HttpResponseError" ? invalid.body ?? "" : ""
+      assert.strictEqual(statusOf(invalid), 400)
+      const invalidBody = bodyOf(invalid)
       // The message-count rules come first, as in mistral-common: six messages, so the last role is checked (and
       // the leading assistant message is not refused: the first role is checked only for a lone message).
       assert.include(invalidBody, "Expected last role User or Tool (or Assistant with prefix True) for serving but got")
@@ -311,7 +315,7 @@ describe("MistralLanguageModel replayed session", () => {
           { role: "tool", name: "get_weather", tool_call_id: OPENAI_ID, content: "done" }
         ]
       })
-      assert.include(badId._tag === "HttpResponseError" ? badId.body ?? "" : "", "\"code\":\"3280\"")
+      assert.include(bodyOf(badId), "\"code\":\"3280\"")
       assert.deepStrictEqual(
         [...new Set(MistralRules.validate(naive).map((violation) => violation.rule))].sort(),
         ["assistant-content", "last-role", "name", "tool-call-id"]
@@ -319,7 +323,7 @@ describe("MistralLanguageModel replayed session", () => {
       assert.deepStrictEqual(server.requests.length, 3)
     }))
 
-  it.scoped("a history that starts with an assistant message gets an empty user message first", () =>
+  it.effect("a history that starts with an assistant message gets an empty user message first", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       server.enqueue(Scripts.completion({ content: "Paris." }, "stop"))
@@ -338,7 +342,7 @@ describe("MistralLanguageModel replayed session", () => {
       ])
     }))
 
-  it.scoped("the fake server follows current mistral-common and the spec's enums and ranges", () =>
+  it.effect("the fake server follows current mistral-common and the spec's enums and ranges", () =>
     Effect.gen(function*() {
       const toolTurn = [
         { role: "user", content: "weather?" },
@@ -378,13 +382,13 @@ describe("MistralLanguageModel replayed session", () => {
       const send = (body: MistralClient.ChatCompletionRequest) =>
         MistralClient.MistralClient.pipe(
           Effect.flatMap((client) => client.createChatCompletion(body)),
-          Effect.either,
+          Effect.result,
           Effect.provide(Layers.client(server, { retry: false }))
         )
       const rejected = (body: MistralClient.ChatCompletionRequest) =>
         Effect.map(send(body), (result) => {
-          if (result._tag === "Right" || result.left._tag !== "HttpResponseError") return assert.fail("not rejected")
-          return { status: result.left.response.status, body: JSON.parse(result.left.body ?? "{}") }
+          if (result._tag === "Success" || statusOf(result.failure) === 0) return assert.fail("not rejected")
+          return { status: statusOf(result.failure), body: JSON.parse(bodyOf(result.failure) || "{}") }
         })
       const details = (reply: { readonly body: { readonly message?: { readonly detail?: unknown } } }) =>
         reply.body.message?.detail
@@ -413,10 +417,10 @@ describe("MistralLanguageModel replayed session", () => {
       // The spec's upper bound for temperature is 1.5, and every documented enum value passes.
       server.enqueue(Scripts.completion({ content: "ok" }, "stop"))
       const accepted = yield* send({ ...base, temperature: 1.5, reasoning_effort: "high", tool_choice: "required" })
-      assert.strictEqual(accepted._tag, "Right")
+      assert.strictEqual(accepted._tag, "Success")
     }))
 
-  it.scoped("the fake server checks the first role only for one message and the last role only for more", () =>
+  it.effect("the fake server checks the first role only for one message and the last role only for more", () =>
     Effect.gen(function*() {
       const rules = (...roles: ReadonlyArray<string>) =>
         MistralRules.validate({ model: "m", messages: roles.map((role) => ({ role, content: "x" })) })
@@ -452,19 +456,16 @@ describe("MistralLanguageModel replayed session", () => {
       const send = (messages: MistralClient.ChatCompletionRequest["messages"]) =>
         MistralClient.MistralClient.pipe(
           Effect.flatMap((client) => client.createChatCompletion({ model: "mistral-small-latest", messages })),
-          Effect.either,
+          Effect.result,
           Effect.provide(Layers.client(server, { retry: false }))
         )
       const lone = yield* send([{ role: "system", content: "Say ok." }])
-      assert.strictEqual(lone._tag, "Right")
+      assert.strictEqual(lone._tag, "Success")
       const trailing = yield* send([{ role: "user", content: "hi" }, { role: "system", content: "Say ok." }])
-      assert.strictEqual(
-        trailing._tag === "Left" && trailing.left._tag === "HttpResponseError" ? trailing.left.response.status : 0,
-        400
-      )
+      assert.strictEqual(trailing._tag === "Failure" ? statusOf(trailing.failure) : 0, 400)
     }))
 
-  it.scoped("replays reasoning a Mistral model produced as thinking chunks, where the model's tokenizer takes them", () =>
+  it.effect("replays reasoning a Mistral model produced as thinking chunks, where the model's tokenizer takes them", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const compat = yield* FakeServer.make()

@@ -1,10 +1,10 @@
 /**
- * The GenAI span attributes (OpenTelemetry semantic conventions, as `@effect/ai`'s `Telemetry` names them) that the
+ * The GenAI span attributes (OpenTelemetry semantic conventions, as `effect/ai`'s `Telemetry` names them) that the
  * provider sets on the span `LanguageModel` passes to it, for `generateText` and `streamText`.
  */
-import { LanguageModel } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { LanguageModel } from "effect/ai"
 import * as FakeServer from "./fixtures/FakeServer.js"
 import * as Layers from "./fixtures/Layers.js"
 import * as Scripts from "./fixtures/Scripts.js"
@@ -23,6 +23,8 @@ const config = {
 
 const requestAttributes = {
   "gen_ai.operation.name": "chat",
+  // Set by Effect 4's `LanguageModel` itself, from the request's response format.
+  "gen_ai.output.type": "text",
   "gen_ai.request.temperature": 0.3,
   "gen_ai.request.top_p": 0.9,
   "gen_ai.request.max_tokens": 64,
@@ -33,7 +35,7 @@ const requestAttributes = {
 }
 
 describe("MistralLanguageModel telemetry", () => {
-  it.scoped("generateText: system, operation, request parameters, response id / model, finish reasons, usage", () =>
+  it.effect("generateText: provider name, operation, request parameters, response id / model, finish reasons, usage", () =>
     Effect.gen(function*() {
       const tracing = Tracing.make()
       const server = yield* FakeServer.make({ validate: true })
@@ -43,7 +45,7 @@ describe("MistralLanguageModel telemetry", () => {
         Effect.provide(tracing.layer)
       )
       assert.deepStrictEqual(tracing.genAi("LanguageModel.generateText"), [{
-        "gen_ai.system": "mistral_ai",
+        "gen_ai.provider.name": "mistral_ai",
         ...requestAttributes,
         "gen_ai.request.model": "mistral-small-latest",
         "gen_ai.response.id": "7cbd8962041442459eb3636e1e3cbf10",
@@ -54,7 +56,7 @@ describe("MistralLanguageModel telemetry", () => {
       }])
     }))
 
-  it.scoped("streamText: the same attributes, from the chunks as they arrive", () =>
+  it.effect("streamText: the same attributes, from the chunks as they arrive", () =>
     Effect.gen(function*() {
       const tracing = Tracing.make()
       const server = yield* FakeServer.make({ validate: true })
@@ -64,7 +66,7 @@ describe("MistralLanguageModel telemetry", () => {
         Effect.provide(tracing.layer)
       )
       assert.deepStrictEqual(tracing.genAi("LanguageModel.streamText"), [{
-        "gen_ai.system": "mistral_ai",
+        "gen_ai.provider.name": "mistral_ai",
         ...requestAttributes,
         "gen_ai.request.model": "mistral-large-latest",
         "gen_ai.response.id": Scripts.CHUNK_ID,
@@ -75,7 +77,7 @@ describe("MistralLanguageModel telemetry", () => {
       }])
     }))
 
-  it.scoped("compat flavour: the OpenAI dialect, its field names, and usage from the trailing usage chunk", () =>
+  it.effect("compat flavour: the OpenAI dialect, its field names, and usage from the trailing usage chunk", () =>
     Effect.gen(function*() {
       const tracing = Tracing.make()
       const server = yield* FakeServer.make()
@@ -91,8 +93,8 @@ describe("MistralLanguageModel telemetry", () => {
         Effect.provide(tracing.layer)
       )
       assert.deepStrictEqual(tracing.genAi("LanguageModel.streamText"), [{
-        // OpenTelemetry: the system "as identified by the client instrumentation" (an OpenAI-dialect client).
-        "gen_ai.system": "openai",
+        // OpenTelemetry: the provider "as identified by the client instrumentation" (an OpenAI-dialect client).
+        "gen_ai.provider.name": "openai",
         ...requestAttributes,
         "gen_ai.request.model": "qwen3",
         "gen_ai.response.id": "chatcmpl-42",

@@ -2,13 +2,13 @@
  * Model selection: which names resolve to which endpoint, what an agent is told when something is missing, and
  * that one model is built per name. Requests go to fake servers on 127.0.0.1.
  */
-import type { LanguageModel } from "@effect/ai"
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec } from "@parley/core"
 import { Models } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
+import type { LanguageModel } from "effect/ai"
 import * as MistralModels from "../src/MistralModels.js"
 import * as FakeServer from "./fixtures/FakeServer.js"
 import { FAST_RETRY } from "./fixtures/Layers.js"
@@ -19,7 +19,7 @@ import { collect, summarize } from "./fixtures/Tools.js"
 const agent = (model: string | undefined) => AgentSpec.make({ name: "assistant", model, instructions: "Be brief." })
 
 /** The text a model streams for "Hi". */
-const streamedText = (model: LanguageModel.Service) =>
+const streamedText = (model: LanguageModel.LanguageModel) =>
   Effect.map(
     collect(model.streamText({ prompt: "Hi" })),
     (parts) => summarize(parts).filter((part) => part.startsWith("text-delta:")).join("|")
@@ -33,7 +33,7 @@ const issuesOf = (resolver: MistralModels.Service, model: string | undefined) =>
   })
 
 describe("MistralModels", () => {
-  it.scoped("a Mistral name with a key resolves to a working Mistral model", () =>
+  it.effect("a Mistral name with a key resolves to a working Mistral model", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "mistral-key", validate: true })
       server.enqueue(Scripts.mistralText(["Hel", "lo", "!"]))
@@ -52,7 +52,7 @@ describe("MistralModels", () => {
       assert.deepStrictEqual(MistralRules.validate(request.body), [])
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("every Mistral model family resolves; non-chat Mistral models do not", () =>
+  it.effect("every Mistral model family resolves; non-chat Mistral models do not", () =>
     Effect.gen(function*() {
       const resolver = yield* MistralModels.make({ apiKey: Redacted.make("k"), apiUrl: "http://127.0.0.1:9/v1" })
       for (
@@ -79,7 +79,7 @@ describe("MistralModels", () => {
       assert.isFalse(MistralModels.isMistralModel("gpt-4o"))
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("a Mistral name without a key fails with AgentInvalid naming the variable, and sends nothing", () =>
+  it.effect("a Mistral name without a key fails with AgentInvalid naming the variable, and sends nothing", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make()
       const resolver = yield* MistralModels.make({ apiUrl: `${server.url}/v1`, compatBaseUrl: `${server.url}/v1` })
@@ -95,7 +95,7 @@ describe("MistralModels", () => {
       assert.strictEqual(server.requests.length, 0)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("openai-compat:<model> goes to the compat base URL with the model name and OpenAI's field names", () =>
+  it.effect("openai-compat:<model> goes to the compat base URL with the model name and OpenAI's field names", () =>
     Effect.gen(function*() {
       const mistral = yield* FakeServer.make()
       const local = yield* FakeServer.make({ apiKey: "local-key" })
@@ -133,7 +133,7 @@ describe("MistralModels", () => {
       })
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("openai-compat: without a base URL, or without a model name, fails with what is missing", () =>
+  it.effect("openai-compat: without a base URL, or without a model name, fails with what is missing", () =>
     Effect.gen(function*() {
       const resolver = yield* MistralModels.make({ apiKey: Redacted.make("k") })
       assert.deepStrictEqual(yield* issuesOf(resolver, "openai-compat:llama3"), [
@@ -145,7 +145,7 @@ describe("MistralModels", () => {
       ])
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("unknown names and agents without a model fail with AgentInvalid", () =>
+  it.effect("unknown names and agents without a model fail with AgentInvalid", () =>
     Effect.gen(function*() {
       const resolver = yield* MistralModels.make({
         apiKey: Redacted.make("k"),
@@ -165,7 +165,7 @@ describe("MistralModels", () => {
       ])
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("builds one model per name and reuses it (and its client) for every agent that names it", () =>
+  it.effect("builds one model per name and reuses it (and its client) for every agent that names it", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "k" })
       server.enqueue(Scripts.mistralText(["one"]), Scripts.mistralText(["two"]))
@@ -198,21 +198,23 @@ describe("MistralModels", () => {
       ])
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("fromConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL, OPENAI_COMPAT_BASE_URL, OPENAI_COMPAT_API_KEY", () =>
+  it.effect("fromConfig reads MISTRAL_API_KEY, MISTRAL_BASE_URL, OPENAI_COMPAT_BASE_URL, OPENAI_COMPAT_API_KEY", () =>
     Effect.gen(function*() {
       const mistral = yield* FakeServer.make({ apiKey: "from-env" })
       const local = yield* FakeServer.make({ apiKey: "local-env" })
       mistral.enqueue(Scripts.mistralText(["from Mistral"]))
       local.enqueue(Scripts.mistralText(["from local"]))
-      const env = ConfigProvider.fromMap(
-        new Map([
-          ["MISTRAL_API_KEY", "from-env"],
-          ["MISTRAL_BASE_URL", `${mistral.url}/v1`],
-          ["OPENAI_COMPAT_BASE_URL", `${local.url}/v1`],
-          ["OPENAI_COMPAT_API_KEY", "local-env"]
-        ])
+      const env = ConfigProvider.fromEnv({
+        env: {
+          MISTRAL_API_KEY: "from-env",
+          MISTRAL_BASE_URL: `${mistral.url}/v1`,
+          OPENAI_COMPAT_BASE_URL: `${local.url}/v1`,
+          OPENAI_COMPAT_API_KEY: "local-env"
+        }
+      })
+      const resolver = yield* MistralModels.fromConfig({ retry: FAST_RETRY }).pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, env)
       )
-      const resolver = yield* MistralModels.fromConfig({ retry: FAST_RETRY }).pipe(Effect.withConfigProvider(env))
       assert.strictEqual(
         yield* streamedText(yield* resolver.resolve(agent("mistral-medium-latest"))),
         "text-delta:from Mistral"
@@ -230,7 +232,9 @@ describe("MistralModels", () => {
       )
 
       // With nothing set, nothing resolves, and the issues say which variable to set.
-      const none = yield* MistralModels.fromConfig().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
+      const none = yield* MistralModels.fromConfig().pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env: {} }))
+      )
       assert.deepStrictEqual(yield* issuesOf(none, "mistral-large-latest"), [
         "set MISTRAL_API_KEY to use mistral-large-latest"
       ])
@@ -243,7 +247,7 @@ describe("MistralModels", () => {
       )
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("plugs into the runtime's Models: Models.orElse falls back to another resolver", () =>
+  it.effect("plugs into the runtime's Models: Models.orElse falls back to another resolver", () =>
     Effect.gen(function*() {
       const scripted = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("scripted"))
       const mistral = yield* MistralModels.make({ apiKey: Redacted.make("k"), apiUrl: "http://127.0.0.1:9/v1" })
@@ -257,16 +261,14 @@ describe("MistralModels", () => {
       assert.strictEqual(error._tag, "AgentInvalid")
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("the README wiring: a Models layer from fromConfig", () =>
+  it.effect("the README wiring: a Models layer from fromConfig", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ apiKey: "from-env", validate: true })
       server.enqueue(Scripts.mistralText(["wired"]))
-      const env = ConfigProvider.fromMap(
-        new Map([["MISTRAL_API_KEY", "from-env"], ["MISTRAL_BASE_URL", `${server.url}/v1`]])
-      )
-      const ModelsLive = Layer.unwrapEffect(Effect.map(MistralModels.fromConfig(), Models.layer)).pipe(
+      const env = ConfigProvider.fromEnv({ env: { MISTRAL_API_KEY: "from-env", MISTRAL_BASE_URL: `${server.url}/v1` } })
+      const ModelsLive = Layer.unwrap(Effect.map(MistralModels.fromConfig(), Models.layer)).pipe(
         Layer.provide(NodeHttpClient.layerUndici),
-        Layer.provide(Layer.setConfigProvider(env))
+        Layer.provide(ConfigProvider.layer(env))
       )
       const text = yield* Effect.flatMap(Models.Models, (models) => models.resolve(agent("mistral-small-latest"))).pipe(
         Effect.flatMap(streamedText),

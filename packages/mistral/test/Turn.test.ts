@@ -18,7 +18,7 @@ import {
   type TurnEvent
 } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
-import { Chunk, Effect, Layer, Redacted, Stream } from "effect"
+import { Effect, Layer, Redacted, Stream } from "effect"
 import * as MistralModels from "../src/MistralModels.js"
 import type { WireMessage } from "./fixtures/FakeServer.js"
 import * as FakeServer from "./fixtures/FakeServer.js"
@@ -117,7 +117,7 @@ const turnEvents = (sessionId: string, turnId: Turn.Turn["turnId"]) =>
   Effect.gen(function*() {
     const session = yield* Agent.session(assistant, sessionId)
     const turn = yield* Session.turn(session, turnId)
-    return Chunk.toArray(yield* Stream.runCollect(Turn.events(turn)))
+    return yield* Stream.runCollect(Turn.events(turn))
   })
 
 /** The event log as tags, with the callback kind beside `CallbackOpened`; `TurnBlocked` is left out (timing). */
@@ -156,7 +156,7 @@ const afterToolCall = [
 // ----------------------------------------------------------------------------
 
 describe("a callbacks-guide turn through the Mistral provider", () => {
-  it.scoped("completes with the streamed text; the log and the requests follow Mistral's rules", () =>
+  it.effect("completes with the streamed text; the log and the requests follow Mistral's rules", () =>
     Effect.gen(function*() {
       const { models, server } = yield* setup
       server.enqueue(
@@ -258,7 +258,7 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
       assert.strictEqual(messages[3].tool_call_id, callId)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("without MISTRAL_API_KEY the session does not start, and the error says what to set", () =>
+  it.effect("without MISTRAL_API_KEY the session does not start, and the error says what to set", () =>
     Effect.gen(function*() {
       const server = yield* FakeServer.make({ validate: true })
       const models = yield* MistralModels.make({ apiUrl: `${server.url}/v1` })
@@ -270,7 +270,7 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
       assert.strictEqual(server.requests.length, 0)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("a second turn replays the whole history, and the validating server accepts it", () =>
+  it.effect("a second turn replays the whole history, and the validating server accepts it", () =>
     Effect.gen(function*() {
       const { models, server } = yield* setup
       server.enqueue(
@@ -313,7 +313,7 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
       assert.match(String(ids(replay.body)[0]), ID)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 
-  it.scoped("parallel calls with text, and a cancelled turn's unfinished calls, still replay as valid requests", () =>
+  it.effect("parallel calls with text, and a cancelled turn's unfinished calls, still replay as valid requests", () =>
     Effect.gen(function*() {
       const { models, server } = yield* setup
       // Mistral's shape: text first, then both calls whole in the finish chunk.
@@ -380,7 +380,7 @@ describe("a callbacks-guide turn through the Mistral provider", () => {
       assert.deepStrictEqual(results, calls)
       assert.deepStrictEqual(last[last.length - 1], { role: "user", content: FOLLOW_UP })
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
-  it.scoped("a Magistral turn's thinking is kept in the log and replayed to Mistral on the next turn", () =>
+  it.effect("a Magistral turn's thinking is kept in the log and replayed to Mistral on the next turn", () =>
     Effect.gen(function*() {
       const { models, server } = yield* setup
       server.enqueue(Scripts.mistralReasoning(), Scripts.mistralText(["Bye."]))

@@ -34,10 +34,10 @@ import { PolicyInvalid } from "@parley/core/ParleyError"
 import * as Permissions from "@parley/core/Permissions"
 import * as Principal from "@parley/core/Principal"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import { dual } from "effect/Function"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { checked, quote } from "./internal/validation.js"
 import * as ToolPattern from "./ToolPattern.js"
 
@@ -183,7 +183,7 @@ export const rule = (
     tools: typeof tools === "string" ? [tools] : tools,
     decision,
     ...(options?.editable === undefined ? {} : { editable: options.editable })
-  }, true)
+  }, { disableChecks: true })
 
 /**
  * Builds and checks a policy. Fails with `PolicyInvalid` listing every issue: `default` and `permissionMode` that
@@ -206,7 +206,7 @@ export const make = (options: MakeOptions = {}): Effect.Effect<PermissionPolicy,
     rules: (options.rules ?? []).map((input) =>
       input instanceof PermissionRule ? input : rule(input.tools, input.decision, { editable: input.editable })
     )
-  }, true)
+  }, { disableChecks: true })
   return checked(policy, "make", contradiction)
 }
 
@@ -234,6 +234,8 @@ export const askAll: PermissionPolicy = new PermissionPolicy({ default: "ask", r
  */
 export const denyAll: PermissionPolicy = new PermissionPolicy({ default: "deny", rules: [] })
 
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
 /**
  * Decodes a policy from its encoded form (JSON, a config file) and checks it like `validate`. Fails with
  * `PolicyInvalid` listing the decoding issues, or else every issue `validate` finds.
@@ -242,13 +244,15 @@ export const denyAll: PermissionPolicy = new PermissionPolicy({ default: "deny",
  * @category Constructors
  */
 export const decodeUnknown = (input: unknown): Effect.Effect<PermissionPolicy, PolicyInvalid> =>
-  Schema.decodeUnknown(PermissionPolicy, { errors: "all" })(input).pipe(
+  Schema.decodeUnknownEffect(PermissionPolicy, { errors: "all", reportInput: true })(input).pipe(
     Effect.mapError((error) =>
       new PolicyInvalid({
         module: "PermissionPolicy",
         method: "decodeUnknown",
-        issues: ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
-          issue.path.length === 0 ? issue.message : `${issue.path.map(String).join(".")}: ${issue.message}`
+        issues: formatIssues(error.issue).issues.map((issue) =>
+          issue.path === undefined || issue.path.length === 0
+            ? issue.message
+            : `${issue.path.map(String).join(".")}: ${issue.message}`
         )
       })
     ),
@@ -285,15 +289,15 @@ export const evaluate: {
     const rule = policy.rules[index]
     for (const pattern of rule.tools) {
       const parsed = ToolPattern.parse(pattern)
-      if (Either.isRight(parsed) && ToolPattern.matches(parsed.right, toolId)) {
+      if (Result.isSuccess(parsed) && ToolPattern.matches(parsed.success, toolId)) {
         return new Evaluation({
           decision: rule.decision,
-          decidedBy: new RuleMatched({ index, rule, pattern }, true)
-        }, true)
+          decidedBy: new RuleMatched({ index, rule, pattern }, { disableChecks: true })
+        }, { disableChecks: true })
       }
     }
   }
-  return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision() }, true)
+  return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision() }, { disableChecks: true })
 })
 
 /**
@@ -320,7 +324,7 @@ export const principal = (evaluation: Evaluation): Principal.Policy =>
     rule: evaluation.decidedBy._tag === "RuleMatched"
       ? `rules[${evaluation.decidedBy.index}] ${evaluation.decidedBy.pattern}: ${evaluation.decision}`
       : `default: ${evaluation.decision}`
-  }, true)
+  }, { disableChecks: true })
 
 /**
  * A policy checked against the tools its agent can call: `Callable`, `ToolCheck`, `closestTool`, `checkTools`.

@@ -46,7 +46,7 @@ export type PolicyWarning = SpawnDenied
  * @since 0.1.0
  * @category Schemas
  */
-export const PolicyWarning = Schema.Union(SpawnDenied)
+export const PolicyWarning = Schema.Union([SpawnDenied])
 
 /**
  * @since 0.1.0

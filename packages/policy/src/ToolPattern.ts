@@ -11,22 +11,22 @@
  * @example
  * ```ts
  * import { ToolPattern } from "@parley/policy"
- * import { Either } from "effect"
+ * import { Result } from "effect"
  *
  * const pattern = ToolPattern.parse("connector.*.latest_email")
- * if (Either.isRight(pattern)) {
- *   ToolPattern.matches(pattern.right, "connector.gmail.latest_email") // true
- *   ToolPattern.matches(pattern.right, "connector.gmail.send_email") // false
+ * if (Result.isSuccess(pattern)) {
+ *   ToolPattern.matches(pattern.success, "connector.gmail.latest_email") // true
+ *   ToolPattern.matches(pattern.success, "connector.gmail.send_email") // false
  * }
- * ToolPattern.parse("client.**") // Left("\"client.**\": \"**\" is not a pattern; ...")
+ * ToolPattern.parse("client.**") // Failure("\"client.**\": \"**\" is not a pattern; ...")
  * ```
  *
  * @since 0.1.0
  */
 import * as Ids from "@parley/core/Ids"
-import * as Either from "effect/Either"
 import { dual } from "effect/Function"
 import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
 
 /**
  * @since 0.1.0
@@ -93,7 +93,7 @@ const compile = (segments: ReadonlyArray<string>): RegExp =>
 
 const quote = (value: string): string => JSON.stringify(value)
 
-const issue = (pattern: string, why: string): Either.Either<never, string> => Either.left(`${quote(pattern)}: ${why}`)
+const issue = (pattern: string, why: string): Result.Result<never, string> => Result.fail(`${quote(pattern)}: ${why}`)
 
 /**
  * Checks and compiles a tool pattern. The `Left` is one issue, naming the pattern and what is wrong with it:
@@ -104,7 +104,7 @@ const issue = (pattern: string, why: string): Either.Either<never, string> => Ei
  * @since 0.1.0
  * @category Constructors
  */
-export const parse = (pattern: string): Either.Either<ToolPattern, string> => {
+export const parse = (pattern: string): Result.Result<ToolPattern, string> => {
   if (pattern.length === 0) {
     return issue(pattern, "an empty pattern matches no tool; write a tool id such as client.get_location")
   }
@@ -148,7 +148,7 @@ export const parse = (pattern: string): Either.Either<ToolPattern, string> => {
       `unknown builtin ${quote(segments[1])}; agents.<x> takes ${Ids.builtinTools.join(", ")} or *`
     )
   }
-  return Either.right({
+  return Result.succeed({
     [TypeId]: TypeId,
     source: pattern,
     namespace,

@@ -325,9 +325,9 @@ describe("PermissionPolicy.Evaluation", () => {
       })
       for (const toolId of ["connector.gmail.latest_email", "client.b"]) {
         const evaluation = PermissionPolicy.evaluate(policy, toolId)
-        const encoded = yield* Schema.encode(PermissionPolicy.Evaluation)(evaluation)
+        const encoded = yield* Schema.encodeEffect(PermissionPolicy.Evaluation)(evaluation)
         const json = JSON.parse(JSON.stringify(encoded))
-        const decoded = yield* Schema.decodeUnknown(PermissionPolicy.Evaluation)(json)
+        const decoded = yield* Schema.decodeUnknownEffect(PermissionPolicy.Evaluation)(json)
         assert.instanceOf(decoded, PermissionPolicy.Evaluation)
         assert.deepStrictEqual(decoded, evaluation)
       }
@@ -336,7 +336,9 @@ describe("PermissionPolicy.Evaluation", () => {
   it.effect("the encoded form is plain JSON naming the rule and pattern", () =>
     Effect.gen(function*() {
       const policy = yield* PermissionPolicy.make({ default: "ask", rules: [rule(["client.*"], "deny")] })
-      const encoded = yield* Schema.encode(PermissionPolicy.Evaluation)(PermissionPolicy.evaluate(policy, "client.rm"))
+      const encoded = yield* Schema.encodeEffect(PermissionPolicy.Evaluation)(
+        PermissionPolicy.evaluate(policy, "client.rm")
+      )
       assert.deepStrictEqual(JSON.parse(JSON.stringify(encoded)), {
         decision: "deny",
         decidedBy: {
@@ -346,7 +348,7 @@ describe("PermissionPolicy.Evaluation", () => {
           pattern: "client.*"
         }
       })
-      const byDefault = yield* Schema.encode(PermissionPolicy.Evaluation)(
+      const byDefault = yield* Schema.encodeEffect(PermissionPolicy.Evaluation)(
         PermissionPolicy.evaluate(policy, "agents.wait")
       )
       assert.deepStrictEqual(JSON.parse(JSON.stringify(byDefault)), {
@@ -357,7 +359,7 @@ describe("PermissionPolicy.Evaluation", () => {
 
   it.effect("decoding rejects a negative rule index", () =>
     Effect.gen(function*() {
-      const error = yield* Schema.decodeUnknown(PermissionPolicy.Evaluation)({
+      const error = yield* Schema.decodeUnknownEffect(PermissionPolicy.Evaluation)({
         decision: "deny",
         decidedBy: {
           _tag: "RuleMatched",
@@ -366,7 +368,7 @@ describe("PermissionPolicy.Evaluation", () => {
           pattern: "client.*"
         }
       }).pipe(Effect.flip)
-      assert.strictEqual(error._tag, "ParseError")
+      assert.strictEqual(error._tag, "SchemaError")
     }))
 })
 

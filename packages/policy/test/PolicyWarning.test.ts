@@ -79,8 +79,10 @@ describe("PolicyWarning.check", () => {
   it.effect("a warning round-trips through its encoded form", () =>
     Effect.gen(function*() {
       const [warning] = PolicyWarning.check(PermissionPolicy.denyAll, { agent: "a", hasSubagents: true })
-      const encoded = yield* Schema.encode(PolicyWarning.PolicyWarning)(warning)
-      const decoded = yield* Schema.decodeUnknown(PolicyWarning.PolicyWarning)(JSON.parse(JSON.stringify(encoded)))
+      const encoded = yield* Schema.encodeEffect(PolicyWarning.PolicyWarning)(warning)
+      const decoded = yield* Schema.decodeUnknownEffect(PolicyWarning.PolicyWarning)(
+        JSON.parse(JSON.stringify(encoded))
+      )
       assert.isTrue(PolicyWarning.isPolicyWarning(decoded))
       assert.deepStrictEqual(decoded, warning)
       assert.isFalse(PolicyWarning.isPolicyWarning({ _tag: "SpawnDenied" }))

@@ -1,14 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ToolPattern } from "@parley/policy"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 
 const parsed = (pattern: string) =>
   Effect.gen(function*() {
     const result = ToolPattern.parse(pattern)
-    if (Either.isLeft(result)) {
-      return yield* Effect.dieMessage(`expected ${pattern} to parse, got: ${result.left}`)
+    if (Result.isFailure(result)) {
+      return yield* Effect.die(new Error(`expected ${pattern} to parse, got: ${result.failure}`))
     }
-    return result.right
+    return result.success
   })
 
 describe("ToolPattern.parse", () => {
@@ -78,10 +78,10 @@ describe("ToolPattern.parse", () => {
     Effect.sync(() => {
       for (const [pattern, why] of rejected) {
         const result = ToolPattern.parse(pattern)
-        assert.isTrue(Either.isLeft(result), `expected ${JSON.stringify(pattern)} to be rejected`)
-        if (Either.isLeft(result)) {
-          assert.isTrue(result.left.startsWith(`${JSON.stringify(pattern)}: `), result.left)
-          assert.include(result.left, why, pattern)
+        assert.isTrue(Result.isFailure(result), `expected ${JSON.stringify(pattern)} to be rejected`)
+        if (Result.isFailure(result)) {
+          assert.isTrue(result.failure.startsWith(`${JSON.stringify(pattern)}: `), result.failure)
+          assert.include(result.failure, why, pattern)
         }
       }
     }))

@@ -111,7 +111,7 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class Connectors extends Context.Tag("@parley/runtime/Connectors")<Connectors, Service>() {}
+export class Connectors extends Context.Service<Connectors, Service>()("@parley/runtime/Connectors") {}
 
 /**
  * A connector from its tools.
@@ -158,7 +158,7 @@ export const layer = (connectors: ReadonlyArray<Connector>): Layer.Layer<Connect
  * @category Constructors
  */
 export const of = (connectors: ReadonlyArray<Connector>): Service => ({
-  get: (source) => Option.fromNullable(connectors.find((connector) => connector.source === source)),
+  get: (source) => Option.fromNullishOr(connectors.find((connector) => connector.source === source)),
   revision: () => connectors.reduce((sum, connector) => sum + (connector.revision?.() ?? 0), 0)
 })
 
@@ -186,7 +186,7 @@ export const of = (connectors: ReadonlyArray<Connector>): Service => ({
 export const layerEffect = <E = never, R = never>(
   connectors: ReadonlyArray<Connector | Effect.Effect<Connector, E, R>>
 ): Layer.Layer<Connectors, E, Exclude<R, Scope.Scope>> =>
-  Layer.scoped(
+  Layer.effect(
     Connectors,
     Effect.map(
       Effect.forEach(connectors, (connector) => Effect.isEffect(connector) ? connector : Effect.succeed(connector)),

@@ -18,7 +18,6 @@
 import type { SessionId } from "@parley/core/Ids"
 import { Secrets } from "@parley/log/Secrets"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -41,7 +40,7 @@ export class CredentialsError
       module: Schema.String,
       method: Schema.String,
       description: Schema.String,
-      cause: Schema.optional(Schema.Defect)
+      cause: Schema.optional(Schema.Defect())
     }
   )
 {
@@ -66,7 +65,7 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class Credentials extends Context.Tag("@parley/runtime/Credentials")<Credentials, Service>() {}
+export class Credentials extends Context.Service<Credentials, Service>()("@parley/runtime/Credentials") {}
 
 const version = "v1"
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url")
@@ -78,7 +77,8 @@ const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url")
  * @category Constructors
  */
 export const make = (secretKey: Redacted.Redacted<string>): Effect.Effect<Service, never, Secrets> =>
-  Effect.map(Secrets, (secrets) => {
+  Effect.gen(function*() {
+    const secrets = yield* Secrets
     const key = Crypto.hkdfSync("sha256", Redacted.value(secretKey), "parley", "parley/credentials/v1", 32)
     const aad = (treeId: string, name: string) => Buffer.from(`${treeId}\u0000${name}`)
     const failure = (method: string, description: string) => (cause: unknown) =>
@@ -134,7 +134,7 @@ export const make = (secretKey: Redacted.Redacted<string>): Effect.Effect<Servic
           secrets.delete(treeId, name),
           failure("remove", `could not forget the credential ${name} of tree ${treeId}`)
         )
-    }
+    } satisfies Service
   })
 
 /**
@@ -143,11 +143,14 @@ export const make = (secretKey: Redacted.Redacted<string>): Effect.Effect<Servic
  * @since 0.1.0
  * @category Constructors
  */
-export const secretKey: Config.Config<Redacted.Redacted<string>> = Config.redacted("PARLEY_SECRET_KEY").pipe(
-  Config.validate({
-    message: "PARLEY_SECRET_KEY must have at least 32 characters (e.g. `openssl rand -base64 32`)",
-    validation: (key) => Redacted.value(key).length >= 32
-  })
+export const secretKey: Config.Config<Redacted.Redacted<string>> = Config.schema(
+  Schema.Redacted(Schema.String).check(
+    Schema.makeFilter((key) =>
+      Redacted.value(key).length >= 32 ||
+      "PARLEY_SECRET_KEY must have at least 32 characters (e.g. `openssl rand -base64 32`)"
+    )
+  ),
+  "PARLEY_SECRET_KEY"
 )
 
 /**
@@ -166,7 +169,7 @@ export const layer = (secretKey: Redacted.Redacted<string>): Layer.Layer<Credent
  * @since 0.1.0
  * @category Layers
  */
-export const layerConfig: Layer.Layer<Credentials, ConfigError.ConfigError, Secrets> = Layer.effect(
+export const layerConfig: Layer.Layer<Credentials, Config.ConfigError, Secrets> = Layer.effect(
   Credentials,
   Effect.flatMap(secretKey, make)
 )

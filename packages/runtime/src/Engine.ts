@@ -40,14 +40,14 @@ import { RuntimeTools } from "./RuntimeTools.js"
  */
 export interface Options {
   /** How long a tree with nothing to do stays in memory after its last use (default: one minute). */
-  readonly idleTimeToLive?: Duration.DurationInput | undefined
+  readonly idleTimeToLive?: Duration.Input | undefined
   /**
    * How long a paused tree — its turns all wait on callbacks — stays in memory after its last use (default: one
    * second): long enough for a program that answers at once, also over HTTP, and a tree that waits for a person costs no memory
    * meanwhile: it is rebuilt from its log (snapshot and tail) when the answer comes. Never longer than
    * `idleTimeToLive`.
    */
-  readonly pausedTimeToLive?: Duration.DurationInput | undefined
+  readonly pausedTimeToLive?: Duration.Input | undefined
   /**
    * How many trees with nothing to do may stay in memory at once (default: 10,000): past it, the longest idle one
    * leaves at once, whatever the load.
@@ -60,7 +60,7 @@ export interface Options {
    */
   readonly owner?: string | undefined
   /** How long the engine's leases hold without its heartbeat (default: 10 seconds; renewed every third of it). */
-  readonly leaseTtl?: Duration.DurationInput | undefined
+  readonly leaseTtl?: Duration.Input | undefined
   /**
    * Whether the engine takes trees to run their work (default: true). `false` makes a process that only creates
    * sessions, sends messages, answers, cancels and reads: the engines that own the trees (elsewhere) run them.

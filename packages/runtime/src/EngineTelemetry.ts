@@ -7,7 +7,7 @@
  * | span | when | attributes |
  * |---|---|---|
  * | `parley.turn` | from `TurnQueued` to `TurnEnded` (a child of the caller's span, else a root) | `parley.session.id`, `parley.turn.id`, `parley.agent.name`, `parley.turn.state`, `parley.turn.steps` |
- * | `parley.model_step` | a model call, under its turn (`@effect/ai`'s `LanguageModel.streamText` span, with the provider's GenAI attributes, is its child) | `parley.model_step.index`, `gen_ai.request.model` |
+ * | `parley.model_step` | a model call, under its turn (`effect/ai`'s `LanguageModel.streamText` span, with the provider's GenAI attributes, is its child) | `parley.model_step.index`, `gen_ai.request.model` |
  * | `parley.tool` | a tool the runtime runs (the spans its code makes are children) | `parley.tool.id`, `parley.tool.runs_in`, `parley.tool.outcome` |
  * | `parley.callback` | from `CallbackOpened` to `CallbackResolved` | `parley.callback.kind`, `parley.tool.id`, `parley.callback.resolution`, `parley.callback.wait_ms`, `parley.callback.answer`, `parley.callback.answered_by` (`Principal.describe`), `parley.callback.answered_by.kind` |
  * | `parley.store.append` | each append to the tree's log by a store that writes it (a SQL store; the memory store, which keeps the events as values, makes none unless the append fails or is cut short) | `parley.store.events`, `parley.store.bytes` (what the store wrote: the events' JSON text in UTF-8) |
@@ -26,15 +26,13 @@
  * import { Effect, Metric } from "effect"
  *
  * // How many turns this process's engine completed so far.
- * const completed = Metric.value(Metric.tagged(EngineTelemetry.turns, "parley.turn.state", "Completed"))
+ * const completed = Metric.value(Metric.withAttributes(EngineTelemetry.turns, { "parley.turn.state": "Completed" }))
  * export const report = Effect.flatMap(completed, (state) => Effect.log(`completed turns: ${state.count}`))
  * ```
  *
  * @since 0.1.0
  */
 import type * as Metric from "effect/Metric"
-import type * as MetricKeyType from "effect/MetricKeyType"
-import type * as MetricState from "effect/MetricState"
 import * as internal from "./internal/metrics.js"
 
 /**
@@ -43,7 +41,7 @@ import * as internal from "./internal/metrics.js"
  * @since 0.1.0
  * @category Models
  */
-export const turns: Metric.Metric.Counter<number> = internal.turnsEnded
+export const turns: Metric.Counter<number> = internal.turnsEnded
 
 /**
  * Model steps started.
@@ -51,7 +49,7 @@ export const turns: Metric.Metric.Counter<number> = internal.turnsEnded
  * @since 0.1.0
  * @category Models
  */
-export const modelSteps: Metric.Metric.Counter<number> = internal.modelSteps
+export const modelSteps: Metric.Counter<number> = internal.modelSteps
 
 /**
  * Tools the runtime started (its own tools and connectors'; client tools are callbacks).
@@ -59,7 +57,7 @@ export const modelSteps: Metric.Metric.Counter<number> = internal.modelSteps
  * @since 0.1.0
  * @category Models
  */
-export const toolRuns: Metric.Metric.Counter<number> = internal.toolRuns
+export const toolRuns: Metric.Counter<number> = internal.toolRuns
 
 /**
  * Time from a callback's opening to its resolution, in milliseconds.
@@ -67,11 +65,7 @@ export const toolRuns: Metric.Metric.Counter<number> = internal.toolRuns
  * @since 0.1.0
  * @category Models
  */
-export const callbackWait: Metric.Metric<
-  MetricKeyType.MetricKeyType.Histogram,
-  number,
-  MetricState.MetricState.Histogram
-> = internal.callbackWait
+export const callbackWait: Metric.Histogram<number> = internal.callbackWait
 
 /**
  * Callbacks open in the trees this process owns (an up-down counter: +1 opened, -1 resolved).
@@ -79,4 +73,4 @@ export const callbackWait: Metric.Metric<
  * @since 0.1.0
  * @category Models
  */
-export const callbacksOpen: Metric.Metric.Counter<number> = internal.callbacksOpen
+export const callbacksOpen: Metric.Counter<number> = internal.callbacksOpen

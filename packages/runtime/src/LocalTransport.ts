@@ -5,7 +5,7 @@
  *
  * `layerMemory` is the whole runtime in one line: the engine over an in-memory session store, the connectors and the
  * tools the runtime runs that you give (none by default) and the models. Without `models`, every agent runs on the
- * `LanguageModel` in context: the `@effect/ai` provider layer of your choice, or `ScriptedModel.layer(...)` from
+ * `LanguageModel` in context: the `effect/ai` provider layer of your choice, or `ScriptedModel.layer(...)` from
  * `@parley/testing` offline. `layer` is the engine alone, for a program that picks its own store, connectors, runtime tools and models.
  *
  * @example
@@ -22,10 +22,10 @@
  *
  * @since 0.1.0
  */
-import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { Transport } from "@parley/core/Transport"
 import * as EventLog from "@parley/log/EventLog"
 import * as SessionStore from "@parley/log/SessionStore"
+import type * as LanguageModel from "effect/ai/LanguageModel"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -56,9 +56,11 @@ const requireServices = (method: string) =>
       missing.push("Models (`Models.layer(resolver)`, or `Models.layerFromContext` with a `LanguageModel` layer)")
     }
     if (missing.length > 0) {
-      return yield* Effect.dieMessage(
-        `LocalTransport.${method}: the engine needs ${missing.join(", ")}; ` +
-          "or use `LocalTransport.layerMemory()` / `SqlRuntime.layerSqlite()` (@parley/store-sql), which provide them all"
+      return yield* Effect.die(
+        new Error(
+          `LocalTransport.${method}: the engine needs ${missing.join(", ")}; ` +
+            "or use `LocalTransport.layerMemory()` / `SqlRuntime.layerSqlite()` (@parley/store-sql), which provide them all"
+        )
       )
     }
   })
@@ -94,7 +96,7 @@ export const layer: Layer.Layer<
   Transport,
   never,
   SessionStore.SessionStore | Models.Models | Connectors.Connectors | RuntimeTools.RuntimeTools
-> = Layer.scoped(Transport, Effect.zipRight(requireServices("layer"), Engine.make))
+> = Layer.effect(Transport, Effect.andThen(requireServices("layer"), Engine.make))
 
 /**
  * The options of `layerMemory`.
@@ -138,7 +140,7 @@ export interface MemoryOptions {
  * const Offline = LocalTransport.layerMemory().pipe(Layer.provide(ScriptedModel.layer([ScriptedModel.text("Hi!")])))
  *
  * // or a resolver, by model name or by agent
- * const ByAgent = Layer.unwrapEffect(
+ * const ByAgent = Layer.unwrap(
  *   Effect.map(
  *     ScriptedModel.fromFunction(() => ScriptedModel.text("Hi!")),
  *     (scripted) => LocalTransport.layerMemory({ models: Models.byAgent({ assistant: scripted.languageModel }) })
@@ -177,4 +179,4 @@ export const layerWith = (
   Transport,
   never,
   SessionStore.SessionStore | Models.Models | Connectors.Connectors | RuntimeTools.RuntimeTools
-> => Layer.scoped(Transport, Effect.zipRight(requireServices("layerWith"), Engine.makeWith(options)))
+> => Layer.effect(Transport, Effect.andThen(requireServices("layerWith"), Engine.makeWith(options)))

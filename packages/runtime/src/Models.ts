@@ -1,5 +1,5 @@
 /**
- * Model selection: resolves the model an agent names (`"mistral-large-latest"`) to an `@effect/ai`
+ * Model selection: resolves the model an agent names (`"mistral-large-latest"`) to an `effect/ai`
  * `LanguageModel`, so a subagent can use another model and tests can script each one.
  *
  * @example
@@ -16,9 +16,9 @@
  *
  * @since 0.1.0
  */
-import * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import { AgentInvalid } from "@parley/core/ParleyError"
+import * as LanguageModel from "effect/ai/LanguageModel"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -30,14 +30,14 @@ import * as Option from "effect/Option"
  */
 export interface Service {
   /** The model for an agent (a subagent without a model of its own gets its parent's model name). */
-  readonly resolve: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
+  readonly resolve: (agent: AgentSpec) => Effect.Effect<LanguageModel.LanguageModel, AgentInvalid>
 }
 
 /**
  * @since 0.1.0
  * @category Context
  */
-export class Models extends Context.Tag("@parley/runtime/Models")<Models, Service>() {}
+export class Models extends Context.Service<Models, Service>()("@parley/runtime/Models") {}
 
 const unknownModel = (agent: AgentSpec, known: ReadonlyArray<string>) =>
   new AgentInvalid({
@@ -53,7 +53,7 @@ const unknownModel = (agent: AgentSpec, known: ReadonlyArray<string>) =>
  * @since 0.1.0
  * @category Constructors
  */
-export const single = (model: LanguageModel.Service): Service => ({ resolve: () => Effect.succeed(model) })
+export const single = (model: LanguageModel.LanguageModel): Service => ({ resolve: () => Effect.succeed(model) })
 
 /**
  * Models by model name.
@@ -61,7 +61,7 @@ export const single = (model: LanguageModel.Service): Service => ({ resolve: () 
  * @since 0.1.0
  * @category Constructors
  */
-export const byName = (models: Readonly<Record<string, LanguageModel.Service>>): Service => ({
+export const byName = (models: Readonly<Record<string, LanguageModel.LanguageModel>>): Service => ({
   resolve: (agent) => {
     const model = agent.model === undefined ? undefined : models[agent.model]
     return model === undefined ? Effect.fail(unknownModel(agent, Object.keys(models))) : Effect.succeed(model)
@@ -74,7 +74,7 @@ export const byName = (models: Readonly<Record<string, LanguageModel.Service>>):
  * @since 0.1.0
  * @category Constructors
  */
-export const byAgent = (models: Readonly<Record<string, LanguageModel.Service>>): Service => ({
+export const byAgent = (models: Readonly<Record<string, LanguageModel.LanguageModel>>): Service => ({
   resolve: (agent) => {
     const model = models[agent.name]
     return model === undefined
@@ -101,9 +101,9 @@ export const orElse = (...services: ReadonlyArray<Service>): Service => ({
     Effect.gen(function*() {
       const issues: Array<string> = []
       for (const service of services) {
-        const resolved = yield* Effect.either(service.resolve(agent))
-        if (resolved._tag === "Right") return resolved.right
-        issues.push(...resolved.left.issues)
+        const resolved = yield* Effect.result(service.resolve(agent))
+        if (resolved._tag === "Success") return resolved.success
+        issues.push(...resolved.failure.issues)
       }
       return yield* new AgentInvalid({
         module: "Models",

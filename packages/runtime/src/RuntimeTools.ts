@@ -78,7 +78,7 @@ export interface Service {
  * @since 0.1.0
  * @category Context
  */
-export class RuntimeTools extends Context.Tag("@parley/runtime/RuntimeTools")<RuntimeTools, Service>() {}
+export class RuntimeTools extends Context.Service<RuntimeTools, Service>()("@parley/runtime/RuntimeTools") {}
 
 /**
  * What the runtime can be given: a tool with its handler (`Tool.make`), or a client tool with the code that answers
@@ -109,7 +109,7 @@ export const make = (...entries: ReadonlyArray<Entry>): Service => {
   const handlers = new Map<string, Handler>(
     [...byId].map(([id, answers]) => [id, ClientTool.answers(...answers)])
   )
-  return { get: (toolId) => Option.fromNullable(handlers.get(toolId)) }
+  return { get: (toolId) => Option.fromNullishOr(handlers.get(toolId)) }
 }
 
 /**

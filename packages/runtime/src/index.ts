@@ -34,7 +34,7 @@ export * as EngineTelemetry from "./EngineTelemetry.js"
 export * as LocalTransport from "./LocalTransport.js"
 
 /**
- * Model selection: agent → `@effect/ai` `LanguageModel`.
+ * Model selection: agent → `effect/ai` `LanguageModel`.
  *
  * @since 0.1.0
  */

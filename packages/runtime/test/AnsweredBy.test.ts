@@ -6,7 +6,7 @@ import { Agent, Answer, CallbackHandler, Inbox, Permissions, Principal, Session,
 import { LocalTransport } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool, Tool, ToolAnnotations } from "@parley/tools"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 
 const getLocation = ClientTool.make("get_location", {
   description: "The user's current location.",
@@ -46,7 +46,7 @@ const answeredBy = (turn: Turn.Turn) =>
     Effect.map((events) => {
       const opened = new Map<string, string>()
       const lines: Array<string> = []
-      for (const event of Chunk.toReadonlyArray(events)) {
+      for (const event of events) {
         if (event._tag === "CallbackOpened" && event.callback._tag !== "OpenSignIn") {
           opened.set(event.callback.id, `${event.callback.request.tool.id}/${event.callback.kind}`)
         }
@@ -73,8 +73,8 @@ describe("answeredBy", () => {
       )
       assert.strictEqual(first._tag, "Completed")
       assert.deepStrictEqual(yield* answeredBy(yield* turnOf(first)), [
-        "client.get_location/approval: {\"name\":\"allowReadOnly\",\"_tag\":\"Handler\"}",
-        "client.get_location/client_tool: {\"name\":\"app\",\"_tag\":\"Handler\"}"
+        "client.get_location/approval: {\"_tag\":\"Handler\",\"name\":\"allowReadOnly\"}",
+        "client.get_location/client_tool: {\"_tag\":\"Handler\",\"name\":\"app\"}"
       ])
       // No names anywhere: "handler". A named wrapper renames what it wraps (allowTools has a name of its own).
       const second = yield* Agent.run(assistant, "Prices?").pipe(
@@ -85,10 +85,10 @@ describe("answeredBy", () => {
       )
       assert.strictEqual(second._tag, "Completed")
       assert.deepStrictEqual(yield* answeredBy(yield* turnOf(second)), [
-        "client.lookup_price/approval: {\"name\":\"pricePolicy\",\"_tag\":\"Handler\"}",
-        "client.lookup_stock/approval: {\"name\":\"handler\",\"_tag\":\"Handler\"}",
-        "client.lookup_price/client_tool: {\"name\":\"lookupPrice\",\"_tag\":\"Handler\"}",
-        "client.lookup_stock/client_tool: {\"name\":\"lookup_stock\",\"_tag\":\"Handler\"}"
+        "client.lookup_price/approval: {\"_tag\":\"Handler\",\"name\":\"pricePolicy\"}",
+        "client.lookup_stock/approval: {\"_tag\":\"Handler\",\"name\":\"handler\"}",
+        "client.lookup_price/client_tool: {\"_tag\":\"Handler\",\"name\":\"lookupPrice\"}",
+        "client.lookup_stock/client_tool: {\"_tag\":\"Handler\",\"name\":\"lookup_stock\"}"
       ])
     }).pipe(Effect.provide(runtime([
       ScriptedModel.toolCall("get_location", {}),
@@ -117,12 +117,12 @@ describe("answeredBy", () => {
       const done = yield* Turn.result(turn, { after: open })
       assert.strictEqual(done._tag, "Completed")
       assert.deepStrictEqual(yield* answeredBy(turn), [
-        "client.get_location/approval: {\"label\":\"alice@example.com\",\"_tag\":\"Client\"}",
+        "client.get_location/approval: {\"_tag\":\"Client\",\"label\":\"alice@example.com\"}",
         "client.get_location/client_tool: {\"_tag\":\"Client\"}"
       ])
       // The principal decodes from the log's wire form.
       const events = yield* Stream.runCollect(Turn.events(turn))
-      const resolved = Chunk.toReadonlyArray(events).filter((event) => event._tag === "CallbackResolved")
+      const resolved = events.filter((event) => event._tag === "CallbackResolved")
       const decoded = resolved.map((event) =>
         Schema.decodeUnknownSync(TurnEvent.TurnEvent)(
           Schema.encodeSync(TurnEvent.TurnEvent)(event)
@@ -150,9 +150,7 @@ describe("answeredBy", () => {
       // No handler at all: nothing asks, so the turn completes on the policy's word alone.
       const done = yield* Session.run(session, "Atlas?")
       assert.strictEqual(done._tag, "Completed")
-      const events = Chunk.toReadonlyArray(
-        yield* Stream.runCollect(Turn.events(yield* Session.turn(session, done.turnId)))
-      )
+      const events = yield* Stream.runCollect(Turn.events(yield* Session.turn(session, done.turnId)))
       const started = events.filter((event) => event._tag === "ToolCallStarted")
       assert.deepStrictEqual(started.map((event) => ({ tool: event.toolId as string, by: event.decidedBy })), [
         { tool: "client.lookup_price", by: new Principal.Policy({ rule: "rules[0] client.lookup_*: allow" }) },

@@ -7,7 +7,7 @@ import { Agent, Answer, CallbackHandler, Principal, Session, Turn, type TurnEven
 import { LocalTransport } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 
 /** A mailer whose `send_email` the runtime runs, and the emails it sent (one ledger per test: tests run at once). */
 const makeMailer = () => {
@@ -53,7 +53,7 @@ describe("edited arguments", () => {
       assert.deepStrictEqual(sent, [toTeam])
 
       // The log keeps both: the model's arguments on the call, the approved ones on the answer.
-      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Turn.events(turn)))
+      const events = yield* Stream.runCollect(Turn.events(turn))
       assert.deepStrictEqual(ofTag(events, "ToolCallStarted")[0].arguments, { to: "all@x.io", body: "Lunch at noon." })
       const answer = ofTag(events, "CallbackResolved")[0].answer
       assert.deepStrictEqual(answer?._tag === "AllowApproval" ? answer.arguments : undefined, toTeam)
@@ -113,9 +113,7 @@ describe("remembered grants", () => {
       assert.strictEqual(asked, 0)
       assert.strictEqual(second._tag, "Completed")
       assert.deepStrictEqual(sent, [{ to: "a@x.io", body: "Hi." }, { to: "b@x.io", body: "Hi." }])
-      const events = Chunk.toReadonlyArray(
-        yield* Stream.runCollect(Turn.events(yield* Session.turn(session, second.turnId)))
-      )
+      const events = yield* Stream.runCollect(Turn.events(yield* Session.turn(session, second.turnId)))
       assert.deepStrictEqual(
         ofTag(events, "CallbackResolved").map((event) => event.answeredBy),
         [new Principal.Grant({ id: grants[0].grantId })]

@@ -2,7 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Session, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
-import { Chunk, Duration, Effect, Layer, Stream, TestServices } from "effect"
+import { Duration, Effect, Layer, Stream } from "effect"
+import { TestClock } from "effect/testing"
 
 // Issue 8: "a defect in a model or connector ends no turn: Turn.result and agents.wait hang forever". A defect in a
 // connector tool's `run` ends the turn Failed with the defect's message.
@@ -11,8 +12,8 @@ import { Chunk, Duration, Effect, Layer, Stream, TestServices } from "effect"
 const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )
 
@@ -61,7 +62,7 @@ describe("Connectors: a defect in a connector tool", () => {
           const turn = yield* Session.turn(session, state.turnId)
           const events = yield* within(
             "the turn's log",
-            Effect.map(Stream.runCollect(Turn.events(turn)), Chunk.toReadonlyArray)
+            Stream.runCollect(Turn.events(turn))
           )
           return { events, state }
         }).pipe(Effect.provide(connectAll), Effect.provide(engine))

@@ -10,9 +10,10 @@ const tokens = { access_token: "at-secret-1", refresh_token: "rt-secret-1", toke
 const withKey = (secret: string) =>
   Layer.effect(
     Credentials.Credentials,
-    Effect.withConfigProvider(
+    Effect.provideService(
       Effect.flatMap(Credentials.secretKey, Credentials.make),
-      ConfigProvider.fromMap(new Map([["PARLEY_SECRET_KEY", secret]]))
+      ConfigProvider.ConfigProvider,
+      ConfigProvider.fromUnknown({ PARLEY_SECRET_KEY: secret })
     )
   )
 
@@ -51,7 +52,11 @@ describe("Credentials", () => {
   it.effect("refuses to build without PARLEY_SECRET_KEY, or with a short one", () =>
     Effect.gen(function*() {
       const missing = yield* Effect.flip(
-        Effect.withConfigProvider(Layer.build(Credentials.layerConfig), ConfigProvider.fromMap(new Map()))
+        Effect.provideService(
+          Layer.build(Credentials.layerConfig),
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromUnknown({})
+        )
       )
       assert.include(String(missing), "PARLEY_SECRET_KEY")
       const short = yield* Effect.flip(Layer.build(withKey("too short")))

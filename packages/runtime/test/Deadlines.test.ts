@@ -4,7 +4,8 @@
  * scheduled while the timer fires a large batch (by the fibers that batch starts) fires at its own time.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import * as Deadlines from "../src/internal/deadlines.js"
 
 const recorder = Effect.gen(function*() {
@@ -19,10 +20,10 @@ const recorder = Effect.gen(function*() {
 })
 
 /** Lets the forked timer and the fibers it started run. */
-const settle = Effect.repeatN(Effect.yieldNow(), 50)
+const settle = Effect.repeat(Effect.yieldNow, { times: 50 })
 
 describe("Deadlines", () => {
-  it.scoped("fire once each, in order, at their time; a cancelled one never; a re-armed one at its new time", () =>
+  it.effect("fire once each, in order, at their time; a cancelled one never; a re-armed one at its new time", () =>
     Effect.gen(function*() {
       const { deadlines, fired } = yield* recorder
       yield* deadlines.schedule("t", "c", 30)
@@ -42,7 +43,7 @@ describe("Deadlines", () => {
       assert.strictEqual(deadlines.size(), 0)
     }))
 
-  it.scoped("an earlier deadline wakes a timer asleep until a later one", () =>
+  it.effect("an earlier deadline wakes a timer asleep until a later one", () =>
     Effect.gen(function*() {
       const { deadlines, fired } = yield* recorder
       yield* deadlines.schedule("t", "late", 1_000_000)
@@ -54,7 +55,7 @@ describe("Deadlines", () => {
       assert.deepStrictEqual(fired, ["t/soon@5"])
     }))
 
-  it.scoped("deadlines scheduled while the timer fires a large batch fire at their own time", () =>
+  it.effect("deadlines scheduled while the timer fires a large batch fire at their own time", () =>
     Effect.gen(function*() {
       const fired: Array<string> = []
       let rescheduled = 0
@@ -73,10 +74,10 @@ describe("Deadlines", () => {
       for (let i = 0; i < 3_000; i++) yield* deadlines.schedule("t", `first-${i}`, 10)
       yield* settle
       yield* TestClock.adjust(10)
-      yield* Effect.repeatN(Effect.yieldNow(), 5_000)
+      yield* Effect.repeat(Effect.yieldNow, { times: 5_000 })
       assert.strictEqual(rescheduled, 3_000)
       yield* TestClock.adjust(10)
-      yield* Effect.repeatN(Effect.yieldNow(), 5_000)
+      yield* Effect.repeat(Effect.yieldNow, { times: 5_000 })
       const next = fired.filter((entry) => entry.startsWith("next-"))
       assert.strictEqual(next.length, 3_000)
       assert.isTrue(next.every((entry) => entry.endsWith("@20")), next.find((entry) => !entry.endsWith("@20")))

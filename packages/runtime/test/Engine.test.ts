@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Permissions, Session, ToolSpec, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
-import { Chunk, Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Stream } from "effect"
 
 const getLocation = new ToolSpec.ToolSpec({
   id: "client.get_location" as ToolSpec.ToolSpec["id"],
@@ -97,7 +97,7 @@ describe("Engine", () => {
       assert.strictEqual(blocked._tag, "Blocked")
       yield* Session.cancel(session)
       const turn = yield* Session.turn(session, blocked.turnId)
-      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Turn.events(turn)))
+      const events = yield* Stream.runCollect(Turn.events(turn))
       const completed = events.filter((e) => e._tag === "ToolCallCompleted")
       assert.deepStrictEqual(completed.map((e) => [e.name, e.isFailure, e.result]), [
         ["gmail_latest_email", true, "The call to gmail_latest_email was cancelled."],
@@ -122,7 +122,9 @@ describe("Engine", () => {
         })
       })))
       assert.strictEqual(badPattern._tag, "PolicyInvalid")
-      const badTool = new ToolSpec.ToolSpec({ ...getLocation, id: "client.bad name" as ToolSpec.ToolSpec["id"] }, true)
+      const badTool = new ToolSpec.ToolSpec({ ...getLocation, id: "client.bad name" as ToolSpec.ToolSpec["id"] }, {
+        disableChecks: true
+      })
       const badName = yield* Effect.flip(Agent.startSession(Agent.make({ name: "c", tools: [badTool] })))
       assert.strictEqual(badName._tag, "AgentInvalid")
       assert.match(badName.message, /client\.bad name/)

@@ -5,7 +5,9 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { DateTime, Effect, Fiber, Layer, Mailbox, Option, Schema, TestClock } from "effect"
+import type { Cause } from "effect"
+import { DateTime, Effect, Fiber, Layer, Option, Queue, Schema } from "effect"
+import { TestClock } from "effect/testing"
 
 // The engine and its store: appends made by someone else (another process) are noticed, a lost append race is
 // decided again on the new log, a failing store is a typed error that leaves the engine working, and idle trees leave
@@ -27,6 +29,21 @@ const agent = Agent.make({
 
 const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
   const price = ScriptedModel.toolResults(call).find((result) => result.name === "lookup_price")
+  if (price === undefined) return ScriptedModel.toolCall("lookup_price", { product: "atlas" })
+  return ScriptedModel.text(price.isFailure ? `No price: ${String(price.result)}` : "The Atlas costs 1,200 EUR.")
+}
+
+/**
+ * The same brain reading only the current turn's tool results (those after the last user message): a turn that an
+ * earlier, cancelled one left a failed call behind still looks the price up, and so asks for its approval.
+ */
+const turnBrain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
+  const messages = call.prompt.content
+  let start = messages.length - 1
+  while (start >= 0 && messages[start].role !== "user") start--
+  const price = messages.slice(start + 1).flatMap((message) =>
+    message.role === "tool" ? message.content.filter((part) => part.type === "tool-result") : []
+  ).find((part) => part.name === "lookup_price")
   if (price === undefined) return ScriptedModel.toolCall("lookup_price", { product: "atlas" })
   return ScriptedModel.text(price.isFailure ? `No price: ${String(price.result)}` : "The Atlas costs 1,200 EUR.")
 }
@@ -210,7 +227,7 @@ describe("Engine and store", () => {
       yield* Effect.gen(function*() {
         const { blocked, turn } = yield* pausedTurn
         // Lets the timer fiber and the evictions it starts run.
-        const settle = Effect.repeatN(Effect.yieldNow(), 20)
+        const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
         const at = (label: string, loads: number) =>
           Effect.gen(function*() {
             yield* settle
@@ -244,7 +261,7 @@ describe("Engine and store", () => {
       const store = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
-        const settle = Effect.repeatN(Effect.yieldNow(), 20)
+        const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
         const { blocked, turn } = yield* pausedTurn
         yield* TestClock.adjust("900 millis")
         yield* settle
@@ -267,7 +284,7 @@ describe("Engine and store", () => {
       const store = yield* instrumented
       const model = yield* ScriptedModel.fromFunction(brain)
       yield* Effect.gen(function*() {
-        const settle = Effect.repeatN(Effect.yieldNow(), 20)
+        const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
         const first = yield* pausedTurn
         yield* pausedTurn
         yield* settle
@@ -303,12 +320,12 @@ describe("Engine and store", () => {
   it.effect("clients interrupted at any point never wedge a tree: later turns still block, answer and complete", () =>
     Effect.gen(function*() {
       const store = yield* instrumented
-      const model = yield* ScriptedModel.fromFunction(brain)
+      const model = yield* ScriptedModel.fromFunction(turnBrain)
       yield* Effect.gen(function*() {
         const session = yield* Agent.startSession(agent)
         for (let k = 0; k < 12; k++) {
           // A run interrupted after k scheduler steps: before, during or after its message, its wait, its answer.
-          const run = yield* Effect.fork(
+          const run = yield* Effect.forkChild(
             Effect.flatMap(
               Session.sendMessage(session, "What does the Atlas cost?"),
               (turn) =>
@@ -318,7 +335,7 @@ describe("Engine and store", () => {
                     : Effect.void)
             )
           )
-          yield* Effect.repeatN(Effect.yieldNow(), k)
+          yield* Effect.repeat(Effect.yieldNow, { times: k })
           yield* Fiber.interrupt(run)
           yield* Session.cancel(session)
         }
@@ -342,14 +359,17 @@ describe("Engine and store", () => {
     Effect.gen(function*() {
       const memory = yield* SessionStore.makeMemory
       // I/O that takes event-loop turns, as a database's does: a batch is still being decided when a step finishes.
-      const io = Effect.repeatN(Effect.async<void>((resume) => void setImmediate(() => resume(Effect.void))), 3)
+      const io = Effect.repeat(
+        Effect.callback<void>((resume) => void setImmediate(() => resume(Effect.void))),
+        { times: 3 }
+      )
       const slow: SessionStore.Services = {
         ...memory,
         eventLog: {
           ...memory.eventLog,
           append: (treeId, expectedSeq, events) =>
-            Effect.zipRight(io, memory.eventLog.append(treeId, expectedSeq, events)),
-          read: (treeId, from) => Effect.zipRight(io, memory.eventLog.read(treeId, from))
+            Effect.andThen(io, memory.eventLog.append(treeId, expectedSeq, events)),
+          read: (treeId, from) => Effect.andThen(io, memory.eventLog.read(treeId, from))
         }
       }
       const tree: { id: Ids.SessionId | undefined } = { id: undefined }
@@ -390,7 +410,7 @@ describe("Engine and store", () => {
         ...store.service,
         eventLog: {
           ...store.service.eventLog,
-          changes: () => Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+          changes: () => Queue.make<SessionStore.Change, SessionStore.StoreError | Cause.Done>()
         }
       }
       const modelA = yield* ScriptedModel.fromFunction(brain)
@@ -426,7 +446,7 @@ describe("Engine and store", () => {
         ...store,
         eventLog: {
           ...store.eventLog,
-          changes: () => Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+          changes: () => Queue.make<SessionStore.Change, SessionStore.StoreError | Cause.Done>()
         }
       }
       const owner = yield* ScriptedModel.fromFunction(brain)
@@ -438,7 +458,10 @@ describe("Engine and store", () => {
         // W sends the message and waits; O runs the step and blocks the turn on its approval.
         const state = yield* Session.run(session, "What does the Atlas cost?").pipe(
           Effect.provide(w),
-          Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new Error("W's wait did not return") })
+          Effect.timeoutOrElse({
+            duration: "5 seconds",
+            orElse: () => Effect.fail(new Error("W's wait did not return"))
+          })
         )
         assert.strictEqual(blockedOf(state).callbacks.length, 1)
         assert.strictEqual((yield* unused.calls).length, 0)

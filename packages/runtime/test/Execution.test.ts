@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { Ids, TurnEvent } from "@parley/core"
 import { Agent, AgentSpec, Answer, ToolSpec } from "@parley/core"
 import { TreeState } from "@parley/log"
-import { DateTime, Either, Option } from "effect"
+import { DateTime, Option, Result } from "effect"
 import { resolveTools } from "../src/internal/agentTools.js"
 import type { Command } from "../src/internal/decide.js"
 import { decide } from "../src/internal/decide.js"
@@ -12,7 +12,7 @@ import { decide } from "../src/internal/decide.js"
 // recorded. These are the rules as `decide` applies them: given a log, a command, the events it appends.
 
 const treeId = "ses_exec" as Ids.SessionId
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 const ownerA = { owner: "engine-a", epoch: 1 }
 const ownerB = { owner: "engine-b", epoch: 2 }
 
@@ -46,7 +46,7 @@ const agent = Agent.make({
 
 const env = {
   toolsOf: (spec: AgentSpec.AgentSpec) =>
-    Either.getOrElse(resolveTools(spec, { get: () => Option.none(), revision: () => 0 }), () => new Map())
+    Result.getOrElse(resolveTools(spec, { get: () => Option.none(), revision: () => 0 }), () => new Map())
 }
 
 /** Decides the commands one after another from the empty tree, each with its executor; returns the state and the events. */
@@ -58,7 +58,7 @@ const run = (
   const appended: Array<ReadonlyArray<TurnEvent.TurnEvent>> = []
   for (const [command, executor] of steps) {
     const decision = decide(state, command, at, env, executor)
-    assert.isTrue(decision.reply._tag === "Right", `${command._tag} was refused`)
+    assert.isTrue(decision.reply._tag === "Success", `${command._tag} was refused`)
     state = decision.state
     appended.push(decision.events)
   }

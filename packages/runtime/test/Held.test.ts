@@ -4,7 +4,8 @@
  * evicted under it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import * as Held from "../src/internal/held.js"
 
 interface Value {
@@ -12,10 +13,10 @@ interface Value {
   closed: boolean
 }
 
-const settle = Effect.repeatN(Effect.yieldNow(), 200)
+const settle = Effect.repeat(Effect.yieldNow, { times: 200 })
 
 describe("Held", () => {
-  it.scoped("a loaded value's work, started in `loaded`, holds it: not evicted until the work lets go", () =>
+  it.effect("a loaded value's work, started in `loaded`, holds it: not evicted until the work lets go", () =>
     Effect.gen(function*() {
       const loads: Array<string> = []
       const seen: Array<{ readonly inMemory: boolean; readonly held: boolean }> = []
@@ -35,7 +36,7 @@ describe("Held", () => {
             const took = held.hold(key, value)
             seen.push({ inMemory: held.get(key) === value, held: took })
             // The value's own work: it lets go when it is done.
-            yield* Effect.forkDaemon(Effect.zipRight(Deferred.await(workDone), held.release(key, value)))
+            yield* Effect.forkDetach(Effect.andThen(Deferred.await(workDone), held.release(key, value)))
           })
       })
       const value = yield* held.holding("tree", Effect.succeed, (error) => error)
@@ -59,7 +60,7 @@ describe("Held", () => {
       assert.deepStrictEqual(loads, ["tree", "tree"])
     }))
 
-  it.scoped("a hold on a value not in memory is refused, and its release changes nothing", () =>
+  it.effect("a hold on a value not in memory is refused, and its release changes nothing", () =>
     Effect.gen(function*() {
       const held = yield* Held.make<string, Value, never>({
         idleTimeToLive: "10 millis",
@@ -67,7 +68,7 @@ describe("Held", () => {
       })
       const stranger: Value = { key: "tree", closed: false }
       assert.isFalse(held.hold("tree", stranger))
-      const fiber = yield* Effect.fork(held.holding("tree", (value) => Effect.as(Effect.never, value), (e) => e))
+      const fiber = yield* Effect.forkChild(held.holding("tree", (value) => Effect.as(Effect.never, value), (e) => e))
       yield* settle
       const value = held.get("tree")!
       assert.isFalse(held.hold("tree", stranger), "another value under the same key")

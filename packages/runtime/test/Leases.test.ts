@@ -5,7 +5,9 @@ import type { Engine } from "@parley/runtime"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Deferred, Duration, Effect, Fiber, Layer, Mailbox, Schema, Scope, TestClock, TestServices } from "effect"
+import type { Cause } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Queue, Schema, Scope } from "effect"
+import { TestClock } from "effect/testing"
 
 // One owner per tree (issue 9, point 5): the engine that claims a tree runs its work under a lease; an engine that
 // finds a tree owned by another live engine follows it (answers, lists, reads) and runs nothing; once the owner's
@@ -15,8 +17,8 @@ import { Deferred, Duration, Effect, Fiber, Layer, Mailbox, Schema, Scope, TestC
 const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )
 
@@ -47,7 +49,7 @@ const start = (
     const context = yield* Layer.buildWithScope(engine(store, model, options, tools), scope)
     return {
       provide: Effect.provide(context),
-      stop: Scope.close(scope, { _tag: "Success", value: undefined } as never)
+      stop: Scope.close(scope, Exit.void)
     }
   })
 
@@ -86,7 +88,7 @@ const waitFor = (store: SessionStore.Services, treeId: TurnEvent.TurnEvent["sess
       while (true) {
         const events = yield* store.eventLog.read(treeId, 0)
         if (events.some((event) => event._tag === tag)) return events
-        yield* TestServices.provideLive(Effect.sleep("2 millis"))
+        yield* TestClock.withLive(Effect.sleep("2 millis"))
       }
     })
   )
@@ -147,7 +149,7 @@ describe("Leases: one owner per tree", () => {
         )
       )
       assert.strictEqual(snapshot.turnId, turn.turnId, "B reads the tree as a follower")
-      yield* TestServices.provideLive(Effect.sleep("50 millis"))
+      yield* TestClock.withLive(Effect.sleep("50 millis"))
       assert.strictEqual((yield* model.calls).length, 0, "B runs nothing while A's lease holds")
       assert.notInclude(tagsOf(yield* store.eventLog.read(turn.sessionId, 0)), "MessageAborted")
 
@@ -213,7 +215,7 @@ describe("Leases: one owner per tree", () => {
       const taken = yield* store.leases.claim(turn.sessionId, "engine-z")
       assert.deepStrictEqual(taken._tag === "Some" ? taken.value.epoch : 0, 2)
       yield* Deferred.succeed(release, undefined)
-      yield* TestServices.provideLive(Effect.sleep("50 millis"))
+      yield* TestClock.withLive(Effect.sleep("50 millis"))
       assert.deepStrictEqual(
         tagsOf(yield* store.eventLog.read(turn.sessionId, 0)),
         tagsOf(before),
@@ -255,7 +257,7 @@ describe("Leases: one owner per tree", () => {
         Tool.make("charge", {
           description: "Charges the customer.",
           success: Schema.Struct({ charged: Schema.Boolean })
-        }, () => Effect.sync(() => runs++).pipe(Effect.zipRight(rest), Effect.as({ charged: true })))
+        }, () => Effect.sync(() => runs++).pipe(Effect.andThen(rest), Effect.as({ charged: true })))
       const charger = Agent.make({
         name: "charger",
         model: "scripted",
@@ -293,9 +295,9 @@ describe("Leases: one owner per tree", () => {
           append: (treeId, expectedSeq, events, lease) =>
             Effect.suspend(() =>
               gated
-                ? Effect.zipRight(Deferred.succeed(waiting, undefined), Deferred.await(gate))
+                ? Effect.andThen(Deferred.succeed(waiting, undefined), Deferred.await(gate))
                 : Effect.void
-            ).pipe(Effect.zipRight(memory.eventLog.append(treeId, expectedSeq, events, lease)))
+            ).pipe(Effect.andThen(memory.eventLog.append(treeId, expectedSeq, events, lease)))
         },
         leases: {
           ...memory.leases,
@@ -314,7 +316,7 @@ describe("Leases: one owner per tree", () => {
       // B follows the tree, and sends it a message whose append waits at the gate.
       const follower = yield* b.provide(Agent.session(charger, turn.sessionId))
       gated = true
-      const again = yield* b.provide(Effect.fork(Session.sendMessage(follower, "Again.")))
+      const again = yield* b.provide(Effect.forkChild(Session.sendMessage(follower, "Again.")))
       yield* within("B's append at the gate", Deferred.await(waiting))
       // A's lease lapses: B claims the tree while its append is in flight.
       yield* TestClock.adjust("11 seconds")
@@ -323,7 +325,7 @@ describe("Leases: one owner per tree", () => {
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(again)
       const events = yield* waitFor(memory, turn.sessionId, "TurnEnded")
-      yield* TestServices.provideLive(Effect.sleep("50 millis"))
+      yield* TestClock.withLive(Effect.sleep("50 millis"))
       yield* b.stop
       assert.strictEqual(runs, 1, "the charge that started in A never runs again")
       const completed = events.find((event) => event._tag === "ToolCallCompleted")
@@ -339,7 +341,7 @@ describe("Leases: one owner per tree", () => {
         ...store,
         eventLog: {
           ...store.eventLog,
-          changes: () => Mailbox.make<SessionStore.Change, SessionStore.StoreError>()
+          changes: () => Queue.make<SessionStore.Change, SessionStore.StoreError | Cause.Done>()
         }
       }
       const b = yield* start(deaf, yield* ScriptedModel.fromFunction(pricerBrain), { runsWork: false })
@@ -386,11 +388,11 @@ describe("Leases: one owner per tree", () => {
           eventLog: {
             ...memory.eventLog,
             read: (treeId, from) =>
-              Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.eventLog.read(treeId, from))
+              Effect.andThen(Effect.sync(() => loaded.add(treeId)), memory.eventLog.read(treeId, from))
           },
           snapshots: {
             ...memory.snapshots,
-            load: (treeId) => Effect.zipRight(Effect.sync(() => loaded.add(treeId)), memory.snapshots.load(treeId))
+            load: (treeId) => Effect.andThen(Effect.sync(() => loaded.add(treeId)), memory.snapshots.load(treeId))
           },
           leases: {
             ...memory.leases,
@@ -415,7 +417,7 @@ describe("Leases: one owner per tree", () => {
         const model = yield* ScriptedModel.fromFunction(pricerBrain)
         const b = yield* start(store, model, { owner: "engine-b" })
         yield* within("B's claim of the paused trees", Deferred.await(claimed))
-        yield* TestServices.provideLive(Effect.sleep("50 millis"))
+        yield* TestClock.withLive(Effect.sleep("50 millis"))
         assert.deepStrictEqual([...loaded], [], "no paused tree was loaded")
         assert.deepStrictEqual((yield* store.leases.claimPaused("engine-c", true)).trees, [], "B holds them")
 
@@ -456,16 +458,16 @@ describe("Leases: one owner per tree", () => {
         ...memory,
         leases: {
           ...memory.leases,
-          heartbeat: (owner, ttl) => Effect.zipRight(Effect.sync(() => beats++), memory.leases.heartbeat(owner, ttl)),
-          unfinished: (owner) => Effect.zipRight(Effect.sync(() => scans++), memory.leases.unfinished(owner))
+          heartbeat: (owner, ttl) => Effect.andThen(Effect.sync(() => beats++), memory.leases.heartbeat(owner, ttl)),
+          unfinished: (owner) => Effect.andThen(Effect.sync(() => scans++), memory.leases.unfinished(owner))
         }
       }
       const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello."))
       const a = yield* start(store, model, { owner: "engine-a", leaseTtl: "10 seconds" })
-      yield* TestServices.provideLive(Effect.sleep("20 millis"))
+      yield* TestClock.withLive(Effect.sleep("20 millis"))
       const before = [beats, scans]
       yield* TestClock.adjust("1 hour")
-      yield* TestServices.provideLive(Effect.sleep("20 millis"))
+      yield* TestClock.withLive(Effect.sleep("20 millis"))
       assert.deepStrictEqual([beats, scans], before)
       // The engine still works after the jump.
       const state = yield* a.provide(within("a run after the jump", Agent.run(greeter, "Hello.")))

@@ -7,26 +7,25 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
-import type { Mailbox } from "effect"
-import { Chunk, DateTime, Effect, Option, Scope } from "effect"
+import { DateTime, Effect, Exit, Option, Queue, Scope } from "effect"
 import * as Live from "../src/internal/engine/live.js"
 
 const treeId = Ids.SessionId.make("ses_live")
 const childId = Ids.SessionId.make("ses_live_child")
 const turnId = Ids.TurnId.make("turn_live")
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 const queued = (seq: number, sessionId = treeId) =>
   new TurnEvent.TurnQueued({ sessionId, turnId, seq, at, input: `message ${seq}` })
 const delta = (seq: number, text = "x", sessionId = treeId) =>
   new TurnEvent.MessageDelta({ sessionId, turnId, seq, at, messageId: "msg_1", delta: text })
 
-const tags = (events: Chunk.Chunk<TurnEvent.TurnEvent>) =>
-  Chunk.toReadonlyArray(events).map((event) =>
+const tags = (events: ReadonlyArray<TurnEvent.TurnEvent>) =>
+  events.map((event) =>
     event._tag === "MessageDelta" ? `delta ${event.seq} ${event.delta}` : `${event._tag} ${event.seq}`
   )
 
 /** Lets the reader's fiber hand on what came. */
-const settled = Effect.repeatN(Effect.yieldNow(), 50)
+const settled = Effect.repeat(Effect.yieldNow, { times: 50 })
 
 const setup = Effect.gen(function*() {
   const store = yield* SessionStore.makeMemory
@@ -38,13 +37,13 @@ const setup = Effect.gen(function*() {
       (stored) => live.follow(treeId, cursor, sessionId, stored, (error) => error)
     )
   /** What the reader has been handed so far. */
-  const taken = <E>(mailbox: Mailbox.ReadonlyMailbox<TurnEvent.TurnEvent, E>) =>
-    Effect.zipRight(settled, Effect.map(mailbox.takeAll, ([events]) => tags(events)))
+  const taken = <E>(queue: Queue.Dequeue<TurnEvent.TurnEvent, E>) =>
+    Effect.andThen(settled, Effect.map(Queue.takeAll(queue), tags))
   return { store, live, follow, taken }
 })
 
 describe("the engine's live channel", () => {
-  it.scoped("deltas follow the stored event of their step, in order; the log stores none of them", () =>
+  it.effect("deltas follow the stored event of their step, in order; the log stores none of them", () =>
     Effect.gen(function*() {
       const { follow, live, store, taken } = yield* setup
       yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
@@ -61,7 +60,7 @@ describe("the engine's live channel", () => {
       ])
     }))
 
-  it.scoped("a delta of a step the reader has not reached waits for that step; one before its cursor is dropped", () =>
+  it.effect("a delta of a step the reader has not reached waits for that step; one before its cursor is dropped", () =>
     Effect.gen(function*() {
       const { follow, live, store, taken } = yield* setup
       yield* store.eventLog.append(treeId, 0, [queued(0), queued(1), queued(2)])
@@ -73,7 +72,7 @@ describe("the engine's live channel", () => {
       assert.deepStrictEqual(yield* taken(fromTwo), ["TurnQueued 3", "delta 3 b", "TurnQueued 4"])
     }))
 
-  it.scoped("a reader of one session gets that session's deltas only", () =>
+  it.effect("a reader of one session gets that session's deltas only", () =>
     Effect.gen(function*() {
       const { follow, live, store, taken } = yield* setup
       yield* store.eventLog.append(treeId, 0, [queued(0), queued(1, childId)])
@@ -91,11 +90,13 @@ describe("the engine's live channel", () => {
       const { follow, live, store, taken } = yield* setup
       yield* store.eventLog.append(treeId, 0, [queued(0)])
       const scope = yield* Scope.make()
-      const reader = yield* Scope.extend(follow(0), scope)
+      const reader = yield* Scope.provide(follow(0), scope)
       assert.deepStrictEqual(yield* taken(reader), ["TurnQueued 0"])
-      yield* Scope.close(scope, { _tag: "Success", value: undefined } as never)
+      yield* Scope.close(scope, Exit.void)
       live.publish(treeId, [delta(0)])
       live.publish(Ids.SessionId.make("ses_nobody"), [delta(0)])
-      assert.deepStrictEqual(yield* reader.size, Option.some(0))
+      // Still open, and empty.
+      assert.strictEqual(reader.state._tag, "Open")
+      assert.deepStrictEqual(yield* Queue.poll(reader), Option.none())
     }))
 })

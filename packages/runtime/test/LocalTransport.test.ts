@@ -195,7 +195,7 @@ describe("a permission policy checked against the agent's tools when a session s
   it.effect("under a connector whose tools are not known yet, an exact pattern is logged, not refused", () =>
     Effect.gen(function*() {
       const logs: Array<string> = []
-      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
+      const capture = Logger.layer([Logger.make(({ message }) => logs.push(String(message)))])
       const agent = withPolicy([PermissionPolicy.rule("connector.drive.search", "deny")], { connectors: ["drive"] })
       const drive = LocalTransport.layerMemory({ connectors: [Connectors.make("drive", [])] }).pipe(
         Layer.provide(ScriptedModel.layer([]))

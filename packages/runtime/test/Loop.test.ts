@@ -3,7 +3,7 @@ import { Agent, Answer, CallbackHandler, Permissions, Session, Turn } from "@par
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Chunk, Effect, Exit, Layer, Schema, Stream } from "effect"
+import { Cause, Effect, Exit, Layer, Schema, Stream } from "effect"
 
 // A hardened agent loop: a model that keeps calling tools is stopped, the event loop keeps running while a fast model
 // loops, a handler that fails is a typed error that leaves its callback open, and a definition that gives both a
@@ -20,7 +20,7 @@ const loopingBrain = (call: ScriptedModel.Call): ScriptedModel.Reply =>
   ScriptedModel.toolCall("count", { n: ScriptedModel.toolResults(call).length })
 
 const runtime = (brain: (call: ScriptedModel.Call) => ScriptedModel.Reply) =>
-  Layer.unwrapEffect(Effect.map(ScriptedModel.fromFunction(brain), (model) =>
+  Layer.unwrap(Effect.map(ScriptedModel.fromFunction(brain), (model) =>
     LocalTransport.layer.pipe(
       Layer.provide([
         SessionStore.layerMemory,
@@ -40,7 +40,7 @@ describe("the agent loop", () => {
       assert.strictEqual(state.error._tag, "StepLimitReached")
       assert.include(state.error.message, "7 model steps")
       const turn = yield* Session.turn(yield* Agent.session(agent, state.sessionId), state.turnId)
-      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Turn.events(turn)))
+      const events = yield* Stream.runCollect(Turn.events(turn))
       assert.strictEqual(events.filter((event) => event._tag === "ModelStepStarted").length, 7)
       assert.strictEqual(events.filter((event) => event._tag === "ToolCallCompleted").length, 7)
     }).pipe(Effect.provide(runtime(loopingBrain))))
@@ -90,7 +90,8 @@ describe("the agent loop", () => {
       )
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
-        const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+        const [reason] = exit.cause.reasons
+        const failure = exit.cause.reasons.length === 1 && Cause.isFailReason(reason) ? reason.error : undefined
         assert.strictEqual(failure?._tag, "HandlerFailed")
       }
     }).pipe(Effect.provide(runtime(() => ScriptedModel.toolCall("count", { n: 0 })))))
@@ -103,7 +104,7 @@ describe("the agent loop", () => {
       if (state._tag !== "Completed") return
       assert.strictEqual(state.text, "Sorry: There is no tool named teleport.")
       const turn = yield* Session.turn(yield* Agent.session(agent, state.sessionId), state.turnId)
-      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(Turn.events(turn)))
+      const events = yield* Stream.runCollect(Turn.events(turn))
       const completed = events.filter((event) => event._tag === "ToolCallCompleted")
       assert.deepStrictEqual(completed.map((event) => [event.name, event.isFailure]), [["teleport", true]])
     }).pipe(Effect.provide(runtime((call) => {

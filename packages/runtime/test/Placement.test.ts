@@ -3,7 +3,8 @@ import type { TurnEvent } from "@parley/core"
 import { Agent, Session, Transport, Turn } from "@parley/core"
 import { Connectors, Engine, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
-import { Duration, Effect, Layer, Option, Scope, TestServices } from "effect"
+import { Duration, Effect, Exit, Layer, Option, Scope } from "effect"
+import { TestClock } from "effect/testing"
 
 // Placement (issue 22): an engine whose trees something else (a cluster) places on it. It keeps no heartbeat, takes
 // nothing over and recovers nothing at start; `place` claims a tree unconditionally — from a live lease owner too —
@@ -12,8 +13,8 @@ import { Duration, Effect, Layer, Option, Scope, TestServices } from "effect"
 const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )
 
@@ -31,9 +32,9 @@ const placed = (store: SessionStore.Services, model: ScriptedModel.Service, owne
     const scope = yield* Scope.make()
     const engine = yield* Engine.makePlaced({ owner }).pipe(
       Effect.provide(services(store, model)),
-      Scope.extend(scope)
+      Scope.provide(scope)
     )
-    return { ...engine, stop: Scope.close(scope, { _tag: "Success", value: undefined } as never) }
+    return { ...engine, stop: Scope.close(scope, Exit.void) }
   })
 
 /** An engine under leases in a scope of its own. */
@@ -46,7 +47,7 @@ const leased = (store: SessionStore.Services, model: ScriptedModel.Service, owne
     )
     return {
       provide: Effect.provide(context),
-      stop: Scope.close(scope, { _tag: "Success", value: undefined } as never)
+      stop: Scope.close(scope, Exit.void)
     }
   })
 
@@ -64,12 +65,12 @@ const waitFor = (store: SessionStore.Services, treeId: TurnEvent.TurnEvent["sess
       while (true) {
         const events = yield* store.eventLog.read(treeId, 0)
         if (events.some((event) => event._tag === tag)) return events
-        yield* TestServices.provideLive(Effect.sleep("2 millis"))
+        yield* TestClock.withLive(Effect.sleep("2 millis"))
       }
     })
   )
 
-const pause = (millis: number) => TestServices.provideLive(Effect.sleep(Duration.millis(millis)))
+const pause = (millis: number) => TestClock.withLive(Effect.sleep(Duration.millis(millis)))
 
 describe("Engine.makePlaced: trees placed by something else", () => {
   it.effect("runs nothing of a tree it is not placed on; placed, it runs the queued turn", () =>

@@ -4,7 +4,8 @@ import { Agent, Answer, Permissions, Session, ToolSpec, Turn } from "@parley/cor
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Chunk, Duration, Effect, Layer, Schema, Stream, TestClock, TestServices } from "effect"
+import { Duration, Effect, Layer, Schema, Stream } from "effect"
+import { TestClock } from "effect/testing"
 
 // Two engines over one store: engine A runs a turn until it waits on a callback, A's layer is released (its scope
 // closes, as when a process stops), and engine B over the same store takes over: it finds the session and the turn,
@@ -15,8 +16,8 @@ import { Chunk, Duration, Effect, Layer, Schema, Stream, TestClock, TestServices
 const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )
 
@@ -43,8 +44,7 @@ const stateAs = <Tag extends TurnState.TurnState["_tag"]>(
   return state as Extract<TurnState.TurnState, { _tag: Tag }>
 }
 
-const logOf = (turn: Turn.Turn) =>
-  within("the turn's log", Effect.map(Stream.runCollect(Turn.events(turn)), Chunk.toReadonlyArray))
+const logOf = (turn: Turn.Turn) => within("the turn's log", Stream.runCollect(Turn.events(turn)))
 
 const resolutionsOf = (events: ReadonlyArray<TurnEvent.TurnEvent>, callbackId: string) =>
   events.flatMap((event) =>

@@ -4,18 +4,25 @@ import { Agent, Answer, Inbox, Session, Turn } from "@parley/core"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { ClientTool, Tool, ToolAnnotations } from "@parley/tools"
-import { Chunk, Deferred, Duration, Effect, Layer, Option, Schema, Stream, TestServices } from "effect"
+import { Deferred, Effect, Layer, Option, Schema, Stream } from "effect"
 
 // Tools the runtime runs (issue 9), beyond the transport contract: what the stored definition says, the ways to give
 // the runtime its handlers, and recovery — a call that started (`ToolExecutionStarted`) in an engine that stopped is
 // reported to the model as interrupted by the next engine over the same store, unless the tool is idempotent.
 
+/** `seconds` of real time, under a `TestClock` (`it.effect`) or the live clock (`it.live`) alike. */
+const realSleep = (seconds: number) =>
+  Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), seconds * 1000)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
 /** `effect`, failed when it has not finished after `seconds` of real time (a `TestClock` never moves by itself). */
 const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    realSleep(seconds).pipe(
+      Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )
 
@@ -31,8 +38,7 @@ const stateAs = <Tag extends TurnState.TurnState["_tag"]>(
   return state as Extract<TurnState.TurnState, { _tag: Tag }>
 }
 
-const logOf = (turn: Turn.Turn) =>
-  within("the turn's log", Effect.map(Stream.runCollect(Turn.events(turn)), Chunk.toReadonlyArray))
+const logOf = (turn: Turn.Turn) => within("the turn's log", Stream.runCollect(Turn.events(turn)))
 
 const ofTag = <Tag extends TurnEvent.TurnEvent["_tag"]>(events: ReadonlyArray<TurnEvent.TurnEvent>, tag: Tag) =>
   events.filter((event): event is Extract<TurnEvent.TurnEvent, { _tag: Tag }> => event._tag === tag)
@@ -194,7 +200,7 @@ const stopWhileRunning = (
 ) =>
   Effect.gen(function*() {
     const started = yield* Deferred.make<void>()
-    const hanging = priceTool(Effect.zipRight(Deferred.succeed(started, undefined), Effect.never), annotations)
+    const hanging = priceTool(Effect.andThen(Deferred.succeed(started, undefined), Effect.never), annotations)
     const model = yield* ScriptedModel.fromFunction(priceBrain)
     const ids = yield* Effect.gen(function*() {
       const session = yield* Agent.startSession(agent)
@@ -266,7 +272,7 @@ describe("durable points", () => {
         eventLog: {
           ...memory.eventLog,
           append: (treeId, expectedSeq, events, lease, durability) =>
-            Effect.zipRight(
+            Effect.andThen(
               Effect.sync(() => void appends.push(`${durability ?? "sync"}: ${events.map((e) => e._tag).join(" ")}`)),
               memory.eventLog.append(treeId, expectedSeq, events, lease, durability)
             )
@@ -310,7 +316,7 @@ describe("eviction under a batch", () => {
         eventLog: {
           ...memory.eventLog,
           append: (treeId, expectedSeq, events, lease, durability) =>
-            Effect.zipRight(
+            Effect.andThen(
               events.some((event) => event._tag === "ToolExecutionStarted")
                 ? Effect.sleep("300 millis")
                 : Effect.void,

@@ -3,12 +3,12 @@ import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
 import * as EventLogDriverSuite from "@parley/testing/EventLogDriverSuite"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
-import { Chunk, DateTime, Effect, Fiber, Option, Stream } from "effect"
+import { DateTime, Effect, Fiber, Option, Stream } from "effect"
 
 const treeId = Ids.SessionId.make("ses_store")
 const childId = Ids.SessionId.make("ses_store_child")
 const turnId = Ids.TurnId.make("turn_store")
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 const queued = (seq: number, sessionId = treeId) =>
   new TurnEvent.TurnQueued({ sessionId, turnId, seq, at, input: `message ${seq}` })
 const resolved = (seq: number, callbackId: string) =>
@@ -22,7 +22,7 @@ const resolved = (seq: number, callbackId: string) =>
   })
 
 /** Lets a forked reader subscribe before the test appends. */
-const settled = Effect.repeatN(Effect.yieldNow(), 20)
+const settled = Effect.repeat(Effect.yieldNow, { times: 20 })
 
 const withTree = <A, E>(f: (store: SessionStore.Services) => Effect.Effect<A, E>) =>
   Effect.gen(function*() {
@@ -70,11 +70,15 @@ describe("SessionStore.layerMemory", () => {
     withTree((store) =>
       Effect.gen(function*() {
         yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
-        const reader = yield* SessionStore.tail(store, treeId, 1).pipe(Stream.take(4), Stream.runCollect, Effect.fork)
+        const reader = yield* SessionStore.tail(store, treeId, 1).pipe(
+          Stream.take(4),
+          Stream.runCollect,
+          Effect.forkChild
+        )
         yield* settled
         yield* store.eventLog.append(treeId, 2, [queued(2)])
         yield* store.eventLog.append(treeId, 3, [queued(3), queued(4)])
-        const seen = Chunk.toReadonlyArray(yield* Fiber.join(reader)).map((e) => `${e._tag} ${e.seq}`)
+        const seen = (yield* Fiber.join(reader)).map((e) => `${e._tag} ${e.seq}`)
         assert.deepStrictEqual(seen, ["TurnQueued 1", "TurnQueued 2", "TurnQueued 3", "TurnQueued 4"])
       })
     ))
@@ -82,11 +86,11 @@ describe("SessionStore.layerMemory", () => {
   it.effect("changes tells which tree moved, and how far", () =>
     withTree((store) =>
       Effect.gen(function*() {
-        const watcher = yield* SessionStore.changes(store).pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+        const watcher = yield* SessionStore.changes(store).pipe(Stream.take(2), Stream.runCollect, Effect.forkChild)
         yield* settled
         yield* store.eventLog.append(treeId, 0, [queued(0)])
         yield* store.eventLog.append(treeId, 1, [queued(1), queued(2)])
-        assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Fiber.join(watcher)), [
+        assert.deepStrictEqual(yield* Fiber.join(watcher), [
           { treeId, nextSeq: 1 },
           { treeId, nextSeq: 3 }
         ])

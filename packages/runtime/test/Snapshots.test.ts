@@ -4,7 +4,8 @@ import { Agent, Answer, Permissions, Session, ToolSpec, Turn } from "@parley/cor
 import { Snapshot, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
-import { Duration, Effect, Layer, Logger, Option, TestServices } from "effect"
+import { Duration, Effect, Layer, Logger, Option } from "effect"
+import { TestClock } from "effect/testing"
 
 // Snapshots of the projection in the engine (issue 9): a tree is loaded from its latest snapshot and the events after
 // it; the engine saves snapshots in the background as the log grows; a snapshot it cannot use is ignored (a warning)
@@ -14,8 +15,8 @@ import { Duration, Effect, Layer, Logger, Option, TestServices } from "effect"
 const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )
 
@@ -63,9 +64,9 @@ const counting = (store: SessionStore.Services) => {
 const warnings = () => {
   const logged: Array<string> = []
   const logger = Logger.make(({ logLevel, message }) => {
-    if (logLevel._tag === "Warning") logged.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+    if (logLevel === "Warn") logged.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
   })
-  return { logged, layer: Logger.replace(Logger.defaultLogger, logger) }
+  return { logged, layer: Logger.layer([logger]) }
 }
 
 // ----- a client tool call: get_location (answered by the program), after a few greetings -----
@@ -141,7 +142,7 @@ const snapshotAt = (store: SessionStore.Services, blocked: TurnState.Blocked, se
       while (true) {
         const snapshot = yield* store.snapshots.load(blocked.sessionId)
         if (Option.isSome(snapshot) && snapshot.value.seq >= seq) return snapshot.value
-        yield* TestServices.provideLive(Effect.sleep("5 millis"))
+        yield* TestClock.withLive(Effect.sleep("5 millis"))
       }
     })
   )
@@ -171,16 +172,16 @@ describe("Snapshots", () => {
       const { blocked, length } = yield* runUntilBlocked(store, 3, 1)
       const snapshot = yield* snapshotAt(store, blocked, length)
       const restored = Snapshot.decodeSnapshot(snapshot.state)
-      assert.isTrue(restored._tag === "Right")
+      assert.isTrue(restored._tag === "Success")
       const header = Option.getOrThrow(yield* store.eventLog.getTree(blocked.sessionId))
       const folded = TreeState.fold(header, yield* store.eventLog.read(blocked.sessionId, 0))
-      if (restored._tag === "Right") {
-        assert.strictEqual(restored.right.nextSeq, folded.nextSeq)
+      if (restored._tag === "Success") {
+        assert.strictEqual(restored.success.nextSeq, folded.nextSeq)
         assert.deepStrictEqual(
-          TreeState.session(restored.right, blocked.sessionId)?.conversation,
+          TreeState.session(restored.success, blocked.sessionId)?.conversation,
           TreeState.session(folded, blocked.sessionId)?.conversation
         )
-        assert.deepStrictEqual(TreeState.turnState(restored.right, blocked.turnId), blocked)
+        assert.deepStrictEqual(TreeState.turnState(restored.success, blocked.turnId), blocked)
       }
     }))
 

@@ -15,7 +15,7 @@ const researcher = Agent.make({
   builtins: new AgentSpec.Builtins({ subagents: false })
 })
 
-const TestLayer = Layer.unwrapEffect(Effect.gen(function*() {
+const TestLayer = Layer.unwrap(Effect.gen(function*() {
   const model = yield* ScriptedModel.make([])
   return LocalTransport.layer.pipe(
     Layer.provide([
@@ -32,7 +32,7 @@ describe("Subagents: warnings", () => {
     Effect.gen(function*() {
       const logged: Array<string> = []
       const logger = Logger.make(({ logLevel, message }) => {
-        logged.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)
+        logged.push(`${logLevel.toUpperCase()} ${Array.isArray(message) ? message.join(" ") : String(message)}`)
       })
       const denying = Agent.make({
         name: "shop",
@@ -40,7 +40,7 @@ describe("Subagents: warnings", () => {
         permissions: new Permissions.PermissionPolicy({ default: "deny" }),
         subagents: [researcher]
       })
-      yield* Agent.startSession(denying).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      yield* Agent.startSession(denying).pipe(Effect.provide(Logger.layer([logger])))
       assert.strictEqual(logged.length, 1)
       assert.match(
         logged[0],
@@ -55,7 +55,7 @@ describe("Subagents: warnings", () => {
         }),
         subagents: [researcher]
       })
-      yield* Agent.startSession(allowing).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      yield* Agent.startSession(allowing).pipe(Effect.provide(Logger.layer([logger])))
       assert.strictEqual(logged.length, 1)
     }).pipe(Effect.provide(TestLayer)))
 })

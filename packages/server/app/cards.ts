@@ -20,16 +20,21 @@ export interface Context {
 export const make = ({ answeredHere, cards, request, store }: Context) => {
   const answer = async (callback: Callback, body: unknown, card: HTMLElement) => {
     const error = card.querySelector<HTMLElement>("[role=alert]")!
+    // Marked before the request: the stream's CallbackResolved may come before the answer's 204 does.
+    answeredHere.add(callback.id)
     const reply = await request(
       "POST",
       `/sessions/${callback.sessionId}/turns/${callback.turnId}/callbacks/${callback.id}/answer`,
       body
-    )
+    ).catch((cause: unknown) => {
+      answeredHere.delete(callback.id)
+      throw cause
+    })
     if (reply.status === 204) {
-      answeredHere.add(callback.id)
       store.setItem("parley.answered", JSON.stringify([...answeredHere]))
       return
     }
+    answeredHere.delete(callback.id)
     const failure = reply.json as { reason?: string; description?: string; _tag?: string } | undefined
     error.textContent = `The server refused the answer (${reply.status}): ${
       failure?.reason ?? failure?.description ?? failure?._tag ?? ""

@@ -22,7 +22,7 @@
  * import { Effect, Layer, Redacted } from "effect"
  *
  * // every agent on one scripted model; `Layer.launch(Server)` runs it (under `NodeRuntime.runMain`)
- * const Server = Layer.unwrapEffect(
+ * const Server = Layer.unwrap(
  *   Effect.map(ScriptedModel.fromFunction(() => ScriptedModel.text("Hello!")), (scripted) =>
  *     ParleyServer.layerSqlite({
  *       filename: ".parley/sessions.db",
@@ -36,19 +36,10 @@
  * @since 0.1.0
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type * as HttpApi from "@effect/platform/HttpApi"
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
-import type * as HttpRouter from "@effect/platform/HttpRouter"
-import type * as HttpServer from "@effect/platform/HttpServer"
-import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type * as SqlError from "@effect/sql/SqlError"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { TransportFailure } from "@parley/core/ParleyError"
-import { type Authorization, ProtocolApi } from "@parley/core/ProtocolApi"
+import { type Authorization, DecodeErrors, ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Connectors from "@parley/runtime/Connectors"
@@ -56,13 +47,26 @@ import type * as Engine from "@parley/runtime/Engine"
 import * as LocalTransport from "@parley/runtime/LocalTransport"
 import * as Models from "@parley/runtime/Models"
 import * as RuntimeTools from "@parley/runtime/RuntimeTools"
+import * as SqliteClient from "@parley/store-sql/SqliteClient"
 import * as SqlStore from "@parley/store-sql/SqlStore"
-import type * as ConfigError from "effect/ConfigError"
+import type * as Config from "effect/Config"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import type * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as HttpApiScalar from "effect/http-api/HttpApiScalar"
+import type * as Etag from "effect/http/Etag"
+import type * as HttpPlatform from "effect/http/HttpPlatform"
+import * as HttpRouter from "effect/http/HttpRouter"
+import type * as HttpServer from "effect/http/HttpServer"
+import type * as HttpServerError from "effect/http/HttpServerError"
 import * as Layer from "effect/Layer"
+import type * as Path from "effect/Path"
 import * as Redacted from "effect/Redacted"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as SqlError from "effect/sql/SqlError"
 import { createServer } from "node:http"
 import * as Access from "./internal/access.js"
 import * as Auth from "./internal/auth.js"
@@ -97,7 +101,7 @@ export interface Options {
   /** The longest user message accepted, in characters (default 100,000). */
   readonly maxMessageLength?: number | undefined
   /** How often an idle event stream gets a comment line (default 15 seconds). */
-  readonly heartbeat?: Duration.DurationInput | undefined
+  readonly heartbeat?: Duration.Input | undefined
   /** One log line per request (default `true`). */
   readonly log?: boolean | undefined
   /** The agents `GET /agents` offers (the session app lists them; default: none). */
@@ -113,7 +117,7 @@ export interface Options {
  * @category Models
  */
 export interface Extension<E = never, R = never> {
-  readonly api: HttpApi.HttpApi.Any
+  readonly api: HttpApi.Constraint
   readonly groups: Layer.Layer<never, E, R | Authorization>
 }
 
@@ -162,7 +166,7 @@ export const layerSessionsSql: Layer.Layer<
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
 const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
-  Layer.unwrapScoped(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const transport = yield* Transport
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
@@ -174,18 +178,26 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       Handlers.agents(options.agents ?? []),
       Sse.events(transport, access, {
         maxStreams: options.maxStreamsPerKey ?? 1_000,
-        heartbeat: Duration.decode(options.heartbeat ?? "15 seconds"),
+        heartbeat: Duration.fromInputUnsafe(options.heartbeat ?? "15 seconds"),
         shutdown
       })
     )
     // An extension's API is `ProtocolApi` with more groups: it is served as the protocol, its groups' handlers given.
     const api = (options.extension?.api ?? ProtocolApi) as typeof ProtocolApi
     const extension: Layer.Layer<never, E, R | Authorization> = options.extension?.groups ?? Layer.empty
-    return HttpApiBuilder.api(api).pipe(
+    return HttpApiBuilder.layer(api, { openapiPath: "/openapi.json" }).pipe(
       Layer.provide(Layer.merge(groups, extension)),
-      Layer.provide(Auth.layer(options.keys))
+      Layer.provide([Auth.layer(options.keys), DecodeErrors.layer])
     )
   }))
+
+/**
+ * What serving files and the OpenAPI document needs from the platform (`NodeHttpServer.layer` provides it).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type PlatformServices = Etag.Generator | FileSystem.FileSystem | HttpPlatform.HttpPlatform | Path.Path
 
 /**
  * The server over the `Transport` (the engine: `LocalTransport.layer` of `@parley/runtime`), the `SessionTenants`
@@ -201,34 +213,42 @@ export const layer = <E = never, R = never>(
 ): Layer.Layer<
   never,
   E,
-  Transport | Sessions.SessionTenants | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | R
+  Transport | Sessions.SessionTenants | HttpServer.HttpServer | PlatformServices | R
 > =>
-  Layer.unwrapScoped(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const shutdown = yield* Deferred.make<void>()
-    // Runs before the HTTP server closes: the streams end and new requests are refused (503, the connection closed),
-    // so the server does not wait on clients that reconnect.
-    yield* Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined))
+    // Built after the HTTP server, so its finalizer runs before the server's close (which waits for every open
+    // connection): the streams end and new requests are refused (503, the connection closed), so the server does
+    // not wait on clients that reconnect.
+    const stopping = Layer.effectDiscard(Effect.addFinalizer(() => Deferred.succeed(shutdown, undefined)))
     const app = WebApp.responses(yield* WebApp.assets)
-    return HttpApiBuilder.serve(
-      RequestLog.middleware({
-        maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-        log: options.log ?? true,
-        stopping: Deferred.isDone(shutdown)
-      })
-    ).pipe(
-      Layer.provide(HttpApiBuilder.middlewareOpenApi()),
-      Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-      Layer.provide(
-        HttpApiBuilder.Router.use((router) =>
-          Effect.all([
-            router.get("/", app.html),
-            router.get("/app/app.js", app.js),
-            router.get("/app/app.css", app.css)
-          ])
-        )
-      ),
-      Layer.provide(apiLayer(options, shutdown))
+    const sessionApp = HttpRouter.use((router) =>
+      Effect.all([
+        router.add("GET", "/", app.html),
+        router.add("GET", "/app/app.js", app.js),
+        router.add("GET", "/app/app.css", app.css)
+      ])
     )
+    const api = (options.extension?.api ?? ProtocolApi) as typeof ProtocolApi
+    return HttpRouter.serve(
+      Layer.mergeAll(
+        apiLayer(options, shutdown),
+        HttpApiScalar.layer(api, { path: "/docs" }),
+        sessionApp,
+        RequestLog.layer({
+          maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+          log: options.log ?? true,
+          stopping: Deferred.isDone(shutdown)
+        })
+      ),
+      { disableLogger: true, disableListenLog: true }
+    ).pipe((served) => Layer.provide(stopping, served)) as Layer.Layer<
+      never,
+      E,
+      // An extension's generic `E` and `R` come back through `HttpRouter`'s request markers, which TypeScript
+      // cannot simplify for a type parameter: the same types, spelled plainly.
+      Transport | Sessions.SessionTenants | HttpServer.HttpServer | PlatformServices | R
+    >
   }))
 
 /**
@@ -264,26 +284,26 @@ export interface RuntimeOptions extends Options {
 export type StartError =
   | SessionStore.StoreError
   | SqlError.SqlError
-  | ConfigError.ConfigError
+  | Config.ConfigError
   | TransportFailure
   | HttpServerError.ServeError
 
 const serverOn = (
   options: RuntimeOptions,
   store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>,
-  sql: Layer.Layer<SqlClient.SqlClient, SqlError.SqlError | ConfigError.ConfigError>
+  sql: Layer.Layer<SqlClient.SqlClient, SqlError.SqlError | Config.ConfigError>
 ): Layer.Layer<HttpServer.HttpServer, StartError> => {
   const runtimeTools = RuntimeTools.layer(...(options.tools ?? []))
   const engine = (options.engine === undefined ? LocalTransport.layer : LocalTransport.layerWith(options.engine)).pipe(
     Layer.provide([store, Connectors.layer(options.connectors ?? []), runtimeTools, Models.layer(options.models)])
   )
-  return Layer.unwrapEffect(Effect.sync(() => {
+  return Layer.unwrap(Effect.sync(() => {
     const node = createServer()
     // Once the server's streams ended, the connections still open (kept alive, a response in flight) are closed:
     // Node's `close` would wait for them.
-    const closeConnections = Layer.scopedDiscard(
+    const closeConnections = Layer.effectDiscard(
       Effect.addFinalizer(() =>
-        Effect.sleep("100 millis").pipe(Effect.zipRight(Effect.sync(() => node.closeAllConnections())))
+        Effect.sleep("100 millis").pipe(Effect.andThen(Effect.sync(() => node.closeAllConnections())))
       )
     )
     return layer(options).pipe(

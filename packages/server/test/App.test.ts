@@ -42,8 +42,8 @@ const tabTo = (page: Page, name: string) =>
     return false
   })
 
-describe.sequential("session app", () => {
-  it.scopedLive(
+describe("session app", { concurrent: false }, () => {
+  it.live(
     "(1) start a turn that asks for approval, click Allow, see the final answer",
     () =>
       Effect.gen(function*() {
@@ -67,7 +67,7 @@ describe.sequential("session app", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "(6) a send whose response is lost (the turn queued) is sent again with its request id: one turn",
     () =>
       Effect.gen(function*() {
@@ -99,7 +99,7 @@ describe.sequential("session app", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "(2) the CLI answers: the button disappears within a second and the page says it was answered elsewhere",
     () =>
       Effect.gen(function*() {
@@ -110,7 +110,7 @@ describe.sequential("session app", () => {
         yield* promise(() => card.waitFor())
         const id = yield* promise(() => card.getAttribute("data-callback-id"))
         assert.isString(id)
-        const result = yield* Effect.async<{ code: number | null; stderr: string }>((resume) => {
+        const result = yield* Effect.callback<{ code: number | null; stderr: string }>((resume) => {
           const { NO_COLOR: _n, FORCE_COLOR: _f, ...env } = process.env
           ChildProcess.execFile(process.execPath, [parleyBin, "answer", id ?? "", "allow"], {
             env: { ...env, PARLEY_URL: url, PARLEY_API_KEY: App.key }
@@ -135,7 +135,7 @@ describe.sequential("session app", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive("(5) keyboard only: Tab to Allow and press Enter", () =>
+  it.live("(5) keyboard only: Tab to Allow and press Enter", () =>
     Effect.gen(function*() {
       const url = yield* App.start
       const browser = yield* App.browser
@@ -170,7 +170,7 @@ describe.sequential("session app", () => {
       yield* App.screenshot(page, "5-keyboard-final")
     }), { timeout: 120_000 })
 
-  it.scopedLive(
+  it.live(
     "(3) a client tool's form: an invalid value refused in the page, the server's 422 shown, a valid result sent",
     () =>
       Effect.gen(function*() {
@@ -219,7 +219,7 @@ describe.sequential("session app", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a sign-in: Connect or Deny per source, sent once every source is decided",
     () =>
       Effect.gen(function*() {
@@ -242,7 +242,7 @@ describe.sequential("session app", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive("(4) a reload mid-turn shows the same events, once each", () =>
+  it.live("(4) a reload mid-turn shows the same events, once each", () =>
     Effect.gen(function*() {
       const url = yield* App.start
       const page = yield* App.openApp(yield* App.browser, url)

@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { TurnEvent } from "@parley/core"
 import { Agent, Answer, CallbackHandler, Session, Turn } from "@parley/core"
 import { HttpTransport } from "@parley/transport-http"
-import { Chunk, Effect, Layer, Redacted, Stream } from "effect"
+import { Effect, Layer, Redacted, Stream } from "effect"
 import { locator } from "./fixtures/agents.js"
 import { request } from "./fixtures/http.js"
 import { startServerProcess } from "./fixtures/processes.js"
@@ -22,7 +22,7 @@ const storedEvents = (events: ReadonlyArray<TurnEvent.TurnEvent>) =>
   events.filter((event) => event._tag !== "MessageDelta").map((event) => JSON.stringify(event))
 
 describe("cross-process", () => {
-  it.scopedLive(
+  it.live(
     "an approval left open by an HttpTransport program is answered with plain fetch; Turn.result({ after }) completes",
     () =>
       Effect.gen(function*() {
@@ -54,7 +54,7 @@ describe("cross-process", () => {
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "two servers on one PostgreSQL: started on one, answered through the other, it completes; both stream the same log",
     () =>
       Effect.gen(function*() {
@@ -82,7 +82,7 @@ describe("cross-process", () => {
         const read = (context: typeof one) =>
           Turn.events(turn).pipe(
             Stream.runCollect,
-            Effect.map((events) => storedEvents(Chunk.toReadonlyArray(events))),
+            Effect.map((events) => storedEvents(events)),
             Effect.provide(context)
           )
         const [fromOne, fromTwo] = yield* Effect.all([read(one), read(two)], { concurrency: 2 })

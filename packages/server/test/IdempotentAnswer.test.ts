@@ -36,7 +36,7 @@ const resolutionsOf = (events: ReadonlyArray<Stored>, callbackId: string) =>
 
 describe("HttpTransport.answer: a lost response is sent again with its request id", () => {
   for (const [how, what] of lossCases) {
-    it.scopedLive(
+    it.live(
       `${what}: Turn.answer succeeds, one CallbackResolved, the turn goes on`,
       () =>
         Effect.gen(function*() {
@@ -67,7 +67,7 @@ describe("HttpTransport.answer: a lost response is sent again with its request i
     )
   }
 
-  it.scopedLive("over plain HTTP: a repeat of the winner's requestId is a 204, another answer a 409, a bad id a 400", () =>
+  it.live("over plain HTTP: a repeat of the winner's requestId is a 204, another answer a 409, a bad id a 400", () =>
     Effect.gen(function*() {
       const base = yield* locatorServer
       const sessionId = yield* createSession(base)

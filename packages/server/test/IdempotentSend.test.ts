@@ -3,11 +3,11 @@
  * turn is queued) and then loses the answer (the connection reset, a gateway's 503, no answer at all). `HttpTransport`
  * sends the POST again with the same request id, and the caller's `TurnRef` is the one turn in the log.
  */
-import { HttpClient } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Ids, Session, Turn } from "@parley/core"
 import { HttpTransport } from "@parley/transport-http"
 import { Effect, Redacted } from "effect"
+import { HttpClient } from "effect/http"
 import { locator } from "./fixtures/agents.js"
 import { request } from "./fixtures/http.js"
 import { behindProxy, createSession, fast, locatorServer, lossCases } from "./fixtures/lossy.js"
@@ -30,7 +30,7 @@ const queuedTurns = (base: string, sessionId: string) =>
 
 describe("HttpTransport.sendMessage: a lost response is sent again with its request id", () => {
   for (const [how, what] of lossCases) {
-    it.scopedLive(`${what}: one TurnQueued, and the caller's TurnRef is it`, () =>
+    it.live(`${what}: one TurnQueued, and the caller's TurnRef is it`, () =>
       Effect.gen(function*() {
         const base = yield* locatorServer
         const { proxy, transport } = yield* behindProxy(base)
@@ -51,7 +51,7 @@ describe("HttpTransport.sendMessage: a lost response is sent again with its requ
       }), { timeout: 30_000 })
   }
 
-  it.scopedLive("the caller's own request id is the one the server records, and a later retry finds the turn", () =>
+  it.live("the caller's own request id is the one the server records, and a later retry finds the turn", () =>
     Effect.gen(function*() {
       const base = yield* locatorServer
       const proxy = yield* startProxy(base)
@@ -70,7 +70,7 @@ describe("HttpTransport.sendMessage: a lost response is sent again with its requ
       ])
     }))
 
-  it.scopedLive("a server that cannot be reached: sent again for sendRetryFor, then a TransportFailure", () =>
+  it.live("a server that cannot be reached: sent again for sendRetryFor, then a TransportFailure", () =>
     Effect.gen(function*() {
       let attempts = 0
       const transport = HttpTransport.layer({
@@ -88,7 +88,7 @@ describe("HttpTransport.sendMessage: a lost response is sent again with its requ
       assert.isBelow(Date.now() - started, 5_000, "and given up on")
     }))
 
-  it.scopedLive("over plain HTTP: a malformed requestId is a 400 InvalidId and queues nothing; a repeat is a 202", () =>
+  it.live("over plain HTTP: a malformed requestId is a 400 InvalidId and queues nothing; a repeat is a 202", () =>
     Effect.gen(function*() {
       const base = yield* locatorServer
       const sessionId = yield* createSession(base)

@@ -1,11 +1,11 @@
 /**
- * Thousands of random malformed requests to every route (fast-check through `@effect/vitest`'s `prop`): none is a
+ * Thousands of random malformed requests to every route (`effect`'s `Arbitrary` through `@effect/vitest`'s `prop`): none is a
  * 5xx, none changes any tree's log, and the server still answers after each batch.
  */
 import { assert, layer } from "@effect/vitest"
 import { AgentSpec, Answer, Ids, ProtocolApi } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
-import { Context, Effect, Either, FastCheck as fc, Layer, Schema } from "effect"
+import { Arbitrary, Context, Effect, Layer, Result, Schema } from "effect"
 import { brain, locator } from "./fixtures/agents.js"
 import { request, storedLog } from "./fixtures/http.js"
 import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
@@ -18,10 +18,10 @@ interface Tree {
   readonly log: ReadonlyArray<string>
 }
 
-class Fixture extends Context.Tag("Fixture")<Fixture, {
+class Fixture extends Context.Service<Fixture, {
   readonly base: string
   readonly trees: ReadonlyArray<Tree>
-}>() {}
+}>()("Fixture") {}
 
 const blockedTree = (base: string, key: string) =>
   Effect.gen(function*() {
@@ -42,7 +42,7 @@ const blockedTree = (base: string, key: string) =>
     return { key, sessionId, turnId, callbackId: state.callbacks[0].id, log: yield* storedLog(base, key, sessionId) }
   })
 
-const FixtureLive = Layer.scoped(
+const FixtureLive = Layer.effect(
   Fixture,
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(brain)
@@ -81,52 +81,80 @@ const routes: ReadonlyArray<readonly [string, (ids: Ids) => string]> = [
   ["GET", () => "/openapi.json"]
 ]
 
-const garbage = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom("", "ses_", "turn_x", "cb_%00", "..", "%2F"))
+/** The generators the requests are built of, on `effect`'s `Arbitrary` (derived from schemas). */
+const gen = {
+  /** Printable ASCII (what a client can put in a header as well as in a path or a body). */
+  string: (maxLength: number) =>
+    Arbitrary.map(
+      Arbitrary.schema(Schema.String.check(Schema.isMaxLength(maxLength))),
+      (text) => text.replace(/[^\x20-\x7e]/g, "")
+    ),
+  integer: (min: number, max: number) =>
+    Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum: min, maximum: max }))),
+  constantFrom: <const A>(...values: ReadonlyArray<A>): Arbitrary.Arbitrary<A> =>
+    Arbitrary.map(gen.integer(0, values.length - 1), (index) => values[index]),
+  oneof: <A>(...arbitraries: ReadonlyArray<Arbitrary.Arbitrary<A>>): Arbitrary.Arbitrary<A> =>
+    Arbitrary.flatMap(gen.integer(0, arbitraries.length - 1), (index) => arbitraries[index]),
+  /** `undefined` or a value. */
+  option: <A>(arbitrary: Arbitrary.Arbitrary<A>): Arbitrary.Arbitrary<A | undefined> =>
+    gen.oneof<A | undefined>(Arbitrary.Constant(undefined), arbitrary),
+  /** Any JSON value. */
+  json: Arbitrary.schema(Schema.Json),
+  /** Anything: JSON, or values JSON writes oddly. */
+  anything: Arbitrary.schema(Schema.Unknown)
+}
 
-const body = fc.oneof(
-  fc.constant(undefined),
-  fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
-  fc.string({ maxLength: 200 }),
-  fc.record({
-    _tag: fc.constantFrom("AllowApproval", "DenyApproval", "ClientToolResult", "SignInAnswer", "Nope"),
-    reason: fc.anything({ maxDepth: 2 }),
-    isFailure: fc.anything({ maxDepth: 1 }),
-    result: fc.anything({ maxDepth: 2 }),
-    connected: fc.anything({ maxDepth: 1 })
-  }, { requiredKeys: ["_tag"] }).map((value) => JSON.stringify(value)),
-  fc.record({ input: fc.anything({ maxDepth: 1 }), name: fc.anything({ maxDepth: 1 }) }).map((v) => JSON.stringify(v)),
-  fc.constant("{\"input\":"),
-  fc.integer({ min: 16 * 1024, max: 40 * 1024 }).map((n) => JSON.stringify({ input: "x".repeat(n) }))
+const garbage = gen.oneof(gen.string(40), gen.constantFrom("", "ses_", "turn_x", "cb_%00", "..", "%2F"))
+
+const body = gen.oneof<string | undefined>(
+  Arbitrary.Constant(undefined),
+  Arbitrary.map(gen.json, (value) => JSON.stringify(value)),
+  gen.string(200),
+  Arbitrary.map(
+    Arbitrary.all({
+      _tag: gen.constantFrom("AllowApproval", "DenyApproval", "ClientToolResult", "SignInAnswer", "Nope"),
+      reason: gen.option(gen.anything),
+      isFailure: gen.option(gen.anything),
+      result: gen.option(gen.anything),
+      connected: gen.option(gen.anything)
+    }),
+    (value) => JSON.stringify(value)
+  ),
+  Arbitrary.map(Arbitrary.all({ input: gen.anything, name: gen.anything }), (value) => JSON.stringify(value)),
+  Arbitrary.Constant("{\"input\":"),
+  Arbitrary.map(gen.integer(16 * 1024, 40 * 1024), (n) => JSON.stringify({ input: "x".repeat(n) }))
 )
 
-const arbitraryRequest = fc.record({
-  route: fc.integer({ min: 0, max: routes.length - 1 }),
-  method: fc.oneof(
-    fc.constant<string | undefined>(undefined),
-    fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH")
-  ),
-  tree: fc.integer({ min: 0, max: 1 }),
-  ids: fc.constantFrom("real", "unknown", "garbage", "mixed"),
+const arbitraryRequest = Arbitrary.all({
+  route: gen.integer(0, routes.length - 1),
+  method: gen.option(gen.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH")),
+  tree: gen.integer(0, 1),
+  ids: gen.constantFrom("real", "unknown", "garbage", "mixed"),
   garbage,
-  key: fc.constantFrom("owner", "other", "none", "garbage"),
+  key: gen.constantFrom("owner", "other", "none", "garbage"),
   body,
-  contentType: fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", undefined),
-  query: fc.dictionary(
-    fc.constantFrom("from", "live", "limit", "cursor", "kind", "sessionId", "timeout", "x"),
-    fc.oneof(garbage, fc.integer({ min: -5, max: 1000 }).map(String), fc.constantFrom("true", "false", "0")),
-    { maxKeys: 3 }
+  contentType: gen.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", undefined),
+  query: Arbitrary.map(
+    Arbitrary.array(
+      Arbitrary.all([
+        gen.constantFrom("from", "live", "limit", "cursor", "kind", "sessionId", "timeout", "x"),
+        gen.oneof(garbage, Arbitrary.map(gen.integer(-5, 1000), String), gen.constantFrom("true", "false", "0"))
+      ]),
+      { maxLength: 3 }
+    ),
+    (entries): Record<string, string> => Object.fromEntries(entries)
   ),
-  lastEventId: fc.option(fc.oneof(garbage, fc.integer({ min: -2, max: 100 }).map(String)), { nil: undefined })
+  lastEventId: gen.option(gen.oneof(garbage, Arbitrary.map(gen.integer(-2, 100), String)))
 })
 
-type Arbitrary = typeof arbitraryRequest extends fc.Arbitrary<infer A> ? A : never
+type Generated = typeof arbitraryRequest extends Arbitrary.Arbitrary<infer A> ? A : never
 
-const isAnswer = Schema.is(Schema.encodedSchema(Answer.Answer))
-const isMessage = Schema.is(Schema.encodedSchema(ProtocolApi.SendMessage))
-const isAgent = (value: unknown) => Either.isRight(Schema.decodeUnknownEither(AgentSpec.AgentSpec)(value))
+const isAnswer = Schema.is(Schema.toEncoded(Answer.Answer))
+const isMessage = Schema.is(Schema.toEncoded(ProtocolApi.SendMessage))
+const isAgent = (value: unknown) => Result.isSuccess(Schema.decodeUnknownResult(AgentSpec.AgentSpec)(value))
 
 /** The request as sent, unless it could be a valid request (those are left out: they may change a log). */
-const build = (base: string, trees: ReadonlyArray<Tree>, generated: Arbitrary) => {
+const build = (base: string, trees: ReadonlyArray<Tree>, generated: Generated) => {
   const tree = trees[generated.tree]
   const [routeMethod, path] = routes[generated.route]
   const method = generated.method ?? routeMethod
@@ -146,8 +174,8 @@ const build = (base: string, trees: ReadonlyArray<Tree>, generated: Arbitrary) =
     : undefined
   const parsed = (() => {
     if (generated.body === undefined) return undefined
-    const attempt = Either.try(() => JSON.parse(generated.body ?? "") as unknown)
-    return Either.isRight(attempt) ? attempt.right : undefined
+    const attempt = Result.try(() => JSON.parse(generated.body ?? "") as unknown)
+    return Result.isSuccess(attempt) ? attempt.success : undefined
   })()
   const authorized = key === tree.key && generated.ids !== "garbage"
   const mutates = method === "POST" &&
@@ -196,7 +224,7 @@ const send = (built: NonNullable<ReturnType<typeof build>>) =>
 layer(FixtureLive, { timeout: "60 seconds" })("ParleyServer: random malformed requests", (it) => {
   it.effect.prop(
     "no 5xx, no change to any log, and the server still answers",
-    [fc.array(arbitraryRequest, { minLength: 10, maxLength: 10 })],
+    [Arbitrary.array(arbitraryRequest, { minLength: 10, maxLength: 10 })],
     ([batch]) =>
       Effect.gen(function*() {
         const { base, trees } = yield* Fixture
@@ -212,6 +240,6 @@ layer(FixtureLive, { timeout: "60 seconds" })("ParleyServer: random malformed re
         const alive = yield* request(`${base}/sessions`, { key: keys.alice })
         assert.strictEqual(alive.status, 200)
       }),
-    { timeout: 240_000, fastCheck: { numRuns: 300 } }
+    { timeout: 240_000, arbitrary: { runs: 300 } }
   )
 })

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
-import { Effect, HashMap, List, Logger, Schema } from "effect"
+import { Effect, Logger, References, Schema } from "effect"
 import { keyIdOf } from "../src/internal/auth.js"
 import { brain, locator } from "./fixtures/agents.js"
 import { request, storedLog } from "./fixtures/http.js"
@@ -53,7 +53,7 @@ const unknownTurn = Effect.runSync(Ids.newTurnId)
 const unknownCallback = Effect.runSync(Ids.newCallbackId)
 
 describe("ParleyServer: keys and tenants", () => {
-  it.scopedLive("no key or a wrong key → 401 on every API route; /openapi.json and /docs are public", () =>
+  it.live("no key or a wrong key → 401 on every API route; /openapi.json and /docs are public", () =>
     Effect.gen(function*() {
       const base = yield* server()
       const { callbackId, sessionId, turnId } = yield* blockedSession(base)
@@ -86,7 +86,7 @@ describe("ParleyServer: keys and tenants", () => {
       assert.include(docs.text, "<html")
     }))
 
-  it.scopedLive("another tenant's session, turn and callback answer 404 exactly like unknown ids", () =>
+  it.live("another tenant's session, turn and callback answer 404 exactly like unknown ids", () =>
     Effect.gen(function*() {
       const base = yield* server()
       const alice = yield* blockedSession(base)
@@ -138,7 +138,7 @@ describe("ParleyServer: keys and tenants", () => {
 })
 
 describe("ParleyServer: bad input", () => {
-  it.scopedLive("malformed JSON, wrong answers, unknown ids, oversized bodies: typed 4xx, no change to the log", () =>
+  it.live("malformed JSON, wrong answers, unknown ids, oversized bodies: typed 4xx, no change to the log", () =>
     Effect.gen(function*() {
       const base = yield* server({ maxBodyBytes: 64 * 1024, maxMessageLength: 1000 })
       const { callbackId, sessionId, turnId } = yield* blockedSession(base)
@@ -283,7 +283,7 @@ describe("ParleyServer: bad input", () => {
       assert.deepStrictEqual(body.answer, { _tag: "AllowApproval" })
     }))
 
-  it.scopedLive("grants over HTTP: an answer with remember lists one; DELETE revokes it (204), then 404 GrantNotFound", () =>
+  it.live("grants over HTTP: an answer with remember lists one; DELETE revokes it (204), then 404 GrantNotFound", () =>
     Effect.gen(function*() {
       const base = yield* server()
       const { callbackId, sessionId, turnId } = yield* blockedSession(base)
@@ -318,7 +318,7 @@ describe("ParleyServer: bad input", () => {
       assert.deepStrictEqual(after.json, [])
     }))
 
-  it.scopedLive("a key holds at most maxStreamsPerKey event streams (429 beyond); a closed one frees its place", () =>
+  it.live("a key holds at most maxStreamsPerKey event streams (429 beyond); a closed one frees its place", () =>
     Effect.gen(function*() {
       const base = yield* server({ maxStreamsPerKey: 2 })
       const { sessionId } = yield* blockedSession(base)
@@ -349,14 +349,15 @@ describe("ParleyServer: bad input", () => {
 })
 
 describe("ParleyServer: request logs", () => {
-  it.scopedLive("one line per request with method, route, status, tenant; never a key or a body", () =>
+  it.live("one line per request with method, route, status, tenant; never a key or a body", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
-      const capture = Logger.make(({ annotations, message }) => {
-        const fields = HashMap.toEntries(annotations).map(([k, v]) => `${k}=${String(v)}`).join(" ")
-        lines.push(`${List.toArray(message as List.List<unknown>).join(" ")} ${fields}`)
+      const capture = Logger.make(({ fiber, message }) => {
+        const annotations = fiber.getRef(References.CurrentLogAnnotations)
+        const fields = Object.entries(annotations).map(([k, v]) => `${k}=${String(v)}`).join(" ")
+        lines.push(`${(Array.isArray(message) ? message : [message]).join(" ")} ${fields}`)
       })
-      const base = yield* server({ log: true }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+      const base = yield* server({ log: true }).pipe(Effect.provide(Logger.layer([capture])))
       const { callbackId, sessionId, turnId } = yield* blockedSession(base)
       yield* request(`${base}/sessions/${sessionId}/turns/${turnId}/callbacks/${callbackId}/answer`, {
         method: "POST",
@@ -382,7 +383,7 @@ describe("ParleyServer: request logs", () => {
 })
 
 describe("ParleyServer: the stored log", () => {
-  it.scopedLive("GET /sessions/:id gives the log's cursor; ?live=false lists the log up to it and ends", () =>
+  it.live("GET /sessions/:id gives the log's cursor; ?live=false lists the log up to it and ends", () =>
     Effect.gen(function*() {
       const base = yield* server()
       const created = yield* request(`${base}/sessions`, {

@@ -5,7 +5,6 @@
  * `Blocked`, confirmed with the server. The JSON requests share kept-alive connections, and the server does not look up
  * the root of a session it just created.
  */
-import { HttpClient, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Transport } from "@parley/core"
@@ -14,6 +13,7 @@ import { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
 import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpClient, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { brain, locator } from "./fixtures/agents.js"
 import { startProxy } from "./fixtures/proxy.js"
@@ -41,7 +41,7 @@ const answerAll = CallbackHandler.layer({
 })
 
 describe("requests per turn", () => {
-  it.scoped("the approval loop: six requests, none to confirm a Blocked its own handlers answered", () =>
+  it.effect("the approval loop: six requests, none to confirm a Blocked its own handlers answered", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const url = yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, { runtimeTools: [] })
@@ -65,7 +65,7 @@ describe("requests per turn", () => {
       }
     }))
 
-  it.scoped("a callback the handlers keep open: Blocked, confirmed with one more snapshot", () =>
+  it.effect("a callback the handlers keep open: Blocked, confirmed with one more snapshot", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const url = yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, { runtimeTools: [] })
@@ -86,7 +86,7 @@ describe("requests per turn", () => {
       assert.strictEqual(sent.filter((line) => line.endsWith("/answer")).length, 1)
     }))
 
-  it.scoped("the JSON requests of many turns share kept-alive connections; each event stream has its own", () =>
+  it.effect("the JSON requests of many turns share kept-alive connections; each event stream has its own", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const url = yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, { runtimeTools: [] })
@@ -110,7 +110,7 @@ describe("requests per turn", () => {
       assert.isAtMost(yield* proxy.connections, 2 + streams)
     }))
 
-  it.scoped("the server does not look up the root of a session it just created", () =>
+  it.effect("the server does not look up the root of a session it just created", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.fromFunction(brain)
       const database = sqliteDatabase(yield* sqliteFile)
@@ -140,7 +140,7 @@ describe("requests per turn", () => {
         Layer.provideMerge(Layer.orDie(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
       )
       const address = Context.get(yield* Layer.build(server), HttpServer.HttpServer).address
-      const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+      const url = "port" in address ? `http://127.0.0.1:${address.port}` : ""
       const state = yield* Agent.run(locator, "Where am I?").pipe(
         Effect.provide(answerAll),
         Effect.provide(HttpTransport.layer({ url, apiKey: Redacted.make(keys.alice) }))

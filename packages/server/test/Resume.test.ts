@@ -3,13 +3,13 @@
  * aborts its own) and a server killed with `SIGKILL` while a turn is blocked. `Turn.events` and `Turn.result` go on
  * with no gap and no duplicate.
  */
-import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnEvent } from "@parley/core"
 import { Agent, Answer, CallbackHandler, Inbox, Session, Transport, Turn } from "@parley/core"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { Chunk, Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
+import { Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
+import { HttpClient, HttpClientResponse } from "effect/http"
 import { locator } from "./fixtures/agents.js"
 import { startServerProcess } from "./fixtures/processes.js"
 import { startProxy } from "./fixtures/proxy.js"
@@ -21,7 +21,7 @@ const loopBrain = (calls: number) => (call: ScriptedModel.Call): ScriptedModel.R
     ? ScriptedModel.toolCall("get_location", {})
     : ScriptedModel.text(`Located ${calls} times.`)
 
-const fast = Schedule.exponential("10 millis").pipe(Schedule.union(Schedule.spaced("200 millis")))
+const fast = Schedule.min([Schedule.exponential("10 millis"), Schedule.spaced("200 millis")])
 
 const transportAt = (url: string, transformClient?: (client: HttpClient.HttpClient) => HttpClient.HttpClient) =>
   HttpTransport.layer({ url, apiKey: Redacted.make(keys.alice), reconnect: fast, transformClient })
@@ -36,8 +36,7 @@ const driveByHand = (turn: Turn.Turn) =>
         : Answer.ClientToolResult.success({ city: "Lyon" })
       return Turn.answer(turn, event.callback.id, answer)
     }),
-    Stream.runCollect,
-    Effect.map(Chunk.toReadonlyArray)
+    Stream.runCollect
   )
 
 const handlers = CallbackHandler.layer({
@@ -55,7 +54,7 @@ const logOf = (turn: Turn.Turn) =>
       Stream.filter((event) => event._tag !== "MessageDelta"),
       Stream.takeUntil((event) => event._tag === "TurnEnded"),
       Stream.runCollect,
-      Effect.map((events) => stored(Chunk.toReadonlyArray(events)))
+      Effect.map((events) => stored(events))
     ))
 
 const assertGapless = (seen: ReadonlyArray<string>, log: ReadonlyArray<string>) => {
@@ -67,7 +66,7 @@ const assertGapless = (seen: ReadonlyArray<string>, log: ReadonlyArray<string>) 
 
 describe("HttpTransport: dropped event streams", () => {
   for (const how of ["end", "reset"] as const) {
-    it.scopedLive(
+    it.live(
       `the server side drops the stream mid-turn (${how}): Turn.events goes on with no gap, no duplicate`,
       () =>
         Effect.gen(function*() {
@@ -98,7 +97,7 @@ describe("HttpTransport: dropped event streams", () => {
     ) // 24 callbacks through a proxy that cuts every 15 ms: slow on a loaded machine
   }
 
-  it.scopedLive(
+  it.live(
     "the client aborts its own stream every few chunks: Turn.events and Turn.result go on",
     () =>
       Effect.gen(function*() {
@@ -127,9 +126,9 @@ describe("HttpTransport: dropped event streams", () => {
           const session = yield* Agent.startSession(locator)
           const turn = yield* Session.sendMessage(session, "Where am I, eight times?")
           // The handlers answer while Turn.result waits; Turn.events only reads.
-          const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect))
+          const reader = yield* Effect.forkChild(Turn.events(turn).pipe(Stream.runCollect))
           const result = yield* Turn.result(turn).pipe(Effect.provide(handlers))
-          const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+          const seen = stored(yield* Fiber.join(reader))
           return { seen, log: yield* logOf(turn), result }
         }).pipe(Effect.provide(transportAt(base, abortEarly)))
         assert.isAbove(aborts, 3)
@@ -141,7 +140,7 @@ describe("HttpTransport: dropped event streams", () => {
 })
 
 describe("HttpTransport: a server killed mid-turn", () => {
-  it.scopedLive(
+  it.live(
     "SIGKILL with a turn blocked; restarted on the same file: the client reconnects and the turn completes",
     () =>
       Effect.gen(function*() {
@@ -151,7 +150,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
         const context = yield* Layer.build(transport)
         const session = yield* Agent.startSession(locator).pipe(Effect.provide(context))
         const turn = yield* Session.sendMessage(session, "Where am I?").pipe(Effect.provide(context))
-        const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
+        const reader = yield* Effect.forkChild(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
         const blocked = yield* Turn.result(turn).pipe(Effect.provide(context))
         assert.strictEqual(blocked._tag, "Blocked")
         yield* first.kill
@@ -175,13 +174,13 @@ describe("HttpTransport: a server killed mid-turn", () => {
           state = yield* Turn.result(turn, { after: state }).pipe(Effect.provide(context))
         }
         assert.strictEqual(state._tag, "Completed")
-        const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+        const seen = stored(yield* Fiber.join(reader))
         assertGapless(seen, yield* logOf(turn).pipe(Effect.provide(context)))
       }),
     { timeout: 120_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "SIGTERM: the server closes its streams and exits; another server takes the tree at once and the turn completes",
     () =>
       Effect.gen(function*() {
@@ -190,7 +189,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
         const context = yield* Layer.build(Layer.fresh(transportAt(first.url)))
         const session = yield* Agent.startSession(locator).pipe(Effect.provide(context))
         const turn = yield* Session.sendMessage(session, "Where am I?").pipe(Effect.provide(context))
-        const reader = yield* Effect.fork(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
+        const reader = yield* Effect.forkChild(Turn.events(turn).pipe(Stream.runCollect, Effect.provide(context)))
         const blocked = yield* Turn.result(turn).pipe(Effect.provide(context))
         assert.strictEqual(blocked._tag, "Blocked")
         const started = Date.now()
@@ -204,7 +203,7 @@ describe("HttpTransport: a server killed mid-turn", () => {
           Effect.timeout("15 seconds")
         )
         assert.strictEqual(state._tag, "Completed")
-        const seen = stored(Chunk.toReadonlyArray(yield* Fiber.join(reader)))
+        const seen = stored(yield* Fiber.join(reader))
         assertGapless(seen, yield* logOf(turn).pipe(Effect.provide(context)))
       }),
     { timeout: 120_000 }

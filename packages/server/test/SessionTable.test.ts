@@ -12,24 +12,24 @@ import { layerSql, SessionTenants } from "../src/internal/sessions.js"
 import { pgSchema } from "./fixtures/servers.js"
 
 describe("the server's sessions table", () => {
-  it.scopedLive("eight servers starting together on a new PostgreSQL schema all get it", () =>
+  it.live("eight servers starting together on a new PostgreSQL schema all get it", () =>
     Effect.gen(function*() {
       const url = yield* Effect.orDie(pgSchema)
       const started = yield* Effect.forEach(
         Array.from({ length: 8 }, (_, i) => i),
         () =>
-          Effect.either(
+          Effect.result(
             Layer.build(Layer.provide(layerSql, PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
           ),
         { concurrency: "unbounded" }
       )
-      assert.deepStrictEqual(started.map((result) => result._tag), Array(8).fill("Right"))
+      assert.deepStrictEqual(started.map((result) => result._tag), Array(8).fill("Success"))
       // And it is one table: what one server registers, another finds.
       const [one, two] = started.flatMap((result) =>
-        result._tag === "Right" ? [Context.get(result.right, SessionTenants)] : []
+        result._tag === "Success" ? [Context.get(result.success, SessionTenants)] : []
       )
       const sessionId = Ids.SessionId.make("ses_table")
-      yield* one.register("acme", new SessionInfo({ sessionId, agent: "a", createdAt: DateTime.unsafeMake(0) }))
+      yield* one.register("acme", new SessionInfo({ sessionId, agent: "a", createdAt: DateTime.makeUnsafe(0) }))
       assert.deepStrictEqual(yield* two.tenantOf(sessionId), Option.some("acme"))
     }), { timeout: 30_000 })
 })

@@ -10,15 +10,15 @@ import { Agent, Session, Transport, TurnEvent, TurnState } from "@parley/core"
 import type { SessionId, TurnId } from "@parley/core/Ids"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { Chunk, DateTime, Effect, Equal, Mailbox, Redacted, Schema, Stream } from "effect"
+import { DateTime, Effect, Equal, Redacted, Schema, Stream } from "effect"
 import { createServer } from "node:http"
 import { makeFramer } from "../src/internal/sse.js"
 import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
 
 const sessionId = "ses_0123456789abcdef0123" as SessionId
 const turnId = "turn_0123456789abcdef0123_0" as TurnId
-const t0 = DateTime.unsafeMake("2026-01-02T03:04:05.678Z")
-const t1 = DateTime.unsafeMake("2026-01-02T03:04:05.679Z")
+const t0 = DateTime.makeUnsafe("2026-01-02T03:04:05.678Z")
+const t1 = DateTime.makeUnsafe("2026-01-02T03:04:05.679Z")
 
 const delta = (seq: number, at: DateTime.Utc, text: string, messageId = "msg_1") =>
   new TurnEvent.MessageDelta({ sessionId, turnId, seq, at, messageId, delta: text })
@@ -59,7 +59,7 @@ describe("SSE frames", () => {
     }
   })
 
-  it.scoped("the reader decodes frames cut anywhere, skips a malformed delta, follows a changed time or step", () =>
+  it.effect("the reader decodes frames cut anywhere, skips a malformed delta, follows a changed time or step", () =>
     Effect.gen(function*() {
       const framer = makeFramer()
       const malformed = `event: MessageDelta\ndata: ${
@@ -88,7 +88,7 @@ describe("SSE frames", () => {
         next()
       })
       yield* Effect.acquireRelease(
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           server.listen(0, "127.0.0.1", () => resume(Effect.void))
         }),
         () => Effect.sync(() => server.close())
@@ -100,7 +100,7 @@ describe("SSE frames", () => {
           Stream.takeUntil((event) => event._tag === "TurnEnded"),
           Stream.runCollect
         )).pipe(Effect.provide(HttpTransport.layer({ url, apiKey: "key" })))
-      const events = Chunk.toReadonlyArray(read)
+      const events = read
       assert.strictEqual(events.length, deltas.length + 1)
       events.forEach((event, i) => assert.isTrue(Equal.equals(event, [...deltas, ended][i]), `event ${i}`))
       // A decoded delta is the class, its time a DateTime (not the last delta's when it changed).
@@ -109,7 +109,7 @@ describe("SSE frames", () => {
       assert.isTrue(later._tag === "MessageDelta" && DateTime.Equivalence(later.at, t1))
     }))
 
-  it.scoped("a streamed answer over a real server: every delta's text, in order, for two turns", () =>
+  it.effect("a streamed answer over a real server: every delta's text, in order, for two turns", () =>
     Effect.gen(function*() {
       const texts = ["A \"quoted\" word,\nthen a new line and émoji 🎉.", "Second turn: back\\slash and more words."]
       const model = yield* ScriptedModel.make(texts.map(ScriptedModel.text))
@@ -122,12 +122,11 @@ describe("SSE frames", () => {
           const { cursor } = yield* transport.getSession(session.id)
           const live = yield* transport.subscribe(session.id, cursor ?? 0)
           const turn = yield* Session.sendMessage(session, text)
-          const events = Chunk.toReadonlyArray(
-            yield* Mailbox.toStream(live).pipe(
-              Stream.takeUntil((event) => event._tag === "TurnEnded"),
-              Stream.runCollect
-            )
+          const events = yield* Stream.fromQueue(live).pipe(
+            Stream.takeUntil((event) => event._tag === "TurnEnded"),
+            Stream.runCollect
           )
+
           const streamed = events.filter((event) => event._tag === "MessageDelta")
           assert.isAbove(streamed.length, 3)
           assert.strictEqual(streamed.map((event) => event.delta).join(""), text)

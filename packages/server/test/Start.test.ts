@@ -1,9 +1,9 @@
-import { HttpServer } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
+import { HttpServer } from "effect/http"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -22,7 +22,7 @@ const tempDir = Effect.acquireRelease(
 )
 
 describe("ParleyServer: a server that cannot start", () => {
-  it.scopedLive("a port another server holds is a typed ServeError", () =>
+  it.live("a port another server holds is a typed ServeError", () =>
     Effect.gen(function*() {
       const models = yield* model
       const dir = yield* tempDir
@@ -30,18 +30,18 @@ describe("ParleyServer: a server that cannot start", () => {
         ParleyServer.layerSqlite({ filename: path.join(dir, "a.db"), models, port: 0, keys: [], log: false })
       )
       const address = Context.get(first, HttpServer.HttpServer).address
-      const port = address._tag === "TcpAddress" ? address.port : 0
+      const port = "port" in address ? address.port : 0
       const second = yield* Effect.exit(Effect.scoped(Layer.build(
         ParleyServer.layerSqlite({ filename: path.join(dir, "b.db"), models, port, keys: [], log: false })
       )))
       assert.isTrue(Exit.isFailure(second))
       if (Exit.isFailure(second)) {
-        const failure = second.cause._tag === "Fail" ? second.cause.error : undefined
+        const failure = Cause.findErrorOption(second.cause).pipe(Option.getOrUndefined)
         assert.strictEqual(failure?._tag, "ServeError", String(second.cause))
       }
     }))
 
-  it.scopedLive("a database file that cannot be opened is a typed StoreError", () =>
+  it.live("a database file that cannot be opened is a typed StoreError", () =>
     Effect.gen(function*() {
       const models = yield* model
       const dir = yield* tempDir
@@ -53,7 +53,7 @@ describe("ParleyServer: a server that cannot start", () => {
       )))
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
-        const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+        const failure = Cause.findErrorOption(exit.cause).pipe(Option.getOrUndefined)
         assert.strictEqual(failure?._tag, "StoreError", String(exit.cause))
       }
     }))

@@ -5,16 +5,16 @@
  *   node --import tsx packages/store-sql/bench/appends.ts            # SQLite (FULL and NORMAL) and PostgreSQL
  *   PARLEY_TEST_PG_URL=postgres://… node --import tsx packages/store-sql/bench/appends.ts
  */
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
+import { FileSystem } from "effect"
 import { Context, DateTime, Effect, Layer, Redacted } from "effect"
 
 const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 
 const decision = (treeId: Ids.SessionId, seq: number): ReadonlyArray<TurnEvent.TurnEvent> => {
   const turnId = Ids.TurnId.make("turn_bench")
@@ -95,14 +95,14 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
   }))
 
 const sqlite = (synchronous: "full" | "normal") =>
-  Layer.unwrapScoped(
+  Layer.unwrap(
     Effect.map(
       Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "parley-bench-" })),
       (directory) => SqlStore.layerSqlite({ filename: `${directory}/bench.db`, synchronous })
     )
   ).pipe(Layer.provide(NodeFileSystem.layer))
 
-const pg = Layer.unwrapScoped(Effect.gen(function*() {
+const pg = Layer.unwrap(Effect.gen(function*() {
   const admin = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(pgUrl) })), PgClient.PgClient)
   const schema = `bench_${Date.now()}`
   yield* Effect.acquireRelease(

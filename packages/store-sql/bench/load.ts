@@ -8,7 +8,6 @@
  *   node --conditions=@parley/source --import tsx packages/store-sql/bench/load.ts            # SQLite and PostgreSQL
  *   node --conditions=@parley/source --import tsx packages/store-sql/bench/load.ts 50000      # another log length
  */
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { AgentSpec, Ids, Transport, TurnEvent, TurnState } from "@parley/core"
@@ -16,13 +15,14 @@ import { Snapshot, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
-import { Context, DateTime, Effect, Either, Layer, Redacted } from "effect"
+import { FileSystem } from "effect"
+import { Context, DateTime, Effect, Layer, Redacted, Result } from "effect"
 
 const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
 const length = Number(process.argv[2] ?? 20_000)
 const behind = 250
 const runs = 5
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 const treeId = Ids.SessionId.make("ses_bench_load")
 const getLocation = Ids.ToolId.make("client.get_location")
 
@@ -115,10 +115,10 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     const foldAll = performance.now() - foldStart
     const prefix = TreeState.fold(header, events.slice(0, length - behind))
     const encodeStart = performance.now()
-    const json = Either.getOrThrow(Snapshot.encodeSnapshot(prefix))
+    const json = Result.getOrThrow(Snapshot.encodeSnapshot(prefix))
     const encode = performance.now() - encodeStart
     const decodeStart = performance.now()
-    const decoded = Either.getOrThrow(Snapshot.decodeSnapshot(json))
+    const decoded = Result.getOrThrow(Snapshot.decodeSnapshot(json))
     const decode = performance.now() - decodeStart
     const [readRest, rest] = yield* time(store.eventLog.read(treeId, decoded.nextSeq))
     if (TreeState.foldFrom(decoded, rest).nextSeq !== whole.nextSeq) throw new Error("the snapshot does not fold on")
@@ -139,14 +139,14 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     )
   }))
 
-const sqlite = Layer.unwrapScoped(
+const sqlite = Layer.unwrap(
   Effect.map(
     Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "parley-bench-" })),
     (directory) => SqlStore.layerSqlite({ filename: `${directory}/bench.db`, synchronous: "normal" })
   )
 ).pipe(Layer.provide(NodeFileSystem.layer))
 
-const pg = Layer.unwrapScoped(Effect.gen(function*() {
+const pg = Layer.unwrap(Effect.gen(function*() {
   const admin = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(pgUrl) })), PgClient.PgClient)
   const schema = `bench_${Date.now()}`
   yield* Effect.acquireRelease(

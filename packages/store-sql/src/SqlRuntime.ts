@@ -26,7 +26,6 @@
  *
  * @since 0.1.0
  */
-import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { Transport } from "@parley/core/Transport"
 import type { SessionStore } from "@parley/log/SessionStore"
 import type { StoreError } from "@parley/log/StoreError"
@@ -34,6 +33,7 @@ import * as Connectors from "@parley/runtime/Connectors"
 import * as LocalTransport from "@parley/runtime/LocalTransport"
 import * as Models from "@parley/runtime/Models"
 import * as RuntimeTools from "@parley/runtime/RuntimeTools"
+import type * as LanguageModel from "effect/ai/LanguageModel"
 import * as Layer from "effect/Layer"
 import * as SqlStore from "./SqlStore.js"
 

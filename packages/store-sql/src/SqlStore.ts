@@ -38,10 +38,7 @@
  *
  * @since 0.1.0
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import * as SqlClient from "@effect/sql/SqlClient"
 import type * as EventLog from "@parley/log/EventLog"
 import * as SessionStore from "@parley/log/SessionStore"
 import { StoreError } from "@parley/log/StoreError"
@@ -49,11 +46,14 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as internal from "./internal/sqlStore.js"
+import * as SqliteClient from "./SqliteClient.js"
 
 /**
  * How the store uses its database.
@@ -67,7 +67,7 @@ import * as internal from "./internal/sqlStore.js"
  *   machine that loses power may lose those after the last synced one. `"normal"` (SQLite) never waits for the disk.
  *   Group commit shares one sync between the appends of all trees that are waiting. `syncedCommits` counts them.
  * - `busyTimeout`: how long a write waits for a lock another process holds (default 5 seconds), then fails with a
- *   `StoreError`. SQLite: the file's write lock, waited for without blocking the process (better-sqlite3's own wait
+ *   `StoreError`. SQLite: the file's write lock, waited for without blocking the process (`node:sqlite`'s own wait
  *   would stop the thread: every fiber, heartbeats included); a process stopped (`SIGSTOP`, a frozen VM) inside a write
  *   transaction holds the file until it continues. PostgreSQL: a tree's row (`lock_timeout`); and the server ends a
  *   transaction of this store left idle for longer (`idle_in_transaction_session_timeout`), so a stopped process
@@ -91,12 +91,12 @@ import * as internal from "./internal/sqlStore.js"
  */
 export interface Options {
   readonly synchronous?: "full" | "normal" | undefined
-  readonly busyTimeout?: Duration.DurationInput | undefined
-  readonly pollInterval?: Duration.DurationInput | undefined
+  readonly busyTimeout?: Duration.Input | undefined
+  readonly pollInterval?: Duration.Input | undefined
   readonly watch?: boolean | undefined
   readonly writers?: number | undefined
   readonly maxBatch?: number | undefined
-  readonly lockTimeout?: Duration.DurationInput | undefined
+  readonly lockTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -116,7 +116,7 @@ export interface SqliteOptions extends Options {
  * @since 0.1.0
  * @category Models
  */
-export interface PgOptions extends Options, Omit<PgClient.PgClientConfig, "url"> {
+export interface PgOptions extends Options, Omit<PgClient.PgPoolConfig, "url"> {
   readonly url?: string | Redacted.Redacted | undefined
 }
 
@@ -155,7 +155,7 @@ export const makeDriver: (
 export const layer = (
   options?: Options
 ): Layer.Layer<SessionStore.SessionStore, StoreError, SqlClient.SqlClient> =>
-  Layer.scopedContext(Effect.map(make(options), SessionStore.context))
+  Layer.effectContext(Effect.map(make(options), SessionStore.context))
 
 const messageOf = (cause: unknown): string => {
   const message = cause instanceof Error ? cause.message : String(cause)
@@ -179,9 +179,9 @@ const folderOf = (filename: string): string | undefined =>
  * @category Layers
  */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore.SessionStore, StoreError> =>
-  Layer.scopedContext(Effect.map(internal.make({ ...options, method: "layerSqlite" }), SessionStore.context)).pipe(
+  Layer.effectContext(Effect.map(internal.make({ ...options, method: "layerSqlite" }), SessionStore.context)).pipe(
     Layer.provide(
-      Layer.scopedContext(
+      Layer.effectContext(
         Effect.gen(function*() {
           const folder = folderOf(options.filename)
           if (folder !== undefined) {
@@ -190,10 +190,12 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<SessionStore.Se
               catch: openFailed("layerSqlite", `the folder ${folder}`)
             })
           }
-          // WAL mode is set by `make`, which waits for another process's lock without blocking the thread.
-          const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true }).pipe(
-            Effect.catchAllDefect((defect) => Effect.fail(openFailed("layerSqlite", options.filename)(defect)))
-          )
+          // WAL mode is set by `make`, which waits for another process's lock without blocking the thread, for
+          // `lockTimeout` (opening) or `busyTimeout` (writes): the client itself does not wait (`busyTimeout: 0`).
+          const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true, busyTimeout: 0 })
+            .pipe(
+              Effect.mapError(openFailed("layerSqlite", options.filename))
+            )
           return Context.make(SqlClient.SqlClient, client)
         })
       ).pipe(Layer.provide(Reactivity.layer))
@@ -220,12 +222,15 @@ export const layerPg = (options: PgOptions): Layer.Layer<SessionStore.SessionSto
   } = options
   return layer(options).pipe(
     Layer.provide(
-      Layer.scopedContext(
+      Layer.effectContext(
         PgClient.make({
           ...config,
-          url: typeof url === "string" ? Redacted.make(url) : url
+          url: typeof url === "string" ? Redacted.make(url) : url,
+          startupParameters: { ...internal.pgStartupParameters(options), ...config.startupParameters }
         }).pipe(
-          Effect.catchAllDefect((defect) => Effect.fail(defect)),
+          // Effect 4's pool connects on first use: a first statement tells an unreachable server at once.
+          Effect.tap((client) => client`SELECT 1`),
+          Effect.catchDefect((defect) => Effect.fail(defect)),
           Effect.mapError(openFailed("layerPg", "the PostgreSQL database")),
           Effect.map((client) => Context.make(SqlClient.SqlClient, client).pipe(Context.add(PgClient.PgClient, client)))
         )

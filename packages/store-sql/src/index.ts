@@ -67,3 +67,45 @@ export * as SqlRuntime from "./SqlRuntime.js"
  * @since 0.1.0
  */
 export * as SqlStore from "./SqlStore.js"
+
+/**
+ * An `effect/sql` client for a SQLite file on Node's built-in `node:sqlite` (`DatabaseSync`, prepared statements; no
+ * native addon): the store's embedded database. It stands where a stable `@effect/sql-sqlite-node` for Effect 4.1
+ * will: this module is the whole driver, so such a release replaces this one file.
+ *
+ * - One connection, shared through a semaphore: a statement, a transaction (`withTransaction`) or a `reserve`d
+ *   connection holds it until it ends, so a transaction never sees another fiber's statements. Nested transactions
+ *   are savepoints (`SAVEPOINT` / `ROLLBACK TO` / `RELEASE`).
+ * - WAL mode (unless `disableWAL`) and `synchronous` (`"full"` by default: every commit syncs the write-ahead log)
+ *   are set when the file opens. A top-level transaction starts with `BEGIN IMMEDIATE`: it takes the write lock
+ *   first, so a read never has to turn into a write that another process already holds.
+ * - Waiting for another process's lock never blocks the event loop. `node:sqlite` is synchronous and SQLite's own busy
+ *   handler sleeps on the thread (every fiber with it), so the connection's own `busy_timeout` is 0 and a database
+ *   reported busy (`SQLITE_BUSY`, errcode 5, or `SQLITE_LOCKED`) is tried again after an asynchronous pause (1 ms,
+ *   2 ms, … then every 20 ms), for `busyTimeout` in all (5 seconds by default), on the wall clock. A statement outside a
+ *   transaction and the `BEGIN` of a transaction give the connection back between two tries (the process's other
+ *   fibers read meanwhile); a `COMMIT` keeps it (its transaction is open). Past `busyTimeout` the failure is a
+ *   `SqlError` whose reason is a `LockTimeoutError`.
+ * - Every failure is a `SqlError`, its reason classified from SQLite's result code (`UniqueViolation`,
+ *   `ConstraintError`, `LockTimeoutError`, `ConnectionError`, …), the `node:sqlite` error as its cause. Opening a file
+ *   that cannot be opened fails `make` with one.
+ * - `PRAGMA data_version` moves when another connection (another process) commits: what a watch for other writers'
+ *   commits polls. The connection is one, so the client's own commits never move it.
+ *
+ * @example
+ * ```ts
+ * import { SqliteClient } from "@parley/store-sql"
+ * import { Effect } from "effect"
+ * import { SqlClient } from "effect/sql"
+ *
+ * const program = Effect.gen(function*() {
+ *   const sql = yield* SqlClient.SqlClient
+ *   yield* sql`CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`
+ *   yield* sql.withTransaction(sql`INSERT INTO notes (text) VALUES (${"hello"})`)
+ *   return yield* sql<{ readonly text: string }>`SELECT text FROM notes`
+ * }).pipe(Effect.provide(SqliteClient.layer({ filename: "notes.db" })))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export * as SqliteClient from "./SqliteClient.js"

@@ -6,23 +6,23 @@
  * marking the callbacks resolved before it; `EXPLAIN` shows the index used, on SQLite and on PostgreSQL with many
  * resolved callbacks, and PostgreSQL counts a scan of it when the store itself runs the query.
  */
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Callback, Ids, Permissions, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
+import { SqliteClient } from "@parley/store-sql"
 import { SqlStore } from "@parley/store-sql"
 import { Context, DateTime, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pgSchema, sqliteFile, storeOf } from "./databases.js"
 
 const treeId = Ids.SessionId.make("ses_due")
 const turnId = Ids.TurnId.make("turn_due")
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 /** The deadline of the callbacks that have one. */
-const due = DateTime.unsafeMake(1_000)
+const due = DateTime.makeUnsafe(1_000)
 const common = { sessionId: treeId, turnId, at }
 const callbackId = (name: string) => Ids.CallbackId.make(`cb_${name}`)
 
@@ -66,8 +66,8 @@ const fourCallbacks = (store: SessionStore.Services) =>
     yield* store.eventLog.append(treeId, 6, [expired(6, "a")])
     const dueBy = (millis: number) =>
       Effect.map(store.eventLog.listOpen({ expiresBy: millis }), (rows) => rows.map((row) => row.callbackId))
-    assert.deepStrictEqual(yield* dueBy(due.epochMillis - 1), [])
-    assert.deepStrictEqual(yield* dueBy(due.epochMillis), [callbackId("d")])
+    assert.deepStrictEqual(yield* dueBy(due.epochMilliseconds - 1), [])
+    assert.deepStrictEqual(yield* dueBy(due.epochMilliseconds), [callbackId("d")])
   })
 
 /** Each callback's `resolved`, by id. */
@@ -94,7 +94,7 @@ const withClient = <E>(client: Layer.Layer<SqlClient.SqlClient, E>) =>
 const FIXTURE = path.join(import.meta.dirname, "fixtures", "version1", "sessions.db")
 
 describe("the due-deadline index on SQLite", () => {
-  it.scoped("resolved callbacks are marked, also one opened in the same append; the due query uses the index", () =>
+  it.effect("resolved callbacks are marked, also one opened in the same append; the due query uses the index", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* fourCallbacks(store)
@@ -108,10 +108,10 @@ describe("the due-deadline index on SQLite", () => {
       yield* sql`INSERT INTO parley_callback_resolutions ${
         sql.insert({ callback_id: "cb_d", tree_id: treeId, seq: 7, resolution: "expired" })
       }`
-      assert.deepStrictEqual(yield* store.eventLog.listOpen({ expiresBy: due.epochMillis }), [])
+      assert.deepStrictEqual(yield* store.eventLog.listOpen({ expiresBy: due.epochMilliseconds }), [])
     }))
 
-  it.scoped("an existing file (written before the migration) is migrated: its resolved callbacks marked", () =>
+  it.effect("an existing file (written before the migration) is migrated: its resolved callbacks marked", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       fs.copyFileSync(FIXTURE, filename)
@@ -133,7 +133,7 @@ describe("the due-deadline index on SQLite", () => {
 })
 
 describe("the due-deadline index on PostgreSQL", () => {
-  it.scopedLive("resolved callbacks are marked; with many resolved ones EXPLAIN shows the index, and the store scans it", () =>
+  it.live("resolved callbacks are marked; with many resolved ones EXPLAIN shows the index, and the store scans it", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const { sql, store } = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
@@ -155,7 +155,7 @@ describe("the due-deadline index on PostgreSQL", () => {
       assert.notInclude(text, "Seq Scan", text)
 
       // The store's own query scans the index (PostgreSQL's statistics count it).
-      const scans = Effect.zipRight(
+      const scans = Effect.andThen(
         sql`SELECT pg_stat_clear_snapshot()`,
         Effect.map(
           sql<{ readonly scans: number | string }>`SELECT idx_scan AS scans FROM pg_stat_user_indexes
@@ -164,7 +164,7 @@ describe("the due-deadline index on PostgreSQL", () => {
         )
       )
       const first = yield* scans
-      const open = yield* store.eventLog.listOpen({ expiresBy: due.epochMillis })
+      const open = yield* store.eventLog.listOpen({ expiresBy: due.epochMilliseconds })
       assert.deepStrictEqual(open.map((row) => row.callbackId), [callbackId("d")])
       let counted = first
       for (let i = 0; i < 40 && counted === first; i++) {
@@ -174,7 +174,7 @@ describe("the due-deadline index on PostgreSQL", () => {
       assert.isAbove(counted, first)
     }))
 
-  it.scoped("an existing schema is migrated: its resolved callbacks marked, the index made", () =>
+  it.effect("an existing schema is migrated: its resolved callbacks marked, the index made", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const client = PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })
@@ -189,7 +189,7 @@ describe("the due-deadline index on PostgreSQL", () => {
       const index = yield* sql<{ readonly definition: string }>`SELECT indexdef AS definition FROM pg_indexes
         WHERE indexname = 'parley_callbacks_due' AND schemaname = current_schema()`
       assert.include(index[0].definition, "WHERE ((resolved = 0) AND (expires_at IS NOT NULL))")
-      const open = yield* reopened.store.eventLog.listOpen({ expiresBy: due.epochMillis })
+      const open = yield* reopened.store.eventLog.listOpen({ expiresBy: due.epochMilliseconds })
       assert.deepStrictEqual(open.map((row) => row.callbackId), [callbackId("d")])
     }))
 })

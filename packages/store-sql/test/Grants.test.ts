@@ -6,11 +6,11 @@ import { Agent, Answer, Principal, Session, Turn } from "@parley/core"
 import { SqlRuntime } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 import { sqliteFile } from "./databases.js"
 
 describe("grants over SQLite", () => {
-  it.scoped("a tree grant made before a restart answers the next call after it", () =>
+  it.effect("a tree grant made before a restart answers the next call after it", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const sent: Array<unknown> = []
@@ -49,9 +49,8 @@ describe("grants over SQLite", () => {
         assert.deepStrictEqual(grants.map((grant) => [grant.toolPattern, grant.scope]), [["client.send_email", "tree"]])
         const state = yield* Session.run(session, "Mail b.")
         assert.strictEqual(state._tag, "Completed")
-        const events = Chunk.toReadonlyArray(
-          yield* Stream.runCollect(Turn.events(yield* Session.turn(session, state.turnId)))
-        )
+        const events = yield* Stream.runCollect(Turn.events(yield* Session.turn(session, state.turnId)))
+
         const resolved = events.flatMap((event) => event._tag === "CallbackResolved" ? [event.answeredBy] : [])
         assert.deepStrictEqual(resolved, [new Principal.Grant({ id: grants[0].grantId })])
       }).pipe(Effect.provide(engine([

@@ -12,7 +12,7 @@ import { runtime } from "./transports.js"
 // file of its own so that it runs alongside this one).
 TransportSuite.suite(
   "LocalTransport on SqlStore.layerSqlite",
-  runtime(Layer.unwrapScoped(Effect.map(sqliteFile, (filename) => SqlStore.layerSqlite({ filename }))))
+  runtime(Layer.unwrap(Effect.map(sqliteFile, (filename) => SqlStore.layerSqlite({ filename }))))
 )
 
 describe("LocalTransport on SqlStore.layerSqlite: the engine and the readers of its events", () => {
@@ -26,7 +26,7 @@ describe("LocalTransport on SqlStore.layerSqlite: the engine and the readers of 
       ? ScriptedModel.toolCall("get_location", {})
       : ScriptedModel.text("You are in Lyon.")
 
-  it.scoped("a reader that sees a CallbackOpened finds the callback open in the engine's snapshot", () =>
+  it.effect("a reader that sees a CallbackOpened finds the callback open in the engine's snapshot", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const model = yield* ScriptedModel.fromFunction(brain)

@@ -7,5 +7,5 @@ import { runtime } from "./transports.js"
 // The whole transport contract with the engine's log in PostgreSQL.
 TransportSuite.suite(
   "LocalTransport on SqlStore.layerPg",
-  runtime(Layer.unwrapScoped(Effect.map(pgSchema, (url) => SqlStore.layerPg({ url, maxConnections: 10 }))))
+  runtime(Layer.unwrap(Effect.map(pgSchema, (url) => SqlStore.layerPg({ url, maxConnections: 10 }))))
 )

@@ -31,7 +31,7 @@ const engine = (filename: string, script: ReadonlyArray<ScriptedModel.Reply>) =>
   SqlRuntime.layerSqlite({ filename }).pipe(Layer.provide(ScriptedModel.layer(script)))
 
 describe("sendMessage with a request id, on SQL stores", () => {
-  it.scoped("sent again after a restart: the same turn and cursor, one TurnQueued in the file", () =>
+  it.effect("sent again after a restart: the same turn and cursor, one TurnQueued in the file", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const requestId = "7f9c1c2e-3b1d-4a51-9d3e-0c6f2b8a4e11"
@@ -61,7 +61,7 @@ describe("sendMessage with a request id, on SQL stores", () => {
       assert.deepStrictEqual(queued, [[first.turnId, requestId], [other.turnId, "another-request"]])
     }))
 
-  it.scoped(
+  it.effect(
     "two engines on one PostgreSQL get the same request id at once: one turn, the same TurnRef for both",
     () =>
       Effect.gen(function*() {
@@ -95,7 +95,7 @@ describe("sendMessage with a request id, on SQL stores", () => {
     { timeout: 60_000 }
   )
 
-  it.scoped("a malformed request id fails with InvalidId, and nothing is stored", () =>
+  it.effect("a malformed request id fails with InvalidId, and nothing is stored", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { errors, sessionId } = yield* Effect.gen(function*() {

@@ -23,7 +23,7 @@ interface Resumed {
 
 /** Runs `fixtures/resumeScripted.ts` in a child process. */
 const resumeInChild = (filename: string, sessionId: string, turnId: string, kind: "function" | "steps") =>
-  Effect.async<Resumed, Error>((resume) => {
+  Effect.callback<Resumed, Error>((resume) => {
     const child = execFile(
       process.execPath,
       [
@@ -56,7 +56,7 @@ const pauseHere = (filename: string) =>
   )
 
 describe("ScriptedModel across processes", () => {
-  it.scopedLive(
+  it.live(
     "a fromFunction-scripted turn paused in one process completes in a second one",
     () =>
       Effect.gen(function*() {
@@ -69,7 +69,7 @@ describe("ScriptedModel across processes", () => {
     { timeout: 60_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a list of steps starts again in the second process: its first step is replayed",
     () =>
       Effect.gen(function*() {

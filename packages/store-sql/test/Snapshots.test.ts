@@ -97,7 +97,9 @@ describe("Snapshots on SQLite", () => {
             if (Option.isSome(saved) && saved.value.seq > length - 1_000) return saved.value
             yield* Effect.sleep("10 millis")
           }
-        }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no recent snapshot") }))
+        }).pipe(
+          Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.fail(new Error("no recent snapshot")) })
+        )
         assert.strictEqual(snapshot.version, Snapshot.snapshotVersion)
 
         // Engine B, over another store on the same file, counting what it reads.

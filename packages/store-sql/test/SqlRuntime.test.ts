@@ -31,7 +31,7 @@ const Handlers = CallbackHandler.layer([
 const script = [ScriptedModel.toolCall("get_location", {}), ScriptedModel.text("You're in Lyon, France.")]
 
 describe("SqlRuntime.layerSqlite", () => {
-  it.scoped("runs the README program on a SQLite file in a new folder, and the session stays in the file", () =>
+  it.effect("runs the README program on a SQLite file in a new folder, and the session stays in the file", () =>
     Effect.gen(function*() {
       const filename = path.join(path.dirname(yield* sqliteFile), "app", ".parley", "sessions.db")
       const Runtime = SqlRuntime.layerSqlite({ filename }).pipe(Layer.provide(ScriptedModel.layer(script)))
@@ -46,7 +46,7 @@ describe("SqlRuntime.layerSqlite", () => {
       assert.strictEqual(events[events.length - 1]?._tag, "TurnEnded")
     }))
 
-  it.scoped("a file that cannot be opened fails the runtime with a StoreError naming SqlStore.layerSqlite", () =>
+  it.effect("a file that cannot be opened fails the runtime with a StoreError naming SqlStore.layerSqlite", () =>
     Effect.gen(function*() {
       const file = yield* sqliteFile
       fs.writeFileSync(file, "")

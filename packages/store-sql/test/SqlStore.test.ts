@@ -1,13 +1,13 @@
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
+import { SqliteClient } from "@parley/store-sql"
 import { SqlStore } from "@parley/store-sql"
 import * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
 import type { Duration } from "effect"
 import { Context, DateTime, Deferred, Effect, Exit, Layer, Metric, Queue, Redacted, Scope, Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -18,7 +18,7 @@ SessionStoreSuite.suite("SqlStore.layerSqlite", sqliteDatabase(), { canCorrupt: 
 SessionStoreSuite.suite("SqlStore.layerPg", pgDatabase(), { canCorrupt: true })
 
 const treeId = Ids.SessionId.make("ses_sql")
-const at = DateTime.unsafeMake(0)
+const at = DateTime.makeUnsafe(0)
 const queued = (seq: number) =>
   new TurnEvent.TurnQueued({ sessionId: treeId, turnId: Ids.TurnId.make("turn_sql"), seq, at, input: "hi" })
 const create = (store: SessionStore.Services) =>
@@ -31,8 +31,12 @@ const withClient = <E>(client: Layer.Layer<SqlClient.SqlClient, E>, options?: Sq
     return { store: SessionStore.get(context), sql: Context.get(context, SqlClient.SqlClient) }
   })
 
+/** The test's own metrics (the store's writer, built inside it, counts there): other tests run at the same time. */
+const ownMetrics = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+
 describe("SqlStore on SQLite", () => {
-  it.scoped("a file opens in WAL mode with synchronous=FULL (or NORMAL on request) and a short busy timeout", () =>
+  it.effect("a file opens in WAL mode with synchronous=FULL (or NORMAL on request) and a short busy timeout", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql } = yield* withClient(SqliteClient.layer({ filename }))
@@ -48,7 +52,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual(yield* normal.sql`PRAGMA busy_timeout`, [{ timeout: 5 }])
     }))
 
-  it.scoped("an append says how many bytes it wrote: its rows' JSON text, in UTF-8", () =>
+  it.effect("an append says how many bytes it wrote: its rows' JSON text, in UTF-8", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
@@ -68,7 +72,7 @@ describe("SqlStore on SQLite", () => {
       assert.strictEqual(written.bytes, stored.bytes)
     }))
 
-  it.scoped("durable points: a sync append commits with synchronous=FULL, a relaxed one with NORMAL; both visible", () =>
+  it.effect("durable points: a sync append commits with synchronous=FULL, a relaxed one with NORMAL; both visible", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
@@ -87,17 +91,17 @@ describe("SqlStore on SQLite", () => {
       // The default is sync.
       yield* store.eventLog.append(treeId, 2, [queued(2)])
       assert.strictEqual(yield* synced, before + 2)
-    }))
+    }).pipe(ownMetrics))
 
-  it.scoped("an active tree's latest events are served from memory; a paused tree's are not kept", () =>
+  it.effect("an active tree's latest events are served from memory; a paused tree's are not kept", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename }))
       /** What a new tail from 0 hands out at once (the table's rows are gone: only memory can have them). */
       const tail = Effect.scoped(Effect.flatMap(store.eventLog.subscribe(treeId, 0), (mailbox) =>
         Effect.raceFirst(
-          Effect.map(mailbox.takeAll, ([events]) => Array.from(events, (event) => event._tag)),
-          Effect.as(Effect.repeatN(Effect.yieldNow(), 50), [] as Array<string>)
+          Effect.map(Queue.takeAll(mailbox), (events) => Array.from(events, (event) => event._tag)),
+          Effect.as(Effect.repeat(Effect.yieldNow, { times: 50 }), [] as Array<string>)
         )))
       yield* create(store)
       yield* store.eventLog.append(treeId, 0, [queued(0)])
@@ -115,7 +119,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual(yield* tail, [], "paused: nothing of the tree is kept in memory")
     }))
 
-  it.scoped("group commit: trees appending at once share transactions, even with work between their appends", () =>
+  it.effect("group commit: trees appending at once share transactions, even with work between their appends", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const { store } = yield* withClient(SqliteClient.layer({ filename }))
@@ -138,8 +142,8 @@ describe("SqlStore on SQLite", () => {
         trees,
         (id, i) =>
           Effect.forEach(Array.from({ length: appends }, (_, seq) => seq), (seq) =>
-            Effect.zipRight(
-              Effect.repeatN(Effect.yieldNow(), 2 * i),
+            Effect.andThen(
+              Effect.repeat(Effect.yieldNow, { times: 2 * i }),
               store.eventLog.append(id, seq, [
                 new TurnEvent.TurnQueued({ sessionId: id, turnId: Ids.TurnId.make("turn_group"), seq, at, input: "hi" })
               ])
@@ -150,9 +154,9 @@ describe("SqlStore on SQLite", () => {
       // One writer taking one append at a time would commit 160 times.
       assert.isAtMost(commits, appends * 2)
       for (const id of trees) assert.strictEqual((yield* store.eventLog.read(id, 0)).length, appends)
-    }))
+    }).pipe(ownMetrics))
 
-  it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
+  it.effect("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
@@ -177,7 +181,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2, 3, 4, 5, 6, 7])
     }))
 
-  it.scoped("snapshots: one row per tree in parley_snapshots, the latest", () =>
+  it.effect("snapshots: one row per tree in parley_snapshots, the latest", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
@@ -189,7 +193,7 @@ describe("SqlStore on SQLite", () => {
       ])
     }))
 
-  it.scoped("stores opened at once on a new file migrate it once, and both work", () =>
+  it.effect("stores opened at once on a new file migrate it once, and both work", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const [a, b] = yield* Effect.all([
@@ -201,7 +205,7 @@ describe("SqlStore on SQLite", () => {
       assert.deepStrictEqual((yield* a.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
     }))
 
-  it.scoped("a file that cannot be opened fails the layer with a StoreError naming SqlStore.layerSqlite", () =>
+  it.effect("a file that cannot be opened fails the layer with a StoreError naming SqlStore.layerSqlite", () =>
     Effect.gen(function*() {
       const file = yield* sqliteFile
       fs.writeFileSync(file, "") // a file where the folder should be
@@ -210,7 +214,7 @@ describe("SqlStore on SQLite", () => {
       assert.include(error.message, "SqlStore.layerSqlite: could not open")
     }))
 
-  it.scoped("the file's missing folders are created", () =>
+  it.effect("the file's missing folders are created", () =>
     Effect.gen(function*() {
       const filename = path.join(path.dirname(yield* sqliteFile), "new", ".parley", "sessions.db")
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
@@ -218,7 +222,7 @@ describe("SqlStore on SQLite", () => {
       assert.isTrue(fs.existsSync(filename))
     }))
 
-  it.scoped("a failing database is a StoreError for every method, never a defect", () =>
+  it.effect("a failing database is a StoreError for every method, never a defect", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* withClient(SqliteClient.layer({ filename: yield* sqliteFile }))
       yield* create(store)
@@ -250,8 +254,8 @@ describe("SqlStore on SQLite", () => {
   it.effect("a closed store fails appends with a StoreError", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const store = yield* Scope.extend(
-        storeOf(SqlStore.layerSqlite({ filename: yield* Scope.extend(sqliteFile, scope) })),
+      const store = yield* Scope.provide(
+        storeOf(SqlStore.layerSqlite({ filename: yield* Scope.provide(sqliteFile, scope) })),
         scope
       )
       yield* create(store)
@@ -277,7 +281,7 @@ const changesOf = (store: SessionStore.Services) =>
 const changeTo = (
   seen: Queue.Queue<{ readonly nextSeq: number; readonly at: number }>,
   nextSeq: number,
-  limit: Duration.DurationInput
+  limit: Duration.Input
 ) =>
   Effect.gen(function*() {
     while (true) {
@@ -285,14 +289,17 @@ const changeTo = (
       if (change.nextSeq >= nextSeq) return change.at
     }
   }).pipe(
-    Effect.timeoutFail({ duration: limit, onTimeout: () => new Error(`no change to ${nextSeq} within the limit`) })
+    Effect.timeoutOrElse({
+      duration: limit,
+      orElse: () => Effect.fail(new Error(`no change to ${nextSeq} within the limit`))
+    })
   )
 
 const repoDir = path.resolve(import.meta.dirname, "..", "..", "..")
 
 /** Runs `fixtures/appendOnce.ts` in a child process; succeeds with the time it printed `appended`. */
 const appendFromChild = (filename: string, seq: number) =>
-  Effect.async<number, Error>((resume) => {
+  Effect.callback<number, Error>((resume) => {
     const child = spawn(
       process.execPath,
       [
@@ -327,7 +334,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
   // The poll runs every 10 s: a change within 2 s came from the watch.
   const slowPoll = { pollInterval: "10 seconds" } as const
 
-  it.scopedLive("another store's appends reach changes at once, also after the log was truncated", () =>
+  it.live("another store's appends reach changes at once, also after the log was truncated", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const a = yield* storeOf(SqlStore.layerSqlite({ filename, ...slowPoll }))
@@ -344,7 +351,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       }
     }))
 
-  it.scopedLive("another store's commit just before one of its own is still noticed at once (the same stamp covers both)", () =>
+  it.live("another store's commit just before one of its own is still noticed at once (the same stamp covers both)", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const a = yield* storeOf(SqlStore.layerSqlite({ filename, ...slowPoll }))
@@ -367,12 +374,15 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
         new TurnEvent.TurnQueued({ sessionId: other, turnId: Ids.TurnId.make("turn_other"), seq: 0, at, input: "hi" })
       ])
       const noticed = yield* Deferred.await(foreign).pipe(
-        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("B's append was not noticed in 2 s") })
+        Effect.timeoutOrElse({
+          duration: "2 seconds",
+          orElse: () => Effect.fail(new Error("B's append was not noticed in 2 s"))
+        })
       )
       assert.isBelow(noticed - started, 2000)
     }))
 
-  it.scopedLive("its own appends are told once, whatever the watch sees", () =>
+  it.live("its own appends are told once, whatever the watch sees", () =>
     Effect.gen(function*() {
       const a = yield* storeOf(SqlStore.layerSqlite({ filename: yield* sqliteFile, ...slowPoll }))
       yield* create(a)
@@ -380,10 +390,10 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       yield* a.eventLog.append(treeId, 0, [queued(0)])
       yield* a.eventLog.append(treeId, 1, [queued(1)])
       yield* Effect.sleep("300 millis")
-      assert.deepStrictEqual((yield* Queue.takeAll(seen)).pipe((chunk) => Array.from(chunk, (c) => c.nextSeq)), [1, 2])
+      assert.deepStrictEqual((yield* Queue.clear(seen)).map((c) => c.nextSeq), [1, 2])
     }))
 
-  it.scopedLive("without the watch, the poll finds them (every 25 ms by default)", () =>
+  it.live("without the watch, the poll finds them (every 25 ms by default)", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const a = yield* storeOf(SqlStore.layerSqlite({ filename, watch: false }))
@@ -394,7 +404,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
       yield* changeTo(seen, 1, "2 seconds")
     }))
 
-  it.scopedLive(
+  it.live(
     "an append by a child process reaches changes within 2 s of its commit (the poll: every 10 s)",
     () =>
       Effect.gen(function*() {
@@ -413,7 +423,7 @@ describe("SqlStore on SQLite: appends of other processes, noticed by the file wa
 /** Runs `fixtures/holdLock.mjs` (better-sqlite3 alone): holds the file's write lock for `millis`; succeeds once it is held. */
 const lockFromChild = (filename: string, millis: number) =>
   Effect.acquireRelease(
-    Effect.async<{ readonly child: ChildProcess; readonly released: Effect.Effect<void> }, Error>((resume) => {
+    Effect.callback<{ readonly child: ChildProcess; readonly released: Effect.Effect<void> }, Error>((resume) => {
       const child = spawn(process.execPath, [
         path.join(import.meta.dirname, "fixtures", "holdLock.mjs"),
         filename,
@@ -423,7 +433,7 @@ const lockFromChild = (filename: string, millis: number) =>
         stdio: ["ignore", "pipe", "pipe"]
       })
       let stderr = ""
-      const exited = Effect.async<void>((done) => {
+      const exited = Effect.callback<void>((done) => {
         if (child.exitCode !== null) return done(Effect.void)
         child.on("close", () => done(Effect.void))
       })
@@ -442,7 +452,7 @@ const lockFromChild = (filename: string, millis: number) =>
   )
 
 describe("SqlStore on SQLite: a file another process holds locked", () => {
-  it.scopedLive(
+  it.live(
     "opening waits for the write lock (without blocking the process), then the store works",
     () =>
       Effect.gen(function*() {
@@ -451,7 +461,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         const started = performance.now()
         // The process stays responsive while the store waits: a timer fiber keeps ticking.
         let ticks = 0
-        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
+        yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
         const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
         const waited = performance.now() - started
         assert.isAbove(waited, 1000)
@@ -463,7 +473,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
     { timeout: 30_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "past lockTimeout, opening fails with a StoreError naming the lock and the file",
     () =>
       Effect.gen(function*() {
@@ -483,7 +493,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
     { timeout: 30_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "an append waits for the lock without blocking the process, and goes through once it is released",
     () =>
       Effect.gen(function*() {
@@ -492,7 +502,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         yield* create(store)
         yield* lockFromChild(filename, 1500)
         let ticks = 0
-        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
+        yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("50 millis"), Effect.sync(() => ticks++))))
         const started = performance.now()
         yield* store.eventLog.append(treeId, 0, [queued(0)])
         assert.isAbove(performance.now() - started, 1000)
@@ -503,7 +513,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
     { timeout: 30_000 }
   )
 
-  it.scopedLive(
+  it.live(
     "a lock held by a stopped process (SIGSTOP): an append fails after busyTimeout naming the lock, changes nothing, " +
       "and goes through after SIGCONT",
     () =>
@@ -530,7 +540,7 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
 })
 
 describe("SqlStore on PostgreSQL", () => {
-  it.scoped("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
+  it.effect("the tables: one row per event with its schema version; one resolution per callback by primary key", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const { sql, store } = yield* withClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
@@ -553,7 +563,7 @@ describe("SqlStore on PostgreSQL", () => {
       assert.strictEqual(second._tag, "SqlError")
     }))
 
-  it.scopedLive("a lost LISTEN connection is noticed: the store listens again and reads the appends it missed", () =>
+  it.live("a lost LISTEN connection is noticed: the store listens again and reads the appends it missed", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const a = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 2, pollInterval: "50 millis" }))
@@ -575,15 +585,22 @@ describe("SqlStore on PostgreSQL", () => {
       yield* b.eventLog.append(treeId, 0, [queued(0)])
       yield* Effect.gen(function*() {
         while (!seen.includes(1)) yield* Effect.sleep("20 millis")
-      }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a never heard of b's append") }))
+      }).pipe(
+        Effect.timeoutOrElse({
+          duration: "10 seconds",
+          orElse: () => Effect.fail(new Error("a never heard of b's append"))
+        })
+      )
       // And it keeps hearing of new ones at once.
       yield* b.eventLog.append(treeId, 1, [queued(1)])
       yield* Effect.gen(function*() {
         while (!seen.includes(2)) yield* Effect.sleep("20 millis")
-      }).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("a stopped hearing") }))
+      }).pipe(
+        Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.fail(new Error("a stopped hearing")) })
+      )
     }))
 
-  it.scoped("stores opened at once on a new schema migrate it once, and both work", () =>
+  it.effect("stores opened at once on a new schema migrate it once, and both work", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const [a, b] = yield* Effect.all([
@@ -595,20 +612,20 @@ describe("SqlStore on PostgreSQL", () => {
       assert.deepStrictEqual((yield* a.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
     }))
 
-  it.scoped("an unreachable server fails the layer with a StoreError", () =>
+  it.effect("an unreachable server fails the layer with a StoreError", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(storeOf(SqlStore.layerPg({ url: "postgres://parley:parley@127.0.0.1:1/none" })))
       assert.strictEqual(error._tag, "StoreError")
       assert.include(error.message, "could not open")
     }))
 
-  it.scoped("a SqlClient without the PgClient service is refused (LISTEN needs it)", () =>
+  it.effect("a SqlClient without the PgClient service is refused (LISTEN needs it)", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
-      const client = Layer.map(
-        PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }),
+      const client = Layer.effectContext(Effect.map(
+        Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
         (context) => Context.make(SqlClient.SqlClient, Context.get(context, SqlClient.SqlClient))
-      )
+      ))
       const error = yield* Effect.flip(withClient(client))
       assert.strictEqual(error._tag, "StoreError")
     }))

@@ -5,15 +5,15 @@
  * `postgres://parley:parley@127.0.0.1:5432/parley_test`, which `scripts/postgres.sh` sets up and `.ci/run` starts).
  * When it is not reachable the PostgreSQL tests fail; they never skip.
  */
-import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SessionStore } from "@parley/runtime"
+import { SqliteClient } from "@parley/store-sql"
 import { SqlStore } from "@parley/store-sql"
 import type * as SessionStoreSuite from "@parley/testing/SessionStoreSuite"
+import { FileSystem } from "effect"
 import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 
 export const pgUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://parley:parley@127.0.0.1:5432/parley_test"
 

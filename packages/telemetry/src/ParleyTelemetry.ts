@@ -10,7 +10,7 @@
  *   of the OpenTelemetry ecosystem).
  *
  * Spans: `parley.turn` (a turn, from `TurnQueued` to `TurnEnded`), and under it `parley.model_step` (with the GenAI
- * attributes a provider sets on `@effect/ai`'s own span below it), `parley.tool`, `parley.callback` and
+ * attributes a provider sets on `effect/ai`'s own span below it), `parley.tool`, `parley.callback` and
  * `parley.store.append`. A turn taken up by another engine links its span there to the first (the context is stored
  * on `TurnQueued`). Metrics: `parley.turns` (by `parley.turn.state`), `parley.model_steps`, `parley.tool_runs`,
  * `parley.callback.wait` (milliseconds), `parley.callbacks.open`.
@@ -28,29 +28,19 @@
  *
  * @since 0.1.0
  */
-import * as Metrics from "@effect/opentelemetry/Metrics"
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
-import * as Otlp from "@effect/opentelemetry/Otlp"
+import * as OtelMetrics from "@effect/opentelemetry/OtelMetrics"
+import * as OtelTracer from "@effect/opentelemetry/OtelTracer"
 import * as Resource from "@effect/opentelemetry/Resource"
-import * as OtelTracer from "@effect/opentelemetry/Tracer"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type { MetricReader } from "@opentelemetry/sdk-metrics"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { NonEmptyReadonlyArray } from "effect/Array"
-import * as Context from "effect/Context"
-import * as DefaultServices from "effect/DefaultServices"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as Layer from "effect/Layer"
+import * as Otlp from "effect/observability/Otlp"
 import * as Tracer from "effect/Tracer"
-
-/**
- * Effect's native tracer's `context` (which runs each step as it is): a tracer that shares this very function keeps
- * the fiber runtime's call of it, made at every step of every fiber, on one target the JIT inlines. A function of
- * its own, however alike, makes that call site polymorphic for the whole process as soon as traced and untraced
- * fibers both run.
- */
-const nativeContext = Context.get(DefaultServices.liveServices, Tracer.Tracer).context
 
 /**
  * @since 0.1.0
@@ -65,7 +55,7 @@ export interface Options {
   /** Headers sent with every export (an API key of a hosted collector). */
   readonly headers?: Record<string, string> | undefined
   /** How often spans are sent (5 seconds). */
-  readonly exportInterval?: Duration.DurationInput | undefined
+  readonly exportInterval?: Duration.Input | undefined
 }
 
 /**
@@ -121,15 +111,15 @@ export const layerSdk = (options: SdkOptions): Layer.Layer<Resource.Resource> =>
     ? options.spanProcessor as NonEmptyReadonlyArray<SpanProcessor>
     : options.spanProcessor as SpanProcessor
   const provider = NodeSdk.layerTracerProvider(processors)
+  // Without propagation, the SDK's spans and nothing else: a tracer with no `context` of its own lets the fiber
+  // runtime run each step as it is, as under Effect's native tracer.
   const tracer = options.propagateContext === true
     ? OtelTracer.layer
-    : Layer.unwrapEffect(Effect.map(OtelTracer.make, (otel) =>
-      Layer.setTracer(Tracer.make({
-        span: (name, parent, context, links, startTime, kind, spanOptions) =>
-          otel.span(name, parent, context, links, startTime, kind, spanOptions),
-        context: nativeContext
-      })))).pipe(Layer.provide(OtelTracer.layerTracer))
+    : Layer.effect(
+      Tracer.Tracer,
+      Effect.map(OtelTracer.make, (otel) => Tracer.make({ span: (spanOptions) => otel.span(spanOptions) }))
+    ).pipe(Layer.provide(OtelTracer.layerTracer))
   const reader = options.metricReader
-  const metrics = reader === undefined ? Layer.empty : Metrics.layer(() => reader)
+  const metrics = reader === undefined ? Layer.empty : OtelMetrics.layer(() => reader)
   return Layer.mergeAll(Layer.provide(tracer, provider), metrics).pipe(Layer.provideMerge(resource))
 }

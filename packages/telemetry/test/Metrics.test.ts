@@ -47,7 +47,7 @@ const approvalLoop = Effect.gen(function*() {
 /** The engine's metrics now (the registry is the process's: tests compare differences). */
 const metrics = Effect.all({
   completed: Effect.map(
-    Metric.value(Metric.tagged(EngineTelemetry.turns, "parley.turn.state", "Completed")),
+    Metric.value(Metric.withAttributes(EngineTelemetry.turns, { "parley.turn.state": "Completed" })),
     (state) => state.count
   ),
   modelSteps: Effect.map(Metric.value(EngineTelemetry.modelSteps), (state) => state.count),
@@ -56,7 +56,7 @@ const metrics = Effect.all({
   open: Effect.map(Metric.value(EngineTelemetry.callbacksOpen), (state) => state.count)
 })
 
-const difference = (before: Effect.Effect.Success<typeof metrics>, after: Effect.Effect.Success<typeof metrics>) => ({
+const difference = (before: Effect.Success<typeof metrics>, after: Effect.Success<typeof metrics>) => ({
   completed: after.completed - before.completed,
   modelSteps: after.modelSteps - before.modelSteps,
   toolRuns: after.toolRuns - before.toolRuns,

@@ -28,6 +28,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as AgentSpec from "@parley/core/AgentSpec"
 import type * as TurnEvent from "@parley/core/TurnEvent"
 import * as EventLog from "@parley/log/EventLog"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -76,7 +77,7 @@ const withDriver = <A, E>(
  */
 export const suite = (name: string, makeDriver: MakeDriver) =>
   describe(`${name} (EventLog.Driver contract)`, () => {
-    it.scoped("keeps a tree's header, the first one only; has no tree it was not given", () =>
+    it.effect("keeps a tree's header, the first one only; has no tree it was not given", () =>
       withDriver(makeDriver, (driver) =>
         Effect.gen(function*() {
           yield* driver.createTree({ treeId, agent: AgentSpec.make({ name: "impostor" }), createdAt: at })
@@ -88,7 +89,7 @@ export const suite = (name: string, makeDriver: MakeDriver) =>
           assert.deepStrictEqual(yield* driver.treeOf(treeId), Option.some(treeId))
         })))
 
-    it.scoped("writes an append's rows all or none at the expected length", () =>
+    it.effect("writes an append's rows all or none at the expected length", () =>
       withDriver(makeDriver, (driver) =>
         Effect.gen(function*() {
           yield* driver.append(rows(0, [queued(0), queued(1)]))
@@ -102,7 +103,7 @@ export const suite = (name: string, makeDriver: MakeDriver) =>
           assert.deepStrictEqual(yield* driver.read(treeId, 0), [queued(0), queued(1), ended(2)])
         })))
 
-    it.scoped("files the sessions an append names to its tree", () =>
+    it.effect("files the sessions an append names to its tree", () =>
       withDriver(makeDriver, (driver) =>
         Effect.gen(function*() {
           assert.deepStrictEqual(yield* driver.treeOf(childId), Option.none())
@@ -110,7 +111,7 @@ export const suite = (name: string, makeDriver: MakeDriver) =>
           assert.deepStrictEqual(yield* driver.treeOf(childId), Option.some(treeId))
         })))
 
-    it.scoped("lists the callbacks opened and not resolved; resolves each at most once, writing nothing else", () =>
+    it.effect("lists the callbacks opened and not resolved; resolves each at most once, writing nothing else", () =>
       withDriver(makeDriver, (driver) =>
         Effect.gen(function*() {
           yield* driver.append(rows(0, [queued(0), opened(1, callbackId("a")), opened(2, callbackId("b"))]))
@@ -132,7 +133,7 @@ export const suite = (name: string, makeDriver: MakeDriver) =>
           )
         })))
 
-    it.scoped("lists the callbacks due by a time (`expiresBy`): open, with a deadline at or before it", () =>
+    it.effect("lists the callbacks due by a time (`expiresBy`): open, with a deadline at or before it", () =>
       withDriver(makeDriver, (driver) =>
         Effect.gen(function*() {
           yield* driver.append(
@@ -140,13 +141,13 @@ export const suite = (name: string, makeDriver: MakeDriver) =>
           )
           const dueBy = (millis: number) =>
             Effect.map(driver.listOpen({ expiresBy: millis }), (open) => open.map((row) => row.callbackId))
-          assert.deepStrictEqual(yield* dueBy(later.epochMillis - 1), [])
-          assert.deepStrictEqual(yield* dueBy(later.epochMillis), [callbackId("a")])
+          assert.deepStrictEqual(yield* dueBy(DateTime.toEpochMillis(later) - 1), [])
+          assert.deepStrictEqual(yield* dueBy(DateTime.toEpochMillis(later)), [callbackId("a")])
           yield* driver.append(rows(3, [resolved(3, callbackId("a"))]))
-          assert.deepStrictEqual(yield* dueBy(later.epochMillis + 1), [])
+          assert.deepStrictEqual(yield* dueBy(DateTime.toEpochMillis(later) + 1), [])
         })))
 
-    it.scoped("checks the fence in the same write: a lease the tree does not have writes nothing", () =>
+    it.effect("checks the fence in the same write: a lease the tree does not have writes nothing", () =>
       withDriver(makeDriver, (driver) =>
         Effect.gen(function*() {
           const lost = yield* Effect.flip(driver.append(rows(0, [queued(0)], { owner: "engine-x", epoch: 7 })))
@@ -154,7 +155,7 @@ export const suite = (name: string, makeDriver: MakeDriver) =>
           assert.deepStrictEqual(yield* driver.read(treeId, 0), [])
         })))
 
-    it.scoped("fails an append to a tree it does not have with a StoreError", () =>
+    it.effect("fails an append to a tree it does not have with a StoreError", () =>
       withDriver(makeDriver, (driver) =>
         Effect.gen(function*() {
           const missing = yield* Effect.flip(

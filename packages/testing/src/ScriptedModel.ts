@@ -1,25 +1,25 @@
 /**
- * A deterministic, offline `@effect/ai` `LanguageModel` for tests and for the "brains" of example programs.
+ * A deterministic, offline `effect/ai` `LanguageModel` for tests and for the "brains" of example programs.
  *
- * `ScriptedModel.make(steps)` builds a real `LanguageModel.LanguageModel` service. Every model call (`generateText`,
- * `generateObject` or `streamText`) is recorded with the prompt and the tools it got, and consumes the next step of
- * the script. A step is a `Reply` (text and / or tool calls) or a function of the recorded
+ * `ScriptedModel.make(steps)` builds a real `LanguageModel.LanguageModel` service with `LanguageModel.make`. Every
+ * model call (`generateText`, `generateObject` or `streamText`) is recorded with the prompt and the tools it got, and
+ * consumes the next step of the script. A step is a `Reply` (text and / or tool calls) or a function of the recorded
  * call, so a step can answer from the conversation so far (for example from a tool result in the prompt).
  *
  * Streaming is first-class: a text reply is streamed as `text-start`, one `text-delta` per word and `text-end`; tool
  * calls are `tool-call` parts with deterministic ids (`call_1`, `call_2`, … unless the step names one); every reply
  * ends with a `finish` part (`tool-calls` or `stop`, with word-count usage).
  *
- * The parts are decoded against the request's toolkit as `LanguageModel.make` decodes a provider's (an unknown tool or
- * invalid params fail with `AiError.MalformedOutput`), with the response schema built once per toolkit.
+ * The parts are decoded against the request's toolkit by `LanguageModel.make`, as a provider's are (an unknown tool or
+ * invalid params fail with an `AiError` whose reason is an `InvalidOutputError`).
  *
- * A call beyond the script fails with an `AiError.UnknownError` and is remembered, and `assertComplete` fails with
- * `UnexpectedModelCall` or `UnconsumedModelSteps`, so a test fails if the model was not driven the way it claims.
- * `ScriptedModel.fromFunction(brain)` is the unlimited variant for example programs.
+ * A call beyond the script fails with an `AiError` (reason `UnknownError`) and is remembered, and `assertComplete`
+ * fails with `UnexpectedModelCall` or `UnconsumedModelSteps`, so a test fails if the model was not driven the way it
+ * claims. `ScriptedModel.fromFunction(brain)` is the unlimited variant for example programs.
  *
  * @example
  * ```ts
- * import { LanguageModel } from "@effect/ai"
+ * import { LanguageModel } from "effect/ai"
  * import { ScriptedModel } from "@parley/testing"
  * import { Effect } from "effect"
  *
@@ -40,13 +40,13 @@
  *
  * @since 0.1.0
  */
-import type * as AiError from "@effect/ai/AiError"
-import * as LanguageModel from "@effect/ai/LanguageModel"
-import type * as Prompt from "@effect/ai/Prompt"
+import type * as AiError from "effect/ai/AiError"
+import * as LanguageModel from "effect/ai/LanguageModel"
+import type * as Prompt from "effect/ai/Prompt"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import type * as JSONSchema from "effect/JSONSchema"
+import type * as JsonSchema from "effect/JsonSchema"
 import * as Layer from "effect/Layer"
 import * as Internal from "./internal/scriptedModel.js"
 import * as Rendering from "./internal/scriptedReply.js"
@@ -59,9 +59,9 @@ import * as Rendering from "./internal/scriptedReply.js"
  * One tool call the scripted model makes. Without an `id`, the model generates `call_1`, `call_2`, … (one counter per
  * model, so ids stay unique across the whole conversation).
  *
- * The `params` are decoded by `@effect/ai` against the tool's parameters schema, and the tool must be in the toolkit
- * of the request: an unknown tool or invalid params make the model call fail with `AiError.MalformedOutput`, as
- * they would with a real provider.
+ * The `params` are the encoded parameters, checked by `effect/ai` against the tool's parameters schema, and the tool
+ * must be in the toolkit of the request: an unknown tool or invalid params make the model call fail with an `AiError`
+ * whose reason is an `InvalidOutputError`, as they would with a real provider.
  *
  * @since 0.1.0
  * @category Models
@@ -92,7 +92,7 @@ export interface Reply {
 export interface ToolDescription {
   readonly name: string
   readonly description: string | undefined
-  readonly parameters: JSONSchema.JsonSchema7
+  readonly parameters: JsonSchema.JsonSchema
 }
 
 /**
@@ -152,7 +152,7 @@ export type Step = Reply | ((call: Call) => Reply | Effect.Effect<Reply, AiError
  * @category Models
  */
 export interface Service {
-  readonly languageModel: LanguageModel.Service
+  readonly languageModel: LanguageModel.LanguageModel
   readonly calls: Effect.Effect<ReadonlyArray<Call>>
   readonly assertComplete: Effect.Effect<void, UnexpectedModelCall | UnconsumedModelSteps>
 }
@@ -164,15 +164,16 @@ export interface Service {
  * @since 0.1.0
  * @category Models
  */
-export class ScriptedModel extends Context.Tag("@parley/testing/ScriptedModel")<ScriptedModel, Service>() {}
+export class ScriptedModel extends Context.Service<ScriptedModel, Service>()("@parley/testing/ScriptedModel") {}
 
 // =============================================================================
 // Errors
 // =============================================================================
 
 /**
- * A model call arrived after the script was used up. The call itself failed with an `AiError.UnknownError` (whose
- * `cause` is this error); `assertComplete` reports it afterwards, in case the program swallowed the model failure.
+ * A model call arrived after the script was used up. The call itself failed with an `AiError` whose reason is an
+ * `UnknownError` with this error's message; `assertComplete` reports it afterwards, in case the program swallowed the
+ * model failure.
  *
  * @since 0.1.0
  * @category Errors
@@ -250,7 +251,8 @@ export const reply = (options: {
 }): Reply => ({ text: options.text, toolCalls: options.toolCalls })
 
 /**
- * A scripted model: each call consumes the next step; a call beyond the script fails with `AiError.UnknownError`.
+ * A scripted model: each call consumes the next step; a call beyond the script fails with an `AiError` (reason
+ * `UnknownError`).
  *
  * @since 0.1.0
  * @category Constructors

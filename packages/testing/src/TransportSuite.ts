@@ -58,10 +58,10 @@
  *
  * @since 0.1.0
  */
-import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { describe } from "@effect/vitest"
 import type * as Transport from "@parley/core/Transport"
 import type * as Tool from "@parley/tools/Tool"
+import type * as LanguageModel from "effect/ai/LanguageModel"
 import type * as Layer from "effect/Layer"
 import { answerValidation } from "./internal/transportSuite/answerValidation.js"
 import { blocked } from "./internal/transportSuite/blocked.js"
@@ -120,7 +120,7 @@ export interface Behaviour {
  */
 export const suite = (
   name: string,
-  makeTransport: (model: LanguageModel.Service, options: RuntimeOptions) => Layer.Layer<Transport.Transport>,
+  makeTransport: (model: LanguageModel.LanguageModel, options: RuntimeOptions) => Layer.Layer<Transport.Transport>,
   behaviour: Behaviour = {}
 ) =>
   describe(`${name} (Transport contract)`, () => {

@@ -1,13 +1,13 @@
-import { AiError, LanguageModel, Prompt, type Response, Telemetry, Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { ScriptedModel } from "@parley/testing"
-import { Chunk, Effect, Either, Option, Predicate, Schema, Stream, Tracer } from "effect"
+import { Effect, Predicate, Result, Schema, Stream, Tracer } from "effect"
+import { AiError, LanguageModel, Prompt, type Response, Telemetry, Tool, Toolkit } from "effect/ai"
 
-const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
+const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Stream.runCollect(stream)
 
 const GetWeather = Tool.make("get_weather", {
   description: "Current weather for a city",
-  parameters: { city: Schema.String },
+  parameters: Schema.Struct({ city: Schema.String }),
   success: Schema.Struct({ temperature: Schema.Number })
 })
 const Weather = Toolkit.make(GetWeather)
@@ -79,9 +79,9 @@ describe("ScriptedModel", () => {
       const finish = parts[parts.length - 1]
       assert(finish.type === "finish")
       assert.strictEqual(finish.reason, "stop")
-      assert.strictEqual(finish.usage.outputTokens, 6)
-      assert.strictEqual(finish.usage.inputTokens, 1)
-      assert.strictEqual(finish.usage.totalTokens, 7)
+      assert.strictEqual(finish.usage.outputTokens.total, 6)
+      assert.strictEqual(finish.usage.inputTokens.total, 1)
+      assert.strictEqual((finish.usage.inputTokens.total ?? 0) + (finish.usage.outputTokens.total ?? 0), 7)
     }))
 
   it.effect("emits tool calls with the given ids or deterministic call_N ids", () =>
@@ -136,7 +136,7 @@ describe("ScriptedModel", () => {
         first.flatMap((part) => part.type === "tool-result" ? [[part.id, part.result]] : []),
         [["call_1", { temperature: 5 }]]
       )
-      const history = Prompt.merge(question, Prompt.fromResponseParts(first))
+      const history = Prompt.concat(question, Prompt.fromResponseParts(first))
       const second = yield* LanguageModel.generateText({ prompt: history, toolkit: Weather })
 
       assert.strictEqual(second.text, "It is 5 degrees in Paris.")
@@ -163,17 +163,17 @@ describe("ScriptedModel", () => {
   it.effect("a function step can fail the model call with an AiError", () =>
     Effect.gen(function*() {
       const error = yield* LanguageModel.generateText({ prompt: "hi" }).pipe(Effect.flip)
-      assert.strictEqual(error._tag, "HttpRequestError")
+      assert.strictEqual(error._tag, "AiError")
+      assert.strictEqual(error.reason._tag, "NetworkError")
       yield* ScriptedModel.assertComplete
     }).pipe(Effect.provide(ScriptedModel.layer([
       () =>
         Effect.fail(
-          new AiError.HttpRequestError({
+          AiError.make({
             module: "Test",
             method: "call",
-            reason: "Transport",
-            request: { method: "POST", url: "http://127.0.0.1/", urlParams: [], hash: Option.none(), headers: {} }
-          }, { disableValidation: true })
+            reason: new AiError.NetworkError({ reason: "TransportError", method: "POST", url: "http://127.0.0.1/" })
+          })
         )
     ]))))
 
@@ -183,15 +183,15 @@ describe("ScriptedModel", () => {
       assert.strictEqual(ok.text, "only")
 
       const error = yield* LanguageModel.generateText({ prompt: "one more thing" }).pipe(Effect.flip)
-      assert(error._tag === "UnknownError")
+      assert(error.reason._tag === "UnknownError")
       assert.strictEqual(error.module, "ScriptedModel")
       assert.strictEqual(error.method, "generateText")
-      assert.include(error.description, "unexpected model call #2: the script has 1 step")
-      assert.include(error.description, "\"one more thing\"")
+      assert.include(error.reason.description, "unexpected model call #2: the script has 1 step")
+      assert.include(error.reason.description, "\"one more thing\"")
 
       const streamError = yield* collect(LanguageModel.streamText({ prompt: "and another" })).pipe(Effect.flip)
-      assert(streamError._tag === "UnknownError")
-      assert.include(streamError.description, "unexpected model call #3: the script has 1 step")
+      assert(streamError.reason._tag === "UnknownError")
+      assert.include(streamError.reason.description, "unexpected model call #3: the script has 1 step")
 
       const calls = yield* ScriptedModel.calls
       assert.deepStrictEqual(calls.map(ScriptedModel.lastUserText), ["hello", "one more thing", "and another"])
@@ -282,13 +282,8 @@ describe("ScriptedModel", () => {
     const jsonSchemaTool = (spec: {
       readonly name: string
       readonly description: string
-      readonly parameters: object
-    }) =>
-      Tool.make(spec.name, { description: spec.description }).setParameters(
-        Schema.Struct({}, Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
-          jsonSchema: spec.parameters
-        })
-      )
+      readonly parameters: Record<string, unknown>
+    }) => Tool.dynamic(spec.name, { description: spec.description, parameters: spec.parameters })
 
     it.effect("Tool.getJsonSchema returns the raw schema unchanged", () =>
       Effect.sync(() => {
@@ -299,19 +294,14 @@ describe("ScriptedModel", () => {
         }
       }))
 
-    it.effect("a raw schema without a top-level type is merged with the Struct's own schema, not kept", () =>
+    it.effect("a raw schema without a top-level type is kept as given", () =>
       Effect.sync(() => {
         const tool = jsonSchemaTool({
           name: "loose",
           description: "no top-level type",
           parameters: { properties: { x: { type: "string" } } }
         })
-        assert.deepStrictEqual<unknown>(Tool.getJsonSchema(tool), {
-          type: "object",
-          required: [],
-          properties: { x: { type: "string" } },
-          additionalProperties: { $id: "/schemas/unknown", title: "unknown" }
-        })
+        assert.deepStrictEqual<unknown>(Tool.getJsonSchema(tool), { properties: { x: { type: "string" } } })
       }))
 
     it.effect("streamText surfaces unexecuted tool calls and the model sees the raw JSON Schema", () =>
@@ -352,7 +342,7 @@ describe("ScriptedModel", () => {
         yield* model.assertComplete
       }))
 
-    it.effect("a tool call the toolkit does not know fails the model call with MalformedOutput", () =>
+    it.effect("a tool call the toolkit does not know fails the model call with InvalidOutputError", () =>
       Effect.gen(function*() {
         const toolkit = unresolved(Toolkit.make(...specs.map(jsonSchemaTool)))
         const model = yield* ScriptedModel.make([ScriptedModel.toolCall("delete_everything", {})])
@@ -361,15 +351,16 @@ describe("ScriptedModel", () => {
           toolkit,
           disableToolCallResolution: true
         })).pipe(Effect.flip)
-        assert.strictEqual(error._tag, "MalformedOutput")
+        assert.strictEqual(error._tag, "AiError")
+        assert.strictEqual(error.reason._tag, "InvalidOutputError")
       }))
   })
 })
 
 describe("ScriptedModel answers like LanguageModel.make", () => {
-  // Requests without tool call resolution are answered without `LanguageModel.make` (whose per-call schema rebuild
-  // costs milliseconds); with a span transformer in context, every request goes through `LanguageModel.make`. The
-  // same script through both must give the same parts, the same errors and the same recorded calls.
+  // Every request goes through `LanguageModel.make`; with a span transformer in context, `LanguageModel.make` also
+  // collects the response for it. The same script with and without one must give the same parts, the same errors
+  // and the same recorded calls.
   // Returns how many responses the transformer saw, to show they went through `LanguageModel.make`.
   const throughMake = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.suspend(() => {
@@ -383,15 +374,14 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
     })
 
   /** A part, or a failure reduced to what a caller sees of it. */
-  const outcome = (result: Either.Either<unknown, AiError.AiError>) =>
-    Either.match(result, {
-      onRight: (part) => part,
-      onLeft: (error) => ({
-        _tag: error._tag,
+  const outcome = (result: Result.Result<unknown, AiError.AiError>) =>
+    Result.match(result, {
+      onSuccess: (part) => part,
+      onFailure: (error) => ({
+        _tag: error.reason._tag,
         module: error.module,
         method: error.method,
-        description: error.description,
-        cause: String(error.cause)
+        message: error.message
       })
     })
 
@@ -405,7 +395,7 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
   }
 
   const streamed = (
-    model: LanguageModel.Service,
+    model: LanguageModel.LanguageModel,
     kase: Case,
     prompt: string
   ): Stream.Stream<unknown, AiError.AiError> => {
@@ -425,7 +415,7 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
   }
 
   const generated = (
-    model: LanguageModel.Service,
+    model: LanguageModel.LanguageModel,
     kase: Case,
     prompt: string
   ): Effect.Effect<unknown, AiError.AiError> => {
@@ -503,8 +493,8 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
       Effect.gen(function*() {
         const run = Effect.gen(function*() {
           const model = yield* ScriptedModel.make([kase.reply, kase.reply])
-          const stream = yield* collect(streamed(model.languageModel, kase, "What is the weather?").pipe(Stream.either))
-          const whole = yield* Effect.either(generated(model.languageModel, kase, "And now?"))
+          const stream = yield* collect(streamed(model.languageModel, kase, "What is the weather?").pipe(Stream.result))
+          const whole = yield* Effect.result(generated(model.languageModel, kase, "And now?"))
           return { stream: stream.map(outcome), whole: outcome(whole), calls: yield* model.calls }
         })
         const direct = yield* run
@@ -512,32 +502,32 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
         assert.isAtLeast(transformed, 1)
         assert.deepStrictEqual(direct, made)
         const last = direct.stream[direct.stream.length - 1]
-        assert.strictEqual(Predicate.hasProperty(last, "_tag") && last._tag === "MalformedOutput", kase.fails)
+        assert.strictEqual(Predicate.hasProperty(last, "_tag") && last._tag === "InvalidOutputError", kase.fails)
         assert.strictEqual(Predicate.hasProperty(direct.whole, "_tag"), kase.fails)
       }))
   }
 
-  it.effect("a decoding failure is LanguageModel.make's MalformedOutput, after the parts before it", () =>
+  it.effect("a decoding failure is LanguageModel.make's InvalidOutputError, after the parts before it", () =>
     Effect.gen(function*() {
       const model = yield* ScriptedModel.make([ScriptedModel.toolCall("delete_everything", {})])
       const parts: ReadonlyArray<Response.StreamPartEncoded> = [
         { type: "response-metadata", id: "resp_1", modelId: "scripted-model" },
         { type: "tool-call", id: "call_1", name: "delete_everything", params: {} },
-        { type: "finish", reason: "tool-calls", usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } }
+        { type: "finish", reason: "tool-calls", usage: { inputTokens: { total: 1 }, outputTokens: { total: 1 } } }
       ]
       const reference = yield* LanguageModel.make({
-        generateText: () => Effect.dieMessage("not used"),
-        // the parts ScriptedModel streams, one per chunk as it streams them
-        streamText: () => Stream.fromChunks(...parts.map((part) => Chunk.of(part)))
+        generateText: () => Effect.die(new Error("not used")),
+        // the parts ScriptedModel streams, one per chunk, as a provider streams them
+        streamText: () => Stream.fromArrays(...parts.map((part) => [part]))
       })
       const options = { prompt: "go", toolkit: unresolved(Weather), disableToolCallResolution: true } as const
-      const scripted = yield* collect(model.languageModel.streamText(options).pipe(Stream.either))
-      const expected = yield* collect(reference.streamText(options).pipe(Stream.either))
+      const scripted = yield* collect(model.languageModel.streamText(options).pipe(Stream.result))
+      const expected = yield* collect(reference.streamText(options).pipe(Stream.result))
       assert.deepStrictEqual(scripted.map(outcome), expected.map(outcome))
-      assert.deepStrictEqual(scripted.map((result) => Either.isRight(result) ? result.right.type : result.left._tag), [
-        "response-metadata",
-        "MalformedOutput"
-      ])
+      assert.deepStrictEqual(
+        scripted.map((result) => Result.isSuccess(result) ? result.success.type : result.failure.reason._tag),
+        ["response-metadata", "InvalidOutputError"]
+      )
     }))
 
   it.effect("each toolkit decodes with its own tools, also beyond the toolkits whose decoders are kept", () =>
@@ -545,7 +535,7 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
       // 20 toolkits of one tool each, `tool_0` … `tool_19`: more than the decoders kept, used twice in turn
       const toolkits = Array.from(
         { length: 20 },
-        (_, i) => unresolved(Toolkit.make(Tool.make(`tool_${i}`, { parameters: { n: Schema.Number } })))
+        (_, i) => unresolved(Toolkit.make(Tool.make(`tool_${i}`, { parameters: Schema.Struct({ n: Schema.Number }) })))
       )
       const model = yield* ScriptedModel.fromFunction((call) =>
         ScriptedModel.toolCall(ScriptedModel.lastUserText(call) ?? "", { n: call.index })
@@ -561,7 +551,7 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
             toolkit,
             disableToolCallResolution: true
           }).pipe(Effect.flip)
-          assert.strictEqual(other._tag, "MalformedOutput")
+          assert.strictEqual(other.reason._tag, "InvalidOutputError")
         }
       }
     }))
@@ -571,11 +561,11 @@ describe("ScriptedModel answers like LanguageModel.make", () => {
       const spans: Array<string> = []
       const base = yield* Effect.tracer
       const tracer = Tracer.make({
-        span: (name, parent, context, links, startTime, kind, options) => {
-          spans.push(name)
-          return base.span(name, parent, context, links, startTime, kind, options)
+        span: (options) => {
+          spans.push(options.name)
+          return base.span(options)
         },
-        context: (f, fiber) => base.context(f, fiber)
+        context: base.context
       })
       const model = yield* ScriptedModel.make([ScriptedModel.text("a"), ScriptedModel.text("b")])
       yield* collect(model.languageModel.streamText({ prompt: "1" })).pipe(Effect.withTracer(tracer))

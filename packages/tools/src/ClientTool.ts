@@ -28,7 +28,7 @@
  *
  * const getLocation = ClientTool.make("get_location", {
  *   description: "The user's current location.",
- *   parameters: { precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }) },
+ *   parameters: { precision: Schema.Literals(["city", "street"]).pipe(Schema.withDecodingDefault(Effect.succeed("city" as const))) },
  *   success: Location,
  *   annotations: ToolAnnotations.readOnly
  * })
@@ -261,7 +261,7 @@ export const validate = <T extends Any>(tool: T): Effect.Effect<T, InvalidId> =>
  * @since 0.1.0
  * @category Utils
  */
-export const jsonSchema = (schema: Schema.Schema.All): ToolSpec.JsonSchema => InternalJsonSchema.make(schema)
+export const jsonSchema = (schema: Schema.Top): ToolSpec.JsonSchema => InternalJsonSchema.make(schema)
 
 /**
  * The serialisable description of the tool, as an agent definition carries it: id, name, description, the JSON

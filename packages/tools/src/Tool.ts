@@ -23,7 +23,7 @@
  *   "get_location",
  *   {
  *     description: "The user's current location.",
- *     parameters: { precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }) },
+ *     parameters: { precision: Schema.Literals(["city", "street"]).pipe(Schema.withDecodingDefault(Effect.succeed("city" as const))) },
  *     success: Schema.Struct({ city: Schema.String, country: Schema.String }),
  *     annotations: ToolAnnotations.readOnly
  *   },

@@ -8,12 +8,12 @@
  * @example
  * ```ts
  * import { ClientTool, ToolAnnotations } from "@parley/tools"
- * import { Schema } from "effect"
+ * import { Effect, Schema } from "effect"
  *
  * // the seed's get_location declares that it only reads
  * const getLocation = ClientTool.make("get_location", {
  *   description: "The user's current location.",
- *   parameters: { precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }) },
+ *   parameters: { precision: Schema.Literals(["city", "street"]).pipe(Schema.withDecodingDefault(Effect.succeed("city" as const))) },
  *   success: Schema.Struct({ city: Schema.String, country: Schema.String }),
  *   annotations: ToolAnnotations.readOnly
  * })

@@ -6,9 +6,9 @@ import { DateTime, Effect, Schema } from "effect"
 export const getLocation = ClientTool.make("get_location", {
   description: "The user's current location.",
   parameters: {
-    precision: Schema.optionalWith(Schema.Literal("city", "street"), { default: () => "city" }).annotations({
-      description: "How precise the location must be"
-    })
+    precision: Schema.Literals(["city", "street"]).annotate({ description: "How precise the location must be" }).pipe(
+      Schema.withDecodingDefault(Effect.succeed("city" as const))
+    )
   },
   success: Schema.Struct({ city: Schema.String, country: Schema.String }),
   annotations: ToolAnnotations.readOnly
@@ -22,7 +22,7 @@ export const sendEmail = ClientTool.make("send_email", {
   description: "Send an email.",
   parameters: Schema.Struct({ to: Schema.String, subject: Schema.String }),
   success: Schema.Struct({ sentAt: Schema.DateFromString }),
-  failure: Schema.Struct({ code: Schema.Literal("rejected", "offline") }),
+  failure: Schema.Struct({ code: Schema.Literals(["rejected", "offline"]) }),
   annotations: { destructiveHint: true, openWorldHint: true }
 })
 
@@ -34,7 +34,7 @@ export const clientToolCall = (toolId: string, args: unknown) =>
       id: yield* Ids.callbackId("cb_1"),
       sessionId: yield* Ids.sessionId("ses_1"),
       turnId: yield* Ids.turnId("turn_1"),
-      openedAt: DateTime.unsafeMake("2025-01-01T00:00:00Z"),
+      openedAt: DateTime.makeUnsafe("2025-01-01T00:00:00Z"),
       request: new Callback.ClientToolRequest({
         tool: new Callback.ToolRef({ id, name: toolId.slice(toolId.indexOf(".") + 1) }),
         toolCallId: "call_1",
@@ -51,7 +51,7 @@ export const approval = (toolId: string, annotations: ToolAnnotations.ToolAnnota
       id: yield* Ids.callbackId("cb_2"),
       sessionId: yield* Ids.sessionId("ses_1"),
       turnId: yield* Ids.turnId("turn_1"),
-      openedAt: DateTime.unsafeMake("2025-01-01T00:00:00Z"),
+      openedAt: DateTime.makeUnsafe("2025-01-01T00:00:00Z"),
       request: new Callback.ApprovalRequest({
         tool: new Callback.ToolRef({ id, name: toolId.slice(toolId.indexOf(".") + 1), annotations }),
         toolCallId: "call_2",
@@ -68,7 +68,7 @@ export const signIn = (source: string) =>
       id: yield* Ids.callbackId("cb_3"),
       sessionId: yield* Ids.sessionId("ses_1"),
       turnId: yield* Ids.turnId("turn_1"),
-      openedAt: DateTime.unsafeMake("2025-01-01T00:00:00Z"),
+      openedAt: DateTime.makeUnsafe("2025-01-01T00:00:00Z"),
       requests: [new Callback.SignInRequest({ id: `si_${source}`, source })]
     })
   })

@@ -32,12 +32,12 @@
  *
  * @since 0.1.0
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import type * as HttpClient from "@effect/platform/HttpClient"
 import type { Service } from "@parley/core/Transport"
 import { Transport as TransportTag } from "@parley/core/Transport"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import type * as HttpClient from "effect/http/HttpClient"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
@@ -59,12 +59,12 @@ export interface Options {
    */
   readonly reconnect?: Schedule.Schedule<unknown, unknown> | undefined
   /** How long one `sendMessage` or `answer` POST may wait for its response before it is sent again (default: 30 s). */
-  readonly sendTimeout?: Duration.DurationInput | undefined
+  readonly sendTimeout?: Duration.Input | undefined
   /**
    * How long `sendMessage` or `answer` keeps sending its POST again before it fails with `TransportFailure` (default:
    * 1 minute). The caller may then send again with the same `requestId`: still one turn, still one answer.
    */
-  readonly sendRetryFor?: Duration.DurationInput | undefined
+  readonly sendRetryFor?: Duration.Input | undefined
   /** Changes the `HttpClient` of every request (retries, proxies, tracing). */
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
@@ -76,9 +76,9 @@ export interface Options {
  * @since 0.1.0
  * @category Constructors
  */
-export const defaultReconnect: Schedule.Schedule<unknown, unknown> = Schedule.exponential("50 millis").pipe(
-  Schedule.union(Schedule.spaced("2 seconds")),
-  Schedule.resetAfter("10 seconds")
+export const defaultReconnect: Schedule.Schedule<unknown, unknown> = internal.resetAfter(
+  Schedule.min([Schedule.exponential("50 millis"), Schedule.spaced("2 seconds")]),
+  "10 seconds"
 )
 
 /**
@@ -104,7 +104,7 @@ export const make: (options: Options) => Effect.Effect<Service, never, HttpClien
  * @category Layers
  */
 export const layerWithoutClient = (options: Options): Layer.Layer<TransportTag, never, HttpClient.HttpClient> =>
-  Layer.scoped(TransportTag, make(options))
+  Layer.effect(TransportTag, make(options))
 
 /**
  * The transport on the platform's `fetch` (`FetchHttpClient`).

@@ -6,26 +6,34 @@
 import { assert, describe, it } from "@effect/vitest"
 import { TurnEvent } from "@parley/core"
 import type { SessionId, TurnId } from "@parley/core/Ids"
-import { Chunk, DateTime, Effect, Equal, Schema, Stream } from "effect"
-import { dataOf, makeDecoder, parse } from "../src/internal/eventStream.js"
+import { DateTime, Effect, Equal, Schema, Stream } from "effect"
+import { frames, makeDecoder, parse } from "../src/internal/eventStream.js"
 
 const sessionId = "ses_0123456789abcdef0123" as SessionId
 const turnId = "turn_0123456789abcdef0123_0" as TurnId
-const at = DateTime.unsafeMake("2026-01-02T03:04:05.678Z")
+const at = DateTime.makeUnsafe("2026-01-02T03:04:05.678Z")
 const delta = (seq: number, text: string) =>
   new TurnEvent.MessageDelta({ sessionId, turnId, seq, at, messageId: "msg_1", delta: text })
 const json = (event: TurnEvent.TurnEvent) => JSON.stringify(Schema.encodeSync(TurnEvent.TurnEvent)(event))
 
 describe("EventStream", () => {
-  it("a frame's data: its data lines joined, with or without the space, CR LF or LF; none for a comment", () => {
-    assert.strictEqual(dataOf("id: 4\nevent: TurnStarted\ndata: {\"a\":1}\n"), "{\"a\":1}")
-    assert.strictEqual(dataOf("data:x\ndata: y\ndata\n"), "x\ny\n")
-    assert.strictEqual(dataOf("data: one\r\ndata: two\r\n"), "one\ntwo")
-    assert.strictEqual(dataOf("data:  two spaces\n"), " two spaces")
-    assert.strictEqual(dataOf(": heartbeat\n"), undefined)
-    assert.strictEqual(dataOf("database: no\nevent: x\n"), undefined)
-    assert.strictEqual(dataOf("data: last line without its newline"), "last line without its newline")
-  })
+  it.effect("a frame's data: its data lines joined, with or without the space, CR LF or LF; none for a comment", () =>
+    Effect.gen(function*() {
+      // The `data` of each frame read from the pieces of text (Effect's SSE decoder, as the reader runs it).
+      const dataOf = (...pieces: Array<string>) =>
+        Effect.map(Stream.runCollect(frames(Stream.fromIterable(pieces))), (read) => read.map((frame) => frame.data))
+      assert.deepStrictEqual(yield* dataOf("id: 4\nevent: TurnStarted\ndata: {\"a\":1}\n\n"), ["{\"a\":1}"])
+      assert.deepStrictEqual(yield* dataOf("data:x\ndata: y\ndata\n\n"), ["x\ny\n"])
+      assert.deepStrictEqual(yield* dataOf("data: one\r\ndata: two\r\n\r\n"), ["one\ntwo"])
+      assert.deepStrictEqual(yield* dataOf("data:  two spaces\n\n"), [" two spaces"])
+      assert.deepStrictEqual(yield* dataOf(": heartbeat\n\n"), [])
+      assert.deepStrictEqual(yield* dataOf("database: no\nevent: x\n\n"), [])
+      // A frame is read once its blank line comes; one the text ends inside is not.
+      assert.deepStrictEqual(yield* dataOf("data: last line without its newline"), [])
+      assert.deepStrictEqual(yield* dataOf("data: last line", " without its newline", "\n", "\n"), [
+        "last line without its newline"
+      ])
+    }))
 
   it("the decoder: a run of deltas, a malformed one refused, a changed step decoded in full", () => {
     const decode = makeDecoder()
@@ -48,7 +56,7 @@ describe("EventStream", () => {
       for (const size of [1, 2, 7, 64, 1000, text.length]) {
         const pieces: Array<string> = []
         for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size))
-        const read = Chunk.toReadonlyArray(yield* Stream.runCollect(parse(Stream.fromIterable(pieces))))
+        const read = yield* Stream.runCollect(parse(Stream.fromIterable(pieces)))
         assert.strictEqual(read.length, events.length, `pieces of ${size}`)
         read.forEach((event, i) => assert.isTrue(Equal.equals(event, events[i]), `pieces of ${size}, event ${i}`))
       }

@@ -4,20 +4,20 @@
  * (`OpenCallback.answerSchema`) before anything is sent. A mismatch prints the schema and the one reason, and exits 2.
  * With no verdict on a terminal, it asks.
  */
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
-import * as Prompt from "@effect/cli/Prompt"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Answer from "@parley/core/Answer"
 import * as Inbox from "@parley/core/Inbox"
 import type { OpenCallback } from "@parley/core/Transport"
 import { Transport } from "@parley/core/Transport"
 import { Ajv } from "ajv"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Prompt from "effect/cli/Prompt"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Connection from "./connection.js"
 import { CliError } from "./connection.js"
@@ -92,7 +92,7 @@ const answerOf = (open: OpenCallback, given: Given): Effect.Effect<Answer.Answer
 const ask = (open: OpenCallback): Effect.Effect<Answer.Answer, CliError, never> => {
   const callback = open.callback
   const prompt: Prompt.Prompt<Answer.Answer> = callback._tag === "OpenApproval"
-    ? Prompt.select({
+    ? Prompt.Select({
       message: `${callback.request.tool.id} ${Format.shortJson(callback.request.arguments, 60)}`,
       choices: [
         { title: "allow", value: new Answer.AllowApproval() as Answer.Answer },
@@ -101,18 +101,18 @@ const ask = (open: OpenCallback): Effect.Effect<Answer.Answer, CliError, never> 
     })
     : callback._tag === "OpenClientToolCall"
     ? Prompt.map(
-      Prompt.text({
+      Prompt.String({
         message: `the result of ${callback.request.tool.id} as JSON`,
         validate: (text) =>
-          Either.match(Either.try(() => JSON.parse(text) as unknown), {
-            onLeft: () => Effect.fail("not JSON"),
-            onRight: () => Effect.succeed(text)
+          Result.match(Result.try(() => JSON.parse(text) as unknown), {
+            onFailure: () => Effect.fail("not JSON"),
+            onSuccess: () => Effect.succeed(text)
           })
       }),
       (text): Answer.Answer => new Answer.ClientToolResult({ isFailure: false, result: JSON.parse(text) as unknown })
     )
     : Prompt.map(
-      Prompt.multiSelect({
+      Prompt.MultiSelect({
         message: "the sources to connect (the others are denied)",
         choices: callback.requests.map((request) => ({ title: request.source, value: request.id }))
       }),
@@ -123,7 +123,7 @@ const ask = (open: OpenCallback): Effect.Effect<Answer.Answer, CliError, never> 
         })
     )
   return Prompt.run(prompt).pipe(
-    Effect.provide(NodeContext.layer),
+    Effect.provide(NodeServices.layer),
     Effect.mapError(() => new CliError({ message: "cancelled: nothing was sent", exitCode: 1 }))
   )
 }
@@ -134,38 +134,41 @@ const encodeAnswer = Schema.encodeSync(Answer.Answer)
 /** The one reason an answer does not fit the callback, or `undefined`. */
 export const mismatch = (open: OpenCallback, answer: Answer.Answer): string | undefined => {
   const kind = Answer.validateSync(open.callback, answer)
-  if (Either.isLeft(kind)) return kind.left.reason
+  if (Result.isFailure(kind)) return kind.failure.reason
   const validate = ajv.compile(open.answerSchema as object)
   if (validate(encodeAnswer(answer))) return undefined
   const error = validate.errors?.[0]
   return error === undefined ? "the answer does not match" : `${error.instancePath || "the answer"} ${error.message}`
 }
 
-const callbackId = Args.text({ name: "callback-id" }).pipe(Args.withDescription("The callback's id (callbacks list)."))
-const verdict = Args.text({ name: "allow|deny" }).pipe(
-  Args.withDescription("The verdict of an approval: allow or deny."),
-  Args.optional
+const callbackId = Argument.String("callback-id").pipe(
+  Argument.withDescription("The callback's id (callbacks list).")
+)
+const verdict = Argument.String("allow|deny").pipe(
+  Argument.withDescription("The verdict of an approval: allow or deny."),
+  Argument.optional
 )
 
 export const command = Command.make("answer", {
   ...Connection.options,
   callbackId,
   verdict,
-  reason: Options.text("reason").pipe(Options.withDescription("Why it is denied (with deny)."), Options.optional),
-  result: Options.text("result").pipe(
-    Options.withDescription("A client tool's result, as JSON (checked against the tool's success schema)."),
-    Options.optional
+  reason: Flag.String("reason").pipe(Flag.withDescription("Why it is denied (with deny)."), Flag.optional),
+  result: Flag.String("result").pipe(
+    Flag.withDescription("A client tool's result, as JSON (checked against the tool's success schema)."),
+    Flag.optional
   ),
-  failure: Options.boolean("failure").pipe(
-    Options.withDescription("With --result: the result is a tool error the model sees.")
+  failure: Flag.Boolean("failure").pipe(
+    Flag.withDescription("With --result: the result is a tool error the model sees."),
+    Flag.withDefault(false)
   ),
-  connected: Options.text("connected").pipe(
-    Options.withDescription("A sign-in's source to connect (repeat, or comma-separated)."),
-    Options.repeated
+  connected: Flag.String("connected").pipe(
+    Flag.withDescription("A sign-in's source to connect (repeat, or comma-separated)."),
+    Flag.atLeast(0)
   ),
-  denied: Options.text("denied").pipe(
-    Options.withDescription("A sign-in's source to deny (repeat, or comma-separated)."),
-    Options.repeated
+  denied: Flag.String("denied").pipe(
+    Flag.withDescription("A sign-in's source to deny (repeat, or comma-separated)."),
+    Flag.atLeast(0)
   )
 }, (given) =>
   Effect.gen(function*() {

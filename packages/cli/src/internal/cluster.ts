@@ -2,16 +2,17 @@
  * `parley cluster status`: the cluster as the server asked sees it (`GET /cluster/status` of a `parley serve
  * --cluster` server): its runners, how many shards each is assigned, and the asked runner's shards and trees.
  */
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as HttpApiClient from "@effect/platform/HttpApiClient"
-import * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as ClusterApi from "@parley/cluster/ClusterApi"
 import * as ClusterStatus from "@parley/cluster/ClusterStatus"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Schema from "effect/Schema"
 import * as Connection from "./connection.js"
 import { CliError } from "./connection.js"
@@ -19,7 +20,7 @@ import * as Format from "./format.js"
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`
 
-const encodeStatus = Schema.encode(ClusterStatus.Status)
+const encodeStatus = Schema.encodeEffect(ClusterStatus.Status)
 
 /** The status, or the one line that says why not (a server that is no runner answers 404). */
 const fetchStatus = (connection: Connection.Connection) =>
@@ -30,24 +31,20 @@ const fetchStatus = (connection: Connection.Connection) =>
     Effect.flatMap((client) => client.cluster.status()),
     Effect.provide(FetchHttpClient.layer),
     Effect.mapError((error) => {
-      if (error._tag === "ResponseError" && error.response.status === 404) {
+      if (HttpClientError.isHttpClientError(error) && error.response?.status === 404) {
         return new CliError({
           message: `the server at ${connection.url} is not a cluster runner (no /cluster/status)`,
           hint: "ask a server started with `parley serve --cluster host:port --database postgres://…`",
           exitCode: 1
         })
       }
-      return Connection.explain(connection)(
-        error._tag === "RequestError"
-          ? { _tag: "TransportFailure", message: `fetch failed: ${error.message}` }
-          : error
-      )
+      return Connection.explain(connection)(Connection.transportError(error))
     })
   )
 
 const status = Command.make("status", {
   ...Connection.options,
-  json: Options.boolean("json").pipe(Options.withDescription("Print the status as JSON."))
+  json: Flag.Boolean("json").pipe(Flag.withDescription("Print the status as JSON."), Flag.withDefault(false))
 }, (given) =>
   Effect.gen(function*() {
     const connection = yield* Connection.resolve(given)

@@ -3,21 +3,23 @@
  * local server and the key `parley serve` keeps in `.parley/api-key`), the `Transport` to it, and the one-line errors
  * (each with the hint that fixes it) that every command fails with.
  */
-import * as Options from "@effect/cli/Options"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as HttpApiClient from "@effect/platform/HttpApiClient"
-import * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type { SessionId } from "@parley/core/Ids"
 import { ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
+import type * as TransportModule from "@parley/core/Transport"
 import { TurnEvent } from "@parley/core/TurnEvent"
 import * as HttpTransport from "@parley/transport-http/HttpTransport"
+import * as Flag from "effect/cli/Flag"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -32,15 +34,15 @@ export class CliError extends Data.TaggedError("CliError")<{
 export const defaultUrl = "http://127.0.0.1:8787"
 
 export const options = {
-  url: Options.text("url").pipe(
-    Options.withDescription(`The server's URL (default: PARLEY_URL, else ${defaultUrl}).`),
-    Options.optional
+  url: Flag.String("url").pipe(
+    Flag.withDescription(`The server's URL (default: PARLEY_URL, else ${defaultUrl}).`),
+    Flag.optional
   ),
-  key: Options.redacted("key").pipe(
-    Options.withDescription(
+  key: Flag.Redacted("key").pipe(
+    Flag.withDescription(
       "The API key (default: PARLEY_API_KEY, else the local key `parley serve` keeps in .parley/api-key)."
     ),
-    Options.optional
+    Flag.optional
   )
 }
 
@@ -92,7 +94,7 @@ export const resolve = (given: {
 /** Runs `use` with the transport to the connection's server; its errors become one line (`explain`). */
 export const withTransport = <A, E>(
   connection: Connection,
-  use: (transport: Transport["Type"]) => Effect.Effect<A, E>
+  use: (transport: TransportModule.Service) => Effect.Effect<A, E>
 ): Effect.Effect<A, CliError> =>
   Effect.flatMap(Transport, use).pipe(
     Effect.provide(HttpTransport.layer({ url: connection.url, apiKey: connection.key })),
@@ -130,7 +132,7 @@ const apiClient = (connection: Connection) =>
     transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(connection.key))
   })
 
-type ApiClient = Effect.Effect.Success<ReturnType<typeof apiClient>>
+type ApiClient = Effect.Success<ReturnType<typeof apiClient>>
 
 /** Runs `use` with `ProtocolApi`'s client for the routes the `Transport` has no method for (sessions, agents). */
 export const withApi = <A, E>(
@@ -143,13 +145,12 @@ export const withApi = <A, E>(
   )
 
 /** A request that never reached the server is a `TransportFailure` (as the transport reports it). */
-const transportError = (error: unknown) =>
-  typeof error === "object" && error !== null && "_tag" in error &&
-    (error._tag === "RequestError" || error._tag === "ResponseError")
-    ? { _tag: "TransportFailure", message: `fetch failed: ${String((error as { message?: unknown }).message)}` }
+export const transportError = (error: unknown) =>
+  HttpClientError.isHttpClientError(error) && error.response === undefined
+    ? { _tag: "TransportFailure", message: `fetch failed: ${error.message}` }
     : error
 
-const decodeEvent = Schema.decodeEither(Schema.parseJson(TurnEvent))
+const decodeEvent = Schema.decodeUnknownResult(Schema.fromJsonString(TurnEvent))
 
 /** The events of a session stored now, from `from` (`?live=false`: the response ends), in order. */
 export const storedEvents = (connection: Connection, sessionId: SessionId, from: number) =>
@@ -181,7 +182,7 @@ export const storedEvents = (connection: Connection, sessionId: SessionId, from:
       const data = frame.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim())
       if (data.length === 0) continue
       const decoded = decodeEvent(data.join("\n"))
-      if (Either.isRight(decoded)) events.push(decoded.right)
+      if (Result.isSuccess(decoded)) events.push(decoded.success)
     }
     return events
   }).pipe(Effect.provide(FetchHttpClient.layer))

@@ -1,13 +1,13 @@
 /**
  * The commands that read: `sessions list`, `sessions show <id>`, `callbacks list`, `events <session>`.
  */
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import { Kind } from "@parley/core/Callback"
 import { SessionId } from "@parley/core/Ids"
 import { OpenCallback } from "@parley/core/Transport"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
 import * as Console from "effect/Console"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -18,15 +18,15 @@ import * as Connection from "./connection.js"
 import { CliError } from "./connection.js"
 import * as Format from "./format.js"
 
-const sessionIdArg = Args.text({ name: "session-id" }).pipe(
-  Args.withSchema(SessionId),
-  Args.withDescription("A session's id (sessions list).")
+const sessionIdArg = Argument.String("session-id").pipe(
+  Argument.withSchema(SessionId),
+  Argument.withDescription("A session's id (sessions list).")
 )
 
 const list = Command.make("list", { ...Connection.options }, (given) =>
   Effect.gen(function*() {
     const connection = yield* Connection.resolve(given)
-    const page = yield* Connection.withApi(connection, (client) => client.sessions.list({ urlParams: { limit: 100 } }))
+    const page = yield* Connection.withApi(connection, (client) => client.sessions.list({ query: { limit: 100 } }))
     if (page.sessions.length === 0) return yield* Console.log("no sessions")
     yield* Console.log(Format.table(
       ["SESSION", "AGENT", "PARENT", "CREATED"],
@@ -101,13 +101,13 @@ const encodeOpen = Schema.encodeSync(Schema.Array(OpenCallback))
 
 const callbacksList = Command.make("list", {
   ...Connection.options,
-  session: Options.text("session").pipe(
-    Options.withSchema(SessionId),
-    Options.withDescription("Only this session's callbacks."),
-    Options.optional
+  session: Flag.String("session").pipe(
+    Flag.withSchema(SessionId),
+    Flag.withDescription("Only this session's callbacks."),
+    Flag.optional
   ),
-  kind: Options.choice("kind", Kind.literals).pipe(Options.withDescription("Only this kind."), Options.optional),
-  json: Options.boolean("json").pipe(Options.withDescription("Print the OpenCallbacks as JSON."))
+  kind: Flag.Literals("kind", Kind.literals).pipe(Flag.withDescription("Only this kind."), Flag.optional),
+  json: Flag.Boolean("json").pipe(Flag.withDescription("Print the OpenCallbacks as JSON."), Flag.withDefault(false))
 }, (given) =>
   Effect.gen(function*() {
     const connection = yield* Connection.resolve(given)
@@ -153,13 +153,14 @@ const printer = () => {
 export const events = Command.make("events", {
   ...Connection.options,
   sessionId: sessionIdArg,
-  from: Options.integer("from").pipe(
-    Options.withDescription("Start at this seq (the events before are skipped: resume where you stopped)."),
-    Options.withDefault(0)
+  from: Flag.Int("from").pipe(
+    Flag.withDescription("Start at this seq (the events before are skipped: resume where you stopped)."),
+    Flag.withDefault(0)
   ),
-  follow: Options.boolean("follow").pipe(
-    Options.withAlias("f"),
-    Options.withDescription("Keep printing events as they come; reconnects when the server restarts (Ctrl-C stops).")
+  follow: Flag.Boolean("follow").pipe(
+    Flag.withAlias("f"),
+    Flag.withDescription("Keep printing events as they come; reconnects when the server restarts (Ctrl-C stops)."),
+    Flag.withDefault(false)
   )
 }, (given) =>
   Effect.gen(function*() {

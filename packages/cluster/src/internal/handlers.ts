@@ -9,13 +9,13 @@
  * with `RunnerStopping` (nothing decided; the sender sends it again, to the tree's next runner), and so is a command
  * the closing engine refused ("the engine is stopping") — never a `TransportFailure` the caller would have to retry.
  */
-import * as Entity from "@effect/cluster/Entity"
 import type { SessionId } from "@parley/core/Ids"
 import { type SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import type * as Engine from "@parley/runtime/Engine"
-import type * as Clock from "effect/Clock"
+import * as Clock from "effect/Clock"
+import * as Entity from "effect/cluster/Entity"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -23,12 +23,12 @@ import * as Schema from "effect/Schema"
 import type * as RunnerMetrics from "../RunnerMetrics.js"
 import { RunnerStopping, Tree } from "../TreeEntity.js"
 
-const decodePrincipal = Schema.decodeUnknown(Principal)
+const decodePrincipal = Schema.decodeUnknownEffect(Principal)
 
 export const layer = (
   engine: Engine.Placed,
   clock: Clock.Clock,
-  options: { readonly maxIdleTime?: Duration.DurationInput | undefined },
+  options: { readonly maxIdleTime?: Duration.Input | undefined },
   metrics: RunnerMetrics.Tagged,
   stopping: () => boolean
 ) =>
@@ -36,8 +36,8 @@ export const layer = (
     Effect.gen(function*() {
       const address = yield* Entity.CurrentAddress
       const treeId = address.entityId as string as SessionId
-      yield* Metric.increment(metrics.trees)
-      yield* Effect.addFinalizer(() => Effect.zipRight(Metric.incrementBy(metrics.trees, -1), engine.release(treeId)))
+      yield* Metric.update(metrics.trees, 1)
+      yield* Effect.addFinalizer(() => Effect.andThen(Metric.update(metrics.trees, -1), engine.release(treeId)))
       const refused = Effect.fail(new RunnerStopping({ treeId }))
       const counted = (name: string) => {
         const counter = metrics.messages(name)
@@ -45,14 +45,14 @@ export const layer = (
           effect: Effect.Effect<A, E>
         ): Effect.Effect<A, E | SessionNotFound | TransportFailure | RunnerStopping> =>
           Effect.suspend(() =>
-            stopping() ? refused : Effect.withClock(
-              Effect.zipRight(Metric.increment(counter), Effect.zipRight(engine.place(treeId), effect)),
-              clock
-            ).pipe(
-              // The engine closing refuses what it had not decided yet (every command is idempotent in the log:
-              // sending it again is safe even if it was).
-              Effect.catchIf((error) => stopping() && error instanceof TransportFailure, () => refused)
-            )
+            stopping() ?
+              refused :
+              Effect.andThen(Metric.update(counter, 1), Effect.andThen(engine.place(treeId), effect)).pipe(
+                Effect.provideService(Clock.Clock, clock),
+                // The engine closing refuses what it had not decided yet (every command is idempotent in the log:
+                // sending it again is safe even if it was).
+                Effect.catchIf((error) => stopping() && error instanceof TransportFailure, () => refused)
+              )
           )
       }
       const sendMessage = counted("SendMessage")

@@ -9,8 +9,6 @@
  * (a runner just killed: the cluster answers that with the socket's defect, where it retries a persisted message).
  * Every command is idempotent in the log: sending one again is safe even when the first was decided.
  */
-import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
-import * as Socket from "@effect/platform/Socket"
 import { Answer as AnswerSchema } from "@parley/core/Answer"
 import * as Ids from "@parley/core/Ids"
 import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
@@ -18,24 +16,54 @@ import { Principal } from "@parley/core/Principal"
 import type * as Transport from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Cause from "effect/Cause"
-import type * as Clock from "effect/Clock"
+import * as Clock from "effect/Clock"
+import type {
+  AlreadyProcessingMessage,
+  EntityNotAssignedToRunner,
+  MailboxFull,
+  PersistenceError
+} from "effect/cluster/ClusterError"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Socket from "effect/socket/Socket"
 import type { RunnerStopping, Tree } from "../TreeEntity.js"
 
-type Client = Effect.Effect.Success<typeof Tree.client>
+type Client = Effect.Success<typeof Tree.client>
 
-const decodeSessionId = Schema.decodeUnknownEither(Ids.SessionId)
-const encodeAnswer = Schema.encodeUnknownEither(AnswerSchema)
-const encodePrincipal = Schema.encodeUnknownEither(Principal)
+const decodeSessionId = Schema.decodeUnknownResult(Ids.SessionId)
+const encodeAnswer = Schema.encodeUnknownResult(AnswerSchema)
+const encodePrincipal = Schema.encodeUnknownResult(Principal)
+
+/**
+ * A value as JSON carries it to the runner: `undefined` for what JSON has no form of (`undefined`, a function, a
+ * bigint, a cycle) — the field is left out, and the runner's engine refuses its absence as it would the value.
+ */
+const asJson = (value: unknown): Schema.Json | undefined => {
+  try {
+    const text = JSON.stringify(value)
+    return text === undefined ? undefined : JSON.parse(text) as Schema.Json
+  } catch {
+    return undefined
+  }
+}
 
 /** What crosses to the runner: the encoded form when the value is one, else the value itself (the runner refuses it). */
-const encoded = <A>(encode: (value: unknown) => Either.Either<A, unknown>, value: unknown) =>
-  Either.getOrElse(encode(value), () => value)
+const encoded = <A>(encode: (value: unknown) => Result.Result<A, unknown>, value: unknown) =>
+  Result.getOrElse(encode(value), () => value)
+
+/** The fields as JSON carries them (those it has no form of left out). */
+const jsonFields = <K extends string>(fields: Record<K, unknown>): { [key in K]?: Schema.Json } => {
+  const out: { [key in K]?: Schema.Json } = {}
+  for (const key in fields) {
+    const value = asJson(fields[key])
+    if (value !== undefined) out[key] = value
+  }
+  return out
+}
 
 const failure = (method: string, error: { readonly message: string }) =>
   new TransportFailure({ module: "ClusterRuntime", method, description: error.message, cause: error })
@@ -57,14 +85,24 @@ const isResent = (error: unknown): error is RunnerStopping | Undelivered =>
  * as `Undelivered`.
  */
 const undelivered = <A, E>(send: Effect.Effect<A, E>): Effect.Effect<A, E | Undelivered> =>
-  Effect.catchAllCause(send, (cause) =>
-    Cause.isInterruptedOnly(cause) ||
-      Option.exists(Cause.dieOption(cause), Socket.isSocketError)
+  Effect.catchCause(send, (cause) =>
+    Cause.hasInterruptsOnly(cause) ||
+      Result.match(Cause.findDefect(cause), { onFailure: () => false, onSuccess: Socket.isSocketError })
       ? Effect.fail<E | Undelivered>(new Undelivered({ cause }))
       : Effect.failCause(cause))
 
-/** The cluster's own failures to deliver (a full mailbox, storage), as the transport's. */
-const clusterErrors = new Set<string>(["MailboxFull", "AlreadyProcessingMessage", "PersistenceError"])
+/**
+ * The cluster's own failures to deliver (a full mailbox, storage, this process shutting down), as the transport's.
+ */
+const clusterErrors = new Set<string>([
+  "MailboxFull",
+  "AlreadyProcessingMessage",
+  "PersistenceError",
+  "EntityNotAssignedToRunner"
+])
+
+/** What the cluster answers instead of the tree's runner. */
+type ClusterError = MailboxFull | AlreadyProcessingMessage | PersistenceError | EntityNotAssignedToRunner
 
 export const make = (options: {
   /** This process's engine: creates sessions, answers reads. */
@@ -79,14 +117,14 @@ export const make = (options: {
   /** The tree a session belongs to: its entity's id. */
   const treeOf = (method: string, sessionId: unknown) => {
     const id = decodeSessionId(sessionId)
-    if (Either.isLeft(id)) {
+    if (Result.isFailure(id)) {
       return Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: String(sessionId) }))
     }
-    return store.eventLog.treeOf(id.right).pipe(
+    return store.eventLog.treeOf(id.success).pipe(
       Effect.mapError((error) => failure(method, error)),
       Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: id.right })),
-        onSome: (treeId) => Effect.succeed({ treeId, sessionId: id.right })
+        onNone: () => Effect.fail(new SessionNotFound({ module: "ClusterRuntime", method, sessionId: id.success })),
+        onSome: (treeId) => Effect.succeed({ treeId, sessionId: id.success })
       }))
     )
   }
@@ -97,17 +135,15 @@ export const make = (options: {
    */
   const routed = <A, E>(
     method: string,
-    send: Effect.Effect<A, E | RunnerStopping | MailboxFull | AlreadyProcessingMessage | PersistenceError>
+    send: Effect.Effect<A, E | RunnerStopping | ClusterError>
   ): Effect.Effect<A, Exclude<E, RunnerStopping> | TransportFailure> =>
-    Effect.withClock(
-      Effect.retry(
-        undelivered(send),
-        { while: isResent, schedule: Schedule.spaced("100 millis").pipe(Schedule.upTo("60 seconds")) }
-      ),
-      wallClock
+    Effect.retry(
+      undelivered(send),
+      { while: isResent, schedule: Schedule.spaced("100 millis").pipe(Schedule.upTo({ duration: "60 seconds" })) }
     ).pipe(
+      Effect.provideService(Clock.Clock, wallClock),
       Effect.catchIf(
-        (error): error is MailboxFull | AlreadyProcessingMessage | PersistenceError | RunnerStopping | Undelivered =>
+        (error): error is ClusterError | RunnerStopping | Undelivered =>
           isResent(error) ||
           typeof error === "object" && error !== null && "_tag" in error && clusterErrors.has(String(error._tag)),
         (error) => Effect.fail(failure(method, error))
@@ -151,11 +187,13 @@ export const make = (options: {
           "answer",
           client(treeId).Answer({
             sessionId,
-            turnId: fields.turnId,
-            callbackId: fields.callbackId,
-            answer: encoded(encodeAnswer, fields.answer),
-            answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy),
-            requestId
+            requestId,
+            ...jsonFields({
+              turnId: fields.turnId,
+              callbackId: fields.callbackId,
+              answer: encoded(encodeAnswer, fields.answer),
+              answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy)
+            })
           })
         )
       }),
@@ -167,7 +205,9 @@ export const make = (options: {
           client(treeId).RevokeGrant({
             sessionId,
             grantId: String(request.grantId),
-            revokedBy: request.revokedBy === undefined ? undefined : encoded(encodePrincipal, request.revokedBy)
+            ...jsonFields({
+              revokedBy: request.revokedBy === undefined ? undefined : encoded(encodePrincipal, request.revokedBy)
+            })
           })
         )
       }),

@@ -7,11 +7,11 @@
  * runner that died while this singleton lived on, whose deadline nobody holds any more, expires at most `interval`
  * late. A `Resume` to a tree its runner holds already is a no-op there (a deadline it holds fires by itself).
  */
-import * as Singleton from "@effect/cluster/Singleton"
 import type { SessionId } from "@parley/core/Ids"
 import type * as SessionStore from "@parley/log/SessionStore"
 import type * as Clock from "effect/Clock"
-import * as Duration from "effect/Duration"
+import * as Singleton from "effect/cluster/Singleton"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Tree } from "../TreeEntity.js"
 
@@ -21,7 +21,7 @@ const sweeper = "parley-cluster-wake-up"
 export const layer = (
   store: SessionStore.Services,
   options: {
-    readonly interval: Duration.DurationInput
+    readonly interval: Duration.Input
     /** The engine's clock: deadlines are due by it. */
     readonly clock: Clock.Clock
   }
@@ -35,7 +35,7 @@ export const layer = (
           new Set(treeIds),
           (treeId) =>
             client(treeId).Resume().pipe(
-              Effect.catchAllCause((cause) => Effect.logWarning(`the cluster could not wake tree ${treeId}`, cause))
+              Effect.catchCause((cause) => Effect.logWarning(`the cluster could not wake tree ${treeId}`, cause))
             ),
           { concurrency: 16, discard: true }
         )
@@ -50,10 +50,10 @@ export const layer = (
       )
       const sweep = Effect.flatMap(Effect.zip(running, due), ([turns, deadlines]) => wake([...turns, ...deadlines]))
       const logged = (what: string) =>
-        Effect.catchAllCause((cause) => Effect.logWarning(`the cluster could not ${what}`, cause))
+        Effect.catchCause((cause) => Effect.logWarning(`the cluster could not ${what}`, cause))
       yield* first.pipe(logged("wake the trees at start"))
       yield* Effect.forever(
-        Effect.zipRight(Effect.sleep(Duration.decode(options.interval)), sweep.pipe(logged("wake unfinished trees")))
+        Effect.andThen(Effect.sleep(options.interval), sweep.pipe(logged("wake unfinished trees")))
       )
     })
   )

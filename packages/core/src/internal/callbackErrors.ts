@@ -13,7 +13,7 @@ import { TypeId } from "./errorTypeId.js"
  */
 export class InvalidId extends Schema.TaggedError<InvalidId>("@parley/core/ParleyError/InvalidId")("InvalidId", {
   ...common,
-  kind: Schema.Literal("sessionId", "turnId", "callbackId", "toolId", "requestId"),
+  kind: Schema.Literals(["sessionId", "turnId", "callbackId", "toolId", "requestId"]),
   value: Schema.String
 }) {
   /**
@@ -102,7 +102,7 @@ export class CallbackAlreadyAnswered extends Schema.TaggedError<CallbackAlreadyA
   ...common,
   callbackId: Schema.String,
   /** The answer that won (the `CallbackResolved` in the log carries it too). */
-  answer: Schema.optional(Schema.suspend((): typeof Answer => Answer).annotations({ identifier: "Answer" }))
+  answer: Schema.optional(Schema.suspend((): typeof Answer => Answer).annotate({ identifier: "Answer" }))
 }) {
   /**
    * @since 0.1.0

@@ -5,7 +5,7 @@ export const common = {
   module: Schema.String,
   method: Schema.String,
   description: Schema.optional(Schema.String),
-  cause: Schema.optional(Schema.Defect)
+  cause: Schema.optional(Schema.Defect())
 }
 
 export const where = (error: { readonly module: string; readonly method: string }) => `${error.module}.${error.method}`

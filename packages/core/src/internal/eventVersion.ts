@@ -1,5 +1,5 @@
 /** The version of the event schemas and the upcasting path (re-exported by `TurnEvent`). */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 
 /**
  * The version of the event schemas. Stores persist it with every event, so a later version can migrate old logs.
@@ -30,17 +30,17 @@ const upcasts: ReadonlyArray<(encoded: unknown) => unknown> = [
 
 /**
  * An event's encoded form, written at `version`, brought to the current `schemaVersion` (then decode it with
- * `TurnEvent`). A version this code does not know — older than 1, or newer than it reads — is a `Left` saying so.
+ * `TurnEvent`). A version this code does not know — older than 1, or newer than it reads — is a failed `Result` saying so.
  *
  * @since 0.1.0
  * @category Utils
  */
-export const upcast = (version: number, encoded: unknown): Either.Either<unknown, string> => {
-  if (!Number.isSafeInteger(version) || version < 1) return Either.left(`schema version ${version} is not a version`)
+export const upcast = (version: number, encoded: unknown): Result.Result<unknown, string> => {
+  if (!Number.isSafeInteger(version) || version < 1) return Result.fail(`schema version ${version} is not a version`)
   if (version > schemaVersion) {
-    return Either.left(`schema version ${version} is newer than this code reads (${schemaVersion}): upgrade Parley`)
+    return Result.fail(`schema version ${version} is newer than this code reads (${schemaVersion}): upgrade Parley`)
   }
   let current = encoded
   for (let from = version; from < schemaVersion; from++) current = upcasts[from - 1](current)
-  return Either.right(current)
+  return Result.succeed(current)
 }

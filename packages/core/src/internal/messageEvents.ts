@@ -2,6 +2,7 @@
 import * as Schema from "effect/Schema"
 import { CallbackId, RequestId, SessionId, TurnId } from "../Ids.js"
 import { common } from "./eventFields.js"
+import { NonNegativeInt, withDefault } from "./schemaFields.js"
 
 /**
  * The tool call of a parent session that gave a subagent's turn its input (`agents.spawn` or `agents.message`).
@@ -55,7 +56,7 @@ export class TurnQueued extends Schema.TaggedClass<TurnQueued>("@parley/core/Tur
 export class TurnStarted extends Schema.TaggedClass<TurnStarted>("@parley/core/TurnEvent/TurnStarted")("TurnStarted", {
   ...common,
   input: Schema.String,
-  inherited: Schema.optionalWith(Schema.Array(CallbackId), { default: () => [] })
+  inherited: withDefault(Schema.Array(CallbackId), () => [])
 }) {}
 
 /**
@@ -69,7 +70,7 @@ export class ModelStepStarted
   extends Schema.TaggedClass<ModelStepStarted>("@parley/core/TurnEvent/ModelStepStarted")("ModelStepStarted", {
     ...common,
     messageId: Schema.String,
-    step: Schema.NonNegativeInt
+    step: NonNegativeInt
   })
 {}
 
@@ -110,7 +111,7 @@ export class MessageDelta
  */
 export class Reasoning extends Schema.Class<Reasoning>("@parley/core/TurnEvent/Reasoning")({
   text: Schema.String,
-  metadata: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) })
+  metadata: withDefault(Schema.Record(Schema.String, Schema.Unknown), () => ({}))
 }) {}
 
 /**
@@ -124,6 +125,6 @@ export class MessageCompleted
     ...common,
     messageId: Schema.String,
     text: Schema.String,
-    reasoning: Schema.optionalWith(Schema.Array(Reasoning), { default: () => [] })
+    reasoning: withDefault(Schema.Array(Reasoning), () => [])
   })
 {}

@@ -98,7 +98,7 @@ export class CallbackOpened
  * @since 0.1.0
  * @category Schemas
  */
-export const Resolution = Schema.Literal("answered", "expired", "turn_ended", "cancelled")
+export const Resolution = Schema.Literals(["answered", "expired", "turn_ended", "cancelled"])
 
 /**
  * @since 0.1.0
@@ -141,7 +141,7 @@ export class ApprovalGranted
     ...common,
     grantId: Schema.String,
     toolPattern: Schema.String,
-    decision: Schema.Literal("allow", "deny"),
+    decision: Schema.Literals(["allow", "deny"]),
     scope: Remember,
     grantedBy: Principal,
     /** The approval whose answer made the grant. */

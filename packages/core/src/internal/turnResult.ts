@@ -3,7 +3,6 @@
  * across the process), and which events of its session's stream belong to the turn.
  */
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -116,7 +115,7 @@ export const result = <R = never>(
           fromWaitingTurn: (callback.rootTurnId ?? callback.turnId) === turn.turnId
         }))
         if (Exit.isFailure(decision)) {
-          if (Cause.isInterruptedOnly(decision.cause)) return yield* Effect.interrupt
+          if (Cause.hasInterruptsOnly(decision.cause)) return yield* Effect.interrupt
           return yield* new HandlerFailed({
             module: "Turn",
             method: "result",
@@ -185,22 +184,24 @@ export const result = <R = never>(
       })
 
     const inView = viewOf(turn, snapshot.started)
-    // The events come in a mailbox (no stream to run): each batch joins the signals.
+    // The events come in a queue (no stream to run): each batch joins the signals; the queue's end is the stream's.
     const events = yield* transport.subscribe(turn.sessionId, from)
-    const move: Effect.Effect<void, SessionNotFound | TransportFailure> = Effect.flatMap(
-      events.takeAll,
-      ([batch, done]) => {
+    const move: Effect.Effect<never, SessionNotFound | TransportFailure | Cause.Done> = Effect.flatMap(
+      Queue.takeAll(events),
+      (batch) => {
         // A callback opened and resolved in the same batch (a grant answered it in the same append) was never open for
         // a handler: it is known closed before its opening is read, so no handler starts for it.
         for (const event of batch) if (event._tag === "CallbackResolved") closed.add(event.callbackId)
-        const moved = Queue.offerAll(signals, Chunk.map(batch, (event): Signal => ({ _tag: "Event", event })))
-        return done ?
-          Effect.zipRight(moved, Queue.offer(signals, { _tag: "StreamEnded", error: undefined })) :
-          Effect.zipRight(moved, move)
+        return Effect.andThen(
+          Queue.offerAll(signals, batch.map((event): Signal => ({ _tag: "Event", event }))),
+          move
+        )
       }
     )
     yield* move.pipe(
-      Effect.catchAll((error) => Queue.offer(signals, { _tag: "StreamEnded", error })),
+      Effect.catch((error) =>
+        Queue.offer(signals, { _tag: "StreamEnded", error: Cause.isDone(error) ? undefined : error })
+      ),
       Effect.forkScoped
     )
     yield* Effect.forEach(snapshot.callbacks, start, { discard: true })
@@ -241,8 +242,7 @@ export const result = <R = never>(
     // Signals are taken in batches (events that came together, handlers that finished together); Blocked is checked
     // once a batch. Most events call for nothing but bookkeeping: only what needs an effect is yielded.
     while (true) {
-      const taken = yield* Queue.takeAll(signals)
-      const batch = Chunk.isEmpty(taken) ? Chunk.of(yield* Queue.take(signals)) : taken
+      const batch = yield* Queue.takeAll(signals)
       for (const signal of batch) {
         switch (signal._tag) {
           case "StreamEnded":

@@ -4,11 +4,16 @@ import { AllowApproval, ClientToolResult, DenyApproval, SignInAnswer } from "@pa
 import type { Callback } from "@parley/core/Callback"
 import type { SessionId } from "@parley/core/Ids"
 import type { JsonSchema } from "@parley/core/ToolSpec"
-import * as JSONSchema from "effect/JSONSchema"
 import * as Schema from "effect/Schema"
 
-const toJson = (schema: Schema.Schema.Any): JsonSchema => JSONSchema.make(schema) as unknown as JsonSchema
-const approvalAnswer = toJson(Schema.Union(AllowApproval, DenyApproval))
+/** The JSON Schema of a schema's JSON form (as an HTTP client sends it), its definitions under `$defs`. */
+const toJson = (schema: Schema.Top): JsonSchema => {
+  const document = Schema.toJsonSchemaDocument(schema)
+  return (Object.keys(document.definitions).length === 0
+    ? document.schema
+    : { ...document.schema, $defs: document.definitions }) as JsonSchema
+}
+const approvalAnswer = toJson(Schema.Union([AllowApproval, DenyApproval]))
 const signInAnswer = toJson(SignInAnswer)
 /** `agentOf` finds the definition of the session the callback belongs to (its tools' `success` schemas). */
 export const answerSchema = (cb: Callback, agentOf: (sessionId: SessionId) => AgentSpec | undefined): JsonSchema => {

@@ -60,5 +60,5 @@ export const turnState = (state: TreeState, turnId: TurnId): Final | Blocked | u
     turnId,
     callbacks: openCallbacks(state, turnId),
     cursor: (state.blockedAt ?? state.nextSeq - 1) + 1
-  }, true)
+  }, { disableChecks: true })
 }

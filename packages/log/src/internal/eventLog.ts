@@ -9,9 +9,10 @@
  */
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import type { AppendRows, Change, Driver, Durability, Service, Written } from "../EventLog.js"
 import type { Lease } from "../Leases.js"
@@ -56,7 +57,7 @@ export const rowsOf = (
           callbackId: callback.id,
           kind: callback.kind,
           seq,
-          expiresAt: callback.expiresAt?.epochMillis
+          expiresAt: callback.expiresAt?.epochMilliseconds
         })
         break
       }
@@ -85,12 +86,12 @@ const nothingWritten = Effect.succeed<Written>({ bytes: 0 })
 
 export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
-    /** The mailboxes of the readers of `changes`, each with the owner whose appends it is not told of. */
-    const watchers = new Map<Mailbox.Mailbox<Change, StoreError>, string | undefined>()
+    /** The queues of the readers of `changes`, each with the owner whose appends it is not told of. */
+    const watchers = new Map<Queue.Queue<Change, StoreError | Cause.Done>, string | undefined>()
     /** Tells the watchers of an append, fenced by `owner`'s lease when it is given. */
     const tell = (change: Change, owner?: string) => {
       for (const [watcher, except] of watchers) {
-        if (owner === undefined || except !== owner) watcher.unsafeOffer(change)
+        if (owner === undefined || except !== owner) Queue.offerUnsafe(watcher, change)
       }
     }
     const fanout = Fanout.make({
@@ -139,7 +140,7 @@ export const make = (driver: Driver): Effect.Effect<Service, StoreError, Scope.S
       subscribe: fanout.subscribe,
       changes: (options) =>
         Effect.acquireRelease(
-          Effect.tap(Mailbox.make<Change, StoreError>(), (watcher) =>
+          Effect.tap(Queue.unbounded<Change, StoreError | Cause.Done>(), (watcher) =>
             Effect.sync(() => {
               watchers.set(watcher, options?.exceptOwner)
             })),

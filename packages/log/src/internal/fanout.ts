@@ -1,6 +1,6 @@
 /**
  * The in-process fan-out of `EventLog.make`, written once for every driver: the subscribers of a tree's events from a
- * cursor, in a `Mailbox` each (no `Stream` to run), gap-free and in order.
+ * cursor, in a `Queue` each (no `Stream` to run; it ends with `Cause.Done`), gap-free and in order.
  *
  * - `appended(treeId, events)`: the store's own append, as it committed it — handed to the tree's subscribers at once,
  *   with no read.
@@ -14,10 +14,10 @@
  */
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Mailbox from "effect/Mailbox"
-import * as Runtime from "effect/Runtime"
+import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import type { StoreError } from "../StoreError.js"
 
@@ -26,7 +26,7 @@ export interface Fanout {
     treeId: SessionId,
     from: number,
     sessionId?: SessionId | undefined
-  ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, StoreError>, never, Scope.Scope>
+  ) => Effect.Effect<Queue.Dequeue<TurnEvent, StoreError | Cause.Done>, never, Scope.Scope>
   readonly appended: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => void
   readonly moved: (treeId: SessionId, nextSeq: number) => void
 }
@@ -51,7 +51,7 @@ export const make = (store: {
 
   const subscribe = (treeId: SessionId, from: number, sessionId?: SessionId | undefined) =>
     Effect.gen(function*() {
-      const mailbox = yield* Mailbox.make<TurnEvent, StoreError>()
+      const mailbox = yield* Queue.unbounded<TurnEvent, StoreError | Cause.Done>()
       const mine = (event: TurnEvent) => sessionId === undefined || event.sessionId === sessionId
       const cursor = Math.max(0, from)
       /** The next stored `seq` it expects. */
@@ -61,7 +61,7 @@ export const make = (store: {
       /** The furthest `seq` someone else is known to have appended to (exclusive). */
       let known = 0
       const waiting: Array<TurnEvent> = []
-      const runtime = yield* Effect.runtime<never>()
+      const context = yield* Effect.context<never>()
 
       /** Takes events in order, from `next` on. */
       const take = (events: ReadonlyArray<TurnEvent>): boolean => {
@@ -75,14 +75,14 @@ export const make = (store: {
             gap = true
           }
         }
-        if (taken.length > 0) mailbox.unsafeOfferAll(taken)
+        if (taken.length > 0) Queue.offerAllUnsafe(mailbox, taken)
         return gap
       }
 
       /** Reads what it misses from the store, then what was handed to it meanwhile; again while it falls behind. */
       const catchUp: Effect.Effect<void> = Effect.suspend(() =>
         Effect.matchEffect(store.read(treeId, next), {
-          onFailure: (error) => mailbox.fail(error),
+          onFailure: (error) => Queue.fail(mailbox, error),
           onSuccess: (events) =>
             Effect.suspend(() => {
               take(events)
@@ -95,10 +95,10 @@ export const make = (store: {
         })
       )
       /** A catch-up started by an append or a move (synchronous callers): run in a fiber, stopped with the scope. */
-      let running: Fiber.RuntimeFiber<void> | undefined
+      let running: Fiber.Fiber<void> | undefined
       const startCatchUp = () => {
         reading = true
-        running = Runtime.runFork(runtime)(catchUp)
+        running = Effect.runForkWith(context)(catchUp)
       }
 
       const subscriber: Subscriber = {
@@ -129,23 +129,23 @@ export const make = (store: {
         })
       )
       // The first read: a tree the store does not have ends the subscription at once.
-      const first = yield* Effect.either(store.read(treeId, cursor))
-      if (first._tag === "Left") {
-        yield* mailbox.fail(first.left)
-        return mailbox as Mailbox.ReadonlyMailbox<TurnEvent, StoreError>
+      const first = yield* Effect.result(store.read(treeId, cursor))
+      if (first._tag === "Failure") {
+        yield* Queue.fail(mailbox, first.failure)
+        return mailbox as Queue.Dequeue<TurnEvent, StoreError | Cause.Done>
       }
-      if (first.right.length === 0 && !(yield* Effect.orElseSucceed(store.exists(treeId), () => true))) {
-        yield* mailbox.end
-        return mailbox as Mailbox.ReadonlyMailbox<TurnEvent, StoreError>
+      if (first.success.length === 0 && !(yield* Effect.orElseSucceed(store.exists(treeId), () => true))) {
+        yield* Queue.end(mailbox)
+        return mailbox as Queue.Dequeue<TurnEvent, StoreError | Cause.Done>
       }
-      take(first.right)
+      take(first.success)
       const handed = waiting.splice(0)
       if (take(handed) || known > next) {
         yield* Effect.forkScoped(catchUp)
       } else {
         reading = false
       }
-      return mailbox as Mailbox.ReadonlyMailbox<TurnEvent, StoreError>
+      return mailbox as Queue.Dequeue<TurnEvent, StoreError | Cause.Done>
     })
 
   return {

@@ -64,10 +64,10 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
         })
         trees.set(tree.treeId, tree.treeId)
       }),
-    getTree: (treeId) => Effect.sync(() => Option.map(Option.fromNullable(logs.get(treeId)), (log) => log.tree)),
-    treeOf: (sessionId) => Effect.sync(() => Option.fromNullable(trees.get(sessionId))),
+    getTree: (treeId) => Effect.sync(() => Option.map(Option.fromNullishOr(logs.get(treeId)), (log) => log.tree)),
+    treeOf: (sessionId) => Effect.sync(() => Option.fromNullishOr(trees.get(sessionId))),
     nextSeq: (treeId) =>
-      Effect.sync(() => Option.map(Option.fromNullable(logs.get(treeId)), (log) => log.events.length)),
+      Effect.sync(() => Option.map(Option.fromNullishOr(logs.get(treeId)), (log) => log.events.length)),
     append: (rows) =>
       Effect.suspend((): Effect.Effect<Written, SeqConflict | ResolutionConflict | LeaseLost | StoreError> => {
         const { expectedSeq, fence, treeId } = rows
@@ -173,12 +173,12 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
         if (log === undefined || (log.snapshot !== undefined && log.snapshot.seq > snapshot.seq)) return
         log.snapshot = { seq: snapshot.seq, version: snapshot.version, state: snapshot.state }
       }),
-    load: (treeId) => Effect.sync(() => Option.fromNullable(logs.get(treeId)?.snapshot))
+    load: (treeId) => Effect.sync(() => Option.fromNullishOr(logs.get(treeId)?.snapshot))
   }
 
   const secretsService: Secrets.Service = {
     save: (treeId, name, value) => Effect.sync(() => void secrets.set(`${treeId}\u0000${name}`, value)),
-    load: (treeId, name) => Effect.sync(() => Option.fromNullable(secrets.get(`${treeId}\u0000${name}`))),
+    load: (treeId, name) => Effect.sync(() => Option.fromNullishOr(secrets.get(`${treeId}\u0000${name}`))),
     delete: (treeId, name) => Effect.sync(() => void secrets.delete(`${treeId}\u0000${name}`))
   }
 

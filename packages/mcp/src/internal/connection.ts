@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import { McpConnectError } from "../McpError.js"
 import * as OAuth from "./oauth.js"
 import { resultOf, specOf } from "./tools.js"
@@ -118,19 +119,19 @@ export const make = (options: Options): Effect.Effect<Connectors.Connector, McpC
      * (OAuth) signs its requests in with the tree's tokens.
      */
     const link = (lists: boolean, signIn?: OAuth.TreeProvider): Link => {
-      const lock = Effect.unsafeMakeSemaphore(1)
+      const lock = Semaphore.makeUnsafe(1)
       let current: Connection | undefined = undefined
       const drop = (connection: Connection, reason: string) =>
         Effect.suspend(() => {
           if (current === connection) current = undefined
           return Deferred.fail(connection.lost, reason).pipe(
-            Effect.zipRight(Effect.promise(() => connection.client.close().catch(() => undefined)))
+            Effect.andThen(Effect.promise(() => connection.client.close().catch(() => undefined)))
           )
         })
       const refresh = (connection: Connection) =>
-        Effect.tryPromise(() => listAll(connection.client)).pipe(
+        Effect.tryPromise({ try: () => listAll(connection.client), catch: (cause) => cause }).pipe(
           Effect.flatMap((listed) => Effect.sync(() => current === connection && setTools(listed))),
-          Effect.catchAll((error) =>
+          Effect.catch((error) =>
             Effect.logWarning(`The ${source} MCP server's new tool list could not be read: ${describe(error)}`)
           )
         )
@@ -262,12 +263,12 @@ export const make = (options: Options): Effect.Effect<Connectors.Connector, McpC
               Effect.catchIf(sessionGone, () =>
                 // The server forgot the session: connect again and send the same call once more.
                 slot.drop(first, `the ${source} MCP server ended the session`).pipe(
-                  Effect.zipRight(slot.get),
+                  Effect.andThen(slot.get),
                   Effect.flatMap((again) => request(again, name, args))
                 ))
             )
           ),
-          Effect.catchAll((error): Effect.Effect<never, string | Connectors.SignInRequired> => {
+          Effect.catch((error): Effect.Effect<never, string | Connectors.SignInRequired> => {
             if (error instanceof UnauthorizedError) {
               const required = signInRequired(slot)
               if (required !== undefined) return Effect.fail(required)
@@ -277,7 +278,7 @@ export const make = (options: Options): Effect.Effect<Connectors.Connector, McpC
             const reset = requestError(error) || current === undefined
               ? Effect.void
               : slot.drop(current, describe(error))
-            return Effect.zipRight(reset, Effect.fail(`The ${source} server could not run ${name}: ${describe(error)}`))
+            return Effect.andThen(reset, Effect.fail(`The ${source} server could not run ${name}: ${describe(error)}`))
           }),
           Effect.flatMap((result: CallToolResult) => {
             const outcome = resultOf(result)

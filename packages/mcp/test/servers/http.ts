@@ -43,9 +43,9 @@ export const serveMail: Effect.Effect<MailHttp, never, Scope.Scope> = Effect.gen
     void server.connect(transport).then(() => transport.handleRequest(req, res))
   })
   yield* Effect.acquireRelease(
-    Effect.async<void>((resume) => void http.listen(0, "127.0.0.1", () => resume(Effect.void))),
+    Effect.callback<void>((resume) => void http.listen(0, "127.0.0.1", () => resume(Effect.void))),
     () =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         http.closeAllConnections()
         http.close(() => resume(Effect.void))
       })

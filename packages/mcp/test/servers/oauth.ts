@@ -121,11 +121,11 @@ export const serveOAuthMail: Effect.Effect<OAuthMail, never, Scope.Scope> = Effe
   const sessions = new Map<string, StreamableHTTPServerTransport>()
   let base: URL | undefined = undefined
   const http = yield* Effect.acquireRelease(
-    Effect.async<Http.Server>((resume) => {
+    Effect.callback<Http.Server>((resume) => {
       const server: Http.Server = app.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
     }),
     (server) =>
-      Effect.async<void>((resume) => {
+      Effect.callback<void>((resume) => {
         server.closeAllConnections()
         server.close(() => resume(Effect.void))
       })

@@ -1,13 +1,13 @@
 /**
  * Implementation of `MistralClient.make`.
  */
-import * as AiError from "@effect/ai/AiError"
-import * as Sse from "@effect/experimental/Sse"
-import * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as AiError from "effect/ai/AiError"
 import * as Effect from "effect/Effect"
+import * as Sse from "effect/encoding/Sse"
 import { identity } from "effect/Function"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import type * as HttpClientResponse from "effect/http/HttpClientResponse"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -17,8 +17,8 @@ import * as Errors from "./errors.js"
 import * as Retry from "./retry.js"
 import * as Wire from "./wire.js"
 
-const decodeResponse = Schema.decodeUnknown(Wire.ChatCompletionResponse)
-const decodeChunk = Schema.decodeUnknown(Schema.parseJson(Wire.ChatCompletionChunk))
+const decodeResponse = Schema.decodeUnknownEffect(Wire.ChatCompletionResponse)
+const decodeChunk = Schema.decodeUnknownEffect(Schema.fromJsonString(Wire.ChatCompletionChunk))
 
 const hasFinishReason = (chunk: Wire.ChatCompletionChunk): boolean =>
   (chunk.choices ?? []).some((choice) => typeof choice.finish_reason === "string" && choice.finish_reason.length > 0)
@@ -50,7 +50,7 @@ export const make = (options: {
     (config) => config?.transformClient === undefined ? baseClient : config.transformClient(baseClient)
   )
 
-  /** Sends the request; fails with an `HttpResponseError` (status, headers, body) on a non-2xx answer. */
+  /** Sends the request; fails with the `AiError` the status means on a non-2xx answer. */
   const send = (
     method: string,
     body: Wire.ChatCompletionRequest,
@@ -58,7 +58,7 @@ export const make = (options: {
   ): Effect.Effect<HttpClientResponse.HttpClientResponse, AiError.AiError> =>
     Effect.flatMap(currentClient, (client) => {
       const request = HttpClientRequest.post("/chat/completions").pipe(
-        HttpClientRequest.bodyUnsafeJson(body),
+        HttpClientRequest.bodyJsonUnsafe(body),
         HttpClientRequest.accept(accept)
       )
       return client.execute(request).pipe(
@@ -66,27 +66,41 @@ export const make = (options: {
         Effect.flatMap((response) =>
           response.status >= 200 && response.status < 300
             ? Effect.succeed(response)
-            : Errors.statusError({ method, request: response.request, response })
+            : Errors.statusError(method, response)
         )
       )
     })
 
-  const malformed = (method: string, description: string, cause?: unknown) =>
-    new AiError.MalformedOutput({ module: Errors.moduleName, method, description, cause })
+  const malformed = (
+    method: string,
+    description: string,
+    response?: HttpClientResponse.HttpClientResponse
+  ): AiError.AiError =>
+    AiError.make({
+      module: Errors.moduleName,
+      method,
+      reason: new AiError.InvalidResponseError({
+        description,
+        ...(response === undefined ? {} : { http: Errors.httpContext(response) })
+      })
+    })
 
   const createChatCompletion = (
     request: Wire.ChatCompletionRequest
   ): Effect.Effect<Wire.ChatCompletionResponse, AiError.AiError> => {
     const method = "createChatCompletion"
     const attempt = send(method, { ...request, stream: false }, "application/json").pipe(
-      Effect.flatMap((response) => Effect.mapError(response.json, Errors.fromClientError(method))),
-      Effect.flatMap((json) =>
-        Effect.mapError(
-          decodeResponse(json),
-          (error) => malformed(method, "Unexpected chat completion body", error)
+      Effect.flatMap((response) =>
+        response.json.pipe(
+          Effect.mapError(Errors.fromClientError(method)),
+          Effect.flatMap((json) =>
+            Effect.mapError(
+              decodeResponse(json),
+              (error) => malformed(method, `Unexpected chat completion body: ${error.message}`, response)
+            )
+          )
         )
-      ),
-      Effect.scoped
+      )
     )
     return Retry.retryEffect(policy, attempt)
   }
@@ -100,7 +114,15 @@ export const make = (options: {
       return response.stream.pipe(
         Stream.mapError(Errors.fromClientError(method)),
         Stream.decodeText(),
-        Stream.pipeThroughChannel(Sse.makeChannel()),
+        Stream.pipeThroughChannel(Sse.decode()),
+        Stream.mapError((error) =>
+          AiError.isAiError(error)
+            ? error
+            : malformed(
+              method,
+              `Unreadable event stream: ${error._tag === "Retry" ? "unexpected retry" : error.message}`
+            )
+        ),
         Stream.filter((event) => event.data.trim().length > 0),
         Stream.takeWhile((event) => {
           if (event.data.trim() === "[DONE]") {
@@ -111,17 +133,16 @@ export const make = (options: {
         }),
         Stream.mapEffect((event) =>
           decodeChunk(event.data).pipe(
-            Effect.mapError((error) => malformed(method, "Undecodable stream chunk", error)),
+            Effect.mapError((error) => malformed(method, `Undecodable stream chunk: ${error.message}`)),
             Effect.flatMap((chunk) => {
               // Mistral's error envelope (`{"object": "error", ...}`) or vLLM / Ollama's `{"error": {...}}`.
               const isEnvelope = chunk.object?.toLowerCase() === "error"
               if (isEnvelope || (chunk.error !== undefined && chunk.error !== null)) {
                 return Effect.fail(
-                  new AiError.UnknownError({
+                  AiError.make({
                     module: Errors.moduleName,
                     method,
-                    description: Errors.describeStreamError(event.data),
-                    cause: isEnvelope ? event.data : chunk.error
+                    reason: new AiError.UnknownError({ description: Errors.describeStreamError(event.data) })
                   })
                 )
               }
@@ -145,7 +166,7 @@ export const make = (options: {
     const body: Wire.ChatCompletionRequest = options.flavour === "compat"
       ? { ...request, stream: true, stream_options: request.stream_options ?? { include_usage: true } }
       : { ...request, stream: true }
-    const attempt = Stream.unwrapScoped(
+    const attempt = Stream.unwrap(
       Effect.map(send(method, body, "text/event-stream"), (response) => decodeEvents(method, response))
     )
     return Retry.retryStream(policy, attempt)

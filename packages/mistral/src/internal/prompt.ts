@@ -1,5 +1,5 @@
 /**
- * `@effect/ai` `Prompt` → chat-completions `messages`, applying Mistral's conversation rules (mistral-common's
+ * `effect/ai` `Prompt` → chat-completions `messages`, applying Mistral's conversation rules (mistral-common's
  * validator) so a replayed session is never rejected before the model runs:
  *
  * 1. tool-call ids match `^[a-zA-Z0-9]{9}$` (ids from other providers are remapped deterministically);
@@ -18,10 +18,10 @@
  *
  * With the `compat` flavour rules 1 and 4 still apply (OpenAI requires 4 too); the others are Mistral-only.
  */
-import * as AiError from "@effect/ai/AiError"
-import type * as Prompt from "@effect/ai/Prompt"
+import * as AiError from "effect/ai/AiError"
+import * as Prompt from "effect/ai/Prompt"
 import * as Effect from "effect/Effect"
-import * as Encoding from "effect/Encoding"
+import * as Base64 from "effect/encoding/Base64"
 import * as ToolCallId from "./toolCallId.js"
 import type * as Wire from "./wire.js"
 
@@ -45,31 +45,45 @@ interface CallSlot {
   result: Prompt.ToolResultPart | undefined
 }
 
-const malformed = (description: string, cause?: unknown) =>
-  new AiError.MalformedInput({ module: "MistralLanguageModel", method: "prepareMessages", description, cause })
-
-const stringify = (value: unknown): Effect.Effect<string, AiError.MalformedInput> =>
-  Effect.try({
-    try: () => typeof value === "string" ? value : JSON.stringify(value) ?? "null",
-    catch: (cause) => malformed("A tool call or result is not JSON-serialisable", cause)
+const malformed = (description: string) =>
+  AiError.make({
+    module: "MistralLanguageModel",
+    method: "prepareMessages",
+    reason: new AiError.InvalidRequestError({ description })
   })
 
-/** Success: the result as text (strings as they are, everything else as JSON). Failure: `{"error": result}`. */
+const stringify = (value: unknown): Effect.Effect<string, AiError.AiError> =>
+  Effect.try({
+    try: () => typeof value === "string" ? value : JSON.stringify(value) ?? "null",
+    catch: (cause) =>
+      malformed(
+        `A tool call or result is not JSON-serialisable: ${cause instanceof Error ? cause.message : String(cause)}`
+      )
+  })
+
+/**
+ * Success: the content meant for the model (`modelOutput`, as text) or the result as text (strings as they are,
+ * everything else as JSON). Failure: `{"error": result}`.
+ */
 const toolResultContent = (part: Prompt.ToolResultPart) =>
-  part.isFailure ? stringify({ error: part.result }) : stringify(part.result)
+  part.isFailure
+    ? stringify({ error: part.result })
+    : part.modelOutput !== undefined
+    ? Effect.succeed(Prompt.toolModelOutputToText(part.modelOutput))
+    : stringify(part.result)
 
 const fileUrl = (part: Prompt.FilePart): string => {
   if (part.data instanceof URL) return part.data.toString()
   if (typeof part.data === "string") {
     return /^(https?:|data:)/.test(part.data) ? part.data : `data:${part.mediaType};base64,${part.data}`
   }
-  return `data:${part.mediaType};base64,${Encoding.encodeBase64(part.data)}`
+  return `data:${part.mediaType};base64,${Base64.encode(part.data)}`
 }
 
 const userContent = (
   message: Prompt.UserMessage,
   flavour: Wire.Flavour
-): Effect.Effect<string | ReadonlyArray<Wire.ContentChunk>, AiError.MalformedInput> =>
+): Effect.Effect<string | ReadonlyArray<Wire.ContentChunk>, AiError.AiError> =>
   Effect.gen(function*() {
     if (message.content.every((part) => part.type === "text")) {
       return message.content.map((part) => part.text).join("\n\n")
@@ -122,7 +136,7 @@ export const prepareMessages = (
     /** Send reasoning marked as Mistral's (`options.mistral.type === "thinking"`) as `thinking` chunks. */
     readonly replayThinking?: boolean | undefined
   } = {}
-): Effect.Effect<Array<Wire.Message>, AiError.MalformedInput> =>
+): Effect.Effect<Array<Wire.Message>, AiError.AiError> =>
   Effect.gen(function*() {
     const mistral = flavour === "mistral"
     const replayThinking = mistral && options.replayThinking === true
@@ -151,6 +165,7 @@ export const prepareMessages = (
         if (slots.length > 0) turns.push(slots)
       } else if (message.role === "tool") {
         for (const part of message.content) {
+          if (part.type !== "tool-result") continue
           for (let i = turns.length - 1; i >= 0; i--) {
             const slot = turns[i].find((candidate) => candidate.call.id === part.id && candidate.result === undefined)
             if (slot !== undefined) {

@@ -2,50 +2,51 @@
  * Builds a chat-completions request body from `LanguageModel.ProviderOptions` and `MistralConfig`, with the
  * field names of the target flavour.
  */
-import * as AiError from "@effect/ai/AiError"
-import type * as LanguageModel from "@effect/ai/LanguageModel"
-import * as Tool from "@effect/ai/Tool"
+import * as AiError from "effect/ai/AiError"
+import type * as LanguageModel from "effect/ai/LanguageModel"
+import * as Tool from "effect/ai/Tool"
 import * as Effect from "effect/Effect"
-import type * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import { type MistralConfig, REASONING_EFFORTS } from "../MistralConfig.js"
 import * as InternalPrompt from "./prompt.js"
 import type * as Wire from "./wire.js"
 
-/** A user-defined tool, with its requirements erased (they are irrelevant to its JSON Schema). */
-type UserTool = Tool.Tool<string, {
-  readonly parameters: Tool.AnyParametersSchema
-  readonly success: Schema.Schema.Any
-  readonly failure: Schema.Schema.All
-  readonly failureMode: Tool.FailureMode
-}>
-
-const malformed = (description: string) =>
-  new AiError.MalformedInput({ module: "MistralLanguageModel", method: "makeRequest", description })
+const fail = (reason: AiError.AiErrorReason) =>
+  Effect.fail(AiError.make({ module: "MistralLanguageModel", method: "makeRequest", reason }))
 
 export const prepareTools = (
   options: LanguageModel.ProviderOptions,
   flavour: Wire.Flavour
 ): Effect.Effect<
   { readonly tools: ReadonlyArray<Wire.FunctionTool> | undefined; readonly tool_choice: Wire.ToolChoice | undefined },
-  AiError.MalformedInput
+  AiError.AiError
 > =>
   Effect.gen(function*() {
     const tools: Array<Wire.FunctionTool> = []
     for (const tool of options.tools) {
-      if (!Tool.isUserDefined(tool)) {
-        return yield* malformed(`Provider-defined tool ${tool.name} is not supported by Mistral chat completions`)
+      if (Tool.isProviderDefined(tool)) {
+        return yield* fail(
+          new AiError.ToolConfigurationError({
+            toolName: tool.name,
+            description: `Provider-defined tool ${tool.name} is not supported by Mistral chat completions`
+          })
+        )
       }
       if (flavour === "mistral" && !InternalPrompt.isValidName(tool.name)) {
-        return yield* malformed(`Tool name ${JSON.stringify(tool.name)} must match ^[a-zA-Z0-9_-]{1,64}$ for Mistral`)
+        return yield* fail(
+          new AiError.ToolConfigurationError({
+            toolName: tool.name,
+            description: `Tool name ${JSON.stringify(tool.name)} must match ^[a-zA-Z0-9_-]{1,64}$ for Mistral`
+          })
+        )
       }
-      const userTool = tool as UserTool
-      const description = Tool.getDescription(userTool)
+      const description = Tool.getDescription(tool)
       tools.push({
         type: "function",
         function: {
           name: tool.name,
           ...(description === undefined ? {} : { description }),
-          parameters: Tool.getJsonSchema(userTool)
+          parameters: Tool.getJsonSchema(tool)
         }
       })
     }
@@ -92,14 +93,20 @@ export const makeRequest = (options: {
   readonly config: MistralConfig.Service
   readonly flavour: Wire.Flavour
   readonly providerOptions: LanguageModel.ProviderOptions
-}): Effect.Effect<Wire.ChatCompletionRequest, AiError.MalformedInput> =>
+  /** Turns the schema of a structured answer into the JSON Schema sent as `response_format`. */
+  readonly codecTransformer: LanguageModel.CodecTransformer
+}): Effect.Effect<Wire.ChatCompletionRequest, AiError.AiError> =>
   Effect.gen(function*() {
     const { config, flavour, providerOptions } = options
     const effort: unknown = config.reasoning_effort
     if (flavour === "mistral" && effort !== undefined && !REASONING_EFFORTS.some((value) => value === effort)) {
-      return yield* malformed(
-        `reasoning_effort must be one of ${REASONING_EFFORTS.map((value) => JSON.stringify(value)).join(", ")} ` +
-          `for Mistral, got ${JSON.stringify(effort)} (use compat.reasoning_effort for OpenAI-compatible servers)`
+      return yield* fail(
+        new AiError.InvalidRequestError({
+          parameter: "reasoning_effort",
+          description: `reasoning_effort must be one of ${
+            REASONING_EFFORTS.map((value) => JSON.stringify(value)).join(", ")
+          } for Mistral, got ${JSON.stringify(effort)} (use compat.reasoning_effort for OpenAI-compatible servers)`
+        })
       )
     }
     const messages = yield* InternalPrompt.prepareMessages(providerOptions.prompt, flavour, {
@@ -107,19 +114,30 @@ export const makeRequest = (options: {
     })
     const { tool_choice, tools } = yield* prepareTools(providerOptions, flavour)
     const format = providerOptions.responseFormat
-    const response_format: Wire.ResponseFormat | undefined = format.type === "json"
-      ? {
+    let response_format: Wire.ResponseFormat | undefined
+    if (format.type === "json") {
+      const description = SchemaAST.resolveDescription(format.schema.ast)
+      const schema = yield* Effect.try({
+        try: () => Tool.getJsonSchemaFromSchema(format.schema, { transformer: options.codecTransformer }),
+        catch: (cause) =>
+          AiError.make({
+            module: "MistralLanguageModel",
+            method: "makeRequest",
+            reason: new AiError.UnsupportedSchemaError({
+              description: cause instanceof Error ? cause.message : String(cause)
+            })
+          })
+      })
+      response_format = {
         type: "json_schema",
         json_schema: {
           name: format.objectName,
-          ...(Tool.getDescriptionFromSchemaAst(format.schema.ast) === undefined
-            ? {}
-            : { description: Tool.getDescriptionFromSchemaAst(format.schema.ast) }),
-          schema: Tool.getJsonSchemaFromSchemaAst(format.schema.ast),
+          ...(description === undefined ? {} : { description }),
+          schema,
           strict: true
         }
       }
-      : undefined
+    }
 
     const common = {
       temperature: config.temperature,

@@ -1,8 +1,8 @@
 /**
- * Chat-completions answers → `@effect/ai` response parts (encoded form).
+ * Chat-completions answers → `effect/ai` response parts (encoded form).
  */
-import * as AiError from "@effect/ai/AiError"
-import type * as Response from "@effect/ai/Response"
+import * as AiError from "effect/ai/AiError"
+import type * as Response from "effect/ai/Response"
 import * as Effect from "effect/Effect"
 import * as ToolCallId from "./toolCallId.js"
 import type * as Wire from "./wire.js"
@@ -30,6 +30,10 @@ export const finishReason = (reason: string | null | undefined, hasToolCalls: bo
   }
 }
 
+/**
+ * The usage of an answer: prompt tokens (of which cached: `cacheRead`, the rest `uncached`) and completion tokens
+ * (of which `reasoning`, the rest `text`).
+ */
 export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage.Encoded => {
   const cached = raw?.prompt_tokens_details?.cached_tokens ?? raw?.prompt_token_details?.cached_tokens ??
     raw?.num_cached_tokens ?? undefined
@@ -37,11 +41,35 @@ export const usage = (raw: Wire.Usage | null | undefined): typeof Response.Usage
   const input = raw?.prompt_tokens ?? undefined
   const output = raw?.completion_tokens ?? undefined
   return {
-    inputTokens: input,
-    outputTokens: output,
-    totalTokens: raw?.total_tokens ?? (input !== undefined && output !== undefined ? input + output : undefined),
-    ...(cached === undefined ? {} : { cachedInputTokens: cached }),
-    ...(reasoning === undefined ? {} : { reasoningTokens: reasoning })
+    inputTokens: {
+      total: input,
+      cacheRead: cached,
+      uncached: input !== undefined && cached !== undefined ? input - cached : undefined
+    },
+    outputTokens: {
+      total: output,
+      reasoning,
+      text: output !== undefined && reasoning !== undefined ? output - reasoning : undefined
+    }
+  }
+}
+
+/**
+ * The finish part: reason, usage, and the server's `total_tokens` (or the sum of prompt and completion tokens) under
+ * `metadata.mistral.totalTokens`, as `Response.Usage` has no total.
+ */
+export const finishPart = (
+  reason: Response.FinishReason,
+  raw: Wire.Usage | null | undefined
+): Response.FinishPartEncoded => {
+  const input = raw?.prompt_tokens ?? undefined
+  const output = raw?.completion_tokens ?? undefined
+  const total = raw?.total_tokens ?? (input !== undefined && output !== undefined ? input + output : undefined)
+  return {
+    type: "finish",
+    reason,
+    usage: usage(raw),
+    ...(total === undefined ? {} : { metadata: { mistral: { totalTokens: total } } })
   }
 }
 
@@ -97,17 +125,18 @@ export const parseArguments = (
   method: string,
   name: string,
   args: string | Readonly<Record<string, unknown>> | null | undefined
-): Effect.Effect<unknown, AiError.MalformedOutput> => {
+): Effect.Effect<unknown, AiError.AiError> => {
   if (args !== null && typeof args === "object") return Effect.succeed(args)
   const text = typeof args === "string" && args.trim().length > 0 ? args : "{}"
   return Effect.try({
     try: () => JSON.parse(text) as unknown,
-    catch: (cause) =>
-      new AiError.MalformedOutput({
+    catch: () =>
+      AiError.make({
         module: "MistralLanguageModel",
         method,
-        description: `Tool call ${name} has arguments that are not valid JSON: ${text.slice(0, 200)}`,
-        cause
+        reason: new AiError.InvalidOutputError({
+          description: `Tool call ${name} has arguments that are not valid JSON: ${text.slice(0, 200)}`
+        })
       })
   })
 }
@@ -156,10 +185,10 @@ export const makeResponse = (
     const parts: Array<Response.PartEncoded> = [responseMetadata(response)]
     const choice = response.choices[0]
     if (choice === undefined) {
-      return yield* new AiError.MalformedOutput({
+      return yield* AiError.make({
         module: "MistralLanguageModel",
         method: "generateText",
-        description: "The chat completion has no choices"
+        reason: new AiError.InvalidResponseError({ description: "The chat completion has no choices" })
       })
     }
     const message = choice.message
@@ -182,10 +211,6 @@ export const makeResponse = (
       const params = yield* parseArguments("generateText", name, call.function?.arguments)
       parts.push({ type: "tool-call", id, name, params })
     }
-    parts.push({
-      type: "finish",
-      reason: finishReason(choice.finish_reason, calls.length > 0),
-      usage: usage(response.usage)
-    })
+    parts.push(finishPart(finishReason(choice.finish_reason, calls.length > 0), response.usage))
     return parts
   })

@@ -1,15 +1,16 @@
 /**
- * Retries with exponential backoff and jitter on 429 / 5xx / connection errors, honouring `Retry-After` up to the
- * policy's `maxDelay` (a longer `Retry-After` surfaces the error instead of sleeping).
- * Streams are retried only while nothing has been emitted downstream.
+ * Retries with exponential backoff and jitter on the failures `AiError` marks retryable here (429 with a request
+ * quota, 5xx, connection errors), honouring `Retry-After` up to the policy's `maxDelay` (a longer `Retry-After`
+ * surfaces the error instead of sleeping). Streams are retried only while nothing has been emitted downstream.
  */
-import * as AiError from "@effect/ai/AiError"
+import * as AiError from "effect/ai/AiError"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import * as Stream from "effect/Stream"
-import type { RetryOptions } from "../MistralClient.js"
+import type { MistralErrorMetadata, RetryOptions } from "../MistralClient.js"
+import * as Errors from "./errors.js"
 
 export interface RetryPolicy {
   readonly maxRetries: number
@@ -26,51 +27,62 @@ export const resolvePolicy = (options: RetryOptions | false | undefined): RetryP
       maxDelayMillis: Duration.toMillis(options?.maxDelay ?? Duration.seconds(30))
     }
 
-const header = (error: AiError.HttpResponseError, name: string): string | undefined => error.response.headers[name]
-
 /**
- * 429 and 5xx answers and transport failures are transient. Any other 4xx is not, and neither is a 429 whose
- * `x-ratelimit-limit-req-minute` is `0` (no quota at all).
+ * 429 and 5xx answers and transport failures are transient; `AiError` says so (`isRetryable`). Any other 4xx is
+ * not, nor is a 429 whose `x-ratelimit-limit-req-minute` is `0` (a `QuotaExhaustedError`), nor an answer that could
+ * not be read or decoded.
  */
-export const isRetryable = (error: AiError.AiError): boolean => {
-  switch (error._tag) {
-    case "HttpRequestError":
-      return error.reason === "Transport"
-    case "HttpResponseError": {
-      if (error.reason !== "StatusCode") return false
-      const status = error.response.status
-      if (status === 429) return header(error, "x-ratelimit-limit-req-minute") !== "0"
-      return status >= 500
-    }
+export const isRetryable = (error: AiError.AiError): boolean => error.isRetryable
+
+/** `Retry-After` of the answer the error was made from, in milliseconds from `nowMillis`. */
+export const retryAfterMillis = (error: AiError.AiError, nowMillis: number): number | undefined => {
+  const reason = error.reason
+  const headers = "http" in reason ? reason.http?.response?.headers : undefined
+  const delay = Errors.retryAfter(headers, nowMillis)
+  return delay === undefined ? undefined : Duration.toMillis(delay)
+}
+
+const noted = (
+  metadata: { readonly mistral?: MistralErrorMetadata | null | undefined },
+  note: string
+): { readonly mistral: MistralErrorMetadata } => ({
+  mistral: {
+    description: `${metadata.mistral?.description ?? "The server asked to wait"} ${note}`,
+    correlationId: metadata.mistral?.correlationId ?? null
+  }
+})
+
+/** The error with a note that it was not retried because the server asked to wait longer than `maxDelay`. */
+const describeTooLong = (error: AiError.AiError, retryAfter: number, policy: RetryPolicy): AiError.AiError => {
+  const note = `[Retry-After ${Math.ceil(retryAfter / 1000)} s exceeds the retry policy's maxDelay of ${
+    Math.ceil(policy.maxDelayMillis / 1000)
+  } s; not retried]`
+  const reason = error.reason
+  switch (reason._tag) {
+    case "RateLimitError":
+      return AiError.make({
+        module: error.module,
+        method: error.method,
+        reason: new AiError.RateLimitError({
+          retryAfter: Duration.millis(retryAfter),
+          metadata: noted(reason.metadata, note),
+          http: reason.http
+        })
+      })
+    case "InternalProviderError":
+      return AiError.make({
+        module: error.module,
+        method: error.method,
+        reason: new AiError.InternalProviderError({
+          description: `${reason.description} ${note}`,
+          metadata: noted(reason.metadata, note),
+          http: reason.http
+        })
+      })
     default:
-      return false
+      return error
   }
 }
-
-/**
- * `Retry-After` as delta-seconds or as an HTTP date.
- */
-export const retryAfterMillis = (error: AiError.AiError, nowMillis: number): number | undefined => {
-  if (error._tag !== "HttpResponseError") return undefined
-  const value = header(error, "retry-after")?.trim()
-  if (value === undefined || value.length === 0) return undefined
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000)
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMillis)
-}
-
-const describeTooLong = (error: AiError.HttpResponseError, retryAfter: number, policy: RetryPolicy) =>
-  new AiError.HttpResponseError({
-    module: error.module,
-    method: error.method,
-    reason: error.reason,
-    request: error.request,
-    response: error.response,
-    body: error.body,
-    description: `${error.description ?? `Status ${error.response.status}`} [Retry-After ${
-      Math.ceil(retryAfter / 1000)
-    } s exceeds the retry policy's maxDelay of ${Math.ceil(policy.maxDelayMillis / 1000)} s; not retried]`
-  })
 
 /**
  * The delay before the next attempt: `Retry-After` when present, else exponential backoff with jitter (capped at
@@ -86,7 +98,7 @@ export const delayFor = (
     const now = yield* Clock.currentTimeMillis
     const retryAfter = retryAfterMillis(error, now)
     if (retryAfter !== undefined) {
-      if (retryAfter > policy.maxDelayMillis && error._tag === "HttpResponseError") {
+      if (retryAfter > policy.maxDelayMillis) {
         return yield* describeTooLong(error, retryAfter, policy)
       }
       return retryAfter
@@ -101,10 +113,10 @@ export const retryEffect = <A>(
   effect: Effect.Effect<A, AiError.AiError>
 ): Effect.Effect<A, AiError.AiError> => {
   const loop = (attempt: number): Effect.Effect<A, AiError.AiError> =>
-    Effect.catchAll(effect, (error) =>
+    Effect.catch(effect, (error) =>
       attempt < policy.maxRetries && isRetryable(error)
         ? Effect.flatMap(delayFor(policy, error, attempt), (millis) =>
-          Effect.zipRight(Effect.sleep(Duration.millis(millis)), loop(attempt + 1)))
+          Effect.andThen(Effect.sleep(Duration.millis(millis)), loop(attempt + 1)))
         : Effect.fail(error))
   return loop(0)
 }
@@ -121,11 +133,11 @@ export const retryStream = <A>(
     Stream.suspend(() => {
       let emitted = false
       return make.pipe(
-        Stream.mapChunks((chunk) => {
-          if (chunk.length > 0) emitted = true
-          return chunk
+        Stream.onFirst(() => {
+          emitted = true
+          return Effect.void
         }),
-        Stream.catchAll((error) =>
+        Stream.catch((error) =>
           !emitted && attempt < policy.maxRetries && isRetryable(error)
             ? Stream.unwrap(
               Effect.map(

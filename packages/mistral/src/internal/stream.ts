@@ -1,5 +1,5 @@
 /**
- * Stream chunks → `@effect/ai` stream parts.
+ * Stream chunks → `effect/ai` stream parts.
  *
  * Text deltas become `text-start/-delta/-end`; `thinking` chunks (Mistral) and the `reasoning` /
  * `reasoning_content` delta fields (vLLM, Ollama) become `reasoning-*`, never text. Tool calls are accumulated by
@@ -9,8 +9,8 @@
  * parallel calls all at index 0) opens a new call. The `finish` part comes last, with the usage of the last chunk
  * that had one (Mistral: the finish chunk; OpenAI-compatible: a trailing chunk with `choices: []`).
  */
-import * as AiError from "@effect/ai/AiError"
-import type * as Response from "@effect/ai/Response"
+import * as AiError from "effect/ai/AiError"
+import type * as Response from "effect/ai/Response"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import * as InternalResponse from "./response.js"
@@ -133,10 +133,12 @@ export const makeStreamResponse = (
       close(parts)
       for (const slot of order) {
         if (slot.name.length === 0) {
-          return yield* new AiError.MalformedOutput({
+          return yield* AiError.make({
             module: "MistralLanguageModel",
             method: "streamText",
-            description: "A streamed tool call never received a function name"
+            reason: new AiError.InvalidOutputError({
+              description: "A streamed tool call never received a function name"
+            })
           })
         }
         const partId = slot.partId ?? slot.id ?? (yield* ToolCallId.mint)
@@ -152,14 +154,13 @@ export const makeStreamResponse = (
     })
 
     // The finish part goes in its own chunk, so `LanguageModel` appends tool results before it.
-    const finishPart = Effect.sync((): Response.StreamPartEncoded => ({
-      type: "finish",
-      reason: InternalResponse.finishReason(finish, order.length > 0),
-      usage: InternalResponse.usage(lastUsage)
-    }))
+    const finishPart = Effect.sync((): Response.StreamPartEncoded =>
+      InternalResponse.finishPart(InternalResponse.finishReason(finish, order.length > 0), lastUsage)
+    )
 
     return chunks.pipe(
-      Stream.mapConcatEffect(onChunk),
+      Stream.mapEffect(onChunk),
+      Stream.flattenIterable,
       Stream.concat(Stream.fromIterableEffect(onEnd)),
       Stream.concat(Stream.fromEffect(finishPart))
     )

@@ -1,26 +1,26 @@
 /**
- * GenAI span attributes (OpenTelemetry semantic conventions, through `@effect/ai`'s `Telemetry`), set on the span
+ * GenAI span attributes (OpenTelemetry semantic conventions, through `effect/ai`'s `Telemetry`), set on the span
  * `LanguageModel` hands to the provider: the request before it is sent, the response (or each stream chunk) as it
  * arrives. Attributes are read from the wire, so they say what was actually sent and answered.
  */
-import * as Telemetry from "@effect/ai/Telemetry"
+import * as Telemetry from "effect/ai/Telemetry"
 import type { Span } from "effect/Tracer"
 import type * as Wire from "./wire.js"
 
 const number = (value: unknown): number | undefined => typeof value === "number" ? value : undefined
 
 /**
- * `gen_ai.system` is the system "as identified by the client instrumentation": Mistral's API for the `"mistral"`
- * flavour, OpenAI's dialect for `"compat"` (the semantic conventions' own example: an OpenAI client talking to
- * another server reports `openai`).
+ * `gen_ai.provider.name` is the provider "as identified by the client instrumentation": Mistral's API for the
+ * `"mistral"` flavour, OpenAI's dialect for `"compat"` (the semantic conventions' own example: an OpenAI client
+ * talking to another server reports `openai`).
  */
-export const system = (flavour: Wire.Flavour): Telemetry.WellKnownSystem =>
+export const providerName = (flavour: Wire.Flavour): Telemetry.WellKnownProviderName =>
   flavour === "mistral" ? "mistral_ai" : "openai"
 
 export const annotateRequest = (span: Span, flavour: Wire.Flavour, request: Wire.ChatCompletionRequest): void => {
   const stop = request.stop
   Telemetry.addGenAIAnnotations(span, {
-    system: system(flavour),
+    provider: { name: providerName(flavour) },
     operation: { name: "chat" },
     request: {
       model: request.model,

@@ -63,6 +63,6 @@ export const makeMapper = (): (original: string, occurrence?: number) => string 
  * A fresh random 9-character id, for tool calls that arrive without one.
  */
 export const mint: Effect.Effect<string> = Effect.map(
-  Effect.all(Array.from({ length: 9 }, () => Random.nextIntBetween(0, 62))),
+  Effect.all(Array.from({ length: 9 }, () => Random.nextIntBetween(0, 62, { halfOpen: true }))),
   (indices) => indices.map((i) => ALPHABET[i]).join("")
 )

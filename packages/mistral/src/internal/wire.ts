@@ -113,7 +113,7 @@ export interface ChatCompletionRequest {
 // Response
 // =============================================================================
 
-const optionalNullable = <S extends Schema.Schema.Any>(schema: S) => Schema.optional(Schema.NullOr(schema))
+const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
 
 const PromptTokensDetails = Schema.Struct({ cached_tokens: optionalNullable(Schema.Number) })
 
@@ -134,17 +134,17 @@ export type Usage = typeof Usage.Type
 export const ResponseContentChunk = Schema.Struct({
   type: Schema.String,
   text: optionalNullable(Schema.String),
-  thinking: optionalNullable(Schema.Union(
+  thinking: optionalNullable(Schema.Union([
     Schema.String,
     Schema.Array(Schema.Struct({ type: Schema.String, text: optionalNullable(Schema.String) }))
-  ))
+  ]))
 })
 
 export type ResponseContentChunk = typeof ResponseContentChunk.Type
 
-const Content = optionalNullable(Schema.Union(Schema.String, Schema.Array(ResponseContentChunk)))
+const Content = optionalNullable(Schema.Union([Schema.String, Schema.Array(ResponseContentChunk)]))
 
-const Arguments = Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+const Arguments = Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)])
 
 /** A tool call, whole or as a fragment (OpenAI-style streams leave out or null every field but `index`). */
 export const ResponseToolCall = Schema.Struct({

@@ -1,6 +1,6 @@
 /** A policy checked against the tools its agent can call (re-exported by `PermissionPolicy`). */
 import type * as Permissions from "@parley/core/Permissions"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as ToolPattern from "../ToolPattern.js"
 import { quote } from "./validation.js"
 
@@ -78,12 +78,12 @@ export const checkTools = (policy: PermissionPolicy, callable: Callable): ToolCh
   policy.rules.forEach((rule, index) => {
     rule.tools.forEach((pattern, position) => {
       const parsed = ToolPattern.parse(pattern)
-      if (Either.isLeft(parsed) || !parsed.right.exact) return
-      if (callable.toolIds.some((id) => ToolPattern.matches(parsed.right, id))) return
+      if (Result.isFailure(parsed) || !parsed.success.exact) return
+      if (callable.toolIds.some((id) => ToolPattern.matches(parsed.success, id))) return
       const where = `rules[${index}].tools[${position}] ${quote(pattern)}`
-      if (parsed.right.namespace === "connector" && pending.has(parsed.right.segments[1])) {
+      if (parsed.success.namespace === "connector" && pending.has(parsed.success.segments[1])) {
         warnings.push(
-          `${where}: the tools of connector ${parsed.right.segments[1]} are not known yet, so this pattern is not ` +
+          `${where}: the tools of connector ${parsed.success.segments[1]} are not known yet, so this pattern is not ` +
             `checked against them`
         )
         return

@@ -2,7 +2,7 @@
 import { PolicyInvalid } from "@parley/core/ParleyError"
 import * as Permissions from "@parley/core/Permissions"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as ToolPattern from "../ToolPattern.js"
 
@@ -26,8 +26,8 @@ const issuesOf = (policy: PermissionPolicy): Array<string> => {
     }
     rule.tools.forEach((pattern, position) => {
       const parsed = ToolPattern.parse(pattern)
-      if (Either.isLeft(parsed)) {
-        issues.push(`rules[${index}].tools[${position}] ${parsed.left}`)
+      if (Result.isFailure(parsed)) {
+        issues.push(`rules[${index}].tools[${position}] ${parsed.failure}`)
       }
     })
   })

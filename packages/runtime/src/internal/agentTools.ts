@@ -2,8 +2,8 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import { hasSubagentTools } from "@parley/core/AgentSpec"
 import { AgentInvalid } from "@parley/core/ParleyError"
 import { ToolSpec } from "@parley/core/ToolSpec"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type * as Connectors from "../Connectors.js"
 import * as Builtins from "./builtins.js"
 
@@ -32,7 +32,7 @@ export const invalid = (agent: AgentSpec, issues: ReadonlyArray<string>) =>
 export const resolveTools = (
   agent: AgentSpec,
   connectors: Connectors.Service
-): Either.Either<ReadonlyMap<string, ResolvedTool>, AgentInvalid> => {
+): Result.Result<ReadonlyMap<string, ResolvedTool>, AgentInvalid> => {
   const tools = new Map<string, ResolvedTool>()
   const issues: Array<string> = []
   const add = (name: string, tool: ResolvedTool) => {
@@ -59,7 +59,7 @@ export const resolveTools = (
   if (hasSubagentTools(agent) && agent.subagents.length > 0) {
     for (const spec of Builtins.specs(agent)) add(spec.name, { _tag: "builtin", spec, builtin: spec.builtin })
   }
-  return issues.length > 0 ? Either.left(invalid(agent, issues)) : Either.right(tools)
+  return issues.length > 0 ? Result.fail(invalid(agent, issues)) : Result.succeed(tools)
 }
 
 /**
@@ -71,7 +71,7 @@ export const markRuntimeTools = (agent: AgentSpec, hasHandler: (toolId: string) 
   const tools = agent.tools.map((spec) => {
     if (spec.runsIn === "runtime" || !hasHandler(spec.id)) return spec
     changed = true
-    return new ToolSpec({ ...spec, runsIn: "runtime" }, true)
+    return new ToolSpec({ ...spec, runsIn: "runtime" }, { disableChecks: true })
   })
   const subagents = agent.subagents.map((subagent) => {
     const marked = markRuntimeTools(subagent, hasHandler)

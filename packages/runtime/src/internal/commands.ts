@@ -17,7 +17,7 @@ import type { Principal } from "@parley/core/Principal"
 import type { TurnRef } from "@parley/core/Transport"
 import type { Reasoning, TraceContext, TurnEvent } from "@parley/core/TurnEvent"
 import type * as TreeState from "@parley/log/TreeState"
-import type * as Either from "effect/Either"
+import type * as Result from "effect/Result"
 import type { Env } from "./tx.js"
 
 export interface ModelToolCall {
@@ -105,7 +105,7 @@ export type Reply = TurnRef | undefined
 export interface Decision {
   readonly events: ReadonlyArray<TurnEvent>
   readonly state: TreeState.TreeState
-  readonly reply: Either.Either<Reply, Rejection>
+  readonly reply: Result.Result<Reply, Rejection>
 }
 
 export type { Env }

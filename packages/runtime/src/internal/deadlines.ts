@@ -107,7 +107,7 @@ export const make = <K extends string = CallbackId, T = SessionId>(
         }
         heap.pop()
         live.delete(top.callbackId)
-        yield* Effect.forkDaemon(expire(top.treeId, top.callbackId))
+        yield* Effect.forkDetach(expire(top.treeId, top.callbackId))
       }
     })
 

@@ -40,7 +40,7 @@ import {
 import { Completed } from "@parley/core/TurnState"
 import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { checkClientToolResult, checkEdit } from "./jsonSchema.js"
 import { settleWait } from "./subagentTools.js"
 import { advance, authorize, execute, openSignIn, startCall, startedBy, toolOf } from "./toolCalls.js"
@@ -131,42 +131,42 @@ const notOpen = (callbackId: string, description: string) =>
 const validateAnswer = (
   tx: Tx,
   command: Extract<Command, { _tag: "Answer" }>
-): Either.Either<TreeState.CallbackRecord | "repeated", Rejection> => {
+): Result.Result<TreeState.CallbackRecord | "repeated", Rejection> => {
   const { answer, callbackId, sessionId, turnId } = command
   const session = tx.session(sessionId)
   if (session === undefined) {
-    return Either.left(new SessionNotFound({ module: "Turn", method: "answer", sessionId }))
+    return Result.fail(new SessionNotFound({ module: "Turn", method: "answer", sessionId }))
   }
   const turn = tx.turn(turnId)
   if (turn === undefined || turn.sessionId !== sessionId) {
-    return Either.left(new TurnNotFound({ module: "Turn", method: "answer", sessionId, turnId }))
+    return Result.fail(new TurnNotFound({ module: "Turn", method: "answer", sessionId, turnId }))
   }
   const record = TreeState.callback(tx.state, callbackId)
-  if (record === undefined) return Either.left(notOpen(callbackId, "no such callback"))
+  if (record === undefined) return Result.fail(notOpen(callbackId, "no such callback"))
   if (record.resolution === "answered") {
-    if (command.requestId !== undefined && record.requestId === command.requestId) return Either.right("repeated")
-    return Either.left(
+    if (command.requestId !== undefined && record.requestId === command.requestId) return Result.succeed("repeated")
+    return Result.fail(
       new CallbackAlreadyAnswered({ module: "Turn", method: "answer", callbackId, answer: record.answer })
     )
   }
-  if (record.resolution !== undefined) return Either.left(notOpen(callbackId, `it was resolved ${record.resolution}`))
+  if (record.resolution !== undefined) return Result.fail(notOpen(callbackId, `it was resolved ${record.resolution}`))
   const callback = record.callback
   if (callback.sessionId === sessionId ? callback.turnId !== turnId : sessionId !== tx.state.treeId) {
-    return Either.left(notOpen(callbackId, `it belongs to turn ${callback.turnId} of session ${callback.sessionId}`))
+    return Result.fail(notOpen(callbackId, `it belongs to turn ${callback.turnId} of session ${callback.sessionId}`))
   }
-  const kind = Either.flatMap(
+  const kind = Result.flatMap(
     Answers.validateSync(callback, answer),
-    (): Either.Either<TreeState.CallbackRecord | "repeated", AnswerMismatch> => {
+    (): Result.Result<TreeState.CallbackRecord | "repeated", AnswerMismatch> => {
       if (callback._tag === "OpenApproval" && answer._tag === "AllowApproval" && answer.arguments !== undefined) {
         const agent = tx.session(callback.sessionId)?.agent
         const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
-        return Either.map(checkEdit(callback, tool?.spec.parameters, answer.arguments), () => record)
+        return Result.map(checkEdit(callback, tool?.spec.parameters, answer.arguments), () => record)
       }
-      if (callback._tag !== "OpenClientToolCall" || answer._tag !== "ClientToolResult") return Either.right(record)
+      if (callback._tag !== "OpenClientToolCall" || answer._tag !== "ClientToolResult") return Result.succeed(record)
       // The tool of the session whose callback it is (a subagent's tool may share its id with the root's).
       const spec = tx.session(callback.sessionId)?.agent.tools.find((tool) => tool.id === callback.request.tool.id) ??
         session.agent.tools.find((tool) => tool.id === callback.request.tool.id)
-      return Either.map(checkClientToolResult(callback.id, spec?.success, answer), () => record)
+      return Result.map(checkClientToolResult(callback.id, spec?.success, answer), () => record)
     }
   )
   return kind
@@ -175,7 +175,7 @@ const validateAnswer = (
 /** An open callback whose deadline has passed. */
 const isPastDeadline = (tx: Tx, record: TreeState.CallbackRecord): boolean =>
   record.resolution === undefined && record.callback.expiresAt !== undefined &&
-  DateTime.lessThanOrEqualTo(record.callback.expiresAt, tx.now)
+  DateTime.isLessThanOrEqualTo(record.callback.expiresAt, tx.now)
 
 /** The turn whose model step a result is for, if that step is still the one in flight. */
 const pendingStep = (tx: Tx, command: { readonly turnId: TurnId; readonly messageId: string }) => {
@@ -203,12 +203,12 @@ const remember = (tx: Tx, callback: Callback, answer: Answer, answeredBy: Princi
   )
 }
 
-const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
+const handle = (tx: Tx, command: Command): Result.Result<Reply, Rejection> => {
   switch (command._tag) {
     case "SendMessage": {
       const session = tx.session(command.sessionId)
       if (session === undefined) {
-        return Either.left(
+        return Result.fail(
           new SessionNotFound({ module: "Session", method: "sendMessage", sessionId: command.sessionId })
         )
       }
@@ -219,22 +219,22 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         command.requestId
       )
       if (repeated !== undefined) {
-        return Either.right(
+        return Result.succeed(
           new TurnRef({ sessionId: command.sessionId, turnId: repeated.turnId, cursor: repeated.cursor }, noValidation)
         )
       }
       const cursor = tx.seq
       const turnId = queueTurn(tx, command.sessionId, command.input, undefined, command.trace, command.requestId)
-      return Either.right(new TurnRef({ sessionId: command.sessionId, turnId, cursor }, noValidation))
+      return Result.succeed(new TurnRef({ sessionId: command.sessionId, turnId, cursor }, noValidation))
     }
     case "Answer": {
       const record = TreeState.callback(tx.state, command.callbackId)
       // A deadline that passed resolves the callback first, whatever the answer.
       if (record !== undefined && isPastDeadline(tx, record)) {
         resolve(tx, record, "expired")
-        return Either.left(notOpen(command.callbackId, "it expired"))
+        return Result.fail(notOpen(command.callbackId, "it expired"))
       }
-      return Either.map(validateAnswer(tx, command), (valid) => {
+      return Result.map(validateAnswer(tx, command), (valid) => {
         if (valid === "repeated") return undefined
         resolve(tx, valid, "answered", command.answer, command.answeredBy, command.requestId)
         remember(tx, valid.callback, command.answer, command.answeredBy)
@@ -245,7 +245,7 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
       const grant = tx.state.grants.find((candidate) => candidate.grantId === command.grantId)
       const members = TreeState.subtree(tx.state, tx.state.treeId).map((member) => member.sessionId)
       if (grant === undefined || (command.sessionId !== grant.sessionId && command.sessionId !== tx.state.treeId)) {
-        return Either.left(
+        return Result.fail(
           new GrantNotFound({
             module: "Session",
             method: "revokeGrant",
@@ -264,12 +264,12 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
           revokedBy: command.revokedBy
         }, noValidation)
       )
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "Cancel": {
       const session = tx.session(command.sessionId)
       if (session === undefined) {
-        return Either.left(new SessionNotFound({ module: "Session", method: "cancel", sessionId: command.sessionId }))
+        return Result.fail(new SessionNotFound({ module: "Session", method: "cancel", sessionId: command.sessionId }))
       }
       const members = TreeState.subtree(tx.state, command.sessionId)
       const busy = members.some((member) => member.running !== undefined || member.queue.length > 0)
@@ -278,11 +278,11 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         tx.emit((meta) => new CancelRequested({ sessionId: command.sessionId, turnId, ...meta }, noValidation))
         cancelSubtree(tx, command.sessionId)
       }
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "ModelStepDone": {
       const turn = pendingStep(tx, command)
-      if (turn === undefined) return Either.right(undefined)
+      if (turn === undefined) return Result.succeed(undefined)
       const tools = toolsOfTurn(tx, turn)
       if (command.text.length > 0 || command.reasoning.length > 0 || command.toolCalls.length === 0) {
         tx.emit((meta) =>
@@ -301,39 +301,39 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         endTurn(
           tx,
           turn.turnId,
-          new Completed({ sessionId: turn.sessionId, turnId: turn.turnId, text: command.text }, true)
+          new Completed({ sessionId: turn.sessionId, turnId: turn.turnId, text: command.text }, noValidation)
         )
       }
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "ModelStepFailed": {
       const turn = pendingStep(tx, command)
       if (turn !== undefined) fail(tx, turn, command.error)
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "ToolFinished": {
       const turn = tx.turn(command.turnId)
       const call = turn?.calls.find((candidate) => candidate.toolCallId === command.toolCallId)
-      if (turn === undefined || call === undefined || call.stage._tag !== "Executing") return Either.right(undefined)
+      if (turn === undefined || call === undefined || call.stage._tag !== "Executing") return Result.succeed(undefined)
       complete(tx, turn, call, { isFailure: command.isFailure, result: command.result })
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "ToolNeedsSignIn": {
       const turn = tx.turn(command.turnId)
       const call = turn?.calls.find((candidate) => candidate.toolCallId === command.toolCallId)
-      if (turn === undefined || call === undefined || call.stage._tag !== "Executing") return Either.right(undefined)
+      if (turn === undefined || call === undefined || call.stage._tag !== "Executing") return Result.succeed(undefined)
       openSignIn(tx, turn, call, command.source, { authorizationUrl: command.authorizationUrl, scopes: command.scopes })
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "WorkFailed": {
       const turn = tx.turn(command.turnId)
       if (turn !== undefined && turn.status === "running") fail(tx, turn, command.error)
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "Expire": {
       const record = TreeState.callback(tx.state, command.callbackId)
       if (record !== undefined && isPastDeadline(tx, record)) resolve(tx, record, "expired")
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "Resume": {
       for (const turn of TreeState.runningTurns(tx.state)) {
@@ -359,16 +359,16 @@ const handle = (tx: Tx, command: Command): Either.Either<Reply, Rejection> => {
         tx.emit((meta) =>
           new MessageAborted(
             { sessionId: turn.sessionId, turnId: turn.turnId, ...meta, messageId: step.messageId },
-            true
+            noValidation
           )
         )
         const current = tx.turn(turn.turnId)
         if (current !== undefined) startStep(tx, current)
       }
-      return Either.right(undefined)
+      return Result.succeed(undefined)
     }
     case "Settle":
-      return Either.right(undefined)
+      return Result.succeed(undefined)
   }
 }
 
@@ -393,7 +393,7 @@ export const decide = (
 ): Decision => {
   const tx = new Tx(state, now, env, executor)
   const reply = handle(tx, command)
-  if (Either.isLeft(reply) && tx.events.length === 0) return { events: [], state, reply }
+  if (Result.isFailure(reply) && tx.events.length === 0) return { events: [], state, reply }
   settle(tx)
   return { events: tx.events, state: tx.state, reply }
 }

@@ -27,15 +27,15 @@
  * - Snapshots: a tree is loaded from its latest snapshot and the events after it (`snapshots.ts`); after a commit
  *   that took the log `snapshotEvery` events past the last snapshot, the actor saves one in the background.
  */
-import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import type * as Transport from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
+import type * as LanguageModel from "effect/ai/LanguageModel"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as Connectors from "../Connectors.js"
 import type { Options } from "../Engine.js"
@@ -78,12 +78,12 @@ const definitions = (services: Services) => {
     const revision = connectors.revision()
     let cached = toolsCache.get(agent)
     if (cached === undefined || cached.revision !== revision) {
-      cached = { revision, tools: Either.getOrElse(resolveTools(agent, connectors), () => noTools) }
+      cached = { revision, tools: Result.getOrElse(resolveTools(agent, connectors), () => noTools) }
       toolsCache.set(agent, cached)
     }
     return cached.tools
   }
-  const modelCache = new WeakMap<AgentSpec, LanguageModel.Service>()
+  const modelCache = new WeakMap<AgentSpec, LanguageModel.LanguageModel>()
   const modelOf = (agent: AgentSpec) =>
     Effect.suspend(() => {
       const cached = modelCache.get(agent)
@@ -141,7 +141,7 @@ const makeWith = (
       owner: options?.owner ?? `engine-${crypto.randomUUID()}`,
       runsWork: options?.runsWork ?? true,
       placed: placed ? new Set<SessionId>() : undefined,
-      leaseTtl: Duration.decode(options?.leaseTtl ?? "10 seconds"),
+      leaseTtl: Duration.fromInputUnsafe(options?.leaseTtl ?? "10 seconds"),
       snapshotEvery: Math.max(0, options?.snapshotEvery ?? Snapshots.defaultEvery),
       work: Work.make({ live, runtimeTools, toolsOf, modelOf }),
       live

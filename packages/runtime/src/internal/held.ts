@@ -11,14 +11,13 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Deadlines from "./deadlines.js"
 
 interface Entry<V> {
   readonly value: V
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   holds: number
 }
 
@@ -41,14 +40,14 @@ export interface Held<K extends string, V, E> {
   /** Puts in memory a value made without loading (in its own scope), idle from now on. */
   readonly insert: (
     key: K,
-    make: (scope: Scope.CloseableScope) => Effect.Effect<V, never, Scope.Scope>
+    make: (scope: Scope.Closeable) => Effect.Effect<V, never, Scope.Scope>
   ) => Effect.Effect<V>
 }
 
 export const make = <K extends string, V, E>(options: {
   /** Loads the value of `key` in `scope`, the value's own (closed when it is evicted). */
-  readonly load: (key: K, scope: Scope.CloseableScope) => Effect.Effect<V, E, Scope.Scope>
-  readonly idleTimeToLive: Duration.DurationInput
+  readonly load: (key: K, scope: Scope.Closeable) => Effect.Effect<V, E, Scope.Scope>
+  readonly idleTimeToLive: Duration.Input
   /** A shorter time-to-live for some values (a tree whose turns all wait on callbacks), in milliseconds. */
   readonly timeToLiveOf?: ((value: V) => number | undefined) | undefined
   /** How many idle values (held by nothing) may stay in memory: past it, the longest idle is evicted at once. */
@@ -61,7 +60,7 @@ export const make = <K extends string, V, E>(options: {
 }): Effect.Effect<Held<K, V, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const parent = yield* Effect.scope
-    const idleMillis = Duration.toMillis(Duration.decode(options.idleTimeToLive))
+    const idleMillis = Duration.toMillis(Duration.fromInputUnsafe(options.idleTimeToLive))
     const maxIdle = Math.max(0, options.maxIdle ?? Number.POSITIVE_INFINITY)
     const entries = new Map<K, Entry<V>>()
     /** The idle values' keys, the longest idle first. */
@@ -92,7 +91,7 @@ export const make = <K extends string, V, E>(options: {
         entry.holds -= 1
         if (entry.holds > 0 || entries.get(key) !== entry) return Effect.void
         const millis = options.timeToLiveOf?.(entry.value) ?? idleMillis
-        if (millis <= 0) return Effect.asVoid(Effect.forkDaemon(evict(key)))
+        if (millis <= 0) return Effect.asVoid(Effect.forkDetach(evict(key), { startImmediately: true }))
         idle.add(key)
         // Too many idle values: the longest idle one goes at once (never the one just released).
         const over = idle.size > maxIdle ? idle.values().next().value : undefined
@@ -100,9 +99,9 @@ export const make = <K extends string, V, E>(options: {
           ? Effect.void
           : Effect.suspend(() => {
             evictions.cancel(over)
-            return Effect.asVoid(Effect.forkDaemon(evict(over)))
+            return Effect.asVoid(Effect.forkDetach(evict(over)))
           })
-        return Effect.zipRight(
+        return Effect.andThen(
           evictOver,
           Effect.flatMap(Clock.currentTimeMillis, (now) => evictions.schedule(key, key, now + millis))
         )
@@ -117,11 +116,11 @@ export const make = <K extends string, V, E>(options: {
           return Effect.succeed(entry)
         }
         const pending = loading.get(key)
-        if (pending !== undefined) return Effect.zipRight(Deferred.await(pending), acquire(key))
+        if (pending !== undefined) return Effect.andThen(Deferred.await(pending), acquire(key))
         return Effect.flatMap(Deferred.make<V, E>(), (loaded) => {
           loading.set(key, loaded)
-          return Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
-            Scope.extend(options.load(key, scope), scope).pipe(
+          return Effect.flatMap(Scope.fork(parent, "sequential"), (scope) =>
+            Scope.provide(options.load(key, scope), scope).pipe(
               Effect.flatMap((value) => {
                 const made: Entry<V> = { value, scope, holds: 1 }
                 entries.set(key, made)
@@ -130,7 +129,7 @@ export const make = <K extends string, V, E>(options: {
               Effect.onExit((exit) =>
                 Effect.suspend(() => {
                   loading.delete(key)
-                  return Effect.zipRight(
+                  return Effect.andThen(
                     Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void,
                     Deferred.done(
                       loaded,
@@ -164,8 +163,8 @@ export const make = <K extends string, V, E>(options: {
           return entry !== undefined && entry.value === value ? releaseEntry(key, entry) : Effect.void
         }),
       insert: (key, make) =>
-        Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
-          Effect.flatMap(Scope.extend(make(scope), scope), (value) => {
+        Effect.flatMap(Scope.fork(parent, "sequential"), (scope) =>
+          Effect.flatMap(Scope.provide(make(scope), scope), (value) => {
             const entry = { value, scope, holds: 1 }
             entries.set(key, entry)
             return Effect.as(releaseEntry(key, entry), value)

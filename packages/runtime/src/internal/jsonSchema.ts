@@ -4,7 +4,7 @@ import type { CallbackId } from "@parley/core/Ids"
 import { AnswerMismatch } from "@parley/core/ParleyError"
 import type { JsonSchema } from "@parley/core/ToolSpec"
 import { Ajv } from "ajv"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 
 const ajv = new Ajv({ allErrors: true, strict: false })
 
@@ -41,12 +41,12 @@ export const checkClientToolResult = (
   callbackId: CallbackId,
   success: JsonSchema | undefined,
   answer: ClientToolResult
-): Either.Either<void, AnswerMismatch> => {
-  if (answer.isFailure || success === undefined) return Either.void
+): Result.Result<void, AnswerMismatch> => {
+  if (answer.isFailure || success === undefined) return Result.void
   const validate = validatorOf(success)
-  if (validate(answer.result)) return Either.void
+  if (validate(answer.result)) return Result.void
   const problems = (validate.errors ?? []).map((error) => `${error.instancePath || "the result"} ${error.message}`)
-  return Either.left(
+  return Result.fail(
     new AnswerMismatch({
       module: "Turn",
       method: "answer",
@@ -65,9 +65,9 @@ export const checkEdit = (
   callback: OpenApproval,
   parameters: JsonSchema | undefined,
   args: unknown
-): Either.Either<void, AnswerMismatch> => {
+): Result.Result<void, AnswerMismatch> => {
   const mismatch = (reason: string) =>
-    Either.left(new AnswerMismatch({ module: "Turn", method: "answer", callbackId: callback.id, reason }))
+    Result.fail(new AnswerMismatch({ module: "Turn", method: "answer", callbackId: callback.id, reason }))
   const decidedBy = callback.request.decidedBy
   if (decidedBy._tag === "RuleMatched" && decidedBy.rule.editable === false) {
     return mismatch(
@@ -77,7 +77,7 @@ export const checkEdit = (
   }
   if (parameters === undefined) return mismatch(`the tool ${callback.request.tool.id} is not known: nothing to edit`)
   const validate = validatorOf(parameters)
-  if (validate(args)) return Either.void
+  if (validate(args)) return Result.void
   const problems = (validate.errors ?? []).map((error) => `${error.instancePath || "the arguments"} ${error.message}`)
   return mismatch(
     `the edited arguments do not match the parameters of ${callback.request.tool.id}: ${problems.join("; ")}`

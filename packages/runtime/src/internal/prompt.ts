@@ -1,15 +1,14 @@
 /**
- * What a model step sends: the session's conversation (kept incrementally by `TreeState`) as an `@effect/ai` prompt,
- * and the agent's tools as a toolkit whose calls `@effect/ai` never executes (the engine runs them). Both are built
+ * What a model step sends: the session's conversation (kept incrementally by `TreeState`) as an `effect/ai` prompt,
+ * and the agent's tools as a toolkit whose calls `effect/ai` never executes (the engine runs them). Both are built
  * once: a message once per message, a toolkit once per agent definition.
  */
-import * as Prompt from "@effect/ai/Prompt"
-import * as Tool from "@effect/ai/Tool"
-import * as Toolkit from "@effect/ai/Toolkit"
 import type { ToolSpec } from "@parley/core/ToolSpec"
 import type * as TreeState from "@parley/log/TreeState"
+import * as Prompt from "effect/ai/Prompt"
+import * as Tool from "effect/ai/Tool"
+import type * as Toolkit from "effect/ai/Toolkit"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import type { ResolvedTool } from "./agentTools.js"
 
 const messages = new WeakMap<TreeState.Message, Prompt.Message>()
@@ -74,27 +73,30 @@ export const promptOf = (instructions: string, conversation: ReadonlyArray<TreeS
   return Prompt.fromMessages([...system, ...conversation.map(cached)])
 }
 
-const AnyParameters = Schema.Struct({}, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
-
-/** An `@effect/ai` tool described only by the JSON Schema of a `ToolSpec` (it needs a top-level `type`). */
+/**
+ * An `effect/ai` tool described only by the JSON Schema of a `ToolSpec` (it needs a top-level `type`): a dynamic
+ * tool, whose parameters the provider is given as that JSON Schema.
+ */
 const toAiTool = (name: string, spec: ToolSpec) =>
-  Tool.make(name, { description: spec.description }).setParameters(
-    AnyParameters.annotations({ jsonSchema: { type: "object", ...spec.parameters } })
-  )
+  Tool.dynamic(name, { description: spec.description, parameters: { type: "object", ...spec.parameters } })
 
 type AiToolkit = Toolkit.WithHandler<Record<string, ReturnType<typeof toAiTool>>>
 
 const toolkits = new WeakMap<ReadonlyMap<string, ResolvedTool>, AiToolkit>()
 
-/** A toolkit whose calls are never executed by `@effect/ai` (`disableToolCallResolution`): the engine runs them. */
+/**
+ * A toolkit whose calls are never executed by `effect/ai` (`disableToolCallResolution`), nor approved by it (none of
+ * its tools has `needsApproval`: Parley's permission policy decides): the engine runs them.
+ */
 export const toolkitOf = (tools: ReadonlyMap<string, ResolvedTool>): AiToolkit => {
   let toolkit = toolkits.get(tools)
   if (toolkit === undefined) {
-    const made = Toolkit.make(...[...tools].map(([name, tool]) => toAiTool(name, tool.spec)))
+    const made: Record<string, ReturnType<typeof toAiTool>> = {}
+    for (const [name, tool] of tools) made[name] = toAiTool(name, tool.spec)
     toolkit = {
-      tools: made.tools,
-      handle: (name: string) => Effect.die(`the engine runs tool calls itself (${name})`)
-    } as unknown as AiToolkit
+      tools: made,
+      handle: (name) => Effect.die(`the engine runs tool calls itself (${String(name)})`)
+    }
     toolkits.set(tools, toolkit)
   }
   return toolkit

@@ -9,8 +9,8 @@ import type { CallbackId, SessionId } from "@parley/core/Ids"
 import { AnswerMismatch, CallbackNotOpen } from "@parley/core/ParleyError"
 import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type * as Connectors from "../Connectors.js"
 
 export const make = (connectors: Connectors.Service) =>
@@ -32,7 +32,7 @@ export const make = (connectors: Connectors.Service) =>
   }
   const stripped = new SignInAnswer({ connected: answer.connectedIds, denied: answer.denied })
   // Answers `decide` refuses anyway (another kind, closed, a request missing) are refused there, with no exchange.
-  if (record.resolution !== undefined || Either.isLeft(validateSync(record.callback, answer))) {
+  if (record.resolution !== undefined || Result.isFailure(validateSync(record.callback, answer))) {
     return Effect.succeed(stripped)
   }
   const callback = record.callback

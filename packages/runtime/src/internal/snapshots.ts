@@ -8,9 +8,8 @@ import type * as SessionStore from "@parley/log/SessionStore"
 import * as Snapshot from "@parley/log/Snapshot"
 import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 
 /** How many events a tree's log grows by between two snapshots, unless the engine's options say otherwise. */
 export const defaultEvery = 500
@@ -26,21 +25,21 @@ export interface Restored {
 const usable = (
   tree: SessionStore.StoredTree,
   snapshot: SessionStore.Snapshot
-): Either.Either<TreeState.TreeState, string> => {
+): Result.Result<TreeState.TreeState, string> => {
   if (snapshot.version !== Snapshot.snapshotVersion) {
-    return Either.left(`it has version ${snapshot.version}, this engine reads version ${Snapshot.snapshotVersion}`)
+    return Result.fail(`it has version ${snapshot.version}, this engine reads version ${Snapshot.snapshotVersion}`)
   }
-  return Either.flatMap(
-    Either.mapLeft(
+  return Result.flatMap(
+    Result.mapError(
       Snapshot.decodeSnapshot(snapshot.state),
-      (error) => `it does not decode: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+      (error) => `it does not decode: ${error.message}`
     ),
     (state) =>
       state.treeId !== tree.treeId
-        ? Either.left(`it is a state of tree ${state.treeId}`)
+        ? Result.fail(`it is a state of tree ${state.treeId}`)
         : state.nextSeq !== snapshot.seq
-        ? Either.left(`its state ends at seq ${state.nextSeq}, not at its seq ${snapshot.seq}`)
-        : Either.right(state)
+        ? Result.fail(`its state ends at seq ${state.nextSeq}, not at its seq ${snapshot.seq}`)
+        : Result.succeed(state)
   )
 }
 
@@ -51,7 +50,7 @@ export const restore = (
 ): Effect.Effect<Restored, SessionStore.StoreError> =>
   Effect.gen(function*() {
     const snapshot = yield* store.snapshots.load(tree.treeId).pipe(
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.as(
           Effect.logWarning(`the snapshot of tree ${tree.treeId} could not be read: replaying its log`, error),
           Option.none()
@@ -61,10 +60,10 @@ export const restore = (
     let base: TreeState.TreeState | undefined
     if (Option.isSome(snapshot)) {
       const state = usable(tree, snapshot.value)
-      if (Either.isRight(state)) base = state.right
+      if (Result.isSuccess(state)) base = state.success
       else {
         yield* Effect.logWarning(
-          `the snapshot of tree ${tree.treeId} at seq ${snapshot.value.seq} is ignored (${state.left}): replaying its log`
+          `the snapshot of tree ${tree.treeId} at seq ${snapshot.value.seq} is ignored (${state.failure}): replaying its log`
         )
       }
     }
@@ -77,19 +76,19 @@ export const restore = (
 export const save = (store: SessionStore.Services, state: TreeState.TreeState): Effect.Effect<void> =>
   Effect.suspend(() => {
     const json = Snapshot.encodeSnapshot(state)
-    if (Either.isLeft(json)) {
+    if (Result.isFailure(json)) {
       return Effect.logWarning(
         `the state of tree ${state.treeId} at seq ${state.nextSeq} does not encode: no snapshot`,
-        ParseResult.TreeFormatter.formatErrorSync(json.left)
+        json.failure.message
       )
     }
     return store.snapshots.save(state.treeId, {
       seq: state.nextSeq,
       version: Snapshot.snapshotVersion,
-      state: json.right
+      state: json.success
     })
   }).pipe(
-    Effect.catchAllCause((cause) =>
+    Effect.catchCause((cause) =>
       Effect.logWarning(`a snapshot of tree ${state.treeId} at seq ${state.nextSeq} could not be saved`, cause)
     )
   )

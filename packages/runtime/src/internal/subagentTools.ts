@@ -5,7 +5,7 @@
 import type { SessionId, TurnId } from "@parley/core/Ids"
 import { SubagentStarted, TurnCause } from "@parley/core/TurnEvent"
 import type * as TreeState from "@parley/log/TreeState"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type { Tx } from "./tx.js"
 import { cancelSubtree, complete, failure, noValidation, queueTurn, settleSessions, success } from "./tx.js"
 
@@ -18,10 +18,10 @@ export const required = (params: unknown, name: string, keys: ReadonlyArray<stri
   const values: Array<string> = []
   for (const key of keys) {
     const value = stringParam(params, key)
-    if (value === undefined) return Either.left(failure(`${name} needs a "${key}" string.`))
+    if (value === undefined) return Result.fail(failure(`${name} needs a "${key}" string.`))
     values.push(value)
   }
-  return Either.right(values)
+  return Result.succeed(values)
 }
 
 export const childOf = (tx: Tx, parent: TreeState.Session, sessionId: string): TreeState.Session | undefined =>
@@ -35,15 +35,15 @@ export const waitTargets = (tx: Tx, parent: TreeState.Session, params: unknown) 
   const ids = typeof params === "object" && params !== null
     ? (params as Record<string, unknown>)["sessionIds"]
     : undefined
-  if (!Array.isArray(ids)) return Either.right(parent.children.flatMap((id) => tx.session(id) ?? []))
+  if (!Array.isArray(ids)) return Result.succeed(parent.children.flatMap((id) => tx.session(id) ?? []))
   const targets: Array<TreeState.Session> = []
   for (const id of ids) {
     if (typeof id !== "string") continue
     const child = childOf(tx, parent, id)
-    if (child === undefined) return Either.left(noChild(id))
+    if (child === undefined) return Result.fail(noChild(id))
     targets.push(child)
   }
-  return Either.right(targets)
+  return Result.succeed(targets)
 }
 
 export const waitResult = (targets: ReadonlyArray<TreeState.Session>) =>
@@ -60,12 +60,12 @@ export const settleWait = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call): 
   const parent = tx.session(turn.sessionId)
   if (parent === undefined) return false
   const targets = waitTargets(tx, parent, call.arguments)
-  if (Either.isLeft(targets)) {
-    complete(tx, turn, call, targets.left)
+  if (Result.isFailure(targets)) {
+    complete(tx, turn, call, targets.failure)
     return true
   }
-  if (targets.right.some((child) => child.running !== undefined || child.queue.length > 0)) return false
-  complete(tx, turn, call, waitResult(targets.right))
+  if (targets.success.some((child) => child.running !== undefined || child.queue.length > 0)) return false
+  complete(tx, turn, call, waitResult(targets.success))
   return true
 }
 
@@ -78,12 +78,15 @@ export const runBuiltin = (
 ) => {
   const parent = tx.session(turn.sessionId)
   if (parent === undefined) return
-  const cause = new TurnCause({ sessionId: turn.sessionId, turnId: turn.turnId, toolCallId: call.toolCallId }, true)
+  const cause = new TurnCause(
+    { sessionId: turn.sessionId, turnId: turn.turnId, toolCallId: call.toolCallId },
+    noValidation
+  )
   switch (builtin) {
     case "spawn": {
       const params = required(call.arguments, call.name, ["agent", "task"])
-      if (Either.isLeft(params)) return complete(tx, turn, call, params.left)
-      const [agent, task] = params.right
+      if (Result.isFailure(params)) return complete(tx, turn, call, params.failure)
+      const [agent, task] = params.success
       if (!parent.agent.subagents.some((subagent) => subagent.name === agent)) {
         const known = parent.agent.subagents.map((subagent) => subagent.name).join(", ")
         return complete(tx, turn, call, failure(`There is no subagent named ${agent} (declared: ${known}).`))
@@ -114,8 +117,8 @@ export const runBuiltin = (
     }
     case "message": {
       const params = required(call.arguments, call.name, ["sessionId", "message"])
-      if (Either.isLeft(params)) return complete(tx, turn, call, params.left)
-      const [sessionId, message] = params.right
+      if (Result.isFailure(params)) return complete(tx, turn, call, params.failure)
+      const [sessionId, message] = params.success
       const child = childOf(tx, parent, sessionId)
       if (child === undefined) return complete(tx, turn, call, noChild(sessionId))
       const turnId = queueTurn(tx, child.sessionId, message, cause)
@@ -124,8 +127,8 @@ export const runBuiltin = (
     }
     case "interrupt": {
       const params = required(call.arguments, call.name, ["sessionId"])
-      if (Either.isLeft(params)) return complete(tx, turn, call, params.left)
-      const [sessionId] = params.right
+      if (Result.isFailure(params)) return complete(tx, turn, call, params.failure)
+      const [sessionId] = params.success
       const child = childOf(tx, parent, sessionId)
       if (child === undefined) return complete(tx, turn, call, noChild(sessionId))
       cancelSubtree(tx, child.sessionId)

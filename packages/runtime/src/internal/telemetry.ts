@@ -26,20 +26,14 @@ import type { Written } from "@parley/log/EventLog"
 import * as TreeState from "@parley/log/TreeState"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as DefaultServices from "effect/DefaultServices"
-import type * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
-import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Tracer from "effect/Tracer"
 import type { Command } from "./commands.js"
 import { callbacksOpen, callbackWait, modelSteps, toolRuns, turnsEndedIn } from "./metrics.js"
-
-/** Effect's native tracer: the one a program that provides no tracer runs under. */
-const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
 /** An append under way in a traced tree (`startAppend`): when it began, under which span, how many events. */
 interface Appending {
@@ -73,12 +67,13 @@ export interface Traced {
  * The telemetry of a tree worked on by `fiber`: none when the fiber runs under Effect's native tracer (a program that
  * provides no tracer), else its tracer's and clock's.
  */
-export const tracing = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Traced | undefined => {
-  const tracer = fiber.currentTracer
-  if (tracer === nativeTracer) return undefined
+export const tracing = (fiber: Fiber.Fiber<unknown, unknown>): Traced | undefined => {
+  // `Tracer.Tracer` is a reference whose default is the native tracer: a program that provides none runs under it.
+  const tracer = fiber.getRef(Tracer.Tracer)
+  if (tracer === Tracer.nativeTracer) return undefined
   return {
     tracer,
-    clock: Context.get(fiber.currentDefaultServices, Clock.Clock),
+    clock: fiber.getRef(Clock.Clock),
     appending: undefined,
     work: new Map(),
     lastMillis: 0,
@@ -99,7 +94,7 @@ const nanos = (millis: number) => BigInt(Math.round(millis)) * 1_000_000n
  * The time of the tree's clock, as a span's time (nanoseconds). Most of a turn's spans start and end within the same
  * few milliseconds: the last conversion is kept.
  */
-export const now = (traced: Traced): bigint => timeOf(traced, traced.clock.unsafeCurrentTimeMillis())
+export const now = (traced: Traced): bigint => timeOf(traced, traced.clock.currentTimeMillisUnsafe())
 
 /** `millis` (epoch milliseconds) as a span's time, the last conversion kept. */
 const timeOf = (traced: Traced, millis: number): bigint => {
@@ -111,7 +106,8 @@ const timeOf = (traced: Traced, millis: number): bigint => {
 }
 
 /** The context a `TurnQueued` records (not validated again: a tracer's own ids). */
-export const contextOf = (span: Tracer.Span) => new TraceContext({ traceId: span.traceId, spanId: span.spanId }, true)
+export const contextOf = (span: Tracer.Span) =>
+  new TraceContext({ traceId: span.traceId, spanId: span.spanId }, { disableChecks: true })
 
 /** The context of every span the engine starts: none of its own (a tracer's services are the fiber's). */
 const noContext = Context.empty()
@@ -125,24 +121,28 @@ const startSpan = (
   attributes: Record<string, unknown>,
   links: ReadonlyArray<Tracer.SpanLink> = []
 ): Tracer.Span => {
-  const span = traced.tracer.span(
+  const span = traced.tracer.span({
     name,
-    parent === undefined ? Option.none() : Option.some(parent),
-    noContext,
-    links,
-    at,
-    "internal"
-  )
+    parent: parent === undefined ? Option.none() : Option.some(parent),
+    annotations: noContext,
+    links: [...links],
+    startTime: at,
+    kind: "internal",
+    root: false,
+    // As Effect's own spans: a child of an unsampled span is not sampled either.
+    sampled: parent === undefined ? true : parent.sampled
+  })
   for (const key in attributes) span.attribute(key, attributes[key])
   return span
 }
 
 /** A turn span this engine starts (`sendMessage`), before its `TurnQueued` exists: recorded on it, then adopted. */
-export const startTurn = (traced: Traced, fiber: Fiber.RuntimeFiber<unknown, unknown>, attributes: {
+export const startTurn = (traced: Traced, fiber: Fiber.Fiber<unknown, unknown>, attributes: {
   readonly session: string
   readonly agent: string
 }): Tracer.Span => {
-  const span = startSpan(traced, "parley.turn", fiber.currentSpan, now(traced), {
+  const parent = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+  const span = startSpan(traced, "parley.turn", parent, now(traced), {
     "parley.session.id": attributes.session,
     "parley.agent.name": attributes.agent
   })
@@ -164,7 +164,6 @@ export const turnSpan = (traced: Traced, state: TreeState.TreeState, turnId: Tur
   if (turn === undefined || turn.status === "ended") return undefined
   const parent = turn.cause === undefined ? undefined : traced.turns.get(turn.cause.turnId)
   const links: Array<Tracer.SpanLink> = turn.trace === undefined ? [] : [{
-    _tag: "SpanLink",
     span: Tracer.externalSpan({ traceId: turn.trace.traceId, spanId: turn.trace.spanId }),
     attributes: { "parley.link": "turn taken up" }
   }]
@@ -184,20 +183,20 @@ const kindOf = (callback: TreeState.CallbackRecord["callback"]) =>
 
 /**
  * Takes committed events in: opens and ends the turn and callback spans, and counts the metrics (when `owner`: the
- * engine holds the tree's lease) with `fiber`'s metric labels. `state` is the tree's state after them. Called where a
- * fiber runs (`Effect.withFiberRuntime`): the metrics are updated at once, with no effect of their own.
+ * engine holds the tree's lease) in `fiber`'s context (its metric registry and attributes). `state` is the tree's state after them. Called where a
+ * fiber runs (`Effect.withFiber`): the metrics are updated at once, with no effect of their own.
  */
 export const observe = (
   traced: Traced,
   state: TreeState.TreeState,
   events: ReadonlyArray<TurnEvent>,
   owner: boolean,
-  fiber: Fiber.RuntimeFiber<unknown, unknown>
+  fiber: Fiber.Fiber<unknown, unknown>
 ): void => {
-  // The owner counts the metrics, with the fiber's metric labels (what `Metric.update` does, without its effect).
-  const labels = owner ? fiber.getFiberRef(FiberRef.currentMetricLabels) : undefined
+  // The owner counts the metrics in the fiber's context (what `Metric.update` does, without its effect).
+  const labels = owner ? fiber.context : undefined
   for (const event of events) {
-    const at = event.at.epochMillis
+    const at = event.at.epochMilliseconds
     switch (event._tag) {
       case "TurnQueued": {
         const pending = event.trace === undefined ? undefined : traced.pending.get(event.trace.spanId)
@@ -211,10 +210,10 @@ export const observe = (
         break
       }
       case "ModelStepStarted":
-        if (labels !== undefined) modelSteps.unsafeUpdate(1, labels)
+        if (labels !== undefined) modelSteps.updateUnsafe(1, labels)
         break
       case "ToolExecutionStarted":
-        if (labels !== undefined) toolRuns.unsafeUpdate(1, labels)
+        if (labels !== undefined) toolRuns.updateUnsafe(1, labels)
         break
       case "CallbackOpened": {
         const callback = event.callback
@@ -225,12 +224,12 @@ export const observe = (
         })
         if (callback._tag !== "OpenSignIn") span.attribute("parley.tool.id", callback.request.tool.id)
         traced.callbacks.set(callback.id, span)
-        if (labels !== undefined) callbacksOpen.unsafeUpdate(1, labels)
+        if (labels !== undefined) callbacksOpen.updateUnsafe(1, labels)
         break
       }
       case "CallbackResolved": {
         const record = TreeState.callback(state, event.callbackId)
-        const waited = record === undefined ? undefined : at - record.callback.openedAt.epochMillis
+        const waited = record === undefined ? undefined : at - record.callback.openedAt.epochMilliseconds
         const span = traced.callbacks.get(event.callbackId)
         if (span !== undefined) {
           traced.callbacks.delete(event.callbackId)
@@ -253,8 +252,8 @@ export const observe = (
           })
         }
         if (labels !== undefined) {
-          callbacksOpen.unsafeUpdate(-1, labels)
-          if (waited !== undefined) callbackWait.unsafeUpdate(waited, labels)
+          callbacksOpen.updateUnsafe(-1, labels)
+          if (waited !== undefined) callbackWait.updateUnsafe(waited, labels)
         }
         break
       }
@@ -267,7 +266,7 @@ export const observe = (
           end(traced, span, at)
         }
         if (labels !== undefined) {
-          turnsEndedIn(event.state._tag).unsafeUpdate(1, labels)
+          turnsEndedIn(event.state._tag).updateUnsafe(1, labels)
         }
         break
       }
@@ -280,10 +279,10 @@ export const observe = (
 /** Ends what is still open when the tree leaves memory: another load (or engine) takes its turns up, linked. */
 export const close = (traced: Traced, at: number) => {
   if (traced.appending !== undefined) {
-    appendSpan(traced, traced.appending).end(timeOf(traced, at), Exit.interrupt(FiberId.none))
+    appendSpan(traced, traced.appending).end(timeOf(traced, at), Exit.interrupt())
     traced.appending = undefined
   }
-  for (const span of traced.work.values()) span.end(timeOf(traced, at), Exit.interrupt(FiberId.none))
+  for (const span of traced.work.values()) span.end(timeOf(traced, at), Exit.interrupt())
   traced.work.clear()
   for (const span of traced.callbacks.values()) {
     span.attribute("parley.callback.resolution", "elsewhere")
@@ -316,15 +315,17 @@ export const startWork = (
 }
 
 /**
- * Makes `span` the parent of the spans the rest of the fiber starts (`@effect/ai`'s span of the model call is a child
+ * Makes `span` the parent of the spans the rest of the fiber starts (`effect/ai`'s span of the model call is a child
  * of the model step's, a tool's own spans children of its `parley.tool`). For a fiber of its own (the engine forks
  * each work item): the span is put in that fiber's context for good, not for a region, which spares the steps of
- * `Effect.withSpan` (span options read from fiber references, the context set and restored). (Not pinned to the
- * tree's tracer with `Effect.withTracer`: that costs every join of the work's fibers a comparison of fiber
- * references; the work's fiber has the tracer of the one that started it.)
+ * `Effect.withSpan` (span options read from the fiber's references, the context set and restored). (Not pinned to
+ * the tree's tracer with `Effect.withTracer`: the work's fiber has the tracer of the one that started it.)
  */
 export const parentOf = (span: Tracer.Span): Effect.Effect<void> =>
-  FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span))
+  Effect.withFiber((fiber) => {
+    fiber.setContext(Context.add(fiber.context, Tracer.ParentSpan, span))
+    return Effect.void
+  })
 
 /** What a work item's result says of its run: a tool's outcome, and the span's exit. */
 const outcomeOf = (
@@ -332,7 +333,7 @@ const outcomeOf = (
 ): { readonly outcome?: string; readonly exit: Exit.Exit<void, unknown> } => {
   switch (result?._tag) {
     case undefined:
-      return { exit: Exit.interrupt(FiberId.none) }
+      return { exit: Exit.interrupt() }
     case "ModelStepDone":
       return { exit: Exit.void }
     case "ToolFinished":
@@ -378,14 +379,14 @@ export const startAppend = (traced: Traced, events: ReadonlyArray<TurnEvent>): v
  * store wrote (`Written`), or the store's error. A store that wrote nothing — the memory store keeps the events as
  * values (`bytes: undefined`) — gets no span: its append is a few map updates, with no time or size worth a span.
  */
-export const endAppend = (traced: Traced, result: Either.Either<Written, unknown>): void => {
+export const endAppend = (traced: Traced, result: Result.Result<Written, unknown>): void => {
   const appending = traced.appending
   if (appending === undefined) return
   traced.appending = undefined
-  if (Either.isRight(result) && result.right.bytes === undefined) return
+  if (Result.isSuccess(result) && result.success.bytes === undefined) return
   const span = appendSpan(traced, appending)
-  if (Either.isLeft(result)) return span.end(now(traced), Exit.fail(result.left))
-  span.attribute("parley.store.bytes", result.right.bytes)
+  if (Result.isFailure(result)) return span.end(now(traced), Exit.fail(result.failure))
+  span.attribute("parley.store.bytes", result.success.bytes)
   span.end(now(traced), Exit.void)
 }
 

@@ -22,6 +22,7 @@ import { Cancelled, Failed } from "@parley/core/TurnState"
 import * as TreeState from "@parley/log/TreeState"
 import type * as DateTime from "effect/DateTime"
 import * as HashMap from "effect/HashMap"
+import type * as Schema from "effect/Schema"
 import type { ResolvedTool } from "./agentTools.js"
 
 /** What decisions need to know beyond the log: the tools of an agent. */
@@ -71,7 +72,8 @@ export class Tx {
   }
 }
 
-export const noValidation = true
+/** The events `decide` makes are well-formed by construction: their checks are not run again. */
+export const noValidation: Schema.MakeOptions = { disableChecks: true }
 
 export interface ToolResult {
   readonly isFailure: boolean
@@ -226,7 +228,9 @@ export const cancelSubtree = (tx: Tx, sessionId: SessionId) => {
     const current = tx.session(member.sessionId)
     if (current === undefined) continue
     const turnIds = [...(current.running === undefined ? [] : [current.running]), ...current.queue]
-    for (const turnId of turnIds) endTurn(tx, turnId, new Cancelled({ sessionId: member.sessionId, turnId }, true))
+    for (const turnId of turnIds) {
+      endTurn(tx, turnId, new Cancelled({ sessionId: member.sessionId, turnId }, noValidation))
+    }
   }
 }
 
@@ -243,4 +247,4 @@ export const settleSessions = (tx: Tx): boolean => {
 }
 
 export const fail = (tx: Tx, turn: TreeState.Turn, error: ParleyError) =>
-  endTurn(tx, turn.turnId, new Failed({ sessionId: turn.sessionId, turnId: turn.turnId, error }, true))
+  endTurn(tx, turn.turnId, new Failed({ sessionId: turn.sessionId, turnId: turn.turnId, error }, noValidation))

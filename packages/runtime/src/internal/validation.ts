@@ -10,12 +10,34 @@ import * as Policy from "@parley/policy/PermissionPolicy"
 import * as PolicyWarning from "@parley/policy/PolicyWarning"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import type * as Connectors from "../Connectors.js"
 import type * as Models from "../Models.js"
 import { invalid, resolveTools } from "./agentTools.js"
 import * as Builtins from "./builtins.js"
+
+/** A message with the value it is about, when the issue reports it and the message does not say it already. */
+const withActual = (message: string, issue: SchemaIssue.Issue): string =>
+  SchemaIssue.hasInput(issue) && !message.includes(", got ")
+    ? `${message}, actual ${JSON.stringify(issue.input)}`
+    : message
+
+/** Each issue of a definition that does not decode: where, what it expects, and the value found there. */
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => withActual(SchemaIssue.defaultLeafHook(issue), issue),
+  checkHook: (issue) => {
+    const message = SchemaIssue.defaultCheckHook(issue)
+    return message === undefined ? undefined : withActual(message, issue)
+  }
+})
+
+const describeIssues = (error: Schema.SchemaError): Array<string> =>
+  formatIssues(error.issue).issues.map((issue) =>
+    issue.path === undefined || issue.path.length === 0
+      ? issue.message
+      : `${issue.path.map(String).join(".")}: ${issue.message}`
+  )
 
 export const make = (models: Models.Service, connectors: Connectors.Service) => {
   /** Definitions already checked: a program that starts many sessions of one agent pays the check once. */
@@ -50,12 +72,12 @@ export const make = (models: Models.Service, connectors: Connectors.Service) => 
   const check = (agent: AgentSpec, ownPolicy: boolean): Effect.Effect<void, AgentInvalid | PolicyInvalid> =>
     Effect.gen(function*() {
       // A round trip through the wire form checks every field, also of values built without validation.
-      yield* Schema.encode(AgentSpecSchema)(agent).pipe(
-        Effect.flatMap(Schema.decodeUnknown(AgentSpecSchema)),
-        Effect.mapError((error) => invalid(agent, [ParseResult.TreeFormatter.formatErrorSync(error)]))
+      yield* Schema.encodeEffect(AgentSpecSchema)(agent, { reportInput: true }).pipe(
+        Effect.flatMap((encoded) => Schema.decodeUnknownEffect(AgentSpecSchema)(encoded, { reportInput: true })),
+        Effect.mapError((error) => invalid(agent, describeIssues(error)))
       )
       if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions)
-      yield* resolveTools(agent, connectors)
+      yield* Effect.fromResult(resolveTools(agent, connectors))
       if (agent.permissions !== undefined && ownPolicy) {
         // A rule naming a tool the tree cannot call decides nothing: almost always a typo, refused with the closest id.
         const found = Policy.checkTools(agent.permissions, { agent: agent.name, ...callable(agent) })

@@ -1,10 +1,8 @@
 /**
  * The engine's work items — a model step, a tool the runtime runs (a connector's, or a program's tool whose handler
  * the runtime was given) — and their helpers: the macrotask yield before a step, a defect's message, and the tool
- * call a model invented, found in `@effect/ai`'s decoding error.
+ * call a model invented (a call to none of the agent's tools, which `effect/ai` hands on with its validation deferred).
  */
-import type * as LanguageModel from "@effect/ai/LanguageModel"
-import type * as Response from "@effect/ai/Response"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import * as Answer from "@parley/core/Answer"
 import { ClientToolRequest, OpenClientToolCall } from "@parley/core/Callback"
@@ -13,6 +11,8 @@ import { ModelFailure, ToolFailure } from "@parley/core/ParleyError"
 import type { AgentInvalid } from "@parley/core/ParleyError"
 import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
 import * as TreeState from "@parley/log/TreeState"
+import type * as LanguageModel from "effect/ai/LanguageModel"
+import type * as Response from "effect/ai/Response"
 import * as Cause from "effect/Cause"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -25,39 +25,37 @@ import type { Command } from "./decide.js"
 import type * as Live from "./engine/live.js"
 import { promptOf, toolkitOf } from "./prompt.js"
 import { refOf } from "./toolCalls.js"
+import { noValidation } from "./tx.js"
+
+/** A tool call of the model: its id, the tool's name, its parameters. */
+interface ModelCall {
+  readonly id: string
+  readonly name: string
+  readonly params: unknown
+}
 
 /**
- * The raw tool call in a stream decoding error whose name is none of the agent's tools, if that is what failed.
+ * The first tool call in `parts` whose name is none of the agent's tools: what the model invented. `effect/ai` hands
+ * such a call on (`toolCallValidation: "deferred"`) instead of failing the stream.
  */
 export const inventedToolCall = (
-  cause: unknown,
+  parts: ReadonlyArray<Response.AnyPart>,
   tools: ReadonlyMap<string, unknown>
-): { readonly id: string; readonly name: string; readonly params: unknown } | undefined => {
-  const seen = new Set<unknown>()
-  const visit = (node: unknown, depth: number): ReturnType<typeof inventedToolCall> => {
-    if (typeof node !== "object" || node === null || seen.has(node) || depth > 12) return undefined
-    seen.add(node)
-    const part = node as { type?: unknown; id?: unknown; name?: unknown; params?: unknown }
-    if (part.type === "tool-call" && typeof part.name === "string" && typeof part.id === "string") {
-      return tools.has(part.name) ? undefined : { id: part.id, name: part.name, params: part.params }
-    }
-    const children = Array.isArray(node) ?
-      node :
-      ["issue", "issues", "actual", "cause"].map((k) => (node as Record<string, unknown>)[k])
-    for (const child of children) {
-      const found = visit(child, depth + 1)
-      if (found !== undefined) return found
-    }
-    return undefined
+): ModelCall | undefined => {
+  for (const part of parts) {
+    if (part.type === "tool-call" && !tools.has(part.name)) return { id: part.id, name: part.name, params: part.params }
   }
-  return visit(cause, 0)
+  return undefined
 }
+
+/** Whether tool parameters are a JSON object, as every tool's parameters are (a JSON Schema of `type: "object"`). */
+const isObject = (params: unknown) => typeof params === "object" && params !== null && !Array.isArray(params)
 
 /**
  * Lets the event loop run its timers and I/O before each model step (a microtask yield does not): a model that
  * answers at once must not starve the process. Every step, not every few milliseconds, so runs stay reproducible.
  */
-export const macrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+export const macrotask: Effect.Effect<void> = Effect.callback<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
@@ -100,9 +98,9 @@ const callOf = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call, tool: Re
     expiresAt: undefined,
     request: new ClientToolRequest(
       { tool: refOf(tool), toolCallId: call.toolCallId, arguments: call.arguments },
-      true
+      noValidation
     )
-  }, true)
+  }, noValidation)
 }
 
 /** The work items: a model step (streamed, deltas published live) and a runtime tool's run. */
@@ -111,7 +109,7 @@ export const make = (deps: {
   readonly live: Live.Live
   readonly runtimeTools: RuntimeTools.Service
   readonly toolsOf: (agent: AgentSpec) => ReadonlyMap<string, ResolvedTool>
-  readonly modelOf: (agent: AgentSpec) => Effect.Effect<LanguageModel.Service, AgentInvalid>
+  readonly modelOf: (agent: AgentSpec) => Effect.Effect<LanguageModel.LanguageModel, AgentInvalid>
 }) => {
   const { live, modelOf, runtimeTools, toolsOf } = deps
 
@@ -144,7 +142,7 @@ export const make = (deps: {
       const model = yield* modelOf(agent)
       const prompt = promptOf(agent.instructions, session.conversation)
       let text = ""
-      const toolCalls: Array<{ id: string; name: string; params: unknown }> = []
+      const toolCalls: Array<ModelCall> = []
       // Reasoning blocks by id, in the order they started, with the provider's metadata.
       const reasoning = new Map<string, { text: string; metadata: Record<string, unknown> }>()
       /** Takes a part in; a text delta is returned, to go live with the others of its chunk. */
@@ -162,18 +160,33 @@ export const make = (deps: {
         }
         return undefined
       }
+      const tools = toolsOf(agent)
       // Pulled chunk by chunk (cheaper than running the stream into a sink: ~half the work per step). The deltas of a
-      // chunk go live together, one by one in order, at the time the chunk came.
-      yield* Effect.scoped(Effect.gen(function*() {
+      // chunk go live together, one by one in order, at the time the chunk came. The tool calls are validated here,
+      // not by `effect/ai` (`toolCallValidation: "deferred"`): a call to a tool the model invented ends the step at its
+      // chunk, as the only call of the step, and becomes a tool error the model can recover from, not the end of the
+      // turn; parameters that are not an object end the turn as a model that gives malformed output does.
+      const outcome = yield* Effect.scoped(Effect.gen(function*() {
         const pull = yield* Stream.toPull(
-          model.streamText({ prompt, toolkit: toolkitOf(toolsOf(agent)), disableToolCallResolution: true })
+          model.streamText({
+            prompt,
+            toolkit: toolkitOf(tools),
+            disableToolCallResolution: true,
+            toolCallValidation: "deferred"
+          })
         )
         while (true) {
-          const chunk = yield* Effect.catchAll(
+          const chunk = yield* Effect.catch(
             pull,
-            (error) => Option.isNone(error) ? Effect.succeed(undefined) : Effect.fail(error.value)
+            (error) => Cause.isDone(error) ? Effect.succeed(undefined) : Effect.fail(error)
           )
-          if (chunk === undefined) break
+          if (chunk === undefined) return undefined
+          const invented = inventedToolCall(chunk, tools)
+          if (invented !== undefined) return { invented }
+          const malformed = chunk.find((part) => part.type === "tool-call" && !isObject(part.params))
+          if (malformed !== undefined && malformed.type === "tool-call") {
+            return { malformed: `the parameters of the call to ${malformed.name} are not an object` }
+          }
           const deltas: Array<string> = []
           for (const part of chunk) {
             const delta = onPart(part)
@@ -183,37 +196,37 @@ export const make = (deps: {
             const at = yield* DateTime.now
             live.publish(
               tree.treeId,
-              deltas.map((delta) => new MessageDelta({ ...ids, seq: step.seq, at, delta }, true))
+              deltas.map((delta) => new MessageDelta({ ...ids, seq: step.seq, at, delta }, noValidation))
             )
           }
         }
       }))
+      if (outcome !== undefined && "malformed" in outcome) {
+        return yield* modelFailure(`Invalid output: ${outcome.malformed}`)
+      }
+      if (outcome !== undefined) {
+        return yield* tree.report(key, {
+          _tag: "ModelStepDone",
+          turnId: turn.turnId,
+          messageId: step.messageId,
+          text: "",
+          reasoning: [],
+          toolCalls: [outcome.invented]
+        })
+      }
       yield* tree.report(key, {
         _tag: "ModelStepDone",
         turnId: turn.turnId,
         messageId: step.messageId,
         text,
         reasoning: [...reasoning.values()].filter((block) => block.text.length > 0).map((block) =>
-          new Reasoning(block, true)
+          new Reasoning(block, noValidation)
         ),
         toolCalls
       })
     }).pipe(
-      Effect.catchAll((error) => {
-        // A tool the model invented fails `@effect/ai`'s decoding of the stream (it checks names against the
-        // toolkit). The call becomes a tool error the model can recover from, not the end of the turn.
-        const invented = error._tag === "MalformedOutput" ? inventedToolCall(error.cause, toolsOf(agent)) : undefined
-        if (invented === undefined) return modelFailure(error.message, error)
-        return tree.report(key, {
-          _tag: "ModelStepDone",
-          turnId: turn.turnId,
-          messageId: step.messageId,
-          text: "",
-          reasoning: [],
-          toolCalls: [invented]
-        })
-      }),
-      Effect.catchAllDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))
+      Effect.catch((error) => modelFailure(error.message, error)),
+      Effect.catchDefect((defect) => modelFailure(defectMessage(Cause.die(defect)), defect))
     )
   }
 
@@ -310,7 +323,7 @@ export const make = (deps: {
         )
       }),
       // A defect of the tool's code (a connector's, a handler's) ends the turn Failed.
-      Effect.catchAllDefect((defect) =>
+      Effect.catchDefect((defect) =>
         tree.report(key, {
           _tag: "WorkFailed",
           turnId: turn.turnId,

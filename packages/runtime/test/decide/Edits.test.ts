@@ -80,10 +80,10 @@ rules("Answer", [
     and: (state, _events, reply) => {
       assert.strictEqual(state.open.length, 1, "the approval is still open")
       assert.deepStrictEqual(callOf(state)?.arguments, { to: "all@x.io", body: "Lunch." })
-      if (reply._tag === "Left") {
-        assert.include(reply.left.message, "the edited arguments do not match the parameters of client.send_email")
-        assert.include(reply.left.message, "/to must be string")
-        assert.include(reply.left.message, "must have required property 'body'")
+      if (reply._tag === "Failure") {
+        assert.include(reply.failure.message, "the edited arguments do not match the parameters of client.send_email")
+        assert.include(reply.failure.message, "/to must be string")
+        assert.include(reply.failure.message, "must have required property 'body'")
       }
     }
   },
@@ -94,7 +94,9 @@ rules("Answer", [
     when: answer(new Answer.AllowApproval({ arguments: { amount: 1000 } })),
     then: rejects("AnswerMismatch"),
     and: (_state, _events, reply) => {
-      if (reply._tag === "Left") assert.include(reply.left.message, "does not let calls of client.transfer be edited")
+      if (reply._tag === "Failure") {
+        assert.include(reply.failure.message, "does not let calls of client.transfer be edited")
+      }
     }
   },
   {

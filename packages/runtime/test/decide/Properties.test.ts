@@ -3,7 +3,7 @@ import type { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { Answer, ParleyError } from "@parley/core"
 import { Snapshot, TreeState } from "@parley/log"
 import { Ajv } from "ajv"
-import { DateTime, Duration, Either, FastCheck as fc, HashMap, Schema } from "effect"
+import { Arbitrary, DateTime, Duration, HashMap, Result, Schema } from "effect"
 import type { Command, Decision } from "../../src/internal/decide.js"
 import { decide } from "../../src/internal/decide.js"
 import { assistant, env, lead, oneStep, t0, treeId } from "./fixtures.js"
@@ -47,64 +47,86 @@ interface Move {
   readonly minutes: number
 }
 
-const index = fc.nat({ max: 20 })
+// The generators, with Effect's `Arbitrary`: a natural number up to `max`, a boolean, one of some values (a value
+// given twice comes twice as often), one of some generators by weight, and a value or `undefined`.
+const nat = (max: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: max })))
+const boolean = Arbitrary.schema(Schema.Boolean)
+const constantFrom = <const A>(...values: ReadonlyArray<A>): Arbitrary.Arbitrary<A> =>
+  Arbitrary.map(nat(values.length - 1), (i) => values[i])
+const oneof = <A>(
+  ...weighted: ReadonlyArray<{ readonly arbitrary: Arbitrary.Arbitrary<A>; readonly weight: number }>
+): Arbitrary.Arbitrary<A> =>
+  Arbitrary.flatMap(nat(weighted.reduce((sum, { weight }) => sum + weight, 0) - 1), (n) => {
+    for (const { arbitrary, weight } of weighted) {
+      if (n < weight) return arbitrary
+      n -= weight
+    }
+    return weighted[weighted.length - 1].arbitrary
+  })
+const option = <A>(arbitrary: Arbitrary.Arbitrary<A>): Arbitrary.Arbitrary<A | undefined> =>
+  oneof<A | undefined>({ arbitrary: Arbitrary.Constant(undefined), weight: 1 }, { arbitrary, weight: 5 })
 
-const intent: fc.Arbitrary<Intent> = fc.oneof(
+const index = nat(20)
+
+const intent: Arbitrary.Arbitrary<Intent> = oneof<Intent>(
   {
-    arbitrary: fc.record({
-      _tag: fc.constant("Send" as const),
+    arbitrary: Arbitrary.all({
+      _tag: Arbitrary.Constant("Send"),
       session: index,
       // A few ids, often repeated (a retry), or none.
-      requestId: fc.option(fc.constantFrom("req-a", "req-b", "req-c"), { nil: undefined })
+      requestId: option(constantFrom("req-a", "req-b", "req-c"))
     }),
     weight: 1
   },
   {
-    arbitrary: fc.record({
-      _tag: fc.constant("ModelStep" as const),
+    arbitrary: Arbitrary.all({
+      _tag: Arbitrary.Constant("ModelStep"),
       turn: index,
-      text: fc.boolean(),
-      calls: fc.oneof(
-        { arbitrary: fc.constant([]), weight: 1 },
-        { arbitrary: fc.array(fc.record({ tool: index, arg: index }), { minLength: 1, maxLength: 3 }), weight: 4 }
+      text: boolean,
+      calls: oneof<ReadonlyArray<{ readonly tool: number; readonly arg: number }>>(
+        { arbitrary: Arbitrary.Constant([]), weight: 1 },
+        {
+          arbitrary: Arbitrary.array(Arbitrary.all({ tool: index, arg: index }), { minLength: 1, maxLength: 3 }),
+          weight: 4
+        }
       ),
-      stale: fc.nat({ max: 9 }).map((n) => n === 0)
+      stale: Arbitrary.map(nat(9), (n) => n === 0)
     }),
     weight: 6
   },
-  { arbitrary: fc.record({ _tag: fc.constant("ModelStepFailed" as const), turn: index }), weight: 1 },
+  { arbitrary: Arbitrary.all({ _tag: Arbitrary.Constant("ModelStepFailed"), turn: index }), weight: 1 },
   {
-    arbitrary: fc.record({ _tag: fc.constant("Answer" as const), callback: index, kind: index, route: index }),
+    arbitrary: Arbitrary.all({ _tag: Arbitrary.Constant("Answer"), callback: index, kind: index, route: index }),
     weight: 8
   },
-  { arbitrary: fc.record({ _tag: fc.constant("Cancel" as const), session: index }), weight: 1 },
-  { arbitrary: fc.record({ _tag: fc.constant("Expire" as const), callback: index }), weight: 1 },
+  { arbitrary: Arbitrary.all({ _tag: Arbitrary.Constant("Cancel"), session: index }), weight: 1 },
+  { arbitrary: Arbitrary.all({ _tag: Arbitrary.Constant("Expire"), callback: index }), weight: 1 },
   {
-    arbitrary: fc.record({
-      _tag: fc.constant("ToolFinished" as const),
+    arbitrary: Arbitrary.all({
+      _tag: Arbitrary.Constant("ToolFinished"),
       turn: index,
       call: index,
-      isFailure: fc.boolean()
+      isFailure: boolean
     }),
     weight: 4
   },
-  { arbitrary: fc.record({ _tag: fc.constant("WorkFailed" as const), turn: index }), weight: 1 },
-  { arbitrary: fc.record({ _tag: fc.constant("Resume" as const), takeOver: fc.boolean() }), weight: 2 },
-  { arbitrary: fc.constant({ _tag: "Settle" as const }), weight: 1 }
+  { arbitrary: Arbitrary.all({ _tag: Arbitrary.Constant("WorkFailed"), turn: index }), weight: 1 },
+  { arbitrary: Arbitrary.all({ _tag: Arbitrary.Constant("Resume"), takeOver: boolean }), weight: 2 },
+  { arbitrary: Arbitrary.Constant({ _tag: "Settle" }), weight: 1 }
 )
 
-const move: fc.Arbitrary<Move> = fc.record({
+const move: Arbitrary.Arbitrary<Move> = Arbitrary.all({
   intent,
-  byOwner: fc.nat({ max: 3 }).map((n) => n !== 0),
-  minutes: fc.constantFrom(0, 0, 0, 0, 0, 1, 10, 30, 61)
+  byOwner: Arbitrary.map(nat(3), (n) => n !== 0),
+  minutes: constantFrom(0, 0, 0, 0, 0, 1, 10, 30, 61)
 })
 
 /** The root agent, by name (so a counterexample reads). */
 const agents = { assistant, lead, oneStep }
-const agent = fc.oneof(
-  { arbitrary: fc.constant("assistant" as const), weight: 2 },
-  { arbitrary: fc.constant("lead" as const), weight: 2 },
-  { arbitrary: fc.constant("oneStep" as const), weight: 1 }
+const agent = oneof<keyof typeof agents>(
+  { arbitrary: Arbitrary.Constant("assistant"), weight: 2 },
+  { arbitrary: Arbitrary.Constant("lead"), weight: 2 },
+  { arbitrary: Arbitrary.Constant("oneStep"), weight: 1 }
 )
 
 const at = <A>(items: ReadonlyArray<A>, i: number): A | undefined =>
@@ -274,12 +296,12 @@ interface Decided {
 /** What one decision must satisfy, whatever it was. */
 const checkDecision = ({ before, command, decision, executor, now }: Decided) => {
   const { events, reply } = decision
-  if (Either.isLeft(reply)) {
+  if (Result.isFailure(reply)) {
     // A rejection appends nothing — but the expiry of the callback an answer came too late for.
     if (events.length > 0) {
       const first = events[0]
       assert.strictEqual(command._tag, "Answer", "only a late answer appends while refused")
-      assert.strictEqual(reply.left._tag, "CallbackNotOpen")
+      assert.strictEqual(reply.failure._tag, "CallbackNotOpen")
       assert.isTrue(
         first._tag === "CallbackResolved" && first.resolution === "expired" &&
           command._tag === "Answer" && first.callbackId === command.callbackId,
@@ -304,7 +326,7 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
       events.some((event) => event._tag === "TurnQueued" && event.sessionId === repeated.sessionId),
       "a repeated request id queues no turn in its session"
     )
-    assert.strictEqual(Either.getOrUndefined(reply)?.turnId, repeated.turnId, "a repeated request id answers its turn")
+    assert.strictEqual(Result.getOrUndefined(reply)?.turnId, repeated.turnId, "a repeated request id answers its turn")
   }
   // Only the owner, under its lease, records starts.
   for (const event of events) {
@@ -343,7 +365,7 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
     assert.isDefined(decision.state.blockedAt, "a blocked tree has its TurnBlocked")
   }
   // An accepted answer is recorded first, as it was given.
-  if (command._tag === "Answer" && Either.isRight(reply)) {
+  if (command._tag === "Answer" && Result.isSuccess(reply)) {
     const first = events[0]
     const repeated = TreeState.callback(before, command.callbackId)
     if (repeated?.resolution === "answered") {
@@ -363,12 +385,12 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
   // one that fits is accepted, for approvals and client tools (a sign-in must also name each request once).
   if (command._tag === "Answer") {
     const record = TreeState.callback(before, command.callbackId)
-    const routed = Either.isRight(reply) || reply.left._tag === "AnswerMismatch"
+    const routed = Result.isSuccess(reply) || reply.failure._tag === "AnswerMismatch"
     if (record !== undefined && record.resolution === undefined && routed) {
       const fits = fitsAnswerSchema(before, record.callback, command.answer)
-      if (!fits) assert.isTrue(Either.isLeft(reply), "an answer outside the callback's answer schema is refused")
+      if (!fits) assert.isTrue(Result.isFailure(reply), "an answer outside the callback's answer schema is refused")
       if (fits && record.callback._tag !== "OpenSignIn") {
-        assert.isTrue(Either.isRight(reply), "an answer that fits the callback's answer schema is accepted")
+        assert.isTrue(Result.isSuccess(reply), "an answer that fits the callback's answer schema is accepted")
       }
     }
   }
@@ -382,7 +404,7 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
     )
   })
   // A cancel leaves no turn running or queued in the session's subtree.
-  if (command._tag === "Cancel" && Either.isRight(reply)) {
+  if (command._tag === "Cancel" && Result.isSuccess(reply)) {
     for (const member of TreeState.subtree(decision.state, command.sessionId)) {
       assert.isUndefined(member.running, "a cancelled subtree runs nothing")
       assert.deepStrictEqual(member.queue, [], "a cancelled subtree has nothing queued")
@@ -398,7 +420,7 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
     assert.isAtMost(turn.steps, limit, "a turn takes at most maxSteps steps")
   }
   // A rejection that appends nothing decides nothing (it does not settle); the rest below is about decisions.
-  if (events.length === 0 && Either.isLeft(reply)) return
+  if (events.length === 0 && Result.isFailure(reply)) return
   // The decision settled everything: settling again, as the same engine, appends nothing.
   assert.deepStrictEqual(
     decide(decision.state, { _tag: "Settle" }, now, env, executor).events.map((event) => event._tag),
@@ -433,10 +455,10 @@ export const fitsAnswerSchema = (
 
 const roundTrip = (state: TreeState.TreeState): TreeState.TreeState => {
   const json = Snapshot.encodeSnapshot(state)
-  if (Either.isLeft(json)) return assert.fail(`the state does not encode: ${json.left.message}`)
-  const decoded = Snapshot.decodeSnapshot(json.right)
-  if (Either.isLeft(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.left.message}`)
-  return decoded.right
+  if (Result.isFailure(json)) return assert.fail(`the state does not encode: ${json.failure.message}`)
+  const decoded = Snapshot.decodeSnapshot(json.success)
+  if (Result.isFailure(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.failure.message}`)
+  return decoded.success
 }
 
 /** What the log and the state of a tree must satisfy after any accepted sequence. */
@@ -548,28 +570,28 @@ const play = (agent: AgentSpec.AgentSpec, moves: ReadonlyArray<Move>, checkEachT
 describe("decide: properties", () => {
   it.prop(
     "any sequence of commands: each decision appends what it may, and the tree's invariants hold",
-    [agent, fc.array(move, { minLength: 5, maxLength: 60, size: "max" })],
+    [agent, Arbitrary.array(move, { minLength: 5, maxLength: 60 })],
     ([name, moves]) => {
       checkTree(play(agents[name], moves))
     },
-    { fastCheck: { numRuns: 200 } }
+    { arbitrary: { runs: 200, size: 60 } }
   )
 
   it.prop(
     "after every command of a sequence, the tree's invariants hold",
-    [fc.array(move, { minLength: 1, maxLength: 25 })],
+    [Arbitrary.array(move, { minLength: 1, maxLength: 25 })],
     ([moves]) => {
       play(lead, moves, true)
     },
-    { fastCheck: { numRuns: 40 } }
+    { arbitrary: { runs: 40, size: 25 } }
   )
 
   it.prop(
     "a decision is a function of the state, the command, the time and the executor: the same moves, the same log",
-    [agent, fc.array(move, { minLength: 5, maxLength: 40, size: "max" })],
+    [agent, Arbitrary.array(move, { minLength: 5, maxLength: 40 })],
     ([name, moves]) => {
       assert.deepStrictEqual(play(agents[name], moves).log, play(agents[name], moves).log)
     },
-    { fastCheck: { numRuns: 50 } }
+    { arbitrary: { runs: 50, size: 40 } }
   )
 })

@@ -1,8 +1,8 @@
 import { assert } from "@effect/vitest"
 import type { Ids } from "@parley/core"
-import { Answer, ParleyError } from "@parley/core"
+import { Answer, ParleyError, TurnEvent } from "@parley/core"
 import { TreeState } from "@parley/log"
-import { Either, HashMap } from "effect"
+import { HashMap, Result } from "effect"
 import { oneStep, treeId } from "./fixtures.js"
 import {
   answer,
@@ -41,7 +41,7 @@ rules("SendMessage", [
     ),
     // The reply names the turn, and the cursor its events start from.
     and: (_state, _events, reply) => {
-      const ref = Either.getOrUndefined(reply)
+      const ref = Result.getOrUndefined(reply)
       assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, "turn_spec_0", 0])
     }
   },
@@ -58,7 +58,7 @@ rules("SendMessage", [
     then: appends(
       ev("TurnQueued", {
         turnId: "turn_spec_0",
-        trace: { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }
+        trace: new TurnEvent.TraceContext({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" })
       }),
       "TurnStarted",
       "ModelStepStarted"
@@ -86,7 +86,7 @@ rules("SendMessage", [
     when: sendWithId("Hello.", "req-1"),
     then: nothing,
     and: (state, _events, reply) => {
-      const ref = Either.getOrUndefined(reply)
+      const ref = Result.getOrUndefined(reply)
       assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, "turn_spec_0", 0])
       assert.strictEqual(HashMap.size(state.turns), 1)
     }
@@ -96,7 +96,7 @@ rules("SendMessage", [
     given: [sendWithId("Hello.", "req-1"), replies("Hi!"), send("Next."), replies("Done.")],
     when: sendWithId("Hello, again?", "req-1"),
     then: nothing,
-    and: (_state, _events, reply) => assert.strictEqual(Either.getOrUndefined(reply)?.turnId, "turn_spec_0")
+    and: (_state, _events, reply) => assert.strictEqual(Result.getOrUndefined(reply)?.turnId, "turn_spec_0")
   },
   {
     rule: "another request id: another turn, queued behind the first",
@@ -104,7 +104,7 @@ rules("SendMessage", [
     when: sendWithId("Second.", "req-2"),
     then: appends(ev("TurnQueued", { turnId: "turn_spec_3", input: "Second.", requestId: "req-2" })),
     and: (state, _events, reply) => {
-      assert.strictEqual(Either.getOrUndefined(reply)?.turnId, "turn_spec_3")
+      assert.strictEqual(Result.getOrUndefined(reply)?.turnId, "turn_spec_3")
       assert.deepStrictEqual(TreeState.session(state, treeId)?.queue.map(String), ["turn_spec_3"])
     }
   },

@@ -1,7 +1,7 @@
 import type { Ids } from "@parley/core"
 import { AgentSpec, Permissions, ToolSpec } from "@parley/core"
 import type { TreeState } from "@parley/log"
-import { DateTime, Duration, Effect, Either, Option } from "effect"
+import { DateTime, Duration, Effect, Option, Result } from "effect"
 import * as Connectors from "../../src/Connectors.js"
 import { resolveTools } from "../../src/internal/agentTools.js"
 import type { Env } from "../../src/internal/decide.js"
@@ -12,7 +12,7 @@ import type { Env } from "../../src/internal/decide.js"
 export const treeId = "ses_spec" as Ids.SessionId
 
 /** The time every step is decided at unless it says otherwise; callbacks wait one hour from it. */
-export const t0 = DateTime.unsafeMake(1_700_000_000_000)
+export const t0 = DateTime.makeUnsafe(1_700_000_000_000)
 export const minutesAfter = (minutes: number) => DateTime.addDuration(t0, Duration.minutes(minutes))
 
 const tool = (
@@ -89,7 +89,7 @@ export const mailer = AgentSpec.make({ ...assistant, name: "mailer", connectors:
 
 export const env: Env = {
   toolsOf: (spec) =>
-    Either.getOrElse(
+    Result.getOrElse(
       resolveTools(spec, {
         get: (source) =>
           source === "gmail" ? Option.some(gmail) : source === "mail" ? Option.some(mail) : Option.none(),
@@ -108,7 +108,9 @@ export const lead = AgentSpec.make({ ...assistant, name: "lead", subagents: [man
 
 /** `lookup` whose success value must have the property `key`. */
 const lookupNeeding = (key: string) =>
-  new ToolSpec.ToolSpec({ ...lookup, success: { type: "object", properties: {}, required: [key] } }, true)
+  new ToolSpec.ToolSpec({ ...lookup, success: { type: "object", properties: {}, required: [key] } }, {
+    disableChecks: true
+  })
 
 /**
  * An agent with a tool of the same id as its subagent's and another success schema: the root's `lookup` returns

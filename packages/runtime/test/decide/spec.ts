@@ -3,7 +3,7 @@ import type { Answer, Ids, ParleyError, TurnEvent } from "@parley/core"
 import { Principal, TurnEvent as TurnEventSchemas } from "@parley/core"
 import { TreeState } from "@parley/log"
 import type { DateTime } from "effect"
-import { Either, HashMap } from "effect"
+import { HashMap, Result } from "effect"
 import type { Command, Decision, Rejection } from "../../src/internal/decide.js"
 import { decide } from "../../src/internal/decide.js"
 import { assistant, env, header, t0, treeId } from "./fixtures.js"
@@ -375,8 +375,8 @@ export const given = (steps: ReadonlyArray<Step | Written>, from: Tree = emptyTr
       return { header: tree.header, state: TreeState.foldFrom(tree.state, events), log: [...tree.log, ...events] }
     }
     const decision = decideStep(tree, step)
-    if (Either.isLeft(decision.reply)) {
-      assert.fail(`given step ${index} (${step.make(tree.state)._tag}) was refused: ${decision.reply.left.message}`)
+    if (Result.isFailure(decision.reply)) {
+      assert.fail(`given step ${index} (${step.make(tree.state)._tag}) was refused: ${decision.reply.failure.message}`)
     }
     return { header: tree.header, state: decision.state, log: [...tree.log, ...decision.events] }
   }, from)
@@ -447,11 +447,11 @@ export const check = (command: Command["_tag"], row: Rule) => {
   const decision = decide(before.state, made, row.when.time, env, executorOf(row.when.decider))
   const outcome = row.then
   if (outcome._tag === "Rejects") {
-    assert.isTrue(Either.isLeft(decision.reply), `expected ${outcome.rejection}, the command was accepted`)
-    if (Either.isLeft(decision.reply)) assert.strictEqual(decision.reply.left._tag, outcome.rejection)
+    assert.isTrue(Result.isFailure(decision.reply), `expected ${outcome.rejection}, the command was accepted`)
+    if (Result.isFailure(decision.reply)) assert.strictEqual(decision.reply.failure._tag, outcome.rejection)
     if (outcome.events.length === 0) assert.strictEqual(decision.state, before.state, "a rejection changes nothing")
-  } else if (Either.isLeft(decision.reply)) {
-    assert.fail(`expected acceptance, got ${decision.reply.left._tag}: ${decision.reply.left.message}`)
+  } else if (Result.isFailure(decision.reply)) {
+    assert.fail(`expected acceptance, got ${decision.reply.failure._tag}: ${decision.reply.failure.message}`)
   }
   assertEvents(decision.events, outcome.events)
   // Whatever the rule: the events continue the log's seqs, and the state is the fold of the log.

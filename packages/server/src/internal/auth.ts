@@ -6,9 +6,9 @@
 import { Authorization, Tenant, Unauthorized } from "@parley/core/ProtocolApi"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
-import type { RequestInfo } from "./requestLog.js"
 import { CurrentRequest } from "./requestLog.js"
 
 export interface ApiKey {
@@ -57,20 +57,18 @@ export const layer = (keys: ReadonlyArray<ApiKey>): Layer.Layer<Authorization> =
   Layer.sync(Authorization, () => {
     const match = matcher(keys)
     return Authorization.of({
-      bearer: (token) =>
+      bearer: (httpEffect, { credential }) =>
         Effect.gen(function*() {
-          const found = match(Redacted.value(token))
+          const found = match(Redacted.value(credential))
           if (found === undefined) {
             return yield* new Unauthorized({ description: "a valid API key is required (Authorization: Bearer …)" })
           }
-          const request: RequestInfo | undefined = yield* Effect.serviceOption(CurrentRequest).pipe(
-            Effect.map((option) => (option._tag === "Some" ? option.value : undefined))
-          )
-          if (request !== undefined) {
-            request.tenant = found.tenant
-            request.keyId = found.keyId
+          const request = yield* Effect.serviceOption(CurrentRequest)
+          if (Option.isSome(request)) {
+            request.value.tenant = found.tenant
+            request.value.keyId = found.keyId
           }
-          return Tenant.of({ id: found.tenant, keyId: found.keyId })
+          return yield* Effect.provideService(httpEffect, Tenant, Tenant.of({ id: found.tenant, keyId: found.keyId }))
         })
     })
   })

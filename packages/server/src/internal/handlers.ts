@@ -1,7 +1,6 @@
 /**
  * The handlers of `ProtocolApi`'s JSON routes over the `Transport`: every lookup is scoped to the request's tenant.
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import * as Ids from "@parley/core/Ids"
@@ -14,6 +13,7 @@ import type { TurnSnapshot } from "@parley/core/Transport"
 import type * as RuntimeTools from "@parley/runtime/RuntimeTools"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { Access } from "./access.js"
@@ -77,40 +77,42 @@ export const sessions = (
           access.created(info.sessionId)
           return info
         }))
-      .handle("list", ({ urlParams }) =>
+      .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          const page = yield* tenants.list(tenant.id, urlParams.limit ?? 20, urlParams.cursor)
-          return new SessionPage({ sessions: page.sessions, next: page.next })
+          const page = yield* tenants.list(tenant.id, query.limit ?? 20, query.cursor)
+          return new SessionPage(
+            page.next === undefined ? { sessions: page.sessions } : { sessions: page.sessions, next: page.next }
+          )
         }))
-      .handle("get", ({ path }) =>
+      .handle("get", ({ params }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
-          return yield* uniform(path.sessionId, transport.getSession(path.sessionId))
+          yield* access.owned(tenant.id, params.sessionId)
+          return yield* uniform(params.sessionId, transport.getSession(params.sessionId))
         }))
-      .handle("cancel", ({ path }) =>
+      .handle("cancel", ({ params }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
-          yield* uniform(path.sessionId, transport.cancel(path.sessionId))
+          yield* access.owned(tenant.id, params.sessionId)
+          yield* uniform(params.sessionId, transport.cancel(params.sessionId))
         }))
-      .handle("grants", ({ path }) =>
+      .handle("grants", ({ params }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
-          return yield* uniform(path.sessionId, transport.grants(path.sessionId))
+          yield* access.owned(tenant.id, params.sessionId)
+          return yield* uniform(params.sessionId, transport.grants(params.sessionId))
         }))
-      .handle("revokeGrant", ({ path, urlParams }) =>
+      .handle("revokeGrant", ({ params, query }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
+          yield* access.owned(tenant.id, params.sessionId)
           const revokedBy = new ApiKey({
             tenant: tenant.id,
             keyId: tenant.keyId,
-            onBehalfOf: new Client({ label: urlParams.label })
+            onBehalfOf: new Client({ label: query.label })
           })
-          yield* uniform(path.sessionId, transport.revokeGrant({ ...path, revokedBy }))
+          yield* uniform(params.sessionId, transport.revokeGrant({ ...params, revokedBy }))
         })))
 
 /** Waits until the turn ended or is blocked, or `timeout` passed: the snapshot then. */
@@ -139,39 +141,39 @@ const waitFor = (
 export const turns = (transport: Transport.Service, access: Access, limits: Limits) =>
   HttpApiBuilder.group(ProtocolApi, "turns", (handlers) =>
     handlers
-      .handle("send", ({ path, payload }) =>
+      .handle("send", ({ params, payload }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
+          yield* access.owned(tenant.id, params.sessionId)
           if (payload.input.length > limits.maxMessageLength) {
             return yield* new MessageTooLong({ limit: limits.maxMessageLength, length: payload.input.length })
           }
           // A retried POST carries the same request id: the engine answers the turn the first one queued.
           const requestId = payload.requestId === undefined ? undefined : yield* Ids.requestId(payload.requestId)
-          return yield* uniform(path.sessionId, transport.sendMessage(path.sessionId, payload.input, { requestId }))
+          return yield* uniform(params.sessionId, transport.sendMessage(params.sessionId, payload.input, { requestId }))
         }))
-      .handle("get", ({ path }) =>
+      .handle("get", ({ params }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
-          return yield* uniform(path.sessionId, transport.snapshot(path.sessionId, path.turnId))
+          yield* access.owned(tenant.id, params.sessionId)
+          return yield* uniform(params.sessionId, transport.snapshot(params.sessionId, params.turnId))
         }))
-      .handle("wait", ({ path, urlParams }) =>
+      .handle("wait", ({ params, query }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
-          const timeout = Duration.seconds(urlParams.timeout ?? 30)
-          return yield* uniform(path.sessionId, waitFor(transport, path.sessionId, path.turnId, timeout))
+          yield* access.owned(tenant.id, params.sessionId)
+          const timeout = Duration.seconds(query.timeout ?? 30)
+          return yield* uniform(params.sessionId, waitFor(transport, params.sessionId, params.turnId, timeout))
         })))
 
 export const callbacks = (transport: Transport.Service, access: Access) =>
   HttpApiBuilder.group(ProtocolApi, "callbacks", (handlers) =>
     handlers
-      .handle("listOpen", ({ urlParams }) =>
+      .handle("listOpen", ({ query }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          if (urlParams.sessionId !== undefined && !(yield* access.isOwned(tenant.id, urlParams.sessionId))) return []
-          const open = yield* transport.listOpen({ sessionId: urlParams.sessionId, kind: urlParams.kind })
+          if (query.sessionId !== undefined && !(yield* access.isOwned(tenant.id, query.sessionId))) return []
+          const open = yield* transport.listOpen({ sessionId: query.sessionId, kind: query.kind })
           const mine = new Map<SessionId, boolean>()
           return yield* Effect.filter(open, (entry): Effect.Effect<boolean, TransportFailure> => {
             const sessionId = entry.callback.sessionId
@@ -183,27 +185,27 @@ export const callbacks = (transport: Transport.Service, access: Access) =>
             )
           })
         }))
-      .handle("answer", ({ path, payload, urlParams }) =>
+      .handle("answer", ({ params, payload, query }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* access.owned(tenant.id, path.sessionId)
+          yield* access.owned(tenant.id, params.sessionId)
           // Who answered is the key the request was authenticated with; what the client says is kept as its claim.
           const answeredBy = new ApiKey({
             tenant: tenant.id,
             keyId: tenant.keyId,
-            onBehalfOf: urlParams.handler !== undefined
-              ? new Handler({ name: urlParams.handler })
-              : new Client({ label: urlParams.label })
+            onBehalfOf: query.handler !== undefined
+              ? new Handler({ name: query.handler })
+              : new Client({ label: query.label })
           })
           yield* uniform(
-            path.sessionId,
-            transport.answer({ ...path, answer: payload, answeredBy, requestId: urlParams.requestId })
+            params.sessionId,
+            transport.answer({ ...params, answer: payload, answeredBy, requestId: query.requestId })
           )
         })))
 
 /** The `Option` of a header's `seq`: the event after it is where a stream resumes. */
 export const resumeFrom = (lastEventId: string | undefined, from: number | undefined): number => {
-  const last = Option.fromNullable(lastEventId).pipe(
+  const last = Option.fromNullishOr(lastEventId).pipe(
     Option.map((text) => Number(text.trim())),
     Option.filter((n) => Number.isSafeInteger(n) && n >= -1)
   )

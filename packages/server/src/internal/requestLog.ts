@@ -4,16 +4,17 @@
  * tenant and key id. Never headers, bodies or query strings: API keys, sign-in answers and answer payloads never
  * reach the log.
  */
-import type * as HttpApp from "@effect/platform/HttpApp"
-import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { TransportFailure } from "@parley/core/ParleyError"
 import { PayloadTooLarge } from "@parley/core/ProtocolApi"
+import * as ByteSize from "effect/ByteSize"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
+import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerError from "effect/http/HttpServerError"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Result from "effect/Result"
 
 /** What the request's handlers learn about it (the tenant, once its key is checked). */
 export interface RequestInfo {
@@ -21,7 +22,7 @@ export interface RequestInfo {
   keyId: string | undefined
 }
 
-export class CurrentRequest extends Context.Tag("@parley/server/CurrentRequest")<CurrentRequest, RequestInfo>() {}
+export class CurrentRequest extends Context.Service<CurrentRequest, RequestInfo>()("@parley/server/CurrentRequest") {}
 
 /** The route of a path, ids replaced by their kind (`/sessions/:sessionId/turns/:turnId`). */
 export const routeOf = (url: string) => {
@@ -37,7 +38,7 @@ export const routeOf = (url: string) => {
  * decode failure (`HttpApiDecodeError`).
  */
 const malformedBody = () =>
-  HttpServerResponse.unsafeJson(
+  HttpServerResponse.jsonUnsafe(
     { _tag: "HttpApiDecodeError", issues: [], message: "the request body could not be read as JSON" },
     { status: 400 }
   )
@@ -49,13 +50,13 @@ const malformedBody = () =>
 const checkBody = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number) =>
   Effect.gen(function*() {
     if (request.method === "GET" || request.method === "HEAD") return undefined
-    const text = yield* Effect.either(request.text)
-    if (text._tag === "Left") {
-      return HttpServerResponse.unsafeJson(new PayloadTooLarge({ limit: maxBodyBytes }), { status: 413 })
+    const text = yield* Effect.result(request.text)
+    if (Result.isFailure(text)) {
+      return HttpServerResponse.jsonUnsafe(new PayloadTooLarge({ limit: maxBodyBytes }), { status: 413 })
     }
-    if (text.right.length === 0) return undefined
-    const parsed = yield* Effect.either(Effect.try(() => JSON.parse(text.right) as unknown))
-    return parsed._tag === "Left" ? malformedBody() : undefined
+    if (text.success.length === 0) return undefined
+    const parsed = yield* Effect.result(Effect.try(() => JSON.parse(text.success) as unknown))
+    return Result.isFailure(parsed) ? malformedBody() : undefined
   })
 
 export interface Options {
@@ -66,44 +67,50 @@ export interface Options {
 }
 
 const stoppingResponse = () =>
-  HttpServerResponse.unsafeJson(
+  HttpServerResponse.jsonUnsafe(
     new TransportFailure({ module: "ParleyServer", method: "request", description: "the server is stopping" }),
     { status: 503, headers: { connection: "close" } }
   )
 
-export const middleware = (options: Options) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const started = Date.now()
-    const info: RequestInfo = { tenant: undefined, keyId: undefined }
-    const length = Number(request.headers["content-length"] ?? "0")
-    const stopping = yield* options.stopping
-    const exit = yield* (
-      stopping
-        ? Effect.sync(stoppingResponse)
-        : Number.isFinite(length) && length > options.maxBodyBytes
-        ? HttpServerResponse.json(new PayloadTooLarge({ limit: options.maxBodyBytes }), { status: 413 }).pipe(
-          Effect.orDie,
+/** The middleware of every route (a global `HttpRouter` middleware: the session app's routes and 404s too). */
+export const layer = (options: Options) =>
+  HttpRouter.middleware((app) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const started = Date.now()
+      const info: RequestInfo = { tenant: undefined, keyId: undefined }
+      const length = Number(request.headers["content-length"] ?? "0")
+      const stopping = yield* options.stopping
+      const exit = yield* (
+        stopping
+          ? Effect.sync(stoppingResponse)
+          : Number.isFinite(length) && length > options.maxBodyBytes
           // The body is never read: the connection closes after the answer.
-          Effect.map(HttpServerResponse.setHeader("connection", "close"))
+          ? Effect.sync(() =>
+            HttpServerResponse.jsonUnsafe(new PayloadTooLarge({ limit: options.maxBodyBytes }), {
+              status: 413,
+              headers: { connection: "close" }
+            })
+          )
+          : checkBody(request, options.maxBodyBytes).pipe(
+            Effect.flatMap((refused) =>
+              refused !== undefined ? Effect.succeed(refused) : app.pipe(Effect.provideService(CurrentRequest, info))
+            ),
+            Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(options.maxBodyBytes))
+          )
+      ).pipe(Effect.exit)
+      if (options.log) {
+        const status = HttpServerError.exitResponse(exit).status
+        yield* Effect.logInfo("request").pipe(
+          Effect.annotateLogs({
+            method: request.method,
+            route: routeOf(request.url),
+            status,
+            ms: Date.now() - started,
+            tenant: info.tenant ?? "-",
+            key: info.keyId ?? "-"
+          })
         )
-        : checkBody(request, options.maxBodyBytes).pipe(
-          Effect.flatMap((refused) => refused ?? app.pipe(Effect.provideService(CurrentRequest, info))),
-          HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes))
-        )
-    ).pipe(Effect.exit)
-    if (options.log) {
-      const status = Exit.isSuccess(exit) ? exit.value.status : 500
-      yield* Effect.logInfo("request").pipe(
-        Effect.annotateLogs({
-          method: request.method,
-          route: routeOf(request.url),
-          status,
-          ms: Date.now() - started,
-          tenant: info.tenant ?? "-",
-          key: info.keyId ?? "-"
-        })
-      )
-    }
-    return yield* exit
-  })
+      }
+      return yield* exit
+    }), { global: true })

@@ -3,7 +3,6 @@
  * memory or on the same SQL database. It also pages a tenant's sessions, newest first (the `Transport` port lists
  * none).
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { SessionId } from "@parley/core/Ids"
 import { TransportFailure } from "@parley/core/ParleyError"
 import { SessionInfo } from "@parley/core/Transport"
@@ -12,6 +11,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as SqlClient from "effect/sql/SqlClient"
 
 export interface Page {
   readonly sessions: ReadonlyArray<SessionInfo>
@@ -24,7 +24,7 @@ export interface Service {
   readonly list: (tenant: string, limit: number, cursor: string | undefined) => Effect.Effect<Page, TransportFailure>
 }
 
-export class SessionTenants extends Context.Tag("@parley/server/SessionTenants")<SessionTenants, Service>() {}
+export class SessionTenants extends Context.Service<SessionTenants, Service>()("@parley/server/SessionTenants") {}
 
 const failure = (method: string) => (cause: unknown) =>
   new TransportFailure({
@@ -68,7 +68,7 @@ export const layerMemory: Layer.Layer<SessionTenants> = Layer.sync(SessionTenant
   const owners = new Map<SessionId, { readonly tenant: string; readonly info: SessionInfo }>()
   return {
     register: (tenant, info) => Effect.sync(() => void owners.set(info.sessionId, { tenant, info })),
-    tenantOf: (sessionId) => Effect.sync(() => Option.fromNullable(owners.get(sessionId)?.tenant)),
+    tenantOf: (sessionId) => Effect.sync(() => Option.fromNullishOr(owners.get(sessionId)?.tenant)),
     list: (tenant, limit, cursor) =>
       Effect.sync(() => {
         const after = parseCursor(cursor)
@@ -92,7 +92,7 @@ const infoOf = (row: Row) =>
   new SessionInfo({
     sessionId: row.session_id as SessionId,
     agent: row.agent,
-    createdAt: DateTime.unsafeMake(Number(row.created_at))
+    createdAt: DateTime.makeUnsafe(Number(row.created_at))
   })
 
 /** On the `SqlClient` in context (the store's database): SQLite or PostgreSQL. */
@@ -100,7 +100,7 @@ export const layerSql: Layer.Layer<SessionTenants, TransportFailure, SqlClient.S
   SessionTenants,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const create = Effect.zipRight(
+    const create = Effect.andThen(
       sql`CREATE TABLE IF NOT EXISTS parley_server_sessions (
         session_id TEXT PRIMARY KEY,
         tenant TEXT NOT NULL,
@@ -111,12 +111,12 @@ export const layerSql: Layer.Layer<SessionTenants, TransportFailure, SqlClient.S
         ON parley_server_sessions (tenant, created_at DESC, session_id DESC)`
     )
     yield* sql.onDialectOrElse({
-      sqlite: () => Effect.zipRight(sql`PRAGMA busy_timeout = 10000`, create),
+      sqlite: () => Effect.andThen(sql`PRAGMA busy_timeout = 10000`, create),
       // Servers that start together on a new database would race: PostgreSQL's `IF NOT EXISTS` is no lock (the
       // loser fails on the catalog's unique index). One at a time, under a lock held until the transaction ends.
       pg: () =>
         sql.withTransaction(
-          Effect.zipRight(sql`SELECT pg_advisory_xact_lock(hashtext('parley_server_sessions'))`, create)
+          Effect.andThen(sql`SELECT pg_advisory_xact_lock(hashtext('parley_server_sessions'))`, create)
         ),
       orElse: () => create
     })

@@ -1,25 +1,23 @@
 /**
- * The tree's log as Server-Sent Events, with `@effect/experimental`'s `Sse` encoder: `id:` is the event's `seq`
+ * The tree's log as Server-Sent Events, with `effect/encoding/Sse`'s encoder: `id:` is the event's `seq`
  * (deltas carry none: they share their step's), `event:` its `_tag`, `data:` the encoded `TurnEvent`. A comment
  * heartbeat opens the stream and comes every `heartbeat`. `Last-Event-ID` (or `?from=`) resumes right after an
  * event; `?live=false` gives the stored events and ends. Each key may hold `maxStreams` streams at once; when the
  * server stops, its streams end (clients resume by cursor).
  */
-import * as Sse from "@effect/experimental/Sse"
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { SessionId } from "@parley/core/Ids"
 import { eventStreamContentType, ProtocolApi, Tenant, TooManyStreams } from "@parley/core/ProtocolApi"
 import type * as Transport from "@parley/core/Transport"
 import { type MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
-import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Sse from "effect/encoding/Sse"
 import { identity } from "effect/Function"
-import * as Mailbox from "effect/Mailbox"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { Access } from "./access.js"
@@ -32,16 +30,16 @@ export interface Options {
   readonly shutdown: Deferred.Deferred<void>
 }
 
-const encodeEvent = Schema.encodeEither(TurnEvent)
+const encodeEvent = Schema.encodeResult(TurnEvent)
 
 const frame = (event: TurnEvent): string => {
   const encoded = encodeEvent(event)
-  if (Either.isLeft(encoded)) return ""
+  if (Result.isFailure(encoded)) return ""
   return Sse.encoder.write({
     _tag: "Event",
     event: event._tag,
     id: event._tag === "MessageDelta" ? undefined : String(event.seq),
-    data: JSON.stringify(encoded.right)
+    data: JSON.stringify(encoded.success)
   })
 }
 
@@ -57,11 +55,12 @@ export const makeFramer = () => {
     if (event._tag !== "MessageDelta") return frame(event)
     if (
       last === undefined || event.sessionId !== last.sessionId || event.turnId !== last.turnId ||
-      event.seq !== last.seq || event.messageId !== last.messageId || event.at.epochMillis !== last.at.epochMillis
+      event.seq !== last.seq || event.messageId !== last.messageId ||
+      event.at.epochMilliseconds !== last.at.epochMilliseconds
     ) {
       const encoded = encodeEvent(event)
-      if (Either.isLeft(encoded)) return ""
-      const { delta: _, ...rest } = encoded.right as { readonly delta: string }
+      if (Result.isFailure(encoded)) return ""
+      const { delta: _, ...rest } = encoded.success as { readonly delta: string }
       const json = JSON.stringify(rest)
       head = `event: MessageDelta\ndata: ${json.slice(0, -1)}${json.length > 2 ? "," : ""}"delta":`
       last = event
@@ -96,22 +95,22 @@ export const events = (transport: Transport.Service, access: Access, options: Op
     ProtocolApi,
     "events",
     (handlers) =>
-      handlers.handleRaw("stream", ({ headers, path, urlParams }) =>
+      handlers.handleRaw("stream", ({ headers, params, query }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          const root = yield* access.owned(tenant.id, path.sessionId)
-          const from = resumeFrom(headers["last-event-id"], urlParams.from)
-          const live = urlParams.live !== "false"
+          const root = yield* access.owned(tenant.id, params.sessionId)
+          const from = resumeFrom(headers["last-event-id"], query.from)
+          const live = query.live !== "false"
           let source: Stream.Stream<TurnEvent, unknown>
           if (live) {
-            source = transport.events(path.sessionId, from)
+            source = transport.events(params.sessionId, from)
           } else {
             const end = yield* storedEnd(transport, root)
             source = end === undefined || from >= end ? Stream.empty : transport.events(root, from).pipe(
               Stream.filter((event) => event._tag !== "MessageDelta"),
               Stream.takeUntil((event) => event.seq >= end - 1),
               Stream.filter((event) =>
-                event.seq < end && (root === path.sessionId || event.sessionId === path.sessionId)
+                event.seq < end && (root === params.sessionId || event.sessionId === params.sessionId)
               )
             )
           }
@@ -123,23 +122,20 @@ export const events = (transport: Transport.Service, access: Access, options: Op
             if (now <= 0) open.delete(tenant.keyId)
             else open.set(tenant.keyId, now)
           })
-          // Through a mailbox, the writer takes every event that came while it wrote: one write per batch, however
-          // fast the events come (a model's deltas come one by one).
-          const batched = Stream.unwrapScoped(
-            Effect.map(Mailbox.fromStream(source, { capacity: 4096 }), (mailbox) => Mailbox.toStream(mailbox))
-          )
           const framer = makeFramer()
-          const frames = batched.pipe(
-            // One write per batch of events.
-            Stream.mapChunks((chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, framer), ""))),
-            Stream.catchAll(() => Stream.empty),
+          const frames = source.pipe(
+            // Through a buffer, the writer takes every event that came while it wrote: one write per batch, however
+            // fast the events come (a model's deltas come one by one).
+            Stream.buffer({ capacity: 4096 }),
+            Stream.mapArray((batch) => [batch.map(framer).join("")] as const),
+            Stream.catch(() => Stream.empty),
             live
               ? Stream.merge(Stream.as(Stream.drop(Stream.tick(options.heartbeat), 1), heartbeat), {
                 haltStrategy: "left"
               })
               : identity,
             // The first chunk goes out at once: the client has its response without waiting for an event.
-            Stream.prepend(Chunk.of(heartbeat)),
+            Stream.prepend([heartbeat]),
             Stream.interruptWhen(Deferred.await(options.shutdown)),
             Stream.encodeText,
             Stream.ensuring(release)

@@ -4,8 +4,8 @@
  * the current app); a published package serves the bundle its build wrote to `dist/app/` (`scripts/buildApp.mjs`).
  * No CDN: the page works offline.
  */
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 

@@ -10,21 +10,20 @@ import * as TurnEvent from "@parley/core/TurnEvent"
 import type { StoredTree } from "@parley/log/EventLog"
 import { StoreError } from "@parley/log/StoreError"
 import * as DateTime from "effect/DateTime"
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
-const EventJson = Schema.parseJson(TurnEvent.TurnEvent)
-const decodeEventEncoded = Schema.decodeUnknownEither(TurnEvent.TurnEvent)
-const parseJson = Schema.decodeUnknownEither(Schema.parseJson())
-const AgentJson = Schema.parseJson(AgentSpec.AgentSpec)
-const encodeEventJson = Schema.encodeEither(EventJson)
-const decodeEventJson = Schema.decodeUnknownEither(EventJson)
-const encodeAgentJson = Schema.encodeEither(AgentJson)
-const decodeAgentJson = Schema.decodeUnknownEither(AgentJson)
-const decodeUtc = Schema.decodeUnknownEither(Schema.DateTimeUtc)
+const EventJson = Schema.fromJsonString(TurnEvent.TurnEvent)
+const decodeEventEncoded = Schema.decodeUnknownResult(TurnEvent.TurnEvent)
+const parseJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
+const AgentJson = Schema.fromJsonString(AgentSpec.AgentSpec)
+const encodeEventJson = Schema.encodeResult(EventJson)
+const decodeEventJson = Schema.decodeUnknownResult(EventJson)
+const encodeAgentJson = Schema.encodeResult(AgentJson)
+const decodeAgentJson = Schema.decodeUnknownResult(AgentJson)
+const decodeUtc = Schema.decodeUnknownResult(Schema.DateTimeUtcFromString)
 
-const formatError = (error: ParseResult.ParseError) => ParseResult.TreeFormatter.formatErrorSync(error)
+const formatError = (error: Schema.SchemaError) => error.message
 
 /** An event as it is written: its row in `parley_events`. */
 export type EventRow = {
@@ -56,18 +55,18 @@ export const encodeEvent = (
   method: string,
   treeId: SessionId,
   event: TurnEvent.TurnEvent
-): Either.Either<EventRow, StoreError> =>
-  Either.match(encodeEventJson(event), {
-    onLeft: (error) =>
-      Either.left(
+): Result.Result<EventRow, StoreError> =>
+  Result.match(encodeEventJson(event), {
+    onFailure: (error) =>
+      Result.fail(
         new StoreError({
           method,
           description: `event ${event.seq} of tree ${treeId} does not encode: ${formatError(error)}`,
           cause: error
         })
       ),
-    onRight: (json) =>
-      Either.right({
+    onSuccess: (json) =>
+      Result.succeed({
         tree_id: treeId,
         seq: event.seq,
         session_id: event.sessionId,
@@ -82,47 +81,47 @@ export const decodeEvent = (
   method: string,
   treeId: SessionId,
   row: StoredEventRow
-): Either.Either<TurnEvent.TurnEvent, StoreError> => {
+): Result.Result<TurnEvent.TurnEvent, StoreError> => {
   const seq = Number(row.seq)
   const where = `event ${seq} of tree ${treeId}`
   const version = Number(row.version)
   // The current version decodes straight from the text; an older one is parsed, upcast, then decoded.
   const decoded = version === TurnEvent.schemaVersion
-    ? Either.mapLeft(decodeEventJson(row.event), (error) => `does not decode: ${formatError(error)}`)
-    : Either.flatMap(
-      Either.mapLeft(parseJson(row.event), (error) => `is not JSON: ${formatError(error)}`),
+    ? Result.mapError(decodeEventJson(row.event), (error) => `does not decode: ${formatError(error)}`)
+    : Result.flatMap(
+      Result.mapError(parseJson(row.event), (error) => `is not JSON: ${formatError(error)}`),
       (json) =>
-        Either.flatMap(
+        Result.flatMap(
           TurnEvent.upcast(version, json),
           (upcast) =>
-            Either.mapLeft(
+            Result.mapError(
               decodeEventEncoded(upcast),
               (error) => `(schema version ${version}) does not decode: ${formatError(error)}`
             )
         )
     )
-  return Either.match(decoded, {
-    onLeft: (reason) => Either.left(new StoreError({ method, description: `${where} ${reason}` })),
-    onRight: (event) =>
+  return Result.match(decoded, {
+    onFailure: (reason) => Result.fail(new StoreError({ method, description: `${where} ${reason}` })),
+    onSuccess: (event) =>
       event.seq === seq
-        ? Either.right(event)
-        : Either.left(new StoreError({ method, description: `${where} carries seq ${event.seq}` }))
+        ? Result.succeed(event)
+        : Result.fail(new StoreError({ method, description: `${where} carries seq ${event.seq}` }))
   })
 }
 
 /** A tree row's columns, as written by `createTree`. */
-export const encodeTree = (tree: StoredTree): Either.Either<TreeRow, StoreError> =>
-  Either.match(encodeAgentJson(tree.agent), {
-    onLeft: (error) =>
-      Either.left(
+export const encodeTree = (tree: StoredTree): Result.Result<TreeRow, StoreError> =>
+  Result.match(encodeAgentJson(tree.agent), {
+    onFailure: (error) =>
+      Result.fail(
         new StoreError({
           method: "createTree",
           description: `the agent of tree ${tree.treeId} does not encode: ${formatError(error)}`,
           cause: error
         })
       ),
-    onRight: (agent) =>
-      Either.right({
+    onSuccess: (agent) =>
+      Result.succeed({
         tree_id: tree.treeId,
         version: TurnEvent.schemaVersion,
         agent,
@@ -130,9 +129,9 @@ export const encodeTree = (tree: StoredTree): Either.Either<TreeRow, StoreError>
       })
   })
 
-export const decodeTree = (treeId: SessionId, row: TreeRow): Either.Either<StoredTree, StoreError> => {
+export const decodeTree = (treeId: SessionId, row: TreeRow): Result.Result<StoredTree, StoreError> => {
   const fail = (description: string, cause?: unknown) =>
-    Either.left(new StoreError({ method: "getTree", description: `tree ${treeId}: ${description}`, cause }))
+    Result.fail(new StoreError({ method: "getTree", description: `tree ${treeId}: ${description}`, cause }))
   // A header holds the agent definition, whose schema has not changed since version 1: any known version reads.
   const version = Number(row.version)
   if (!Number.isSafeInteger(version) || version < 1 || version > TurnEvent.schemaVersion) {
@@ -141,10 +140,10 @@ export const decodeTree = (treeId: SessionId, row: TreeRow): Either.Either<Store
     )
   }
   const agent = decodeAgentJson(row.agent)
-  if (Either.isLeft(agent)) return fail(`its agent does not decode: ${formatError(agent.left)}`, agent.left)
+  if (Result.isFailure(agent)) return fail(`its agent does not decode: ${formatError(agent.failure)}`, agent.failure)
   const createdAt = decodeUtc(row.created_at)
-  if (Either.isLeft(createdAt)) {
-    return fail(`created_at does not decode: ${formatError(createdAt.left)}`, createdAt.left)
+  if (Result.isFailure(createdAt)) {
+    return fail(`created_at does not decode: ${formatError(createdAt.failure)}`, createdAt.failure)
   }
-  return Either.right({ treeId, agent: agent.right, createdAt: createdAt.right })
+  return Result.succeed({ treeId, agent: agent.success, createdAt: createdAt.success })
 }

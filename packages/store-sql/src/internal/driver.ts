@@ -40,7 +40,7 @@ export const make = (
     const follow: Driver["follow"] = (moved) => {
       /** An append by another process (or another store instance): what this process remembers of it is stale. */
       const foreignAppend = (treeId: SessionId, nextSeq: number) =>
-        Effect.zipRight(Effect.sync(() => reads.forget(treeId)), moved(treeId, nextSeq))
+        Effect.andThen(Effect.sync(() => reads.forget(treeId)), moved(treeId, nextSeq))
       if (dialect === "sqlite") {
         return SqliteChanges.follow(sql, {
           instance: database.instance,
@@ -62,7 +62,7 @@ export const make = (
     return {
       createTree: (tree) =>
         Effect.flatMap(
-          encodeTree(tree),
+          Effect.fromResult(encodeTree(tree)),
           (row) => write<StoreError, void>((done) => ({ _tag: "CreateTree", tree, row, done }), undefined)
         ),
       getTree: reads.getTree,
@@ -70,7 +70,7 @@ export const make = (
       nextSeq: (treeId) => reads.nextSeqOf("append", treeId),
       append: (append) =>
         Effect.flatMap(
-          Effect.forEach(append.events, (event) => encodeEvent("append", append.treeId, event)),
+          Effect.forEach(append.events, (event) => Effect.fromResult(encodeEvent("append", append.treeId, event))),
           (rows) =>
             write<Writes.AppendError, Written>((done) => ({ _tag: "Append", append, rows, done }), {
               bytes: bytesOf(rows)

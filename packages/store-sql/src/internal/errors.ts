@@ -3,14 +3,19 @@
  */
 import { StoreError } from "@parley/log/StoreError"
 import * as Cause from "effect/Cause"
+import { isSqlError } from "effect/sql/SqlError"
 
 /**
- * A `Cause`'s squashed error, a `StoreError`'s own description, the driver's error under an `SqlError` (its
- * `cause`), or the error's message.
+ * A `Cause`'s squashed error, a `StoreError`'s own description, what the database said under an `SqlError` (the
+ * driver's error under its reason), the error under another error's `cause`, or the error's message.
  */
 export const messageOf = (cause: unknown): string => {
   if (Cause.isCause(cause)) return messageOf(Cause.squash(cause))
   if (cause instanceof StoreError) return cause.description
+  if (isSqlError(cause)) {
+    const inner = cause.reason.cause
+    return inner instanceof Error ? inner.message : cause.message
+  }
   if (typeof cause === "object" && cause !== null && "cause" in cause && cause.cause instanceof Error) {
     return cause.cause.message
   }

@@ -2,9 +2,9 @@
  * The schema of the SQL session store, as `@effect/sql` `Migrator` migrations. One schema for SQLite and PostgreSQL:
  * the few differences (SQLite's `WITHOUT ROWID`, 64-bit integers) are chosen with `sql.onDialectOrElse`.
  */
-import * as Migrator from "@effect/sql/Migrator"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
 
 /** The migrations table of the store (apart from an application's own `effect_sql_migrations`). */
 export const table = "parley_migrations"

@@ -4,15 +4,16 @@
  * LISTEN starts again on a new connection), and then the changes numbered past the last one seen are read: none
  * normally, the ones a lost connection missed otherwise. (SQLite polls instead: `sqliteChanges.ts`.)
  */
-import type * as PgClient from "@effect/sql-pg/PgClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import type { SessionId } from "@parley/core/Ids"
 import { StoreError } from "@parley/log/StoreError"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
+import type { SqlError } from "effect/sql/SqlError"
 import type { Database } from "./database.js"
 import { storeError } from "./errors.js"
 import { sleepLive } from "./sqliteChanges.js"
@@ -60,8 +61,13 @@ export const follow = (
     /** Listens until the connection stops answering our pings. */
     const listenOnce = (started: Deferred.Deferred<void>) =>
       Effect.scoped(Effect.gen(function*() {
-        yield* client.listen(channel).pipe(
-          Stream.runForEach((payload) => {
+        // LISTEN holds a connection of its own, outside the pool (`PgClient.listen` would reserve one of the pool's
+        // and leave a pool of one no connection for the ping). It is confirmed once the queue is there; its
+        // notifications are read by a fiber of this scope.
+        const listener = yield* PgClient.makeClient(client.config).pipe(Effect.provide(Reactivity.layer))
+        const notifications = yield* listener.listen(channel)
+        yield* Queue.take(notifications).pipe(
+          Effect.flatMap(({ payload }) => {
             const [from, treeId, nextSeq, changeId] = payload.split(" ")
             if (treeId === "ping") {
               const heard = from === instance ? pinged.get(payload) : undefined
@@ -71,6 +77,7 @@ export const follow = (
             if (from === instance || nextSeq === undefined) return Effect.void
             return onAppend(treeId as SessionId, Number(nextSeq))
           }),
+          Effect.forever,
           Effect.forkScoped
         )
         /** Sends a ping until it comes back (true), every `every` ms, `times` times at most. */
@@ -89,7 +96,7 @@ export const follow = (
             }
             return false
           }).pipe(Effect.ensuring(Effect.sync(() => pinged.clear())))
-        // LISTEN is in place once a first ping comes back (it may take a few tries: the stream starts it).
+        // The notifications flow once a first ping comes back (it may take a few tries).
         if (!(yield* ping(20, 250))) return
         while (true) {
           const answered = yield* ping(1000, 1)
@@ -103,7 +110,7 @@ export const follow = (
     yield* Effect.gen(function*() {
       while (true) {
         yield* listenOnce(started).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("SqlStore: LISTEN failed", cause))
+          Effect.catchCause((cause) => Effect.logWarning("SqlStore: LISTEN failed", cause))
         )
         yield* Effect.logWarning(`SqlStore: LISTEN ${channel} stopped answering; listening again`)
         yield* sleepLive(100)

@@ -53,7 +53,7 @@ export const make = ({ sql }: Database) => {
     Effect.uninterruptible(sql<StoredEventRow>`SELECT seq, version, event FROM parley_events
       WHERE tree_id = ${treeId} AND seq >= ${Math.max(0, from)} ORDER BY seq`).pipe(
       Effect.mapError(storeError(method, `could not read tree ${treeId}`)),
-      Effect.flatMap((rows) => Effect.forEach(rows, (row) => decodeEvent(method, treeId, row)))
+      Effect.flatMap((rows) => Effect.forEach(rows, (row) => Effect.fromResult(decodeEvent(method, treeId, row))))
     )
 
   const nextSeqOf = (method: string, treeId: SessionId) =>
@@ -70,7 +70,7 @@ export const make = ({ sql }: Database) => {
     ).pipe(
       Effect.mapError(storeError("getTree", `could not read tree ${treeId}`)),
       Effect.flatMap((rows) =>
-        rows.length === 0 ? Effect.succeedNone : Effect.map(decodeTree(treeId, rows[0]), Option.some)
+        rows.length === 0 ? Effect.succeedNone : Effect.map(Effect.fromResult(decodeTree(treeId, rows[0])), Option.some)
       )
     )
 

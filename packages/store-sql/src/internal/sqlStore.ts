@@ -7,12 +7,12 @@
  * - `leases.ts`: owners, claims, recovery's lists;
  * - `trees.ts`: snapshots and secrets.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
 import * as EventLog from "@parley/log/EventLog"
 import type { Services } from "@parley/log/SessionStore"
 import type { StoreError } from "@parley/log/StoreError"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import type * as SqlClient from "effect/sql/SqlClient"
 import * as Database from "./database.js"
 import * as Driver from "./driver.js"
 import * as Leases from "./leases.js"
@@ -22,6 +22,8 @@ import * as Writes from "./writes.js"
 export type Options = Database.Options
 
 export const syncedCommits = Writes.syncedCommits
+
+export const pgStartupParameters = Database.pgStartupParameters
 
 /** The event log's driver alone (its contract suite). */
 export const makeDriver = (

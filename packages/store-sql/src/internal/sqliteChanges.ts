@@ -21,11 +21,11 @@
  * Events are coalesced (one pending wake-up) and one fiber runs every poll, so polls never overlap. The
  * watch lives in the scope: closed with the store.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
 import * as path from "node:path"
 
@@ -49,7 +49,7 @@ const retryDelays: ReadonlyArray<number> = [1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64, 
 
 /** Sleeps on the wall clock, whatever `Clock` the store was built under (polls must run under `TestClock` too). */
 export const sleepLive = (millis: number) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     const timer = setTimeout(() => resume(Effect.void), millis)
     return Effect.sync(() => clearTimeout(timer))
   })
@@ -68,7 +68,7 @@ const wakeupSignal = () => {
       else pending = true
     },
     next: (millis: number): Effect.Effect<boolean> =>
-      Effect.async<boolean>((resume) => {
+      Effect.callback<boolean>((resume) => {
         if (pending) {
           pending = false
           return resume(Effect.succeed(true))
@@ -189,7 +189,7 @@ export const follow = (
 
     /** A failed poll is logged, and counts as a look that found nothing. */
     const logged = <A>(effect: Effect.Effect<A, SqlError>, otherwise: A) =>
-      Effect.catchAllCause(
+      Effect.catchCause(
         effect,
         (cause) =>
           Effect.as(Effect.logWarning("SqlStore: the poll for other processes' appends failed", cause), otherwise)

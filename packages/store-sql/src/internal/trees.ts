@@ -46,7 +46,7 @@ export const secrets = ({ sql }: Database): Secrets.Service => ({
   load: (treeId, name) =>
     sql<{ readonly value: string }>`SELECT value FROM parley_secrets WHERE tree_id = ${treeId} AND name = ${name}`
       .pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]?.value)),
+        Effect.map((rows) => Option.fromNullishOr(rows[0]?.value)),
         Effect.mapError(storeError("loadSecret", `could not read a secret of tree ${treeId}`))
       ),
   delete: (treeId, name) =>

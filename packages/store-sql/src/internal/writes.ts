@@ -7,19 +7,18 @@
  * `INSERT … ON CONFLICT DO NOTHING` into a table keyed by callback id, so a second one inserts nothing and is a
  * `ResolutionConflict`.
  */
-import type { Connection } from "@effect/sql/SqlConnection"
-import type { SqlError } from "@effect/sql/SqlError"
 import type { SessionId } from "@parley/core/Ids"
 import type { AppendRows, StoredTree } from "@parley/log/EventLog"
 import { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "@parley/log/StoreError"
-import * as Chunk from "effect/Chunk"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
+import type { Connection } from "effect/sql/SqlConnection"
+import type { SqlError } from "effect/sql/SqlError"
 import type { EventRow, TreeRow } from "./codec.js"
 import type { Database } from "./database.js"
 import { storeError } from "./errors.js"
@@ -50,16 +49,26 @@ export type Write =
   }
 
 /**
- * Waits until every fiber that can run has run (a macrotask: Node runs every pending microtask first, and Effect
- * resumes fibers in microtasks). The writes those fibers make meanwhile join the batch: on SQLite a commit blocks the
- * process, so nothing can join a transaction while it runs, and a writer that went on at once would commit one write
- * at a time while every other tree waits its turn (a convoy). Only when trees take turns: the writes of one tree come
- * one after another anyway (its actor batches its commands), and its next write should not wait for unrelated work.
+ * Waits while other fibers are still bringing writes: a commit on SQLite blocks the process, so nothing can join a
+ * transaction while it runs, and a writer that went on at once would commit one write at a time while every other
+ * tree waits its turn (a convoy). Effect 4 resumes fibers in scheduler rounds (one `setImmediate` each), and an
+ * engine's next append comes a few rounds after its last one returned: the writer yields a round at a time, and stops
+ * once `quietRounds` rounds in a row brought no write (or the batch is full). Only when trees take turns: the writes of
+ * one tree come one after another anyway (its actor batches its commands), and its next write should not wait for
+ * unrelated work. When nothing else runs, this costs `quietRounds` empty rounds (microseconds, against a commit's sync).
  */
-const afterPendingWork: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
+const quietRounds = 3
+const whileWritesArrive = <A>(queue: Queue.Queue<A>, room: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    let quiet = 0
+    let size = Queue.sizeUnsafe(queue)
+    while (quiet < quietRounds && size < room) {
+      yield* Effect.yieldNow
+      const now = Queue.sizeUnsafe(queue)
+      quiet = now > size ? 0 : quiet + 1
+      size = now
+    }
+  })
 
 const treeOf = (write: Write): SessionId => write._tag === "Append" ? write.append.treeId : write.tree.treeId
 
@@ -202,26 +211,13 @@ export const start = (
     const syncs = (writes: ReadonlyArray<Write>) =>
       options.synchronous !== "normal" &&
       writes.some((write) => write._tag === "Append" && write.append.durability === "sync")
-    let sqliteSynchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
-    /** Sets SQLite's `synchronous` on the transaction's connection, before it begins (SQLite refuses it inside). */
-    const sqliteSynchronousFor = (wanted: "FULL" | "NORMAL") =>
-      dialect !== "sqlite" || sqliteSynchronous === wanted ? undefined : (connection: Connection) =>
-        Effect.zipRight(
-          Effect.sync(() => sqliteSynchronous = wanted),
-          Effect.catchAll(
-            run(connection, `PRAGMA synchronous = ${wanted}`, []),
-            () => Effect.sync(() => sqliteSynchronous = "")
-          )
-        )
-
     const fail = (write: Write, error: StoreError) =>
       write._tag === "Append" ? Deferred.fail(write.done, error) : Deferred.fail(write.done, error)
 
     const runBatch = (writes: ReadonlyArray<Write>) =>
       Effect.gen(function*() {
         const sync = syncs(writes)
-        const prelude = sqliteSynchronousFor(sync ? "FULL" : "NORMAL")
-        if (sync) yield* Metric.increment(syncedCommits)
+        if (sync) yield* Metric.update(syncedCommits, 1)
         // One lock order for every batch (by tree), so concurrent batches on PostgreSQL never deadlock.
         const ordered = [...writes].sort((a, b) => {
           const x = treeOf(a)
@@ -234,42 +230,42 @@ export const start = (
           transaction(
             (connection) =>
               Effect.gen(function*() {
-                if (!sync && dialect === "pg") yield* run(connection, "SET LOCAL synchronous_commit = off", [])
-                const outcomes: Array<Either.Either<ReadonlyArray<string>, AppendError>> = []
+                const outcomes: Array<Result.Result<ReadonlyArray<string>, AppendError>> = []
                 for (let i = 0; i < batch.length; i++) {
                   if (savepoints) yield* run(connection, "SAVEPOINT parley_write", [])
-                  const outcome = yield* Effect.either(runWrite(connection, batch[i]))
-                  if (Either.isLeft(outcome) && !savepoints) {
-                    return yield* new Rollback({ index: i, error: outcome.left })
+                  const outcome = yield* Effect.result(runWrite(connection, batch[i]))
+                  if (Result.isFailure(outcome) && !savepoints) {
+                    return yield* new Rollback({ index: i, error: outcome.failure })
                   }
-                  if (Either.isLeft(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
+                  if (Result.isFailure(outcome)) yield* run(connection, "ROLLBACK TO SAVEPOINT parley_write", [])
                   if (savepoints) yield* run(connection, "RELEASE SAVEPOINT parley_write", [])
                   outcomes.push(outcome)
                 }
                 return outcomes
               }),
-            true,
-            prelude
+            // The database sets how the commit waits for the disk (SQLite's `synchronous` before `BEGIN`, PostgreSQL's
+            // `synchronous_commit` inside).
+            { synced: sync }
           )
-        const results = new Map<Write, Either.Either<ReadonlyArray<string>, AppendError>>()
+        const results = new Map<Write, Result.Result<ReadonlyArray<string>, AppendError>>()
         let failed: StoreError | undefined
-        const first = yield* Effect.either(attempt(ordered, false))
-        if (Either.isRight(first)) {
-          ordered.forEach((write, i) => results.set(write, first.right[i]))
-        } else if (first.left._tag === "Rollback") {
-          const { error, index } = first.left
-          results.set(ordered[index], Either.left(error))
+        const first = yield* Effect.result(attempt(ordered, false))
+        if (Result.isSuccess(first)) {
+          ordered.forEach((write, i) => results.set(write, first.success[i]))
+        } else if (first.failure._tag === "Rollback") {
+          const { error, index } = first.failure
+          results.set(ordered[index], Result.fail(error))
           const rest = ordered.filter((_, i) => i !== index)
-          const second = rest.length === 0 ? Either.right([]) : yield* Effect.either(attempt(rest, rest.length > 1))
-          if (Either.isRight(second)) {
-            rest.forEach((write, i) => results.set(write, second.right[i]))
-          } else if (second.left._tag === "Rollback") {
-            results.set(rest[second.left.index], Either.left(second.left.error))
+          const second = rest.length === 0 ? Result.succeed([]) : yield* Effect.result(attempt(rest, rest.length > 1))
+          if (Result.isSuccess(second)) {
+            rest.forEach((write, i) => results.set(write, second.success[i]))
+          } else if (second.failure._tag === "Rollback") {
+            results.set(rest[second.failure.index], Result.fail(second.failure.error))
           } else {
-            failed = storeError("append", "the transaction failed")(second.left)
+            failed = storeError("append", "the transaction failed")(second.failure)
           }
         } else {
-          failed = storeError("append", "the transaction failed")(first.left)
+          failed = storeError("append", "the transaction failed")(first.failure)
         }
         for (const write of ordered) {
           const result = results.get(write)
@@ -277,8 +273,8 @@ export const start = (
             yield* fail(write, failed ?? new StoreError({ method: "append", description: "the transaction failed" }))
             continue
           }
-          if (Either.isLeft(result)) {
-            const error = result.left
+          if (Result.isFailure(result)) {
+            const error = result.failure
             yield* write._tag === "Append"
               ? Deferred.fail(write.done, error)
               : Deferred.fail(
@@ -290,7 +286,7 @@ export const start = (
             continue
           }
           const treeId = treeOf(write)
-          for (const session of result.right) reads.fileSession(session, treeId)
+          for (const session of result.success) reads.fileSession(session, treeId)
           if (write._tag === "CreateTree") {
             yield* Deferred.succeed(write.done, undefined)
             continue
@@ -305,7 +301,7 @@ export const start = (
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         closed = true
-        const pending = yield* Queue.takeAll(queue)
+        const pending = yield* Queue.clear(queue)
         const error = new StoreError({ method: "append", description: "the store was closed" })
         yield* Effect.forEach(pending, (write) => fail(write, error), { discard: true })
       })
@@ -317,13 +313,16 @@ export const start = (
       while (true) {
         const first = yield* Queue.take(queue)
         // Let the appends other trees make meanwhile join its transaction.
-        yield* treeOf(first) === lastTree ? Effect.yieldNow() : afterPendingWork
-        const rest = yield* Queue.takeUpTo(queue, maxBatch - 1)
-        const batch = [first, ...Chunk.toReadonlyArray(rest)]
+        yield* treeOf(first) === lastTree ? Effect.yieldNow : whileWritesArrive(queue, maxBatch - 1)
+        // (`takeBetween` with a minimum of 0 takes nothing: what is there is taken from a minimum of 1.)
+        const rest = Queue.sizeUnsafe(queue) === 0 || maxBatch === 1
+          ? []
+          : yield* Queue.takeBetween(queue, 1, maxBatch - 1)
+        const batch = [first, ...rest]
         lastTree = treeOf(batch[batch.length - 1])
         // A defect in a batch fails its writes (typed) and leaves the writer running.
         yield* Effect.uninterruptible(runBatch(batch)).pipe(
-          Effect.catchAllCause((cause) => {
+          Effect.catchCause((cause) => {
             const error = storeError("append", "the write failed")(cause)
             return Effect.forEach(batch, (write) => fail(write, error), { discard: true })
           })

@@ -284,7 +284,7 @@ const crash = (config: StoreConfig, store: SessionStore.Services) =>
       }
       if ((yield* unfinished).length === 0) break
       let failed = false
-      for (const message of yield* Queue.takeAll(d.messages)) {
+      for (const message of yield* Queue.clear(d.messages)) {
         if (message._tag === "Warning") console.log(`${d.name}: ${message.message}`)
         if (message._tag === "Failed") failed = true
       }
@@ -355,8 +355,8 @@ const crash = (config: StoreConfig, store: SessionStore.Services) =>
     assert.isAtLeast(situations.get("a cancel's append (before or after it)") ?? 0, 2)
   })
 
-describe.sequential("Crash: kill -9 at every append, in tools and model calls, and during recovery", () => {
-  it.scopedLive(
+describe("Crash: kill -9 at every append, in tools and model calls, and during recovery", { concurrent: false }, () => {
+  it.live(
     "on a SQLite file, every turn completes: no callback lost, no tool run twice, every log folds",
     () =>
       Effect.gen(function*() {
@@ -366,7 +366,7 @@ describe.sequential("Crash: kill -9 at every append, in tools and model calls, a
     { timeout: 300_000 }
   )
 
-  it.scopedLive("on PostgreSQL, the same", () =>
+  it.live("on PostgreSQL, the same", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       yield* crash({ _tag: "pg", url }, yield* storeOf(SqlStore.layerPg({ url, maxConnections: 4 })))

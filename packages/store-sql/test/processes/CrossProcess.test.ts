@@ -94,15 +94,15 @@ const crossProcess = (config: StoreConfig, store: SessionStore.Services) =>
     console.log(`cross-process test (${config._tag}): answered from the test process; ${Date.now() - started} ms`)
   })
 
-describe.sequential("Cross-process: a turn in one process answered from another", () => {
-  it.scopedLive("on a SQLite file", () =>
+describe("Cross-process: a turn in one process answered from another", { concurrent: false }, () => {
+  it.live("on a SQLite file", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
       yield* crossProcess({ _tag: "sqlite", filename }, store)
     }), { timeout: 60_000 })
 
-  it.scopedLive("on PostgreSQL", () =>
+  it.live("on PostgreSQL", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const store = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 4 }))

@@ -69,9 +69,9 @@ const crashesInSteps = (fixture: Fixture) =>
     assert.strictEqual(textsOf(trees, treeIds).get("stepper"), "Charged and fetched.")
   })
 
-describe.sequential("Faults: an approved call always runs once, a deposed owner never runs one", () => {
+describe("Faults: an approved call always runs once, a deposed owner never runs one", { concurrent: false }, () => {
   for (const [name, config] of Object.entries(stores)) {
-    it.scopedLive(
+    it.live(
       `(a) owner down, answered by id: the next owner runs each approved call once (${name})`,
       () =>
         Effect.gen(function*() {
@@ -83,7 +83,7 @@ describe.sequential("Faults: an approved call always runs once, a deposed owner 
       { timeout: 120_000 }
     )
 
-    it.scopedLive(
+    it.live(
       `(b) owner paused past its lease: the new owner runs the calls, the old one never starts one (${name})`,
       () =>
         Effect.gen(function*() {
@@ -95,7 +95,7 @@ describe.sequential("Faults: an approved call always runs once, a deposed owner 
       { timeout: 120_000 }
     )
 
-    it.scopedLive(
+    it.live(
       `(c) a turn killed in its model steps more times than maxSteps completes (${name})`,
       () => Effect.flatMap(Effect.flatMap(config, (c) => fixture(c, openStore)), crashesInSteps),
       { timeout: 120_000 }

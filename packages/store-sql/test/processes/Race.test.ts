@@ -127,15 +127,15 @@ const race = (
     )
   })
 
-describe.sequential("Race: two processes answer the same 1,000 callbacks", () => {
-  it.scopedLive("on a SQLite file", () =>
+describe("Race: two processes answer the same 1,000 callbacks", { concurrent: false }, () => {
+  it.live("on a SQLite file", () =>
     Effect.gen(function*() {
       const filename = yield* sqliteFile
       const store = yield* storeOf(SqlStore.layerSqlite({ filename }))
       yield* race({ _tag: "sqlite", filename }, store)
     }), { timeout: 180_000 })
 
-  it.scopedLive("on PostgreSQL", () =>
+  it.live("on PostgreSQL", () =>
     Effect.gen(function*() {
       const url = yield* pgSchema
       const store = yield* storeOf(SqlStore.layerPg({ url, maxConnections: 4 }))

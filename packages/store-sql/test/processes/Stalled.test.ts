@@ -24,12 +24,12 @@ const queued = (seq: number) =>
     sessionId: treeId,
     turnId: Ids.TurnId.make(`turn_test_${seq}`),
     seq,
-    at: DateTime.unsafeMake(0),
+    at: DateTime.makeUnsafe(0),
     input: "from the test"
   })
 
 describe("Stalled: a writer stopped inside a transaction", () => {
-  it.scopedLive(
+  it.live(
     "on PostgreSQL, it holds its tree busyTimeout at most: another process's append goes through, the stopped " +
       "writer's transaction is ended and it goes on after SIGCONT",
     () =>
@@ -39,7 +39,7 @@ describe("Stalled: a writer stopped inside a transaction", () => {
         yield* store.eventLog.createTree({
           treeId,
           agent: AgentSpec.make({ name: "a" }),
-          createdAt: DateTime.unsafeMake(0)
+          createdAt: DateTime.makeUnsafe(0)
         })
         const writer = yield* spawn<Message>("writer", "appendLoopProcess.ts", {
           url,
@@ -87,7 +87,7 @@ describe("Stalled: a writer stopped inside a transaction", () => {
         assert.deepStrictEqual(stored.map((event) => event.seq), stored.map((_, i) => i))
 
         // Resumed, the writer finds its transaction gone: that append fails typed, and it goes on after it.
-        yield* Queue.takeAll(writer.messages)
+        yield* Queue.clear(writer.messages)
         yield* writer.signal("SIGCONT")
         const refused = yield* expect(writer, "Refused", { timeout: "30 seconds" })
         assert.include(refused.message, "SessionStore.append")

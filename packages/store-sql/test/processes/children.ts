@@ -51,8 +51,8 @@ export const spawn = <M extends { readonly _tag: string }>(
         )
         child.stdout?.on("data", (chunk) => void (output += String(chunk)))
         child.stderr?.on("data", (chunk) => void (output += String(chunk)))
-        child.on("message", (message) => Queue.unsafeOffer(messages, message as M))
-        child.on("exit", (code, signal) => Deferred.unsafeDone(exited, Effect.succeed({ code, signal })))
+        child.on("message", (message) => Queue.offerUnsafe(messages, message as M))
+        child.on("exit", (code, signal) => Deferred.doneUnsafe(exited, Effect.succeed({ code, signal })))
         return child
       }),
       (child) =>
@@ -68,7 +68,7 @@ export const spawn = <M extends { readonly _tag: string }>(
       pid: process_.pid ?? -1,
       messages,
       send: (message) =>
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           if (!process_.connected) return resume(Effect.void)
           process_.send(message, (error) => resume(error === null ? Effect.void : Effect.die(error)))
         }),
@@ -90,7 +90,7 @@ export const expect = <M extends { readonly _tag: string }, Tag extends M["_tag"
   child: Child<M>,
   tag: Tag,
   options?: {
-    readonly timeout?: Duration.DurationInput | undefined
+    readonly timeout?: Duration.Input | undefined
     readonly onOther?: ((message: M) => Effect.Effect<void, ChildFailed>) | undefined
   }
 ): Effect.Effect<Extract<M, { readonly _tag: Tag }>, ChildFailed> => {
@@ -108,12 +108,17 @@ export const expect = <M extends { readonly _tag: string }, Tag extends M["_tag"
   })
   const exitedFirst = Effect.flatMap(
     child.exit,
-    (exit) => Effect.sleep("200 millis").pipe(Effect.zipRight(failed(`exited (${exit.code ?? exit.signal}) first`)))
+    (exit) => Effect.sleep("200 millis").pipe(Effect.andThen(failed(`exited (${exit.code ?? exit.signal}) first`)))
   )
   return Effect.raceFirst(next, exitedFirst).pipe(
-    Effect.timeoutFail({
+    Effect.timeoutOrElse({
       duration: options?.timeout ?? Duration.seconds(60),
-      onTimeout: () => failed(`no ${tag} message within ${Duration.format(options?.timeout ?? "60 seconds")}`)
+      orElse: () =>
+        Effect.fail(
+          failed(
+            `no ${tag} message within ${Duration.format(Duration.fromInputUnsafe(options?.timeout ?? "60 seconds"))}`
+          )
+        )
     })
   )
 }

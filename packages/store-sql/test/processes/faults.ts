@@ -10,16 +10,16 @@
  *   the trees over and starts the approved calls (slow tools, still running when the old owner resumes); the old owner
  *   is resumed (`SIGCONT`) and never starts one.
  */
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert } from "@effect/vitest"
 import type { Ids, TurnEvent } from "@parley/core"
 import { Answer, Inbox, type Transport } from "@parley/core"
 import { TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
+import { SqliteClient } from "@parley/store-sql"
 import type { Context, Scope } from "effect"
 import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import type { LedgerLine } from "../fixtures/agents.js"
 import { idempotentTools, readLedger } from "../fixtures/agents.js"
 import { applicationNameOf, type StoreConfig } from "../fixtures/child.js"
@@ -56,7 +56,7 @@ export const answerOpen = (inbox: InboxContext) =>
     let answered = 0
     for (const open of yield* Inbox.listOpen()) {
       yield* Inbox.answer(open, new Answer.AllowApproval()).pipe(
-        Effect.tap(() => answered++),
+        Effect.tap(() => Effect.sync(() => answered++)),
         Effect.catchTags({ CallbackAlreadyAnswered: () => Effect.void, CallbackNotOpen: () => Effect.void })
       )
     }
@@ -123,7 +123,7 @@ export const answerUntilDone = (
   waitFor(
     () => `the trees finish (${owner.name}'s output:\n${owner.output()})`,
     45_000,
-    Effect.zipRight(answerOpen(inbox), allDone(fixture, treeIds))
+    Effect.andThen(answerOpen(inbox), allDone(fixture, treeIds))
   )
 
 /** How many callbacks are open across the store. */
@@ -237,9 +237,9 @@ const outsideWrite = (config: StoreConfig, pid: number): Effect.Effect<boolean> 
     if (config._tag === "sqlite") {
       yield* sql.unsafe("PRAGMA busy_timeout = 0")
       return yield* sql.unsafe("BEGIN IMMEDIATE").pipe(
-        Effect.zipRight(sql.unsafe("ROLLBACK")),
+        Effect.andThen(sql.unsafe("ROLLBACK")),
         Effect.as(true),
-        Effect.catchAll(() => Effect.succeed(false))
+        Effect.catch(() => Effect.succeed(false))
       )
     }
     const rows = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
@@ -305,7 +305,7 @@ export const paused = (fixture: Fixture, prefix: string, counts: { payers: numbe
         )
     )
     yield* waitFor("the new owner starts every approved call", 20_000, startedByB)
-      .pipe(Effect.catchAllDefect(() => Effect.void))
+      .pipe(Effect.catchDefect(() => Effect.void))
     yield* a.signal("SIGCONT")
     yield* answerUntilDone(fixture, inbox, treeIds, b)
     // Time for the old owner to do whatever it would: follow the changes, settle, start work.

@@ -20,7 +20,7 @@ export interface StoredTree {
 export const readTree = (store: SessionStore.Services, treeId: string) =>
   Effect.gen(function*() {
     const header = yield* store.eventLog.getTree(treeId as Ids.SessionId)
-    if (Option.isNone(header)) return yield* Effect.dieMessage(`there is no tree ${treeId}`)
+    if (Option.isNone(header)) return yield* Effect.die(new Error(`there is no tree ${treeId}`))
     const events = yield* store.eventLog.read(treeId as Ids.SessionId, 0)
     return { treeId, header: header.value, events } satisfies StoredTree
   })

@@ -1,10 +1,10 @@
 /**
- * How `ScriptedModel` renders a `Reply` as `@effect/ai`'s encoded response parts — whole for `generateText`, word by
+ * How `ScriptedModel` renders a `Reply` as `effect/ai`'s encoded response parts — whole for `generateText`, word by
  * word for `streamText`, with a finish part whose usage counts words — and reads its calls' prompts back
  * (`lastUserText`, `toolResults`).
  */
-import type * as Prompt from "@effect/ai/Prompt"
-import type * as Response from "@effect/ai/Response"
+import type * as Prompt from "effect/ai/Prompt"
+import type * as Response from "effect/ai/Response"
 import type { Call, Reply, ToolResult } from "../ScriptedModel.js"
 
 export interface RenderedReply {
@@ -53,7 +53,7 @@ const finishPart = (rendered: RenderedReply): Response.FinishPartEncoded => {
   return {
     type: "finish",
     reason: toolCalls.length > 0 ? "tool-calls" : "stop",
-    usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }
+    usage: { inputTokens: { total: inputTokens }, outputTokens: { total: outputTokens } }
   }
 }
 
@@ -64,7 +64,14 @@ export const toParts = (rendered: RenderedReply): Array<Response.PartEncoded> =>
   finishPart(rendered)
 ]
 
-export const toStreamParts = (rendered: RenderedReply): Array<Response.StreamPartEncoded> => {
+/**
+ * The streamed parts, in chunks as `LanguageModel.make` decodes them: the metadata and the text (`text-start`, one
+ * `text-delta` per word, `text-end`) in one chunk, each tool call in a chunk of its own (a call the toolkit refuses
+ * fails the stream after the parts before it, as a provider's would), the `finish` part last.
+ */
+export const toStreamChunks = (
+  rendered: RenderedReply
+): Array<ReadonlyArray<Response.StreamPartEncoded>> => {
   const id = `text_${rendered.call.index + 1}`
   const textParts: Array<Response.StreamPartEncoded> = hasText(rendered)
     ? [
@@ -77,7 +84,11 @@ export const toStreamParts = (rendered: RenderedReply): Array<Response.StreamPar
       { type: "text-end", id }
     ]
     : []
-  return [metadataPart(rendered), ...textParts, ...toolCallParts(rendered), finishPart(rendered)]
+  return [
+    [metadataPart(rendered), ...textParts],
+    ...toolCallParts(rendered).map((part) => [part]),
+    [finishPart(rendered)]
+  ]
 }
 
 /** The text of the last user message of the call's prompt (`ScriptedModel.lastUserText`). */

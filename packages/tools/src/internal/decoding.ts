@@ -4,52 +4,41 @@
  */
 import type * as Answer from "@parley/core/Answer"
 import { AnswerMismatch } from "@parley/core/ParleyError"
-import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as SchemaAST from "effect/SchemaAST"
+import * as SchemaIssue from "effect/SchemaIssue"
 import type { Any } from "../ClientTool.js"
 
-// JSON has no `undefined`: an optional key is reported as "Expected A | B", not "A | B | undefined".
-const withoutUndefined = (union: SchemaAST.Union): SchemaAST.AST => {
-  const types = union.types.filter((type) => !SchemaAST.isUndefinedKeyword(type))
-  return types.length === union.types.length || types.length === 0 ? union : SchemaAST.Union.make(types)
-}
+const format = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => issue._tag === "MissingKey" ? "is missing" : SchemaIssue.defaultLeafHook(issue)
+})
 
-// A union that fails is reported as one "Expected A | B, actual x", not once per member.
-const collapseUnions = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
-  switch (issue._tag) {
-    case "Composite":
-      return SchemaAST.isUnion(issue.ast)
-        ? new ParseResult.Type(withoutUndefined(issue.ast), issue.actual)
-        : new ParseResult.Composite(
-          issue.ast,
-          issue.actual,
-          "_tag" in issue.issues ? collapseUnions(issue.issues) : Arr.map(issue.issues, collapseUnions),
-          issue.output
-        )
-    case "Pointer":
-      return new ParseResult.Pointer(issue.path, issue.actual, collapseUnions(issue.issue))
-    case "Refinement":
-      return new ParseResult.Refinement(issue.ast, issue.actual, issue.kind, collapseUnions(issue.issue))
-    case "Transformation":
-      return new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, collapseUnions(issue.issue))
-    default:
-      return issue
-  }
-}
+// The words a model has read since the first release: "Expected A | B, actual x" and "is missing". JSON has no
+// `undefined`: an optional key is reported as "Expected A | B", not "A | B | undefined".
+const reword = (message: string): string =>
+  message.replace(/^(Expected .*?)(?: \| undefined)?, got /, "$1, actual ").replace(
+    /^(Expected .*?) \| undefined$/,
+    "$1"
+  )
 
-/** `path: problem; path: problem`, one entry per issue. */
-export const describe = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatIssueSync(collapseUnions(error.issue))
-    .map((issue) => issue.path.length === 0 ? issue.message : `${issue.path.join(".")}: ${issue.message}`)
+/** `path: problem; path: problem`, one entry per issue (a failing union is one "Expected A | B, actual x"). */
+export const describe = (error: Schema.SchemaError): string =>
+  format(error.issue).issues
+    .map((issue) => {
+      const message = reword(issue.message)
+      return issue.path === undefined || issue.path.length === 0
+        ? message
+        : `${issue.path.map(String).join(".")}: ${message}`
+    })
     .join("; ")
+
+/** How the wire's values are decoded: every issue, each with the input it is about (for the messages). */
+const parseOptions = { errors: "all", reportInput: true } as const
 
 /** The model's arguments, decoded with the tool's `parameters` (defaults applied, extra keys dropped). */
 export const decodeArguments = (tool: Any, value: unknown) =>
-  Schema.decodeUnknown(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(value)
+  Schema.decodeUnknownEffect(tool.parameters, { ...parseOptions, onExcessProperty: "ignore" })(value)
 
 /** See `ClientTool.decodeResult`. */
 export const decodeResult = (
@@ -58,8 +47,8 @@ export const decodeResult = (
   callbackId: string | undefined
 ): Effect.Effect<Answer.ClientToolResult, AnswerMismatch> => {
   const schema = result.isFailure ? tool.failure : tool.success
-  const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })(result.result)
-  if (Either.isRight(decoded) || (result.isFailure && typeof result.result === "string")) {
+  const decoded = Schema.decodeUnknownResult(schema, { ...parseOptions, onExcessProperty: "error" })(result.result)
+  if (Result.isSuccess(decoded) || (result.isFailure && typeof result.result === "string")) {
     return Effect.succeed(result)
   }
   const side = result.isFailure ? "failure" : "success"
@@ -68,7 +57,7 @@ export const decodeResult = (
       module: "ClientTool",
       method: "decodeResult",
       callbackId: callbackId ?? `(a call of ${tool.id})`,
-      reason: `the ${side} result does not match the ${side} schema of ${tool.id}: ${describe(decoded.left)}`
+      reason: `the ${side} result does not match the ${side} schema of ${tool.id}: ${describe(decoded.failure)}`
     })
   )
 }

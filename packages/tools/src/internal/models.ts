@@ -13,10 +13,7 @@ import type { Any } from "../ClientTool.js"
  * @since 0.1.0
  * @category Models
  */
-export interface ParametersSchema extends Schema.Schema.AnyNoContext {
-  readonly Type: object
-  readonly Encoded: object
-}
+export interface ParametersSchema extends Schema.Codec<object, object> {}
 
 /**
  * The schema of a tool's success value or typed failure: a schema that needs no services.
@@ -24,7 +21,7 @@ export interface ParametersSchema extends Schema.Schema.AnyNoContext {
  * @since 0.1.0
  * @category Models
  */
-export interface ResultSchema extends Schema.Schema.AnyNoContext {}
+export interface ResultSchema extends Schema.Codec<unknown, unknown> {}
 
 /**
  * What `make` accepts as `parameters`: the fields of a `Schema.Struct` (`{ precision: Schema.String }`), or a

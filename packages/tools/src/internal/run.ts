@@ -5,7 +5,7 @@
 import * as Answer from "@parley/core/Answer"
 import type * as Callback from "@parley/core/Callback"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { Any, ClientToolHandler, Handler, HandlerResult, RunResult, ToolAnswer } from "../ClientTool.js"
 import { decodeArguments, describe } from "./decoding.js"
@@ -19,13 +19,13 @@ const liftResult = <S, F, R>(
 
 const encodeOutcome = (
   tool: Any,
-  outcome: Either.Either<unknown, unknown>
+  outcome: Result.Result<unknown, unknown>
 ): Effect.Effect<Answer.ClientToolResult | Answer.KeepCallbackOpen> => {
-  if (Either.isRight(outcome)) {
-    if (Answer.isKeepCallbackOpen(outcome.right)) return Effect.succeed(keep)
-    return Schema.encode(tool.success)(outcome.right).pipe(
+  if (Result.isSuccess(outcome)) {
+    if (Answer.isKeepCallbackOpen(outcome.success)) return Effect.succeed(keep)
+    return Schema.encodeEffect(tool.success)(outcome.success).pipe(
       Effect.map(Answer.ClientToolResult.success),
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.as(
           Effect.logWarning(`${tool.id}: the value answered does not match the tool's success schema`, describe(error)),
           Answer.ClientToolResult.failure(`${tool.name} failed: it produced a result that does not match its schema`)
@@ -33,9 +33,9 @@ const encodeOutcome = (
       )
     )
   }
-  return Schema.encode(tool.failure)(outcome.left).pipe(
+  return Schema.encodeEffect(tool.failure)(outcome.failure).pipe(
     Effect.map(Answer.ClientToolResult.failure),
-    Effect.catchAll((error) =>
+    Effect.catch((error) =>
       Effect.as(
         Effect.logWarning(
           `${tool.id}: the tool failed with an error its failure schema does not encode`,
@@ -69,14 +69,14 @@ const runCall = <P, S, F, R>(
   fn: Handler<P, S, F, R>
 ): Effect.Effect<Answer.ClientToolResult | Answer.KeepCallbackOpen, never, R> =>
   Effect.flatMap(
-    Effect.either(decodeArguments(tool, callback.request.arguments)),
+    Effect.result(decodeArguments(tool, callback.request.arguments)),
     (decoded) =>
-      Either.isLeft(decoded)
+      Result.isFailure(decoded)
         ? Effect.succeed(
-          Answer.ClientToolResult.failure(`Invalid arguments for ${tool.name}: ${describe(decoded.left)}`)
+          Answer.ClientToolResult.failure(`Invalid arguments for ${tool.name}: ${describe(decoded.failure)}`)
         )
-        : Effect.suspend(() => liftResult(fn(decoded.right, callback))).pipe(
-          Effect.either,
+        : Effect.suspend(() => liftResult(fn(decoded.success as P, callback))).pipe(
+          Effect.result,
           Effect.flatMap((outcome) => encodeOutcome(tool, outcome))
         )
   )

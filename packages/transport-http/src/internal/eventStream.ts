@@ -4,16 +4,16 @@
  * stream, a restarted server) is opened again under the reconnect `Schedule`, and events already read are dropped,
  * so the stream has no gap and no duplicate. Only `SessionNotFound` ends it with an error.
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import type { SessionId } from "@parley/core/Ids"
 import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { eventStreamContentType } from "@parley/core/ProtocolApi"
 import { MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Sse from "effect/encoding/Sse"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -21,8 +21,8 @@ import * as Stream from "effect/Stream"
 /** A connection that ended or failed: opened again. */
 export class Dropped extends Schema.TaggedError<Dropped>()("Dropped", { description: Schema.String }) {}
 
-const decodeEvent = Schema.decodeUnknownEither(TurnEvent)
-const decodeError = Schema.decodeUnknownEither(Schema.parseJson(Schema.Union(SessionNotFound, TransportFailure)))
+const decodeEvent = Schema.decodeUnknownResult(TurnEvent)
+const decodeError = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Union([SessionNotFound, TransportFailure])))
 
 export interface Options {
   readonly client: HttpClient.HttpClient
@@ -30,9 +30,6 @@ export interface Options {
 }
 
 const describe = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
-
-/** The most a frame may grow to before its end (10 MiB, as much as `@effect/experimental`'s SSE parser allows). */
-const maxFrame = 10 * 1024 * 1024
 
 const parseJson = (text: string): unknown => {
   try {
@@ -66,75 +63,43 @@ export const makeDecoder = () => {
         at: last.at,
         messageId: last.messageId,
         delta: fields.delta
-      }, true)
+      }, { disableChecks: true })
     }
     const decoded = decodeEvent(json)
-    if (Either.isLeft(decoded)) return undefined
-    if (decoded.right._tag === "MessageDelta") {
-      last = decoded.right
+    if (Result.isFailure(decoded)) return undefined
+    if (decoded.success._tag === "MessageDelta") {
+      last = decoded.success
       lastAt = fields.at
     }
-    return decoded.right
+    return decoded.success
   }
 }
 
 /**
- * The `data` of one frame — its `data` lines joined by newlines, a `\r` before a line's end dropped — or `undefined`
- * for a frame without any (a comment such as the heartbeat). Other fields (`id`, `event`) are not needed: the event
- * carries its `seq` and `_tag`.
+ * The frames of the SSE text, cut and read by Effect's SSE decoder (`effect/encoding/Sse`): each frame's `data` lines
+ * joined by newlines, comments (the heartbeat) and frames without `data` skipped. A frame that outgrows 10 MiB, or a
+ * `retry:` directive (Effect's decoder ends the stream on one: the server sends none), ends the connection.
  */
-export const dataOf = (frame: string): string | undefined => {
-  let data: string | undefined
-  let start = 0
-  while (start < frame.length) {
-    let end = frame.indexOf("\n", start)
-    if (end < 0) end = frame.length
-    const lineEnd = end > start && frame.charCodeAt(end - 1) === 13 ? end - 1 : end
-    if (frame.startsWith("data", start)) {
-      let from = start + 4
-      if (from === lineEnd || frame.charCodeAt(from) === 58) {
-        if (from < lineEnd) from += 1
-        if (frame.charCodeAt(from) === 32 && from < lineEnd) from += 1
-        const value = frame.slice(from, lineEnd)
-        data = data === undefined ? value : `${data}\n${value}`
-      }
-    }
-    start = end + 1
-  }
-  return data
-}
+export const frames = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Sse.Event, E | Dropped, R> =>
+  text.pipe(
+    Stream.pipeThroughChannel(Sse.decode<E, unknown>()),
+    Stream.mapError((error) =>
+      error instanceof Sse.SseError || error instanceof Sse.Retry
+        ? new Dropped({ description: error instanceof Sse.Retry ? "the server asked to reconnect" : error.message })
+        : error
+    )
+  )
 
 /**
- * The SSE text parsed into the tree's events, in one synchronous pass per chunk of text: cut at frame ends (a blank
- * line, as the server writes them), each frame's `data` decoded (a frame that does not decode is skipped). No
- * `@effect/experimental` SSE parser: its cost grows with the square of the text it is given, and even fed one frame at
- * a time it took a sixth of a reader's time (its channel hands events on through a small mailbox besides).
+ * The SSE text parsed into the tree's events: its frames (`frames`), each frame's `data` decoded (a frame that does
+ * not decode is skipped). Other fields (`id`, `event`) are not needed: the event carries its `seq` and `_tag`.
  */
 export const parse = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<TurnEvent, E | Dropped, R> =>
   Stream.suspend(() => {
-    let tail = ""
     const decode = makeDecoder()
-    return Stream.mapChunksEffect(text, (chunk) => {
-      const out: Array<TurnEvent> = []
-      for (const piece of chunk) {
-        const text = tail + piece
-        let start = 0
-        let end = text.indexOf("\n\n")
-        while (end >= 0) {
-          const data = dataOf(text.slice(start, end + 1))
-          if (data !== undefined) {
-            const event = decode(data)
-            if (event !== undefined) out.push(event)
-          }
-          start = end + 2
-          end = text.indexOf("\n\n", start)
-        }
-        tail = text.slice(start)
-        if (tail.length > maxFrame) {
-          return Effect.fail(new Dropped({ description: `an event outgrew ${maxFrame} characters` }))
-        }
-      }
-      return Effect.succeed(Chunk.unsafeFromArray(out))
+    return Stream.filterMap(frames(text), (frame) => {
+      const event = decode(frame.data)
+      return event === undefined ? Result.failVoid : Result.succeed(event)
     })
   })
 
@@ -146,13 +111,12 @@ const fromCursor = <E, R>(
   events: Stream.Stream<TurnEvent, E, R>,
   cursor: { next: number }
 ): Stream.Stream<TurnEvent, E, R> =>
-  Stream.mapChunks(events, (chunk) =>
-    Chunk.filter(chunk, (event) => {
-      if (event._tag === "MessageDelta") return true
-      if (event.seq < cursor.next) return false
-      cursor.next = event.seq + 1
-      return true
-    }))
+  Stream.filter(events, (event) => {
+    if (event._tag === "MessageDelta") return true
+    if (event.seq < cursor.next) return false
+    cursor.next = event.seq + 1
+    return true
+  })
 
 /** Opens one connection: its events (ended by `Dropped`), or the typed error of a refused request. */
 const connect = (options: Options, sessionId: SessionId, from: number) =>
@@ -166,7 +130,7 @@ const connect = (options: Options, sessionId: SessionId, from: number) =>
     if (response.status !== 200) {
       const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
       const error = decodeError(body)
-      if (Either.isRight(error) && error.right._tag === "SessionNotFound") return yield* error.right
+      if (Result.isSuccess(error) && error.success._tag === "SessionNotFound") return yield* error.success
       if (response.status >= 400 && response.status < 500 && response.status !== 429) {
         return yield* new TransportFailure({
           module: "HttpTransport",
@@ -196,7 +160,7 @@ export const events = (
     const cursor = { next: from }
     const once = fromCursor(Stream.unwrap(Effect.suspend(() => connect(options, sessionId, cursor.next))), cursor)
     return once.pipe(
-      Stream.retry(Schedule.whileInput(options.reconnect, (error: unknown) => error instanceof Dropped)),
+      Stream.retry(Schedule.while(options.reconnect, ({ input }) => input instanceof Dropped)),
       Stream.catchTag("Dropped", (dropped) =>
         Stream.fail(
           new TransportFailure({ module: "HttpTransport", method: "events", description: dropped.description })

@@ -1,7 +1,3 @@
-import * as HttpApiClient from "@effect/platform/HttpApiClient"
-import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Answer } from "@parley/core/Answer"
 import * as Ids from "@parley/core/Ids"
 import { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
@@ -16,13 +12,17 @@ import * as Principal from "@parley/core/Principal"
 import { ProtocolApi, SendMessage } from "@parley/core/ProtocolApi"
 import type { Service } from "@parley/core/Transport"
 import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as Mailbox from "effect/Mailbox"
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as EventStream from "./eventStream.js"
 
@@ -30,15 +30,39 @@ export interface Options {
   readonly url: string | URL
   readonly apiKey: Redacted.Redacted<string> | string
   readonly reconnect: Schedule.Schedule<unknown, unknown>
-  readonly sendTimeout: Duration.DurationInput
-  readonly sendRetryFor: Duration.DurationInput
+  readonly sendTimeout: Duration.Input
+  readonly sendRetryFor: Duration.Input
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
 }
 
 const isSessionId = Schema.is(SessionId)
 const isTurnId = Schema.is(TurnId)
 const isCallbackId = Schema.is(CallbackId)
-const decodeAnswer = Schema.decodeUnknownEither(Answer)
+const decodeAnswer = Schema.decodeUnknownResult(Answer)
+
+/**
+ * `schedule`, started over once `after` has passed since it began (or last started over): the step that finds it so is
+ * taken by a fresh copy of `schedule` (Effect 3's `Schedule.resetAfter`, which Effect 4 does not have).
+ */
+export const resetAfter = <Output, Input, Error, Env>(
+  schedule: Schedule.Schedule<Output, Input, Error, Env>,
+  after: Duration.Input
+): Schedule.Schedule<Output, Input, Error, Env> => {
+  const millis = Duration.toMillis(Duration.fromInputUnsafe(after))
+  return Schedule.fromStep(Effect.map(Schedule.toStep(schedule), (first) => {
+    let step = first
+    let start: number | undefined
+    return (now: number, input: Input) => {
+      if (start === undefined) start = now
+      if (now - start < millis) return step(now, input)
+      start = now
+      return Effect.flatMap(Schedule.toStep(schedule), (fresh) => {
+        step = fresh
+        return fresh(now, input)
+      })
+    }
+  }))
+}
 
 /** The tags of the errors a method may fail with: any other error of a response is a `TransportFailure`. */
 type Tagged = { readonly _tag: string }
@@ -81,13 +105,13 @@ class SendTimedOut extends Data.TaggedError("SendTimedOut")<{ readonly message: 
  * the server decided (a 4xx, a typed error) is final.
  */
 const retriable = (error: unknown): boolean => {
-  if (typeof error !== "object" || error === null || !("_tag" in error)) return false
-  switch (error._tag) {
-    case "RequestError":
-    case "SendTimedOut":
+  if (error instanceof SendTimedOut) return true
+  if (!HttpClientError.isHttpClientError(error)) return false
+  switch (error.reason._tag) {
+    case "TransportError":
       return true
-    case "ResponseError":
-      return retriedStatuses.has((error as HttpClientError.ResponseError).response.status)
+    case "StatusCodeError":
+      return retriedStatuses.has(error.reason.response.status)
     default:
       return false
   }
@@ -115,12 +139,12 @@ export const make = (options: Options) =>
      * The answers to one tree go one at a time, in the order the program gave them (as in-process, where each is
      * committed before the call returns): concurrent requests would race.
      */
-    const queues = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
+    const queues = new Map<string, { readonly lock: Semaphore.Semaphore; users: number }>()
     const inOrder = <A, E>(sessionId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
       Effect.suspend(() => {
         let queue = queues.get(sessionId)
         if (queue === undefined) {
-          queue = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+          queue = { lock: Semaphore.makeUnsafe(1), users: 0 }
           queues.set(sessionId, queue)
         }
         const entry = queue
@@ -139,11 +163,14 @@ export const make = (options: Options) =>
      */
     const resent = <A, E>(post: Effect.Effect<A, E>) =>
       post.pipe(
-        Effect.timeoutFail({
+        Effect.timeoutOrElse({
           duration: options.sendTimeout,
-          onTimeout: () => new SendTimedOut({ message: "no response in time" })
+          orElse: () => Effect.fail(new SendTimedOut({ message: "no response in time" }))
         }),
-        Effect.retry({ schedule: Schedule.upTo(options.reconnect, options.sendRetryFor), while: retriable })
+        Effect.retry({
+          schedule: Schedule.upTo(options.reconnect, { duration: options.sendRetryFor }),
+          while: retriable
+        })
       )
 
     const sessionNotFound = (method: string, sessionId: unknown) =>
@@ -156,7 +183,7 @@ export const make = (options: Options) =>
         ),
       getSession: (sessionId) =>
         isSessionId(sessionId)
-          ? client.sessions.get({ path: { sessionId } }).pipe(typed("getSession", ["SessionNotFound"]))
+          ? client.sessions.get({ params: { sessionId } }).pipe(typed("getSession", ["SessionNotFound"]))
           : Effect.fail(sessionNotFound("getSession", sessionId)),
       getTurn: (sessionId, turnId) => service.snapshot(sessionId, turnId).pipe(Effect.map((snapshot) => snapshot.turn)),
       sendMessage: (sessionId, input, sendOptions) =>
@@ -167,7 +194,7 @@ export const make = (options: Options) =>
             ? yield* Ids.newRequestId
             : yield* Ids.requestId(sendOptions.requestId)
           const payload = new SendMessage({ input, requestId })
-          return yield* resent(sends.turns.send({ path: { sessionId }, payload })).pipe(
+          return yield* resent(sends.turns.send({ params: { sessionId }, payload })).pipe(
             typed("sendMessage", ["SessionNotFound", "InvalidId"])
           )
         }),
@@ -177,7 +204,10 @@ export const make = (options: Options) =>
           : Stream.fail(sessionNotFound("events", sessionId)),
       subscribe: (sessionId, from) =>
         isSessionId(sessionId)
-          ? Effect.flatMap(EventStream.open(streamOptions, sessionId, from), (stream) => Mailbox.fromStream(stream))
+          ? Effect.flatMap(
+            EventStream.open(streamOptions, sessionId, from),
+            (stream) => Stream.toQueue(stream, { capacity: "unbounded" })
+          )
           : Effect.fail(sessionNotFound("subscribe", sessionId)),
       snapshot: (sessionId, turnId) => {
         if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("snapshot", sessionId))
@@ -186,7 +216,7 @@ export const make = (options: Options) =>
             new TurnNotFound({ module: "HttpTransport", method: "snapshot", sessionId, turnId: String(turnId) })
           )
         }
-        return client.turns.get({ path: { sessionId, turnId } }).pipe(
+        return client.turns.get({ params: { sessionId, turnId } }).pipe(
           typed("snapshot", ["SessionNotFound", "TurnNotFound"])
         )
       },
@@ -205,17 +235,16 @@ export const make = (options: Options) =>
         }
         // An answer that is no `Answer` at all never leaves the process (as in-process: nothing is sent).
         const answer = decodeAnswer(request.answer)
-        if (Either.isLeft(answer)) {
+        if (Result.isFailure(answer)) {
           return Effect.fail(
             new AnswerMismatch({
               module: "HttpTransport",
               method: "answer",
               callbackId,
-              reason: `the answer is not an Answer: ${answer.left.message}`
+              reason: `the answer is not an Answer: ${answer.failure.message}`
             })
           )
         }
-        // The client's request type is one per member of the payload union: any member is fine here.
         // Who answers travels as the client's claim; the server records it beside the key it checked.
         const by = request.answeredBy === undefined ? undefined : Principal.claimed(request.answeredBy)
         const claim = by?._tag === "Handler"
@@ -229,10 +258,10 @@ export const make = (options: Options) =>
           requestId === undefined ? Ids.newRequestId : Ids.requestId(requestId),
           (id) => {
             const body = {
-              path: { sessionId, turnId, callbackId },
-              urlParams: { ...claim, requestId: id },
-              payload: answer.right
-            } as Parameters<typeof sends.callbacks.answer>[0]
+              params: { sessionId, turnId, callbackId },
+              query: { ...claim, requestId: id },
+              payload: answer.success
+            }
             return inOrder(sessionId, resent(sends.callbacks.answer(body)))
           }
         ).pipe(
@@ -248,23 +277,29 @@ export const make = (options: Options) =>
       },
       grants: (sessionId) =>
         isSessionId(sessionId)
-          ? client.sessions.grants({ path: { sessionId } }).pipe(typed("grants", ["SessionNotFound"]))
+          ? client.sessions.grants({ params: { sessionId } }).pipe(typed("grants", ["SessionNotFound"]))
           : Effect.fail(sessionNotFound("grants", sessionId)),
       revokeGrant: (request) => {
         const { grantId, revokedBy, sessionId } = request
         if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("revokeGrant", sessionId))
         const by = revokedBy === undefined ? undefined : Principal.claimed(revokedBy)
-        const urlParams = by?._tag === "Client" && by.label !== undefined ? { label: by.label } : {}
-        return client.sessions.revokeGrant({ path: { sessionId, grantId: String(grantId) }, urlParams }).pipe(
+        const query = by?._tag === "Client" && by.label !== undefined ? { label: by.label } : {}
+        return client.sessions.revokeGrant({ params: { sessionId, grantId: String(grantId) }, query }).pipe(
           typed("revokeGrant", ["GrantNotFound", "SessionNotFound"])
         )
       },
       cancel: (sessionId) =>
         isSessionId(sessionId)
-          ? client.sessions.cancel({ path: { sessionId } }).pipe(typed("cancel", ["SessionNotFound"]))
+          ? client.sessions.cancel({ params: { sessionId } }).pipe(typed("cancel", ["SessionNotFound"]))
           : Effect.fail(sessionNotFound("cancel", sessionId)),
       listOpen: (filter) =>
-        client.callbacks.listOpen({ urlParams: { sessionId: filter?.sessionId, kind: filter?.kind } }).pipe(
+        client.callbacks.listOpen({
+          // The query's keys are optional, not undefined: a filter's missing field is left out.
+          query: {
+            ...(filter?.sessionId === undefined ? {} : { sessionId: filter.sessionId }),
+            ...(filter?.kind === undefined ? {} : { kind: filter.kind })
+          }
+        }).pipe(
           typed("listOpen", [])
         )
     }

@@ -13,8 +13,8 @@ import * as TreeState from "@parley/log/TreeState"
 import * as Cause from "effect/Cause"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
 import type { Rejection, Reply } from "../decide.js"
 import { decide } from "../decide.js"
 import * as Telemetry from "../telemetry.js"
@@ -80,7 +80,7 @@ export const make = (core: Core): Commits => {
           state = settled.state
           events.push(...settled.events)
         }
-        const replies: Array<Either.Either<Reply, Rejection>> = []
+        const replies: Array<Result.Result<Reply, Rejection>> = []
         for (const envelope of batch) {
           if (envelope.command._tag === "Resume" && !actor.closed) executor = actor.lease
           const decision = decide(state, envelope.command, now, env, executor)
@@ -88,18 +88,18 @@ export const make = (core: Core): Commits => {
           events.push(...decision.events)
           replies.push(decision.reply)
         }
-        let appended: Either.Either<unknown, SeqConflict | ResolutionConflict | LeaseLost | StoreError> = Either.void
+        let appended: Result.Result<unknown, SeqConflict | ResolutionConflict | LeaseLost | StoreError> = Result.void
         if (events.length > 0) {
           // A traced tree's append is in a span (`parley.store.append`), started and ended here, around it.
           const traced = actor.traced
           if (traced !== undefined) Telemetry.startAppend(traced, events)
-          const written = yield* Effect.either(
+          const written = yield* Effect.result(
             store.eventLog.append(actor.treeId, actor.state.nextSeq, events, actor.lease, durabilityOf(events, batch))
           )
           if (traced !== undefined) Telemetry.endAppend(traced, written)
           appended = written
         }
-        if (Either.isRight(appended)) {
+        if (Result.isSuccess(appended)) {
           actor.state = state
           if (actor.lease !== undefined && batch.some((envelope) => envelope.command._tag === "Resume")) {
             actor.resumed = true
@@ -108,19 +108,19 @@ export const make = (core: Core): Commits => {
           for (let i = 0; i < batch.length; i++) batch[i].reply?.(Exit.succeed(replies[i]))
           return
         }
-        if (appended.left._tag === "StoreError") {
+        if (appended.failure._tag === "StoreError") {
           // Who waits gets the error. What nobody waits for (a work item's result, a resume, a settle) is tried
           // again after a pause: dropped, it would leave its turn waiting until the tree is loaded again.
           const unanswered = batch.filter((envelope) => envelope.reply === undefined)
           if (unanswered.length > 0) {
             yield* Effect.logWarning(`the store failed; tree ${actor.treeId} tries again in ${retryMillis} ms`)
-            yield* Effect.forkDaemon(
-              Effect.zipRight(Effect.interruptible(sleepLive(retryMillis)), core.deliver(actor, unanswered))
+            yield* Effect.forkDetach(
+              Effect.andThen(Effect.interruptible(sleepLive(retryMillis)), core.deliver(actor, unanswered))
             )
           }
-          return fail(batch, failure("append", appended.left))
+          return fail(batch, failure("append", appended.failure))
         }
-        if (appended.left._tag === "LeaseLost") {
+        if (appended.failure._tag === "LeaseLost") {
           yield* core.depose(actor)
           batch = batch.filter((envelope) => !ownersOnly.has(envelope.command._tag))
         }
@@ -129,7 +129,7 @@ export const make = (core: Core): Commits => {
       }
       fail(batch, failure("append", "the log kept moving under the engine"))
     }).pipe(
-      Effect.catchAllCause((cause) => {
+      Effect.catchCause((cause) => {
         fail(received, failure("decide", Cause.squash(cause)))
         return Effect.logError("the engine could not process commands", cause)
       })

@@ -13,9 +13,9 @@ import type * as TreeState from "@parley/log/TreeState"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Either from "effect/Either"
 import type * as Exit from "effect/Exit"
 import type * as FiberMap from "effect/FiberMap"
+import type * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as Deadlines from "../deadlines.js"
 import type { Command, Rejection, Reply } from "../decide.js"
@@ -26,7 +26,7 @@ import type { Env } from "../tx.js"
 import type * as Work from "../work.js"
 import type * as Live from "./live.js"
 
-export type Decided = Exit.Exit<Either.Either<Reply, Rejection>, TransportFailure>
+export type Decided = Exit.Exit<Result.Result<Reply, Rejection>, TransportFailure>
 
 export interface Envelope {
   readonly command: Command
@@ -59,7 +59,7 @@ export interface Actor {
   /** Whether a snapshot is being saved (one at a time per tree). */
   snapshotting: boolean
   /** The actor's scope: its background saves run in it; closed when the actor is evicted. */
-  readonly scope: Scope.CloseableScope
+  readonly scope: Scope.Closeable
   /** Whether the actor was evicted (its scope closed): a batch still being processed starts and stops no work. */
   closed: boolean
   /** The tree's spans, once a fiber working on it ran under a tracer (`../telemetry.ts`). */
@@ -79,7 +79,7 @@ export class TreeMissing extends Data.TaggedError("TreeMissing")<{}> {}
 
 /** Sleeps on the wall clock, whatever `Clock` the engine runs under (a store's outage, a lease: real time). */
 export const sleepLive = (millis: number) =>
-  Effect.async<void>((resume) => {
+  Effect.callback<void>((resume) => {
     const timer = setTimeout(() => resume(Effect.void), millis)
     return Effect.sync(() => clearTimeout(timer))
   })
@@ -95,7 +95,7 @@ export const failure = (method: string, error: unknown) =>
 
 /** Runs the effects one after another (cheaper than `Effect.all` for the two or three of a batch). */
 export const sequence = (effects: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> =>
-  effects.length === 0 ? Effect.void : effects.reduce((all, effect) => Effect.zipRight(all, effect))
+  effects.length === 0 ? Effect.void : effects.reduce((all, effect) => Effect.andThen(all, effect))
 
 /** The engine's settings and the services its parts use directly. */
 export interface Settings {
@@ -145,7 +145,7 @@ export interface Trees {
   readonly actors: Held.Held<SessionId, Actor, TreeMissing | SessionStore.StoreError>
   readonly install: (
     treeId: SessionId,
-    scope: Scope.CloseableScope,
+    scope: Scope.Closeable,
     restored: Snapshots.Restored,
     lease: SessionStore.Lease | undefined,
     first: Command | undefined

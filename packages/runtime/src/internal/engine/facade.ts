@@ -16,11 +16,9 @@ import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "@parley/core/T
 import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { Rejection, Reply } from "../decide.js"
@@ -31,14 +29,14 @@ import type * as Validation from "../validation.js"
 import type { Actor, Core } from "./core.js"
 import { failure } from "./core.js"
 
-const decodeSessionId = Schema.decodeUnknownEither(SessionId)
-const decodeTurnId = Schema.decodeUnknownEither(TurnIdSchema)
-const decodeCallbackId = Schema.decodeUnknownEither(CallbackIdSchema)
-const decodeAnswer = Schema.decodeUnknownEither(AnswerSchema)
-const decodePrincipal = Schema.decodeUnknownEither(Principal)
+const decodeSessionId = Schema.decodeUnknownResult(SessionId)
+const decodeTurnId = Schema.decodeUnknownResult(TurnIdSchema)
+const decodeCallbackId = Schema.decodeUnknownResult(CallbackIdSchema)
+const decodeAnswer = Schema.decodeUnknownResult(AnswerSchema)
+const decodePrincipal = Schema.decodeUnknownResult(Principal)
 /** A request that does not say who answers was sent by a program, by id: an unlabelled `Client`. */
 const anonymous = new Client({})
-const decodeKind = Schema.decodeUnknownEither(CallbackKind)
+const decodeKind = Schema.decodeUnknownResult(CallbackKind)
 
 export const make = (
   core: Core,
@@ -56,7 +54,7 @@ export const make = (
   const options = definitions
 
   /**
-   * The session's events from `from` on in a mailbox (its tree's, for a root session), the store's errors turned into
+   * The session's events from `from` on in a queue (its tree's, for a root session), the store's errors turned into
    * the transport's: a fiber of the caller's scope moves each batch on.
    */
   /**
@@ -66,7 +64,7 @@ export const make = (
    * A repeated request id the tree already has starts no span: no turn is queued.
    */
   const send = (actor: Actor, sessionId: SessionId, input: string, requestId: string | undefined) =>
-    Effect.withFiberRuntime<Reply, Rejection | TransportFailure>((fiber) => {
+    Effect.withFiber<Reply, Rejection | TransportFailure>((fiber) => {
       if (actor.traced === undefined) actor.traced = Telemetry.tracing(fiber)
       const traced = actor.traced
       const repeated = requestId !== undefined && TreeState.requested(actor.state, sessionId, requestId) !== undefined
@@ -75,7 +73,7 @@ export const make = (
       }
       const agent = TreeState.session(actor.state, sessionId)?.agent.name ?? ""
       const span = Telemetry.startTurn(traced, fiber, { session: sessionId, agent })
-      return Effect.tapErrorCause(
+      return Effect.tapCause(
         core.submit(actor, { _tag: "SendMessage", sessionId, input, requestId, trace: Telemetry.contextOf(span) }),
         (cause) =>
           Effect.sync(() => {
@@ -185,10 +183,10 @@ export const make = (
       ),
     subscribe: (sessionId, from) => subscribe("subscribe", sessionId, from),
     events: (sessionId, from) =>
-      Stream.unwrapScoped(Effect.map(subscribe("events", sessionId, from), Mailbox.toStream)),
+      Stream.unwrap(Effect.map(subscribe("events", sessionId, from), (events) => Stream.fromQueue(events))),
     snapshot: (sessionId, turnId) =>
       core.withTree("snapshot", sessionId, (actor, id) =>
-        Effect.zipRight(
+        Effect.andThen(
           core.caughtUp(actor, "snapshot"),
           core.knownTurn(actor, id, turnId, "snapshot")
         ).pipe(Effect.map((turn) => {
@@ -211,12 +209,12 @@ export const make = (
         const callbackId = decodeCallbackId(fields.callbackId)
         const answer = decodeAnswer(fields.answer)
         const answeredBy = fields.answeredBy === undefined
-          ? Either.right(anonymous)
+          ? Result.succeed(anonymous)
           : decodePrincipal(fields.answeredBy)
         const requestId = fields.requestId === undefined ? undefined : yield* Ids.requestId(fields.requestId)
         return yield* core.withTree("answer", fields.sessionId, (actor, sessionId) =>
           Effect.gen(function*() {
-            if (Either.isLeft(turnId)) {
+            if (Result.isFailure(turnId)) {
               return yield* new TurnNotFound({
                 module: "Turn",
                 method: "answer",
@@ -224,7 +222,7 @@ export const make = (
                 turnId: String(fields.turnId)
               })
             }
-            if (Either.isLeft(callbackId)) {
+            if (Result.isFailure(callbackId)) {
               return yield* new CallbackNotOpen({
                 module: "Turn",
                 method: "answer",
@@ -232,35 +230,35 @@ export const make = (
                 description: "not a callback id"
               })
             }
-            if (Either.isLeft(answer)) {
+            if (Result.isFailure(answer)) {
               return yield* new AnswerMismatch({
                 module: "Turn",
                 method: "answer",
-                callbackId: callbackId.right,
-                reason: `the answer does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answer.left)}`
+                callbackId: callbackId.success,
+                reason: `the answer does not decode: ${answer.failure.message}`
               })
             }
-            if (Either.isLeft(answeredBy)) {
+            if (Result.isFailure(answeredBy)) {
               return yield* new AnswerMismatch({
                 module: "Turn",
                 method: "answer",
-                callbackId: callbackId.right,
-                reason: `answeredBy does not decode: ${ParseResult.TreeFormatter.formatErrorSync(answeredBy.left)}`
+                callbackId: callbackId.success,
+                reason: `answeredBy does not decode: ${answeredBy.failure.message}`
               })
             }
-            const id = callbackId.right as CallbackId
+            const id = callbackId.success as CallbackId
             yield* core.afterCatchingUp(
               actor,
               // A sign-in's credentials are exchanged and kept first: the answer stored names the requests only.
-              Effect.suspend(() => options.completeSignIn(actor.treeId, actor.state, id, answer.right)).pipe(
+              Effect.suspend(() => options.completeSignIn(actor.treeId, actor.state, id, answer.success)).pipe(
                 Effect.flatMap((stored) =>
                   core.submit(actor, {
                     _tag: "Answer",
                     sessionId,
-                    turnId: turnId.right as TurnId,
+                    turnId: turnId.success as TurnId,
                     callbackId: id,
                     answer: stored,
-                    answeredBy: answeredBy.right,
+                    answeredBy: answeredBy.success,
                     requestId
                   })
                 ),
@@ -278,14 +276,14 @@ export const make = (
         const fields = (typeof filter === "object" && filter !== null ? filter : {}) as Transport.ListOpenFilter
         const sessionId = fields.sessionId === undefined ? undefined : decodeSessionId(fields.sessionId)
         const kind = fields.kind === undefined ? undefined : decodeKind(fields.kind)
-        if (sessionId !== undefined && Either.isLeft(sessionId)) {
+        if (sessionId !== undefined && Result.isFailure(sessionId)) {
           return yield* failure("listOpen", `not a session id: ${String(fields.sessionId)}`)
         }
-        if (kind !== undefined && Either.isLeft(kind)) {
+        if (kind !== undefined && Result.isFailure(kind)) {
           return yield* failure("listOpen", `not a kind of callback: ${String(fields.kind)}`)
         }
         const rows = yield* Effect.mapError(
-          store.eventLog.listOpen({ sessionId: sessionId?.right, kind: kind?.right }),
+          store.eventLog.listOpen({ sessionId: sessionId?.success, kind: kind?.success }),
           (error) => failure("listOpen", error)
         )
         const byTree = new Map<SessionId, Array<CallbackId>>()

@@ -5,7 +5,10 @@
  */
 import type { CallbackId, SessionId } from "@parley/core/Ids"
 import type * as SessionStore from "@parley/log/SessionStore"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
+import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Deadlines from "../deadlines.js"
 import type { Core } from "./core.js"
@@ -14,7 +17,7 @@ import type { Core } from "./core.js"
 export const deadlines = (core: Core): Effect.Effect<Deadlines.Deadlines<CallbackId, SessionId>, never, Scope.Scope> =>
   Deadlines.make((treeId, callbackId) =>
     core.withTree("expire", treeId, (actor) => core.submit(actor, { _tag: "Expire", callbackId })).pipe(
-      Effect.catchAllCause((cause) => Effect.logError(`the deadline of ${callbackId} could not be applied`, cause))
+      Effect.catchCause((cause) => Effect.logError(`the deadline of ${callbackId} could not be applied`, cause))
     )
   )
 
@@ -29,18 +32,23 @@ export const changes = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
       // Placed: a tree out of memory is loaded for its owner only (whose work the append may call for); a reader
       // elsewhere reads the log when it asks.
       if (core.placed !== undefined && !core.placed.has(change.treeId)) return Effect.void
-      return Effect.forkDaemon(
+      return Effect.forkDetach(
         core.withTree("changes", change.treeId, (tree) => core.submit(tree, { _tag: "Settle" })).pipe(Effect.ignore)
       )
     }
     // Its own appends (under its leases) tell the engine nothing it does not know: they do not wake it.
-    const mailbox = yield* core.store.eventLog.changes({ exceptOwner: core.owner })
-    const follow: Effect.Effect<void, SessionStore.StoreError> = Effect.flatMap(
-      mailbox.takeAll,
-      ([batch, done]) => Effect.zipRight(Effect.forEach(batch, noticed, { discard: true }), done ? Effect.void : follow)
+    const changes = yield* core.store.eventLog.changes({ exceptOwner: core.owner })
+    const follow: Effect.Effect<never, SessionStore.StoreError | Cause.Done> = Effect.flatMap(
+      Queue.takeAll(changes),
+      (batch) => Effect.andThen(Effect.forEach(batch, noticed, { discard: true }), follow)
     )
     yield* follow.pipe(
-      Effect.catchAllCause((cause) => Effect.logError("the engine stopped following the store's changes", cause)),
+      // The changes end (`Cause.Done`) when the store closes them.
+      Effect.catchCause((cause) =>
+        Pull.isDoneCause(cause)
+          ? Effect.void
+          : Effect.logError("the engine stopped following the store's changes", cause)
+      ),
       Effect.forkScoped
     )
   })

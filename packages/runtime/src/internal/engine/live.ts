@@ -2,7 +2,7 @@
  * The engine's own channel for live-only events — a model step's streamed `MessageDelta`s, which are never stored —
  * and the readers' view that merges them with the log. The log (`EventLog.subscribe`) gives a reader the stored
  * events, gap-free and in order; a model step publishes its deltas here; `follow` hands both to the reader as one
- * mailbox, each delta after the stored event of its step (a delta carries that `ModelStepStarted`'s `seq`).
+ * queue, each delta after the stored event of its step (a delta carries that `ModelStepStarted`'s `seq`).
  *
  * A delta whose step the reader has not reached yet (it is still reading what was stored before) waits until the
  * reader passes that step, then follows it at once; a delta of a step before the reader's cursor is not for it. Deltas
@@ -10,26 +10,26 @@
  */
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import * as Chunk from "effect/Chunk"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Mailbox from "effect/Mailbox"
+import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 
 export interface Live {
   /** Hands live-only events of a tree to its readers in this process. Nothing is stored. */
   readonly publish: (treeId: SessionId, events: ReadonlyArray<TurnEvent>) => void
   /**
-   * A mailbox of `stored` (a tree's log from `cursor`, as `EventLog.subscribe` gives it; of one session with
-   * `sessionId`) with the tree's live-only events merged in, for as long as the scope lives. It ends or fails as
-   * `stored` does (its error mapped by `onError`).
+   * A queue of `stored` (a tree's log from `cursor`, as `EventLog.subscribe` gives it; of one session with
+   * `sessionId`) with the tree's live-only events merged in, for as long as the scope lives. It ends (`Cause.Done`)
+   * or fails as `stored` does (its error mapped by `onError`).
    */
   readonly follow: <E, E2>(
     treeId: SessionId,
     cursor: number,
     sessionId: SessionId | undefined,
-    stored: Mailbox.ReadonlyMailbox<TurnEvent, E>,
+    stored: Queue.Dequeue<TurnEvent, E | Cause.Done>,
     onError: (error: E) => E2
-  ) => Effect.Effect<Mailbox.ReadonlyMailbox<TurnEvent, E2>, never, Scope.Scope>
+  ) => Effect.Effect<Queue.Dequeue<TurnEvent, E2 | Cause.Done>, never, Scope.Scope>
 }
 
 /**
@@ -51,11 +51,11 @@ export const make = (): Live => {
     treeId: SessionId,
     cursor: number,
     sessionId: SessionId | undefined,
-    stored: Mailbox.ReadonlyMailbox<TurnEvent, E>,
+    stored: Queue.Dequeue<TurnEvent, E | Cause.Done>,
     onError: (error: E) => E2
   ) =>
     Effect.gen(function*() {
-      const events = yield* Mailbox.make<TurnEvent, E2>()
+      const events = yield* Queue.make<TurnEvent, E2 | Cause.Done>()
       /** The `seq` after the last stored event handed on: deltas of steps before it go through at once. */
       let next = cursor
       /** Deltas of steps the reader has not reached yet, in the order they came. */
@@ -64,7 +64,7 @@ export const make = (): Live => {
       const reader = (published: ReadonlyArray<TurnEvent>) => {
         for (const event of published) {
           if (event.seq < cursor || (sessionId !== undefined && event.sessionId !== sessionId)) continue
-          if (event.seq < next) events.unsafeOffer(event)
+          if (event.seq < next) Queue.offerUnsafe(events, event)
           else if (waiting.length < maxWaiting) waiting.push(event)
         }
       }
@@ -72,17 +72,17 @@ export const make = (): Live => {
       const handOn = (batch: ReadonlyArray<TurnEvent>) => {
         if (batch.length === 0) return
         if (waiting.length === 0) {
-          events.unsafeOfferAll(batch)
+          Queue.offerAllUnsafe(events, batch)
           next = batch[batch.length - 1].seq + 1
           return
         }
         for (const event of batch) {
-          events.unsafeOffer(event)
+          Queue.offerUnsafe(events, event)
           next = event.seq + 1
           if (waiting.length > 0 && waiting[0].seq < next) {
             const ready = waiting.filter((delta) => delta.seq < next)
             waiting = waiting.filter((delta) => delta.seq >= next)
-            events.unsafeOfferAll(ready)
+            Queue.offerAllUnsafe(events, ready)
           }
         }
       }
@@ -100,15 +100,16 @@ export const make = (): Live => {
           if (current?.size === 0) readers.delete(treeId)
         })
       )
-      const move: Effect.Effect<void, E> = Effect.flatMap(stored.takeAll, ([batch, done]) => {
-        handOn(Chunk.toReadonlyArray(batch))
-        return done ? events.end : move
+      // `stored` ends with `Cause.Done` once its last events were taken: then so does the reader's queue.
+      const move: Effect.Effect<never, E | Cause.Done> = Effect.flatMap(Queue.takeAll(stored), (batch) => {
+        handOn(batch)
+        return move
       })
       yield* move.pipe(
-        Effect.catchAll((error) => events.fail(onError(error))),
+        Effect.catch((error) => Cause.isDone(error) ? Queue.end(events) : Queue.fail(events, onError(error))),
         Effect.forkScoped
       )
-      return events as Mailbox.ReadonlyMailbox<TurnEvent, E2>
+      return Queue.asDequeue(events)
     })
 
   return { publish, follow }

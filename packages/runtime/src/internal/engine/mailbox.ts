@@ -7,8 +7,8 @@
 import type { TransportFailure } from "@parley/core/ParleyError"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import type * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import type * as Result from "effect/Result"
 import type { Command, Rejection, Reply } from "../decide.js"
 import type { Actor, Core, Decided, Envelope, Mailboxes } from "./core.js"
 import { failure } from "./core.js"
@@ -28,7 +28,7 @@ export const make = (core: Core): Mailboxes => {
         actor.busy = false
         return deliver(actor, actor.mailbox.splice(0))
       }
-      return Effect.zipRight(core.process(actor, actor.mailbox.splice(0, 256)), drain(actor))
+      return Effect.andThen(core.process(actor, actor.mailbox.splice(0, 256)), drain(actor))
     })
 
   /**
@@ -46,13 +46,13 @@ export const make = (core: Core): Mailboxes => {
             for (const envelope of envelopes) envelope.reply?.(Exit.fail(failure("deliver", why)))
           })
         if (core.actors.get(actor.treeId) === actor) return failAll("the engine is stopping")
-        return Effect.asVoid(Effect.forkDaemon(
+        return Effect.asVoid(Effect.forkDetach(
           core.holding(
             actor.treeId,
             (current) => current.closed ? failAll("the engine is stopping") : deliver(current, envelopes)
           ).pipe(
-            Effect.catchAllCause((cause) =>
-              Effect.zipRight(
+            Effect.catchCause((cause) =>
+              Effect.andThen(
                 failAll(cause),
                 Effect.logWarning(`tree ${actor.treeId} could not be loaded again for its commands`, cause)
               )
@@ -74,7 +74,7 @@ export const make = (core: Core): Mailboxes => {
   const offer = (actor: Actor, command: Command) => deliver(actor, [{ command, reply: undefined }])
 
   /** `offer`, processed by another fiber: the caller (a follower of changes, a timer) does not wait for it. */
-  const offerForked = (actor: Actor, command: Command) => Effect.asVoid(Effect.forkDaemon(offer(actor, command)))
+  const offerForked = (actor: Actor, command: Command) => Effect.asVoid(Effect.forkDetach(offer(actor, command)))
 
   /** A work item's result: from now until the state takes it in, the work is done, not missing. */
   const report = (actor: Actor, key: string, command: Command) =>
@@ -87,21 +87,21 @@ export const make = (core: Core): Mailboxes => {
   const submit = (actor: Actor, command: Command): Effect.Effect<Reply, Rejection | TransportFailure> =>
     Effect.gen(function*() {
       let decided: Decided | undefined
-      let waiting: Deferred.Deferred<Either.Either<Reply, Rejection>, TransportFailure> | undefined
+      let waiting: Deferred.Deferred<Result.Result<Reply, Rejection>, TransportFailure> | undefined
       yield* deliver(actor, [{
         command,
         reply: (exit) => {
           decided = exit
-          if (waiting !== undefined) Deferred.unsafeDone(waiting, exit)
+          if (waiting !== undefined) Deferred.doneUnsafe(waiting, exit)
         }
       }])
       if (decided === undefined) {
-        waiting = yield* Deferred.make<Either.Either<Reply, Rejection>, TransportFailure>()
-        if (decided !== undefined) Deferred.unsafeDone(waiting, decided)
+        waiting = yield* Deferred.make<Result.Result<Reply, Rejection>, TransportFailure>()
+        if (decided !== undefined) Deferred.doneUnsafe(waiting, decided)
         decided = yield* Effect.exit(Deferred.await(waiting))
       }
-      const either = yield* decided
-      return yield* either
+      const result = yield* decided
+      return yield* Effect.fromResult(result)
     })
 
   return { deliver, offer, offerForked, report, submit }

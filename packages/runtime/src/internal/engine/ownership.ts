@@ -24,17 +24,17 @@ export const beat = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
     const { leaseTtl, owner, runsWork, store } = core
     if (!runsWork || core.placed !== undefined) return
     const renew = store.leases.heartbeat(owner, leaseTtl).pipe(
-      Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
+      Effect.catch((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
     )
     yield* renew
     yield* Effect.addFinalizer(() =>
       store.leases.retire(owner).pipe(
-        Effect.catchAll((error) => Effect.logWarning(`the engine ${owner} could not give up its leases`, error))
+        Effect.catch((error) => Effect.logWarning(`the engine ${owner} could not give up its leases`, error))
       )
     )
     // On the wall clock, whatever `Clock` the engine runs under: leases are about real processes and real pauses,
     // and a test's jump of an hour must not cost a thousand heartbeats.
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(sleepLive(Duration.toMillis(leaseTtl) / 3), renew)))
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(sleepLive(Duration.toMillis(leaseTtl) / 3), renew)))
   })
 
 /** Takes up the trees this engine may claim: its own too at start (`own`), then those whose owner lapsed. */
@@ -54,7 +54,7 @@ const takeUp = (core: Core, own: boolean) =>
         })
       }, { concurrency: 16, discard: true })
     ),
-    Effect.catchAllCause((cause) => Effect.logWarning("the engine could not take up unfinished trees", cause))
+    Effect.catchCause((cause) => Effect.logWarning("the engine could not take up unfinished trees", cause))
   )
 
 /**
@@ -65,7 +65,7 @@ const takeUp = (core: Core, own: boolean) =>
 const takeUpPaused = (core: Core, own: boolean) =>
   core.store.leases.claimPaused(core.owner, own).pipe(
     Effect.flatMap(({ deadlines, trees }) =>
-      Effect.zipRight(
+      Effect.andThen(
         Effect.forEach(trees, ({ lease, treeId }) => {
           const actor = core.actors.get(treeId)
           if (actor === undefined || actor.lease !== undefined) return Effect.void
@@ -80,7 +80,7 @@ const takeUpPaused = (core: Core, own: boolean) =>
         )
       )
     ),
-    Effect.catchAllCause((cause) => Effect.logWarning("the engine could not take up paused trees", cause))
+    Effect.catchCause((cause) => Effect.logWarning("the engine could not take up paused trees", cause))
   )
 
 /**
@@ -91,15 +91,15 @@ const takeUpPaused = (core: Core, own: boolean) =>
  */
 export const recover = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
   core.runsWork && core.placed === undefined
-    ? Effect.zipRight(
+    ? Effect.andThen(
       takeUpPaused(core, true),
       Effect.asVoid(Effect.forkScoped(
-        Effect.zipRight(
+        Effect.andThen(
           takeUp(core, true),
           Effect.forever(
-            Effect.zipRight(
+            Effect.andThen(
               sleepLive(Duration.toMillis(core.leaseTtl)),
-              Effect.zipRight(takeUpPaused(core, false), takeUp(core, false))
+              Effect.andThen(takeUpPaused(core, false), takeUp(core, false))
             )
           )
         )

@@ -7,7 +7,6 @@
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
-import * as Equal from "effect/Equal"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
 import * as Snapshots from "../snapshots.js"
@@ -33,7 +32,7 @@ export const make = (core: Core): Reconciler => {
       const saved = Effect.ensuring(Snapshots.save(store, state), Effect.sync(() => actor.snapshotting = false))
       // The log may have grown past the next one meanwhile.
       return Effect.asVoid(
-        Effect.forkIn(Effect.interruptible(Effect.zipRight(saved, snapshotIfDue(actor))), actor.scope)
+        Effect.forkIn(Effect.interruptible(Effect.andThen(saved, snapshotIfDue(actor))), actor.scope)
       )
     })
 
@@ -61,10 +60,10 @@ export const make = (core: Core): Reconciler => {
   ): Effect.Effect<void> => {
     const traced = actor.traced
     if (traced === undefined) return run(workTree(actor))
-    const parent = Telemetry.turnSpan(traced, actor.state, turn.turnId, traced.clock.unsafeCurrentTimeMillis())
+    const parent = Telemetry.turnSpan(traced, actor.state, turn.turnId, traced.clock.currentTimeMillisUnsafe())
     const started = Telemetry.startWork(traced, key, span.name, parent, span.attributes())
     const tree = workTree(actor)
-    return Effect.zipRight(
+    return Effect.andThen(
       Telemetry.parentOf(started),
       run({
         ...tree,
@@ -137,8 +136,8 @@ export const make = (core: Core): Reconciler => {
   const stop = (actor: Actor, keys: Iterable<string>) =>
     Effect.flatMap(Effect.fiberId, (self) =>
       Effect.forEach(keys, (key) => {
-        const fiber = FiberMap.unsafeGet(actor.work, key)
-        if (Option.isNone(fiber) || Equal.equals(fiber.value.id(), self)) return Effect.void
+        const fiber = FiberMap.getUnsafe(actor.work, key)
+        if (Option.isNone(fiber) || fiber.value.id === self) return Effect.void
         if (actor.traced !== undefined) Telemetry.endWork(actor.traced, key, undefined)
         return FiberMap.remove(actor.work, key)
       }, { discard: true }))
@@ -157,7 +156,7 @@ export const make = (core: Core): Reconciler => {
       if (stale.length > 0) effects.push(stop(actor, stale))
       for (const key of actor.reported) if (!wanted.has(key)) actor.reported.delete(key)
       for (const [key, work] of wanted) {
-        if (actor.reported.has(key) || FiberMap.unsafeHas(actor.work, key)) continue
+        if (actor.reported.has(key) || FiberMap.hasUnsafe(actor.work, key)) continue
         // Interruptible: the mailbox is processed uninterruptibly, and a fiber forked there would inherit that.
         effects.push(
           Effect.asVoid(
@@ -176,7 +175,7 @@ export const make = (core: Core): Reconciler => {
     })
 
   const afterCommit = (actor: Actor, events: ReadonlyArray<TurnEvent>): Effect.Effect<void> =>
-    Effect.withFiberRuntime((fiber) => {
+    Effect.withFiber((fiber) => {
       const effects: Array<Effect.Effect<void>> = []
       if (actor.traced === undefined) actor.traced = Telemetry.tracing(fiber)
       if (actor.traced !== undefined) {
@@ -184,7 +183,9 @@ export const make = (core: Core): Reconciler => {
       }
       for (const event of events) {
         if (event._tag === "CallbackOpened" && event.callback.expiresAt !== undefined) {
-          effects.push(core.deadlines.schedule(actor.treeId, event.callback.id, event.callback.expiresAt.epochMillis))
+          effects.push(
+            core.deadlines.schedule(actor.treeId, event.callback.id, event.callback.expiresAt.epochMilliseconds)
+          )
         } else if (event._tag === "CallbackResolved") {
           core.deadlines.cancel(event.callbackId)
         }

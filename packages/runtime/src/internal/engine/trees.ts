@@ -13,10 +13,10 @@ import * as TreeState from "@parley/log/TreeState"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as FiberMap from "effect/FiberMap"
 import { identity } from "effect/Function"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { Command } from "../decide.js"
@@ -26,14 +26,14 @@ import * as Telemetry from "../telemetry.js"
 import type { Actor, Core, Trees } from "./core.js"
 import { failure, TreeMissing } from "./core.js"
 
-const decodeSessionId = Schema.decodeUnknownEither(SessionIdSchema)
-const decodeTurnId = Schema.decodeUnknownEither(TurnIdSchema)
+const decodeSessionId = Schema.decodeUnknownResult(SessionIdSchema)
+const decodeTurnId = Schema.decodeUnknownResult(TurnIdSchema)
 
 export const make = (
   core: Core,
   eviction: {
-    readonly idleTimeToLive: Duration.DurationInput
-    readonly pausedTimeToLive: Duration.DurationInput
+    readonly idleTimeToLive: Duration.Input
+    readonly pausedTimeToLive: Duration.Input
     readonly maxIdleTrees: number
   }
 ): Effect.Effect<Trees, never, Scope.Scope> =>
@@ -42,7 +42,7 @@ export const make = (
 
     const install = (
       treeId: SessionId,
-      scope: Scope.CloseableScope,
+      scope: Scope.Closeable,
       restored: Snapshots.Restored,
       lease: SessionStore.Lease | undefined,
       first: Command | undefined
@@ -74,7 +74,7 @@ export const make = (
         )
         for (const id of actor.state.open) {
           const expiresAt = TreeState.callback(actor.state, id)?.callback.expiresAt
-          if (expiresAt !== undefined) yield* core.deadlines.schedule(treeId, id, expiresAt.epochMillis)
+          if (expiresAt !== undefined) yield* core.deadlines.schedule(treeId, id, expiresAt.epochMilliseconds)
         }
         // The first command is processed before any other, by another fiber once the tree is in memory (`started`):
         // the work it starts must be able to hold the tree. A tree this engine just created needs none.
@@ -90,11 +90,11 @@ export const make = (
      * hold it, and the tree could be evicted under it (its turn left with no work, and nobody to load it again).
      */
     const started = (_: SessionId, actor: Actor) =>
-      actor.mailbox.length === 0 ? Effect.void : Effect.asVoid(Effect.forkDaemon(core.deliver(actor, [])))
+      actor.mailbox.length === 0 ? Effect.void : Effect.asVoid(Effect.forkDetach(core.deliver(actor, [])))
 
     const load = (
       treeId: SessionId,
-      scope: Scope.CloseableScope
+      scope: Scope.Closeable
     ): Effect.Effect<Actor, TreeMissing | SessionStore.StoreError, Scope.Scope> =>
       Effect.gen(function*() {
         const header = yield* store.eventLog.getTree(treeId)
@@ -116,8 +116,8 @@ export const make = (
     // Actors in memory: loaded once, held by the calls on them and by their own work, evicted when idle — a paused
     // tree soon, whatever waits on it waits on the log, not on memory; the number of idle trees is bounded.
     const pausedMillis = Math.min(
-      Duration.toMillis(Duration.decode(eviction.pausedTimeToLive)),
-      Duration.toMillis(Duration.decode(eviction.idleTimeToLive))
+      Duration.toMillis(Duration.fromInputUnsafe(eviction.pausedTimeToLive)),
+      Duration.toMillis(Duration.fromInputUnsafe(eviction.idleTimeToLive))
     )
     const actors = yield* Held.make({
       load,
@@ -139,7 +139,7 @@ export const make = (
      * runs once more. An answer by id from another process must not be refused for a copy that lags behind.
      */
     const afterCatchingUp = <A, E>(actor: Actor, f: Effect.Effect<A, E>, unknown: (error: E) => boolean) =>
-      Effect.catchIf(f, unknown, () => Effect.zipRight(catchUp(actor), f))
+      Effect.catchIf(f, unknown, () => Effect.andThen(catchUp(actor), f))
 
     /** The actor reads what others appended, held in memory meanwhile (a read may have found it unheld). */
     const catchUp = (actor: Actor) =>
@@ -158,7 +158,7 @@ export const make = (
 
     const turnOf = (actor: Actor, sessionId: SessionId, turnId: unknown, method: string) => {
       const id = decodeTurnId(turnId)
-      const turn = Either.isRight(id) ? TreeState.turn(actor.state, id.right) : undefined
+      const turn = Result.isSuccess(id) ? TreeState.turn(actor.state, id.success) : undefined
       return turn === undefined || turn.sessionId !== sessionId
         ? Effect.fail(new TurnNotFound({ module: "Engine", method, sessionId, turnId: String(turnId) }))
         : Effect.succeed(turn)
@@ -180,25 +180,25 @@ export const make = (
     ): Effect.Effect<A, E | SessionNotFound | ReturnType<typeof failure>> => {
       // The id of a tree in memory is valid, and its own tree's: no decoding, no lookup.
       const known = typeof sessionId === "string" ? actors.get(sessionId as SessionId) : undefined
-      const id = known !== undefined ? Either.right(known.treeId) : decodeSessionId(sessionId)
-      if (Either.isLeft(id)) {
+      const id = known !== undefined ? Result.succeed(known.treeId) : decodeSessionId(sessionId)
+      if (Result.isFailure(id)) {
         return Effect.fail(sessionNotFound(method, sessionId))
       }
       const inTree = (actor: Actor): Effect.Effect<A, E | SessionNotFound> =>
-        TreeState.session(actor.state, id.right) !== undefined
-          ? f(actor, id.right)
+        TreeState.session(actor.state, id.success) !== undefined
+          ? f(actor, id.success)
           : afterCatchingUp(
             actor,
             Effect.suspend(() =>
-              TreeState.session(actor.state, id.right) === undefined
+              TreeState.session(actor.state, id.success) === undefined
                 ? Effect.fail(sessionNotFound(method, sessionId))
                 : Effect.void
             ),
             () => true
-          ).pipe(Effect.zipRight(Effect.suspend(() => f(actor, id.right))))
+          ).pipe(Effect.andThen(Effect.suspend(() => f(actor, id.success))))
       const treeOf = known !== undefined
         ? Effect.succeed(Option.some(known.treeId))
-        : Effect.mapError(store.eventLog.treeOf(id.right), (error) => failure(method, error))
+        : Effect.mapError(store.eventLog.treeOf(id.success), (error) => failure(method, error))
       return treeOf.pipe(
         Effect.flatMap((treeId) => {
           if (Option.isNone(treeId)) return Effect.fail(sessionNotFound(method, sessionId))

@@ -1,6 +1,6 @@
 /**
- * What the store scenarios share: the services (`@parley/log`'s `SessionStore.Services`), ids, events of every kind, a tree per scenario,
- * and readers of `tail` / `changes` that tell when they are in place.
+ * What the store scenarios share: the services (`@parley/log`'s `SessionStore.Services`), ids, events of every kind, a
+ * tree per scenario, and readers of `tail` / `changes` that tell when they are in place.
  */
 import * as AgentSpec from "@parley/core/AgentSpec"
 import * as Answer from "@parley/core/Answer"
@@ -14,7 +14,6 @@ import * as TurnEvent from "@parley/core/TurnEvent"
 import * as TurnState from "@parley/core/TurnState"
 import * as SessionStore from "@parley/log/SessionStore"
 import type { StoreError } from "@parley/log/StoreError"
-import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -56,8 +55,8 @@ export const childId = Ids.SessionId.make("ses_store_child")
 export const grandchildId = Ids.SessionId.make("ses_store_grandchild")
 export const turnId = Ids.TurnId.make("turn_store")
 export const childTurnId = Ids.TurnId.make("turn_store_child")
-export const at = DateTime.unsafeMake(1_700_000_000_000)
-export const later = DateTime.unsafeMake(1_700_003_600_000)
+export const at = DateTime.makeUnsafe(1_700_000_000_000)
+export const later = DateTime.makeUnsafe(1_700_003_600_000)
 export const callbackId = (name: string): CallbackId => Ids.CallbackId.make(`cb_${name}`)
 export const tree = (id: SessionId = treeId, name = "assistant"): SessionStore.StoredTree => ({
   treeId: id,
@@ -260,14 +259,17 @@ export const reader = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<Reader<
     const seen = yield* Queue.unbounded<A>()
     yield* stream.pipe(Stream.runForEach((a) => Queue.offer(seen, a)), Effect.orDie, Effect.forkScoped)
     return {
-      take: (n) => Effect.map(Queue.takeN(seen, n), Chunk.toReadonlyArray),
-      pending: Effect.map(Queue.takeAll(seen), Chunk.toReadonlyArray)
+      take: (n) => Queue.takeN(seen, n),
+      pending: Queue.clear(seen)
     }
   })
 
 /** Lets forked readers run up to where they wait. */
-export const settled = Effect.repeatN(Effect.yieldNow(), 50)
+export const settled = Effect.repeat(Effect.yieldNow, { times: 50 })
 
 /** Waits for a cross-process effect: fails the scenario after 10 s instead of hanging. */
 export const within = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.timeoutFail(effect, { duration: "10 seconds", onTimeout: () => new Error("nothing came within 10 s") })
+  Effect.timeoutOrElse(effect, {
+    duration: "10 seconds",
+    orElse: () => Effect.fail(new Error("nothing came within 10 s"))
+  })

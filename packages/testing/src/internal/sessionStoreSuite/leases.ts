@@ -7,9 +7,9 @@ import { assert, describe, it } from "@effect/vitest"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as TestClock from "effect/TestClock"
+import * as Result from "effect/Result"
+import * as TestClock from "effect/testing/TestClock"
 import {
   blocked,
   callbackId,
@@ -41,7 +41,7 @@ const unfinishedOf = (store: Store, owner: string) =>
 
 export const leases = (makeDatabase: MakeDatabase): void => {
   describe("leases", () => {
-    it.scoped("the first claim takes a tree (epoch 1); its owner claims it again (epoch 2); a live owner keeps it", () =>
+    it.effect("the first claim takes a tree (epoch 1); its owner claims it again (epoch 2); a live owner keeps it", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.leases.heartbeat("engine-a", ttl)
@@ -59,7 +59,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           assert.isTrue(Option.isNone(yield* store.leases.claim(otherTreeId, "engine-a")), "no such tree")
         })))
 
-    it.scoped("a lapsed owner's tree is taken over, with a higher epoch; a retired owner's at once", () =>
+    it.effect("a lapsed owner's tree is taken over, with a higher epoch; a retired owner's at once", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.leases.heartbeat("engine-a", ttl)
@@ -74,14 +74,14 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           assert.strictEqual(epochOf(yield* store.leases.claim(treeId, "engine-a")), "engine-a@3")
         })))
 
-    it.scoped("an owner that never beat holds nothing against another claim", () =>
+    it.effect("an owner that never beat holds nothing against another claim", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           assert.strictEqual(epochOf(yield* store.leases.claim(treeId, "engine-a")), "engine-a@1")
           assert.strictEqual(epochOf(yield* store.leases.claim(treeId, "engine-b")), "engine-b@2")
         })))
 
-    it.scoped("an append under a lease taken over fails with LeaseLost and writes nothing; the new owner appends", () =>
+    it.effect("an append under a lease taken over fails with LeaseLost and writes nothing; the new owner appends", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.leases.heartbeat("engine-a", ttl)
@@ -90,24 +90,24 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           yield* TestClock.adjust("11 seconds")
           yield* store.leases.heartbeat("engine-b", ttl)
           const b = Option.getOrThrow(yield* store.leases.claim(treeId, "engine-b"))
-          const late = yield* Effect.either(store.eventLog.append(treeId, 1, [queued(1)], a))
-          assert.isTrue(Either.isLeft(late))
-          if (Either.isLeft(late)) {
-            assert.strictEqual(late.left._tag, "LeaseLost")
-            if (late.left._tag === "LeaseLost") {
-              assert.deepStrictEqual([late.left.owner, late.left.epoch], ["engine-a", 1])
+          const late = yield* Effect.result(store.eventLog.append(treeId, 1, [queued(1)], a))
+          assert.isTrue(Result.isFailure(late))
+          if (Result.isFailure(late)) {
+            assert.strictEqual(late.failure._tag, "LeaseLost")
+            if (late.failure._tag === "LeaseLost") {
+              assert.deepStrictEqual([late.failure.owner, late.failure.epoch], ["engine-a", 1])
             }
           }
           assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0])
           // A lease's check comes with the seq's: the new owner at a stale seq gets SeqConflict, at the right one wins.
-          const stale = yield* Effect.either(store.eventLog.append(treeId, 0, [queued(0)], b))
-          assert.strictEqual(Either.isLeft(stale) ? stale.left._tag : "appended", "SeqConflict")
+          const stale = yield* Effect.result(store.eventLog.append(treeId, 0, [queued(0)], b))
+          assert.strictEqual(Result.isFailure(stale) ? stale.failure._tag : "appended", "SeqConflict")
           yield* store.eventLog.append(treeId, 1, [queued(1)], b)
           // Appends without a lease (answers from any process) are checked by seq only.
           yield* store.eventLog.append(treeId, 2, [opened(2, callbackId("open"))])
           assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 0)), [0, 1, 2])
         })))
-    it.scoped("an unconditional claim takes a tree from a live owner, raising the epoch; the deposed owner's append fails", () =>
+    it.effect("an unconditional claim takes a tree from a live owner, raising the epoch; the deposed owner's append fails", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.leases.heartbeat("engine-a", ttl)
@@ -138,7 +138,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
   })
 
   describe("unfinished trees", () => {
-    it.scoped("lists trees with turns not ended that the owner may claim", () =>
+    it.effect("lists trees with turns not ended that the owner may claim", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.createTree(tree(otherTreeId, "other"))
@@ -168,7 +168,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
         deadlines: deadlines.map((deadline) => `${deadline.callbackId}@${deadline.expiresAt}`).sort()
       }))
 
-    it.scoped(
+    it.effect(
       "a tree whose last append ended TurnBlocked is paused: claimPaused claims it in one go with its open " +
         "callbacks' deadlines, and unfinished leaves it out until it moves again",
       () =>
@@ -181,7 +181,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
             yield* store.eventLog.append(otherTreeId, 0, [queued(0, otherTreeId)])
             // The paused tree is claimPaused's, the other unfinished's.
             assert.deepStrictEqual(yield* unfinishedOf(store, "engine-a"), [`${otherTreeId}:-`])
-            const expiresAt = later.epochMillis
+            const expiresAt = DateTime.toEpochMillis(later)
             assert.deepStrictEqual(yield* pausedOf(store, "engine-a", true), {
               trees: [`${treeId}:engine-a@1`],
               deadlines: [`${x}@${expiresAt}`]
@@ -207,7 +207,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
   })
 
   describe("open callbacks across trees", () => {
-    it.scoped("lists callbacks opened and not resolved, by session and by kind", () =>
+    it.effect("lists callbacks opened and not resolved, by session and by kind", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.createTree(tree(otherTreeId, "other"))
@@ -247,7 +247,7 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           )
         })))
 
-    it.scoped("lists the callbacks due by a time: open, with a deadline at or before it", () =>
+    it.effect("lists the callbacks due by a time: open, with a deadline at or before it", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           const sooner = DateTime.subtract(later, { minutes: 30 })
@@ -259,17 +259,17 @@ export const leases = (makeDatabase: MakeDatabase): void => {
           ])
           const dueBy = (time: DateTime.Utc) =>
             Effect.map(
-              store.eventLog.listOpen({ expiresBy: time.epochMillis }),
+              store.eventLog.listOpen({ expiresBy: DateTime.toEpochMillis(time) }),
               (rows) => rows.map((row) => row.callbackId)
             )
-          assert.deepStrictEqual(yield* dueBy(DateTime.subtract(sooner, { millis: 1 })), [])
+          assert.deepStrictEqual(yield* dueBy(DateTime.subtract(sooner, { milliseconds: 1 })), [])
           assert.deepStrictEqual(yield* dueBy(sooner), ["cb_y"])
           assert.deepStrictEqual(yield* dueBy(later), ["cb_x", "cb_y"])
           // Resolved: no longer due; the one without a deadline never is.
           yield* store.eventLog.append(treeId, 4, [resolved(4, callbackId("y"))])
           assert.deepStrictEqual(yield* dueBy(DateTime.add(later, { hours: 1 })), ["cb_x"])
           assert.deepStrictEqual(
-            (yield* store.eventLog.listOpen({ expiresBy: later.epochMillis, kind: "client_tool" })).length,
+            (yield* store.eventLog.listOpen({ expiresBy: DateTime.toEpochMillis(later), kind: "client_tool" })).length,
             0
           )
         })))

@@ -7,9 +7,10 @@ import { assert, describe, it } from "@effect/vitest"
 import * as AgentSpec from "@parley/core/AgentSpec"
 import * as Ids from "@parley/core/Ids"
 import type * as TurnEvent from "@parley/core/TurnEvent"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import {
   appendUntil,
@@ -43,7 +44,7 @@ const storedSeqs = (store: Store, id = treeId) => Effect.map(store.eventLog.read
 
 export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: boolean }): void => {
   describe("trees and sessions", () => {
-    it.scoped("createTree stores the header; getTree reads it back; a second createTree keeps the first", () =>
+    it.effect("createTree stores the header; getTree reads it back; a second createTree keeps the first", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           const stored = yield* store.eventLog.getTree(treeId)
@@ -51,7 +52,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           if (Option.isNone(stored)) return
           assert.strictEqual(stored.value.treeId, treeId)
           assert.deepStrictEqual(stored.value.agent, tree().agent)
-          assert.strictEqual(stored.value.createdAt.epochMillis, at.epochMillis)
+          assert.strictEqual(DateTime.toEpochMillis(stored.value.createdAt), DateTime.toEpochMillis(at))
           yield* store.eventLog.createTree({ treeId, agent: AgentSpec.make({ name: "impostor" }), createdAt: at })
           const again = yield* store.eventLog.getTree(treeId)
           assert.strictEqual(Option.map(again, (header) => header.agent.name).pipe(Option.getOrUndefined), "assistant")
@@ -59,7 +60,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           assert.deepStrictEqual(yield* store.eventLog.read(otherTreeId, 0), [])
         })))
 
-    it.scoped("treeOf finds the tree of its root and of every session seen in its events, first tree first", () =>
+    it.effect("treeOf finds the tree of its root and of every session seen in its events, first tree first", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           assert.deepStrictEqual(yield* store.eventLog.treeOf(treeId), Option.some(treeId))
@@ -77,7 +78,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
   })
 
   describe("appends", () => {
-    it.scoped("appends at the expected seq and reads from a cursor", () =>
+    it.effect("appends at the expected seq and reads from a cursor", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
@@ -88,7 +89,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           assert.deepStrictEqual(seqs(yield* store.eventLog.read(treeId, 10)), [])
         })))
 
-    it.scoped("a stale or gapped append is a SeqConflict with the log's length, and stores nothing", () =>
+    it.effect("a stale or gapped append is a SeqConflict with the log's length, and stores nothing", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.append(treeId, 0, [queued(0), queued(1)])
@@ -105,7 +106,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           assert.deepStrictEqual(yield* storedSeqs(store), [0, 1, 2])
         })))
 
-    it.scoped("an empty append changes nothing", () =>
+    it.effect("an empty append changes nothing", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.append(treeId, 0, [])
@@ -114,20 +115,20 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           assert.deepStrictEqual(yield* storedSeqs(store), [0])
         })))
 
-    it.scoped("an append to a tree that was never created stores nothing", () =>
+    it.effect("an append to a tree that was never created stores nothing", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
-          const outcome = yield* Effect.either(
+          const outcome = yield* Effect.result(
             store.eventLog.append(otherTreeId, 0, [queued(0, otherTreeId), queued(1, childId)])
           )
           // The memory store ignores it; a SQL store refuses it with a StoreError. Either way, nothing is stored.
-          if (Either.isLeft(outcome)) assert.strictEqual(outcome.left._tag, "StoreError")
+          if (Result.isFailure(outcome)) assert.strictEqual(outcome.failure._tag, "StoreError")
           assert.deepStrictEqual(yield* store.eventLog.read(otherTreeId, 0), [])
           assert.deepStrictEqual(yield* store.eventLog.getTree(otherTreeId), Option.none())
           assert.deepStrictEqual(yield* store.eventLog.treeOf(childId), Option.none())
         })))
 
-    it.scoped("every kind of event reads back as it was written (read and tail)", () =>
+    it.effect("every kind of event reads back as it was written (read and tail)", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           const events = everyKind(0)
@@ -140,26 +141,26 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           assert.deepStrictEqual([...tailed], [...events])
         })))
 
-    it.scoped("racing appends at one seq: exactly one wins, the others are SeqConflicts", () =>
+    it.effect("racing appends at one seq: exactly one wins, the others are SeqConflicts", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.append(treeId, 0, [queued(0)])
           const outcomes = yield* Effect.forEach(
             Array.from({ length: 20 }, (_, i) => i),
             (i) =>
-              Effect.either(store.eventLog.append(treeId, 1, [queued(1, childId, Ids.TurnId.make(`turn_race_${i}`))])),
+              Effect.result(store.eventLog.append(treeId, 1, [queued(1, childId, Ids.TurnId.make(`turn_race_${i}`))])),
             { concurrency: "unbounded" }
           )
-          const won = outcomes.filter(Either.isRight)
+          const won = outcomes.filter(Result.isSuccess)
           assert.strictEqual(won.length, 1)
           for (const outcome of outcomes) {
-            if (Either.isLeft(outcome)) expectSeqConflict(outcome.left, 1, 2)
+            if (Result.isFailure(outcome)) expectSeqConflict(outcome.failure, 1, 2)
           }
           const stored = yield* store.eventLog.read(treeId, 0)
           assert.deepStrictEqual(seqs(stored), [0, 1])
         })))
 
-    it.scoped("concurrent appends to many trees: each succeeds or fails alone", () =>
+    it.effect("concurrent appends to many trees: each succeeds or fails alone", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           const ids = Array.from({ length: 60 }, (_, i) => Ids.SessionId.make(`ses_many_${i}`))
@@ -174,21 +175,21 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
               const events: ReadonlyArray<TurnEvent.TurnEvent> = i % 3 === 2
                 ? [queued(1, id), resolved(2, callbackId(`${id}_0`), id)]
                 : [queued(1, id), opened(2, callbackId(`${id}_1`), id)]
-              return Effect.either(store.eventLog.append(id, i % 3 === 1 ? 0 : 1, events))
+              return Effect.result(store.eventLog.append(id, i % 3 === 1 ? 0 : 1, events))
             },
             { concurrency: "unbounded" }
           )
           for (let i = 0; i < ids.length; i++) {
             const outcome = outcomes[i]
             const expected = i % 3 === 0 ? "ok" : i % 3 === 1 ? "SeqConflict" : "ResolutionConflict"
-            assert.strictEqual(Either.isRight(outcome) ? "ok" : outcome.left._tag, expected, ids[i])
+            assert.strictEqual(Result.isSuccess(outcome) ? "ok" : outcome.failure._tag, expected, ids[i])
             assert.deepStrictEqual(yield* storedSeqs(store, ids[i]), i % 3 === 0 ? [0, 1, 2] : [0], ids[i])
           }
         })))
   })
 
   describe("one resolution per callback", () => {
-    it.scoped("a second CallbackResolved fails its whole append, later or within the same append", () =>
+    it.effect("a second CallbackResolved fails its whole append, later or within the same append", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.append(treeId, 0, [opened(0, callbackId("1")), resolved(1, callbackId("1"))])
@@ -211,7 +212,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
           assert.deepStrictEqual(yield* storedSeqs(store), [0, 1, 2, 3])
         })))
 
-    it.scoped("a callback resolved in one tree cannot be resolved again from another tree", () =>
+    it.effect("a callback resolved in one tree cannot be resolved again from another tree", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.createTree(tree(otherTreeId, "other"))
@@ -226,7 +227,7 @@ export const log = (makeDatabase: MakeDatabase, options: { readonly canCorrupt: 
 
   if (options.canCorrupt) {
     describe("rows that do not decode", () => {
-      it.scoped("are a StoreError from read and from tail, never a defect", () =>
+      it.effect("are a StoreError from read and from tail, never a defect", () =>
         withStore(makeDatabase, (store, database) =>
           Effect.gen(function*() {
             yield* appendUntil(store, treeId, 3, (seq) => queued(seq))

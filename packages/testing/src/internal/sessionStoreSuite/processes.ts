@@ -7,8 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Ids from "@parley/core/Ids"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import {
   callbackId,
@@ -53,7 +53,7 @@ const readUntil = (store: Store, id = treeId, length: number) =>
 
 export const processes = (makeDatabase: MakeDatabase): void => {
   describe("a second store over the same database (another process)", () => {
-    it.scopedLive("sees the first one's trees, sessions and events", () =>
+    it.live("sees the first one's trees, sessions and events", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.eventLog.append(treeId, 0, [queued(0), queued(1, childId), opened(2, callbackId("x"))])
@@ -64,7 +64,7 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(yield* b.eventLog.read(treeId, 0), yield* a.eventLog.read(treeId, 0))
         })))
 
-    it.scopedLive("follows the first one's appends in its tails, gap-free", () =>
+    it.live("follows the first one's appends in its tails, gap-free", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.eventLog.append(treeId, 0, [queued(0)])
@@ -76,7 +76,7 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(seqs(yield* within(tailed.take(30))), Array.from({ length: 30 }, (_, i) => i + 1))
         })))
 
-    it.scopedLive("both write to one tree: each one's reads and new tails have the other's events", () =>
+    it.live("both write to one tree: each one's reads and new tails have the other's events", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.eventLog.append(treeId, 0, [queued(0), queued(1)])
@@ -93,7 +93,7 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(yield* a.eventLog.treeOf(childId), Option.some(treeId))
         })))
 
-    it.scopedLive("a session filed by one store keeps its tree in the other's appends", () =>
+    it.live("a session filed by one store keeps its tree in the other's appends", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.eventLog.append(treeId, 0, [queued(0, childId)])
@@ -104,7 +104,7 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(yield* a.eventLog.treeOf(otherTreeId), Option.some(otherTreeId))
         })))
 
-    it.scopedLive("tells the first one's appends in its changes", () =>
+    it.live("tells the first one's appends in its changes", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.eventLog.createTree(tree(otherTreeId, "other"))
@@ -126,13 +126,13 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(Object.fromEntries(last), { [treeId]: 3, [otherTreeId]: 1 })
         })))
 
-    it.scopedLive("races the first one: one append wins per seq, one resolution per callback", () =>
+    it.live("races the first one: one append wins per seq, one resolution per callback", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.eventLog.append(treeId, 0, [opened(0, callbackId("race"))])
           const outcomes = yield* Effect.all(
             Array.from({ length: 10 }, (_, i) =>
-              Effect.either(
+              Effect.result(
                 (i % 2 === 0 ? a : b).eventLog.append(treeId, 1, [
                   resolved(1, callbackId("race"), treeId),
                   queued(2, treeId, Ids.TurnId.make(`turn_racer_${i}`))
@@ -140,9 +140,9 @@ export const processes = (makeDatabase: MakeDatabase): void => {
               )),
             { concurrency: "unbounded" }
           )
-          assert.strictEqual(outcomes.filter(Either.isRight).length, 1)
+          assert.strictEqual(outcomes.filter(Result.isSuccess).length, 1)
           for (const outcome of outcomes) {
-            if (Either.isLeft(outcome)) assert.strictEqual(outcome.left._tag, "SeqConflict")
+            if (Result.isFailure(outcome)) assert.strictEqual(outcome.failure._tag, "SeqConflict")
           }
           // The loser reads the log and tries to resolve the same callback again: the store refuses.
           const log = yield* readUntil(b, treeId, 3)
@@ -154,7 +154,7 @@ export const processes = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(seqs(yield* a.eventLog.read(treeId, 0)), [0, 1, 2])
         })))
 
-    it.scopedLive("shares leases and open callbacks with the first one", () =>
+    it.live("shares leases and open callbacks with the first one", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.leases.heartbeat("engine-a", Duration.seconds(30))

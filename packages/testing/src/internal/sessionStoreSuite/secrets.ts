@@ -9,7 +9,7 @@ import { type MakeDatabase, otherTreeId, tree, treeId } from "./fixtures.js"
 
 export const secrets = (makeDatabase: MakeDatabase): void => {
   describe("secrets", () => {
-    it.scoped("saved, replaced, shared by another store, kept apart by tree and name, deleted", () =>
+    it.effect("saved, replaced, shared by another store, kept apart by tree and name, deleted", () =>
       Effect.gen(function*() {
         const database = yield* makeDatabase
         const a = yield* database.open

@@ -38,14 +38,14 @@ const withStore = <A, E>(makeDatabase: MakeDatabase, body: (store: Store) => Eff
 
 export const snapshots = (makeDatabase: MakeDatabase): void => {
   describe("snapshots", () => {
-    it.scoped("a tree has none until one is saved; a missing tree has none", () =>
+    it.effect("a tree has none until one is saved; a missing tree has none", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           assert.deepStrictEqual(yield* store.snapshots.load(treeId), Option.none())
           assert.deepStrictEqual(yield* store.snapshots.load(otherTreeId), Option.none())
         })))
 
-    it.scoped("loads the snapshot as saved, then the latest one", () =>
+    it.effect("loads the snapshot as saved, then the latest one", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.eventLog.append(treeId, 0, [queued(0), queued(1), queued(2), queued(3)])
@@ -57,7 +57,7 @@ export const snapshots = (makeDatabase: MakeDatabase): void => {
           assert.strictEqual((yield* store.eventLog.read(treeId, 0)).length, 4)
         })))
 
-    it.scoped("never moves backwards: an older snapshot keeps the stored one; one at the same seq replaces it", () =>
+    it.effect("never moves backwards: an older snapshot keeps the stored one; one at the same seq replaces it", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.snapshots.save(treeId, snapshot(500))
@@ -69,7 +69,7 @@ export const snapshots = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(yield* store.snapshots.load(treeId), Option.some(snapshot(500, 2, "relaid")))
         })))
 
-    it.scoped("keeps one per tree; a snapshot of a tree the store does not have is not kept", () =>
+    it.effect("keeps one per tree; a snapshot of a tree the store does not have is not kept", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           yield* store.snapshots.save(otherTreeId, snapshot(7))
@@ -81,7 +81,7 @@ export const snapshots = (makeDatabase: MakeDatabase): void => {
           assert.deepStrictEqual(yield* store.snapshots.load(treeId), Option.some(snapshot(3)))
         })))
 
-    it.scoped("a large state with any characters comes back exactly", () =>
+    it.effect("a large state with any characters comes back exactly", () =>
       withStore(makeDatabase, (store) =>
         Effect.gen(function*() {
           const text = Array.from({ length: 20_000 }, (_, i) => `ünïcödé ✓ 'quote' "double" \\ ${i}\n`).join("")
@@ -93,7 +93,7 @@ export const snapshots = (makeDatabase: MakeDatabase): void => {
           if (Option.isSome(loaded)) assert.strictEqual(loaded.value.state, large.state)
         })))
 
-    it.scopedLive("two stores over one database share snapshots; neither moves the other's backwards", () =>
+    it.live("two stores over one database share snapshots; neither moves the other's backwards", () =>
       twoStores(makeDatabase, (a, b) =>
         Effect.gen(function*() {
           yield* a.snapshots.save(treeId, snapshot(10))

@@ -9,11 +9,10 @@ import * as Session from "@parley/core/Session"
 import * as Turn from "@parley/core/Turn"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import type { TurnState } from "@parley/core/TurnState"
-import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import * as TestServices from "effect/TestServices"
+import * as TestClock from "effect/testing/TestClock"
 
 /**
  * `effect`, failed (as a defect naming `what`) when it has not finished after `seconds` of real time: the engine
@@ -22,8 +21,8 @@ import * as TestServices from "effect/TestServices"
 export const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
-    TestServices.provideLive(Effect.sleep(Duration.seconds(seconds))).pipe(
-      Effect.zipRight(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
+    TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
+      Effect.andThen(Effect.sync(() => assert.fail(`${what}: still waiting after ${seconds} s (real time)`)))
     )
   )
 
@@ -46,7 +45,7 @@ export const ofTag = <Tag extends TurnEvent["_tag"]>(
   events.filter((event): event is Extract<TurnEvent, { _tag: Tag }> => event._tag === tag)
 
 /** The whole log of an ended turn (`Turn.events` ends with `TurnEnded`). */
-export const logOf = (turn: Turn.Turn) => Effect.map(Stream.runCollect(Turn.events(turn)), Chunk.toReadonlyArray)
+export const logOf = (turn: Turn.Turn) => Stream.runCollect(Turn.events(turn))
 
 /** The turn a state belongs to, found by id as another process would. */
 export const turnOf = (

@@ -60,8 +60,8 @@ export const cancel = (withModel: WithModel) =>
           )
           const turn = yield* Session.turn(session, blocked.turnId)
           // Another client waits on the turn from the Blocked state (as an app does while a person decides).
-          const waiter = yield* Effect.fork(Turn.result(turn, { after: blocked }))
-          yield* Effect.yieldNow()
+          const waiter = yield* Effect.forkChild(Turn.result(turn, { after: blocked }))
+          yield* Effect.yieldNow
           yield* Session.cancel(session)
           const state = yield* Fiber.join(waiter)
           stateAs(state, "Cancelled")

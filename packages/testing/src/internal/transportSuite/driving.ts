@@ -10,7 +10,6 @@ import * as CallbackHandler from "@parley/core/CallbackHandler"
 import * as Session from "@parley/core/Session"
 import * as Turn from "@parley/core/Turn"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
@@ -115,7 +114,6 @@ export const driving = (
               return Turn.answer(turn, event.callback.id, answerFor(event.callback, "connected"))
             }),
             Stream.runCollect,
-            Effect.map(Chunk.toReadonlyArray),
             // Handlers that would answer otherwise (deny, Paris, refuse): Turn.events must not use them.
             Effect.provide(CallbackHandler.layer({
               approval: (context) => {
@@ -193,13 +191,13 @@ export const driving = (
         Effect.gen(function*() {
           const session = yield* Agent.startSession(assistant({ permissions: policy("allow") }))
           const turn = yield* Session.sendMessage(session, "Where am I?")
-          const read = Turn.events(turn).pipe(Stream.runCollect, Effect.map(Chunk.toReadonlyArray), Effect.fork)
+          const read = Turn.events(turn).pipe(Stream.runCollect, Effect.forkChild)
           const first = yield* read
           const second = yield* read
           const blocked = stateAs(yield* Turn.result(turn), "Blocked")
           const callback = blocked.callbacks[0]
           yield* Turn.answer(turn, callback.id, lyon)
-          const [one, two] = yield* Fiber.join(Fiber.zip(first, second))
+          const [one, two] = yield* Fiber.joinAll([first, second])
           for (const events of [one, two]) {
             const resolved = assertOneResolution(events, callback.id, "answered")
             assert.deepStrictEqual(resolved.answer, lyon)

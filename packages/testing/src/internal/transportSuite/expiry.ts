@@ -9,7 +9,7 @@ import * as Turn from "@parley/core/Turn"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { assertOneResolution, logOf, ofTag, stateAs, toolCompleted, turnOf } from "./assertions.js"
 import { assistant, brain, LOCATION, lyon, NO_LOCATION, policy } from "./fixtures.js"
 import type { WithModel } from "./harness.js"
@@ -25,7 +25,10 @@ export const expiry = (withModel: WithModel) =>
           assert.strictEqual(callback.kind, "approval")
           assert.isDefined(callback.expiresAt)
           if (callback.expiresAt !== undefined) {
-            assert.strictEqual(DateTime.distance(callback.openedAt, callback.expiresAt), Duration.toMillis("1 hour"))
+            assert.strictEqual(
+              Duration.toMillis(DateTime.distance(callback.openedAt, callback.expiresAt)),
+              Duration.toMillis("1 hour")
+            )
           }
           const turn = yield* turnOf(agent, blocked)
           yield* TestClock.adjust("59 minutes")
@@ -67,7 +70,7 @@ export const expiry = (withModel: WithModel) =>
           assert.isDefined(callback.expiresAt)
           if (callback.expiresAt !== undefined) {
             assert.strictEqual(
-              DateTime.distance(callback.openedAt, callback.expiresAt),
+              Duration.toMillis(DateTime.distance(callback.openedAt, callback.expiresAt)),
               Duration.toMillis("5 minutes")
             )
           }

@@ -8,7 +8,6 @@
  * encoded and decoded (`Snapshot.encodeSnapshot` / `decodeSnapshot`) is the same state, and so is the fold of the
  * log's rest from the snapshot of a prefix, at a few points of the log.
  */
-import type * as LanguageModel from "@effect/ai/LanguageModel"
 import { assert } from "@effect/vitest"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
@@ -17,12 +16,12 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Snapshot from "@parley/log/Snapshot"
 import * as TreeState from "@parley/log/TreeState"
 import type * as Tool from "@parley/tools/Tool"
-import * as Chunk from "effect/Chunk"
+import type * as LanguageModel from "effect/ai/LanguageModel"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as HashMap from "effect/HashMap"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import type * as ScriptedModel from "../../ScriptedModel.js"
 
@@ -33,7 +32,10 @@ export interface RuntimeOptions {
 }
 
 /** What `TransportSuite.suite` gets: a fresh runtime whose agents all run on `model`. */
-export type MakeTransport = (model: LanguageModel.Service, options: RuntimeOptions) => Layer.Layer<Transport.Transport>
+export type MakeTransport = (
+  model: LanguageModel.LanguageModel,
+  options: RuntimeOptions
+) => Layer.Layer<Transport.Transport>
 
 /**
  * Runs a scenario on a fresh runtime whose agents run on `model` (the handle is passed on for its `calls`), and which
@@ -55,8 +57,7 @@ const logUntil = (transport: Transport.Service, treeId: SessionId, end: number) 
   end === 0 ? Effect.succeed<ReadonlyArray<TurnEvent>>([]) : transport.events(treeId, 0).pipe(
     Stream.filter((event) => event._tag !== "MessageDelta"),
     Stream.takeUntil((event) => event.seq >= end - 1),
-    Stream.runCollect,
-    Effect.map(Chunk.toReadonlyArray)
+    Stream.runCollect
   )
 
 const ids = (callbacks: ReadonlyArray<{ readonly id: string }>) => callbacks.map((callback) => callback.id)
@@ -75,10 +76,12 @@ const plain = (state: TreeState.TreeState) => {
 
 const roundTrip = (state: TreeState.TreeState, where: string): TreeState.TreeState => {
   const json = Snapshot.encodeSnapshot(state)
-  if (Either.isLeft(json)) return assert.fail(`${where}: the state does not encode: ${json.left.message}`)
-  const decoded = Snapshot.decodeSnapshot(json.right)
-  if (Either.isLeft(decoded)) return assert.fail(`${where}: the snapshot does not decode: ${decoded.left.message}`)
-  return decoded.right
+  if (Result.isFailure(json)) return assert.fail(`${where}: the state does not encode: ${json.failure.message}`)
+  const decoded = Snapshot.decodeSnapshot(json.success)
+  if (Result.isFailure(decoded)) {
+    return assert.fail(`${where}: the snapshot does not decode: ${decoded.failure.message}`)
+  }
+  return decoded.success
 }
 
 /**
@@ -170,5 +173,8 @@ export const withModel = (makeTransport: MakeTransport): WithModel => (model, bo
         yield* Effect.forEach(created, (tree) => checkTree(transport, tree), { discard: true }).pipe(Effect.orDie)
         return result
       }),
-      makeTransport(scripted.languageModel, { runtimeTools: options?.runtimeTools ?? [] })
+      makeTransport(scripted.languageModel, { runtimeTools: options?.runtimeTools ?? [] }),
+      // A fresh runtime per scenario: none of its layers is shared with another `provide` (Effect 4 shares a memo
+      // map between them by default).
+      { local: true }
     ))

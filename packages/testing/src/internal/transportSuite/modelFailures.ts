@@ -1,9 +1,9 @@
 /**
  * A model that fails ends the turn `Failed` with a `ModelFailure`.
  */
-import * as AiError from "@effect/ai/AiError"
 import { assert, describe, it } from "@effect/vitest"
 import * as Agent from "@parley/core/Agent"
+import * as AiError from "effect/ai/AiError"
 import * as Effect from "effect/Effect"
 import * as ScriptedModel from "../../ScriptedModel.js"
 import { logOf, stateAs, turnOf } from "./assertions.js"
@@ -32,10 +32,10 @@ export const modelFailures = (withModel: WithModel) =>
           ScriptedModel.reply({ toolCalls: [LOCATION] }),
           () =>
             Effect.fail(
-              new AiError.UnknownError({
+              AiError.make({
                 module: "Provider",
                 method: "streamText",
-                description: "the provider is down"
+                reason: new AiError.UnknownError({ description: "the provider is down" })
               })
             )
         ]),

@@ -17,9 +17,8 @@ import * as Transport from "@parley/core/Transport"
 import * as Turn from "@parley/core/Turn"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Tool from "@parley/tools/Tool"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ScriptedModel from "../../ScriptedModel.js"
@@ -100,8 +99,7 @@ const toolEvents = (events: ReadonlyArray<TurnEvent>) =>
   })
 
 /** The whole log of a turn as an app that only follows `Turn.events` reads it (ends with `TurnEnded`). */
-const follow = (turn: Turn.Turn) =>
-  within("Turn.events", Effect.map(Stream.runCollect(Turn.events(turn)), Chunk.toReadonlyArray))
+const follow = (turn: Turn.Turn) => within("Turn.events", Stream.runCollect(Turn.events(turn)))
 
 const endState = (events: ReadonlyArray<TurnEvent>) => {
   const last = events[events.length - 1]
@@ -287,9 +285,9 @@ export const runtimeTools = (withModel: WithModel, unprovided: "failure result" 
       const marked = new ToolSpec({ ...tool.spec, runsIn: "runtime" })
       return withModel(ScriptedModel.fromFunction(priceBrain), (model) =>
         Effect.gen(function*() {
-          const started = yield* Effect.either(Agent.startSession(pricer(marked, "allow")))
-          if (Either.isRight(started)) return assert.fail("the session started")
-          const error = started.left
+          const started = yield* Effect.result(Agent.startSession(pricer(marked, "allow")))
+          if (Result.isSuccess(started)) return assert.fail("the session started")
+          const error = started.failure
           assert.strictEqual(error._tag, "AgentInvalid")
           assert.include(error.message, "lookup_price")
           assert.include(error.message, "no handler")
@@ -337,8 +335,7 @@ export const runtimeTools = (withModel: WithModel, unprovided: "failure result" 
             const transport = yield* Transport.Transport
             const tree = yield* transport.events(session.id, 0).pipe(
               Stream.takeUntil((event) => event._tag === "TurnEnded" && event.turnId === turn.turnId),
-              Stream.runCollect,
-              Effect.map(Chunk.toReadonlyArray)
+              Stream.runCollect
             )
             assert.deepStrictEqual(ofTag(tree, "CallbackOpened"), [])
             const executed = ofTag(tree, "ToolExecutionStarted")

@@ -6,12 +6,12 @@
  * A transport runs every agent on one model, so the tree's brains share one `ScriptedModel`: `treeModel` sends each
  * call to the brain of the agent whose instructions are the call's system message.
  */
-import * as AiError from "@effect/ai/AiError"
-import * as Prompt from "@effect/ai/Prompt"
 import * as Agent from "@parley/core/Agent"
 import { Builtins } from "@parley/core/AgentSpec"
 import * as Tool from "@parley/tools/Tool"
-import type * as Effect from "effect/Effect"
+import * as AiError from "effect/ai/AiError"
+import * as Prompt from "effect/ai/Prompt"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as ScriptedModel from "../../ScriptedModel.js"
 
@@ -40,11 +40,13 @@ export const treeModel = (
   ScriptedModel.fromFunction((call) => {
     const entry = brains.find(([agent]) => agent.spec.instructions === systemText(call))
     if (entry !== undefined) return entry[1](call)
-    return new AiError.UnknownError({
+    return Effect.fail(AiError.make({
       module: "TransportSuite",
       method: call.method,
-      description: `no brain for the system message ${JSON.stringify(systemText(call))}`
-    })
+      reason: new AiError.UnknownError({
+        description: `no brain for the system message ${JSON.stringify(systemText(call))}`
+      })
+    }))
   })
 
 /** The tool results of the call's last turn (after its last user message). */

@@ -8,13 +8,12 @@ import * as CallbackHandler from "@parley/core/CallbackHandler"
 import * as Session from "@parley/core/Session"
 import * as Turn from "@parley/core/Turn"
 import type { CallbackResolved } from "@parley/core/TurnEvent"
-import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { assertOneResolution, kinds, logOf, stateAs, turnOf, within } from "../assertions.js"
 import { allow, assistant, brain, IN_LYON, LOCATION, lyon, NO_LOCATION } from "../fixtures.js"
 import type { WithModel } from "../harness.js"
@@ -66,22 +65,21 @@ export const handlers = (withModel: WithModel) => {
           const agent = pricer(priceTool((product) =>
             started++ === 0
               ? Deferred.succeed(held, product).pipe(
-                Effect.zipRight(Deferred.await(gate)),
-                Effect.zipRight(Effect.sync(() => void (heldFinished = true)))
+                Effect.andThen(Deferred.await(gate)),
+                Effect.andThen(Effect.sync(() => void (heldFinished = true)))
               )
               : Effect.void
           ))
           const session = yield* Agent.startSession(agent)
           const turn = yield* Session.sendMessage(session, BOTH)
-          const waiter = yield* Effect.fork(Turn.result(turn))
+          const waiter = yield* Effect.forkChild(Turn.result(turn))
           yield* within("the first handler starts", Deferred.await(held))
           const opened = yield* within(
             "both client tool calls open",
             Turn.events(turn).pipe(
               Stream.filter((event) => event._tag === "CallbackOpened"),
               Stream.take(2),
-              Stream.runCollect,
-              Effect.map(Chunk.toReadonlyArray)
+              Stream.runCollect
             )
           )
           assert.strictEqual(opened.length, 2)
@@ -107,11 +105,11 @@ export const handlers = (withModel: WithModel) => {
         Effect.gen(function*() {
           const asked = yield* Deferred.make<Callback>()
           const stuck = CallbackHandler.layer({
-            approval: (context) => Effect.zipRight(Deferred.succeed(asked, context.callback), Effect.never)
+            approval: (context) => Effect.andThen(Deferred.succeed(asked, context.callback), Effect.never)
           })
           const session = yield* Agent.startSession(assistant())
           const turn = yield* Session.sendMessage(session, WHERE)
-          const waiter = yield* Effect.fork(Turn.result(turn).pipe(Effect.provide(stuck)))
+          const waiter = yield* Effect.forkChild(Turn.result(turn).pipe(Effect.provide(stuck)))
           const callback = yield* within("the handler is asked", Deferred.await(asked))
           yield* within(
             "the turn reports Blocked",

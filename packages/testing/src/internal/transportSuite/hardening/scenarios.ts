@@ -10,10 +10,10 @@ import * as Transport from "@parley/core/Transport"
 import type { CallbackResolved, TurnEvent } from "@parley/core/TurnEvent"
 import * as Tool from "@parley/tools/Tool"
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ScriptedModel from "../../../ScriptedModel.js"
@@ -30,9 +30,9 @@ import type { Brain } from "../treeAgents.js"
 export const outcomeOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<string, never, R> =>
   Effect.map(Effect.exit(effect), (exit) => {
     if (Exit.isSuccess(exit)) return "succeeded"
-    const died = Cause.dieOption(exit.cause)
-    if (Option.isSome(died)) return `died: ${String(died.value)}`
-    const failure = Cause.failureOption(exit.cause)
+    const died = Cause.findDefect(exit.cause)
+    if (Result.isSuccess(died)) return `died: ${String(died.success)}`
+    const failure = Cause.findErrorOption(exit.cause)
     if (Option.isNone(failure)) return `interrupted: ${Cause.pretty(exit.cause)}`
     return ParleyError.isParleyError(failure.value)
       ? failure.value._tag
@@ -63,8 +63,7 @@ export const logUntil = (sessionId: Session.Session["id"], until: (event: TurnEv
   Effect.flatMap(Transport.Transport, (transport) =>
     transport.events(sessionId, 0).pipe(
       Stream.takeUntil(until),
-      Stream.runCollect,
-      Effect.map(Chunk.toReadonlyArray)
+      Stream.runCollect
     ))
 
 export const resolvedIn = (events: ReadonlyArray<TurnEvent>, callbackId: string): ReadonlyArray<CallbackResolved> =>

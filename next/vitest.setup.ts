@@ -1,3 +1,0 @@
-import { addEqualityTesters } from "@effect/vitest"
-
-addEqualityTesters()
