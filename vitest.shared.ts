@@ -16,6 +16,11 @@ export default defineConfig({
     setupFiles: [path.join(import.meta.dirname, "vitest.setup.ts")],
     include: ["test/**/*.test.ts"],
     sequence: { concurrent: true },
+    // Four test files at once. Vitest's default is one fewer than the CPUs — a single file at a time on a 2-core
+    // machine — but the slow files (the install test, the API reference, the process tests) mostly wait on child
+    // processes (npm, tsc, docgen, other engines), so they run alongside the rest. Vitest 5 reads this per project
+    // (every project the same: their files share the workers); at the root it is not read.
+    maxWorkers: 4,
     testTimeout: 30_000
   }
 })

@@ -16,9 +16,10 @@ import * as TestClock from "effect/testing/TestClock"
 
 /**
  * `effect`, failed (as a defect naming `what`) when it has not finished after `seconds` of real time: the engine
- * under test may hang, and a `TestClock` never moves by itself.
+ * under test may hang, and a `TestClock` never moves by itself. 20 s by default: what a turn does here takes
+ * milliseconds, but a loaded machine (a full suite on two cores) can stall a process for seconds.
  */
-export const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 5): Effect.Effect<A, E, R> =>
+export const within = <A, E, R>(what: string, effect: Effect.Effect<A, E, R>, seconds = 20): Effect.Effect<A, E, R> =>
   Effect.raceFirst(
     effect,
     TestClock.withLive(Effect.sleep(Duration.seconds(seconds))).pipe(
