@@ -506,8 +506,9 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         const started = performance.now()
         yield* store.eventLog.append(treeId, 0, [queued(0)])
         assert.isAbove(performance.now() - started, 1000)
-        // better-sqlite3's own busy wait would have frozen the timer for the whole wait.
-        assert.isAbove(ticks, 10)
+        // A busy wait inside the driver would freeze the timer for the whole wait (a tick at most); a loaded machine
+        // runs fewer ticks than the 20 a second asks for, but not one or two.
+        assert.isAtLeast(ticks, 5)
         assert.deepStrictEqual((yield* store.eventLog.read(treeId, 0)).map((event) => event.seq), [0])
       }),
     { timeout: 30_000 }
