@@ -440,6 +440,18 @@ export class TurnsGroup extends HttpApiGroup.make("turns")
 {}
 
 /**
+ * The `Last-Event-ID` header of an event stream: the `seq` of the last event the reader has, a non-negative integer
+ * (at most 15 digits); empty or blank, the reader has none and the stream starts at the first event (as with no
+ * header). Anything else is refused with a 400 `HttpApiDecodeError`, not read as a number it is not.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const LastEventId = Schema.String.check(
+  Schema.isPattern(/^\s*\d{0,15}\s*$/, { expected: "the seq of an event (a non-negative integer), or nothing" })
+)
+
+/**
  * The tree's log as Server-Sent Events (see the module docs and `TurnEventFrame`). A comment line (`: heartbeat`)
  * opens the stream and comes every 15 seconds.
  *
@@ -456,7 +468,7 @@ export class EventsGroup extends HttpApiGroup.make("events")
         ),
         live: Schema.optionalKey(Schema.Literals(["true", "false"]))
       },
-      headers: { "last-event-id": Schema.optionalKey(Schema.String) },
+      headers: { "last-event-id": Schema.optionalKey(LastEventId) },
       success: HttpApiSchema.StreamSse({ events: TurnEventFrame, contentType: eventStreamContentType }).annotate({
         description: "A `text/event-stream`: `id:` the event's seq, `event:` its _tag, `data:` the encoded TurnEvent " +
           "(JSON). A comment line (`: heartbeat`) every 15 seconds. Resume with `Last-Event-ID` or `?from=`."

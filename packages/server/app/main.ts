@@ -116,7 +116,12 @@ const follow = async (session: { readonly sessionId: string; readonly abort: Abo
   while (!session.abort.signal.aborted) {
     try {
       const response = await fetch(`/sessions/${session.sessionId}/events`, {
-        headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", "last-event-id": String(lastSeq) },
+        // The seq of the last event read: none before the first (a header of -1 is refused).
+        headers: {
+          authorization: `Bearer ${key}`,
+          accept: "text/event-stream",
+          ...(lastSeq < 0 ? {} : { "last-event-id": String(lastSeq) })
+        },
         signal: session.abort.signal
       })
       if (response.status === 401) return askKey("The server refused this key.")

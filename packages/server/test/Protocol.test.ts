@@ -383,6 +383,31 @@ describe("ParleyServer: request logs", () => {
 })
 
 describe("ParleyServer: the stored log", () => {
+  it.live("Last-Event-ID: empty or blank starts at event 0, a seq resumes after it, anything else is a 400", () =>
+    Effect.gen(function*() {
+      const base = yield* server()
+      const { sessionId } = yield* blockedSession(base)
+      const events = (lastEventId: string) =>
+        request(`${base}/sessions/${sessionId}/events?live=false`, {
+          key: keys.alice,
+          headers: { "last-event-id": lastEventId }
+        })
+      const ids = (text: string) => Array.from(text.matchAll(/^id: ?(\d+)$/gm), (match) => Number(match[1]))
+      const log = yield* storedLog(base, keys.alice, sessionId)
+      for (const blank of ["", " ", "  "]) {
+        const reply = yield* events(blank)
+        assert.strictEqual(reply.status, 200, JSON.stringify(blank))
+        assert.deepStrictEqual(ids(reply.text), log.map((_, i) => i), `${JSON.stringify(blank)}: from event 0`)
+      }
+      const resumed = yield* events("2")
+      assert.deepStrictEqual(ids(resumed.text), log.map((_, i) => i).slice(3))
+      for (const bad of ["-1", "abc", "1.5", "1e3", "0x10", "+3", "3 4", "1234567890123456"]) {
+        const reply = yield* events(bad)
+        assert.strictEqual(reply.status, 400, `${bad}: ${reply.text}`)
+        assert.strictEqual((reply.json as { _tag?: string })._tag, "HttpApiDecodeError", bad)
+      }
+    }))
+
   it.live("GET /sessions/:id gives the log's cursor; ?live=false lists the log up to it and ends", () =>
     Effect.gen(function*() {
       const base = yield* server()

@@ -203,11 +203,11 @@ export const callbacks = (transport: Transport.Service, access: Access) =>
           )
         })))
 
-/** The `Option` of a header's `seq`: the event after it is where a stream resumes. */
+/**
+ * Where a stream starts: right after the `Last-Event-ID` header's `seq` (`ProtocolApi.LastEventId` checked it: digits
+ * or nothing), else `?from=`, else the first event. An empty or blank header is no header: event 0 is not skipped.
+ */
 export const resumeFrom = (lastEventId: string | undefined, from: number | undefined): number => {
-  const last = Option.fromNullishOr(lastEventId).pipe(
-    Option.map((text) => Number(text.trim())),
-    Option.filter((n) => Number.isSafeInteger(n) && n >= -1)
-  )
-  return Option.isSome(last) ? last.value + 1 : from ?? 0
+  const last = lastEventId?.trim() ?? ""
+  return last === "" ? from ?? 0 : Number(last) + 1
 }
