@@ -16,11 +16,13 @@ export default defineConfig({
     setupFiles: [path.join(import.meta.dirname, "vitest.setup.ts")],
     include: ["test/**/*.test.ts"],
     sequence: { concurrent: true },
-    // Four test files at once. Vitest's default is one fewer than the CPUs — a single file at a time on a 2-core
-    // machine — but the slow files (the install test, the API reference, the process tests) mostly wait on child
-    // processes (npm, tsc, docgen, other engines), so they run alongside the rest. Vitest 5 reads this per project
-    // (every project the same: their files share the workers); at the root it is not read.
-    maxWorkers: 4,
+    // Two test files at once, one per core of this project's machine. Vitest's default is one fewer than the CPUs — a
+    // single file at a time on 2 cores, which leaves them idle while the slow files (the install test, the API
+    // reference, the process tests) wait on child processes — but the suite is mostly CPU (~22 min of it on 2 cores):
+    // four at once ran it in 12.5–13 min instead of 15 at a load of 9–12, where tests with child processes and three
+    // cluster runners ran past their timeouts. Vitest 5 reads this per project (every project the same: their files
+    // share the workers); at the root it is not read.
+    maxWorkers: 2,
     testTimeout: 30_000
   }
 })

@@ -283,6 +283,40 @@ describe("ParleyServer: bad input", () => {
       assert.deepStrictEqual(body.answer, { _tag: "AllowApproval" })
     }))
 
+  it.live("a body of another content type than JSON gets a 415 at once, on every POST route, and changes nothing", () =>
+    Effect.gen(function*() {
+      const base = yield* server()
+      const { callbackId, sessionId, turnId } = yield* blockedSession(base)
+      const before = yield* storedLog(base, keys.alice, sessionId)
+      const routes = [
+        "/sessions",
+        `/sessions/${sessionId}/turns`,
+        `/sessions/${sessionId}/turns/${turnId}/callbacks/${callbackId}/answer`
+      ]
+      const types = [
+        "application/octet-stream",
+        "application/xml",
+        "application/problem+json",
+        "text/plain",
+        "multipart/form-data; boundary=x",
+        "multipart/form-data",
+        "garbage"
+      ]
+      for (const route of routes) {
+        for (const type of types) {
+          const reply = yield* request(`${base}${route}`, {
+            method: "POST",
+            key: keys.alice,
+            raw: "{\"input\": \"Where am I?\"}",
+            headers: { "content-type": type }
+          })
+          assert.strictEqual(reply.status, 415, `${type} → ${route}: ${reply.text}`)
+          assert.include(reply.text, "Unsupported content-type", `${type} → ${route}`)
+        }
+      }
+      assert.deepStrictEqual(yield* storedLog(base, keys.alice, sessionId), before)
+    }))
+
   it.live("grants over HTTP: an answer with remember lists one; DELETE revokes it (204), then 404 GrantNotFound", () =>
     Effect.gen(function*() {
       const base = yield* server()
