@@ -9,8 +9,27 @@
  *
  * @since 0.1.0
  */
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Net from "node:net"
+
+/**
+ * Fewer free ports than asked for in this worker's slice (every port of it taken, by this process or another).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class NoFreePorts extends Data.TaggedError("NoFreePorts")<{
+  readonly wanted: number
+  readonly found: number
+  readonly from: number
+}> {
+  override get message() {
+    return `Ports.free: ${this.found} of the ${this.wanted} ports wanted are free in ${this.from}–${
+      this.from + sliceSize - 1
+    }`
+  }
+}
 
 /** The ports handed out, below the ephemeral range: one slice of `sliceSize` per worker. */
 const first = 20_000
@@ -35,17 +54,22 @@ const isFree = (port: number) =>
  * @since 0.1.0
  * @category Constructors
  */
-export const free = (count: number): Effect.Effect<ReadonlyArray<number>> =>
-  Effect.promise(async () => {
-    const ports: Array<number> = []
-    for (let tried = 0; ports.length < count && tried < sliceSize; tried++) {
-      const port = sliceStart + next
-      next = (next + 1) % sliceSize
-      if (await isFree(port)) ports.push(port)
-    }
-    if (ports.length < count) throw new Error(`Ports.free: fewer than ${count} free ports in ${sliceStart}+`)
-    return ports
-  })
+export const free = (count: number): Effect.Effect<ReadonlyArray<number>, NoFreePorts> =>
+  Effect.flatMap(
+    Effect.promise(async () => {
+      const ports: Array<number> = []
+      for (let tried = 0; ports.length < count && tried < sliceSize; tried++) {
+        const port = sliceStart + next
+        next = (next + 1) % sliceSize
+        if (await isFree(port)) ports.push(port)
+      }
+      return ports
+    }),
+    (ports) =>
+      ports.length < count
+        ? Effect.fail(new NoFreePorts({ wanted: count, found: ports.length, from: sliceStart }))
+        : Effect.succeed(ports)
+  )
 
 /**
  * One free port on 127.0.0.1 (see `free`).
@@ -53,4 +77,4 @@ export const free = (count: number): Effect.Effect<ReadonlyArray<number>> =>
  * @since 0.1.0
  * @category Constructors
  */
-export const one: Effect.Effect<number> = Effect.map(free(1), (ports) => ports[0]!)
+export const one: Effect.Effect<number, NoFreePorts> = Effect.map(free(1), (ports) => ports[0]!)
