@@ -192,7 +192,7 @@ export const make = (options: {
               turnId: fields.turnId,
               callbackId: fields.callbackId,
               answer: encoded(encodeAnswer, fields.answer),
-              answeredBy: fields.answeredBy === undefined ? undefined : encoded(encodePrincipal, fields.answeredBy)
+              answeredBy: encoded(encodePrincipal, fields.answeredBy)
             })
           })
         )
@@ -206,7 +206,7 @@ export const make = (options: {
             sessionId,
             grantId: String(request.grantId),
             ...jsonFields({
-              revokedBy: request.revokedBy === undefined ? undefined : encoded(encodePrincipal, request.revokedBy)
+              revokedBy: encoded(encodePrincipal, request.revokedBy)
             })
           })
         )

@@ -122,12 +122,11 @@ const fromCursor = <E, R>(
 const connect = (options: Options, sessionId: SessionId, from: number) =>
   Effect.gen(function*() {
     const request = HttpClientRequest.get(`/sessions/${sessionId}/events`).pipe(
-      HttpClientRequest.setHeaders(
+      HttpClientRequest.setHeaders({
+        accept: eventStreamContentType,
         // The seq of the last event read: none before the first (a header of -1 is refused).
-        from === 0
-          ? { accept: eventStreamContentType }
-          : { accept: eventStreamContentType, "last-event-id": String(from - 1) }
-      )
+        ...(from === 0 ? {} : { "last-event-id": String(from - 1) })
+      })
     )
     const response: HttpClientResponse.HttpClientResponse = yield* options.client.execute(request).pipe(
       Effect.mapError((error) => new Dropped({ description: describe(error) }))
