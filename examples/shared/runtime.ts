@@ -80,6 +80,8 @@ const overHttpLayer = (models: Models.Service) =>
       keys: ParleyServer.parseKeys(`${exampleKey}:examples`),
       models,
       connectors: [yield* MailServer.gmail],
+      // The program and its server are one party: the server runs the program's definitions.
+      acceptDefinitions: true,
       log: false
     }))
     const address = Context.get(server, HttpServer.HttpServer).address

@@ -20,6 +20,8 @@ const server = ParleyServer.layerSqlite({
   keys: ParleyServer.parseKeys(`${benchKey}:bench`),
   models: Models.byAgent({ pricer, streamer: streamer(args.deltas) }),
   maxStreamsPerKey: 100_000,
+  // The benchmark's clients bring their agents' definitions (pricer, streamer).
+  acceptDefinitions: true,
   log: process.env.PARLEY_BENCH_LOG === "1"
 })
 

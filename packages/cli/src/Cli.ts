@@ -76,6 +76,13 @@ const serve = (load: Effect.Effect<Extras>) =>
           "runners (default: PARLEY_CLUSTER_RUNNER, else no cluster)."
       ),
       Flag.optional
+    ),
+    acceptDefinitions: Flag.Boolean("accept-definitions").pipe(
+      Flag.withDescription(
+        "Let a key's holder start sessions of agent definitions of its own, not only the served agents " +
+          "(default: PARLEY_ACCEPT_DEFINITIONS, else off)."
+      ),
+      Flag.withDefault(false)
     )
   }, (given) =>
     Effect.gen(function*() {
@@ -88,7 +95,8 @@ const serve = (load: Effect.Effect<Extras>) =>
         host: Option.getOrElse(given.host, () => defaults.host),
         database: Option.getOrElse(given.database, () => defaults.database),
         logFormat: Option.getOrElse(given.logFormat, () => defaults.logFormat),
-        cluster: Option.getOrElse(given.cluster, () => defaults.cluster)
+        cluster: Option.getOrElse(given.cluster, () => defaults.cluster),
+        acceptDefinitions: given.acceptDefinitions || defaults.acceptDefinitions
       }
       if (
         settings.cluster !== undefined &&

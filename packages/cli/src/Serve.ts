@@ -12,6 +12,7 @@
  * | `database` | `PARLEY_DATABASE_URL` | `<dataDir>/sessions.db`; `postgres://…` keeps sessions in PostgreSQL |
  * | `apiKeys` | `PARLEY_API_KEYS` | one local key, created in `<dataDir>/api-key` (mode 0600) |
  * | `logFormat` | `PARLEY_LOG_FORMAT` | `logfmt` (`json`, `pretty`) |
+ * | `acceptDefinitions` | `PARLEY_ACCEPT_DEFINITIONS` | `false`; `true` lets a key's holder start sessions of definitions of its own (the server's agents still cannot be widened) |
  * | `cluster` | `PARLEY_CLUSTER_RUNNER` | none; `host:port` makes the server a runner of the cluster of its PostgreSQL database (`ClusterServer` of `@parley/cluster`), listening there for the other runners |
  *
  * @example
@@ -84,6 +85,11 @@ export interface Settings {
   readonly apiKeys?: string | undefined
   readonly logFormat: LogFormat
   /**
+   * Whether a client may start a session of an agent definition of its own (default `false`: only the served agents,
+   * whose policies a client can only narrow).
+   */
+  readonly acceptDefinitions?: boolean | undefined
+  /**
    * `host:port`: the server is a runner of the cluster of its PostgreSQL `database` (`@parley/cluster`), listening
    * there for the other runners; every server of the cluster serves every session.
    */
@@ -112,6 +118,7 @@ export const settingsFromEnv = (
   database: nonEmpty(env.PARLEY_DATABASE_URL),
   apiKeys: nonEmpty(env.PARLEY_API_KEYS),
   logFormat: env.PARLEY_LOG_FORMAT === "json" ? "json" : env.PARLEY_LOG_FORMAT === "pretty" ? "pretty" : "logfmt",
+  acceptDefinitions: env.PARLEY_ACCEPT_DEFINITIONS?.trim().toLowerCase() === "true",
   cluster: nonEmpty(env.PARLEY_CLUSTER_RUNNER)
 })
 
@@ -179,6 +186,7 @@ export const layer = (
       keys,
       models,
       agents: demo.agents,
+      acceptDefinitions: settings.acceptDefinitions ?? false,
       connectors: demo.connectors ?? [Connectors.demoMailbox()],
       port: settings.port,
       host: settings.host

@@ -35,7 +35,10 @@ describe("parley serve --cluster", () => {
       Effect.gen(function*() {
         const database = yield* pgSchema
         const model = yield* ScriptedModel.fromFunction(Fixture.brain)
-        const demo: Serve.Demo = { models: Effect.succeed(Models.single(model.languageModel)), agents: [] }
+        const demo: Serve.Demo = {
+          models: Effect.succeed(Models.single(model.languageModel)),
+          agents: [Fixture.locator.spec]
+        }
         const printed: Array<string> = []
         const urls: Array<string> = []
         for (let i = 0; i < 2; i++) {
@@ -139,7 +142,10 @@ describe("parley serve --cluster", () => {
         assert.include(sqlite.stderr, "hint: give --cluster 127.0.0.1:34431 and --database postgres://")
         // `Serve.layer` given the same settings by a program: a typed ConfigError, nothing started.
         const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("ok"))
-        const demo: Serve.Demo = { models: Effect.succeed(Models.single(model.languageModel)), agents: [] }
+        const demo: Serve.Demo = {
+          models: Effect.succeed(Models.single(model.languageModel)),
+          agents: [Fixture.locator.spec]
+        }
         const refused = yield* Effect.flip(Effect.scoped(Layer.build(Serve.layer({
           port: 0,
           host: "127.0.0.1",

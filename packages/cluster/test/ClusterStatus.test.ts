@@ -94,6 +94,7 @@ describe("ClusterStatus over HTTP", () => {
         const model = yield* ScriptedModel.fromFunction(brain)
         const [port] = yield* freePorts(1)
         const server = ClusterServer.layerPg({
+          acceptDefinitions: true,
           keys: ParleyServer.parseKeys(`${key}:acme`),
           models: Models.single(model.languageModel),
           log: false,

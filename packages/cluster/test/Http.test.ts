@@ -33,7 +33,11 @@ describe("ClusterRuntime.layerSocket under ParleyServer: three runners over HTTP
         // One server per runner, one after another (the first makes the tenants' table).
         const urls: Array<string> = []
         for (const context of contexts) {
-          const server = ParleyServer.layer({ keys: [{ key: Redacted.make(key), tenant: "alice" }], log: false }).pipe(
+          const server = ParleyServer.layer({
+            keys: [{ key: Redacted.make(key), tenant: "alice" }],
+            log: false,
+            acceptDefinitions: true
+          }).pipe(
             Layer.provide([
               Layer.succeedContext(context),
               Layer.orDie(

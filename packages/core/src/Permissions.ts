@@ -47,18 +47,35 @@ export class PermissionRule extends Schema.Class<PermissionRule>("@parley/core/P
 }) {}
 
 /**
- * A permission policy: the first rule that matches a tool id decides; otherwise `default` does.
+ * A policy another party set, that the agent's own may not widen: `by` names who set it (`"server"` for a server's
+ * floor, `"client"` for what a caller narrowed), and it reads like a policy (first matching rule, else `default`).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class PermissionBound extends Schema.Class<PermissionBound>("@parley/core/PermissionBound")({
+  by: Schema.String.check(Schema.isNonEmpty()),
+  default: Decision,
+  rules: withDefault(Schema.Array(PermissionRule), () => [])
+}) {}
+
+/**
+ * A permission policy: the first rule that matches a tool id decides; otherwise `default` does. With `bounds`, a
+ * call's decision is the strictest of the policy's and each bound's (`deny` over `ask` over `allow`): a bound can
+ * only make the agent ask or refuse more, never less.
  *
  * @since 0.1.0
  * @category Schemas
  */
 export class PermissionPolicy extends Schema.Class<PermissionPolicy>("@parley/core/PermissionPolicy")({
   default: Decision,
-  rules: withDefault(Schema.Array(PermissionRule), () => [])
+  rules: withDefault(Schema.Array(PermissionRule), () => []),
+  bounds: Schema.optional(Schema.Array(PermissionBound))
 }) {}
 
 /**
- * The rule that decided an evaluation: its index in `rules`, the pattern that matched, and the rule.
+ * The rule that decided an evaluation: its index in `rules`, the pattern that matched, and the rule; `bound` names
+ * the `PermissionBound` it is a rule of (`by`), when it is not the policy's own.
  *
  * @since 0.1.0
  * @category Schemas
@@ -67,18 +84,21 @@ export class RuleMatched
   extends Schema.TaggedClass<RuleMatched>("@parley/core/Permissions/RuleMatched")("RuleMatched", {
     index: NonNegativeInt,
     pattern: Schema.String,
-    rule: PermissionRule
+    rule: PermissionRule,
+    bound: Schema.optional(Schema.String)
   })
 {}
 
 /**
- * No rule matched: the policy's `default` decided.
+ * No rule matched: the policy's `default` decided (a bound's, named by `bound`, when it was stricter).
  *
  * @since 0.1.0
  * @category Schemas
  */
 export class DefaultDecision
-  extends Schema.TaggedClass<DefaultDecision>("@parley/core/Permissions/DefaultDecision")("DefaultDecision", {})
+  extends Schema.TaggedClass<DefaultDecision>("@parley/core/Permissions/DefaultDecision")("DefaultDecision", {
+    bound: Schema.optional(Schema.String)
+  })
 {}
 
 /**

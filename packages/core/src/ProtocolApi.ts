@@ -358,7 +358,8 @@ export const AnswerParams = Schema.Struct({
 // =============================================================================
 
 /**
- * Sessions: create (the body is the `AgentSpec`), list (newest first, paged), get, cancel.
+ * Sessions: create (the body is an `AgentSpec`: a server runs its own agent of that `name`, the body's `permissions`
+ * only narrowing its policy; other definitions only if it accepts them), list (newest first, paged), get, cancel.
  *
  * @since 0.1.0
  * @category Groups
@@ -517,8 +518,8 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
 {}
 
 /**
- * Agents: the definitions the server offers to start sessions of (its demo agents, for the session app); a client
- * creates a session by posting one of them to `POST /sessions`.
+ * Agents: the definitions the server serves (the session app lists them); a client creates a session of one by
+ * posting it (or any definition of its name) to `POST /sessions`.
  *
  * @since 0.1.0
  * @category Groups

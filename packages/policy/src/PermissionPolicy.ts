@@ -85,6 +85,20 @@ export const PermissionPolicy = Permissions.PermissionPolicy
  */
 export type PermissionPolicy = Permissions.PermissionPolicy
 
+/**
+ * Another party's policy that a policy may not widen (`bounds`; `bounded` adds one).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const PermissionBound = Permissions.PermissionBound
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type PermissionBound = Permissions.PermissionBound
+
 // ===== Evaluation =====
 
 /**
@@ -285,6 +299,21 @@ export const evaluate: {
   (toolId: string): (policy: PermissionPolicy) => Evaluation
   (policy: PermissionPolicy, toolId: string): Evaluation
 } = dual(2, (policy: PermissionPolicy, toolId: string): Evaluation => {
+  let evaluation = firstMatch(policy, toolId, undefined)
+  for (const bound of policy.bounds ?? []) {
+    const other = firstMatch(bound, toolId, bound.by)
+    if (stricter(other, evaluation)) evaluation = other
+  }
+  return evaluation
+})
+
+/** The first rule of `rules` with a pattern that matches, else the default; `bound` marks whose they are. */
+const firstMatch = (
+  policy: { readonly default: Decision; readonly rules: ReadonlyArray<PermissionRule> },
+  toolId: string,
+  bound: string | undefined
+): Evaluation => {
+  const owner = bound === undefined ? {} : { bound }
   for (let index = 0; index < policy.rules.length; index++) {
     const rule = policy.rules[index]
     for (const pattern of rule.tools) {
@@ -292,17 +321,63 @@ export const evaluate: {
       if (Result.isSuccess(parsed) && ToolPattern.matches(parsed.success, toolId)) {
         return new Evaluation({
           decision: rule.decision,
-          decidedBy: new RuleMatched({ index, rule, pattern }, { disableChecks: true })
+          decidedBy: new RuleMatched({ index, rule, pattern, ...owner }, { disableChecks: true })
         }, { disableChecks: true })
       }
     }
   }
-  return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision() }, { disableChecks: true })
-})
+  return new Evaluation({ decision: policy.default, decidedBy: new DefaultDecision(owner) }, { disableChecks: true })
+}
+
+const strictness: Record<Decision, number> = { allow: 0, ask: 1, deny: 2 }
+
+const editable = (evaluation: Evaluation) =>
+  evaluation.decidedBy._tag !== "RuleMatched" || evaluation.decidedBy.rule.editable !== false
+
+/** `a` decides more strictly than `b`: it refuses where `b` asks or allows, asks where `b` allows, or both ask and only `a` forbids edited arguments. */
+const stricter = (a: Evaluation, b: Evaluation): boolean =>
+  strictness[a.decision] > strictness[b.decision] ||
+  (a.decision === "ask" && b.decision === "ask" && !editable(a) && editable(b))
+
+/**
+ * `policy` bounded by another party's policy (`by` names it in `decidedBy` and the audit): each call's decision is
+ * the strictest of the two, so the bound can make the agent ask or refuse more, never less. No `policy` is the
+ * engine's (every call allowed); the bound's own bounds are kept, as bounds by the same party.
+ *
+ * @example
+ * ```ts
+ * import { PermissionPolicy } from "@parley/policy"
+ *
+ * const served = new PermissionPolicy.PermissionPolicy({ default: "ask", rules: [PermissionPolicy.rule("client.*", "allow")] })
+ * // a caller asks for "allow everything": the server's "ask" stands
+ * const bounded = PermissionPolicy.bounded(served, "client", PermissionPolicy.allowAll)
+ * PermissionPolicy.evaluate(bounded, "agents.spawn").decision // "ask"
+ * ```
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const bounded = (
+  policy: PermissionPolicy | undefined,
+  by: string,
+  bound: PermissionPolicy
+): PermissionPolicy =>
+  new PermissionPolicy({
+    default: policy?.default ?? "allow",
+    rules: policy?.rules ?? [],
+    bounds: [
+      ...(policy?.bounds ?? []),
+      new Permissions.PermissionBound({ by, default: bound.default, rules: bound.rules }, { disableChecks: true }),
+      ...(bound.bounds ?? []).map((inner) =>
+        new Permissions.PermissionBound({ by, default: inner.default, rules: inner.rules }, { disableChecks: true })
+      )
+    ]
+  }, { disableChecks: true })
 
 /**
  * An evaluation as the principal that decided, for the log's audit (`ToolCallStarted.decidedBy`): the rule that matched
- * and its decision, `rules[<index>] <pattern>: <decision>`, or `default: <decision>`.
+ * and its decision, `rules[<index>] <pattern>: <decision>`, or `default: <decision>`; a bound's rule or default is
+ * prefixed with who set it (`server rules[0] agents.*: ask`).
  *
  * @example
  * ```ts
@@ -319,12 +394,15 @@ export const evaluate: {
  * @since 0.1.0
  * @category Utils
  */
-export const principal = (evaluation: Evaluation): Principal.Policy =>
-  new Principal.Policy({
-    rule: evaluation.decidedBy._tag === "RuleMatched"
-      ? `rules[${evaluation.decidedBy.index}] ${evaluation.decidedBy.pattern}: ${evaluation.decision}`
-      : `default: ${evaluation.decision}`
-  }, { disableChecks: true })
+export const principal = (evaluation: Evaluation): Principal.Policy => {
+  const { decidedBy } = evaluation
+  const rule = decidedBy._tag === "RuleMatched"
+    ? `rules[${decidedBy.index}] ${decidedBy.pattern}: ${evaluation.decision}`
+    : `default: ${evaluation.decision}`
+  return new Principal.Policy({ rule: decidedBy.bound === undefined ? rule : `${decidedBy.bound} ${rule}` }, {
+    disableChecks: true
+  })
+}
 
 /**
  * A policy checked against the tools its agent can call: `Callable`, `ToolCheck`, `closestTool`, `checkTools`.

@@ -436,3 +436,90 @@ describe("PermissionPolicy.principal", () => {
       assert.strictEqual(Principal.describe(principalOf("client.rm")), "policy default: deny")
     }))
 })
+
+describe("PermissionPolicy.bounded", () => {
+  const served = new PermissionPolicy.PermissionPolicy({
+    default: "ask",
+    rules: [
+      rule(["client.get_*"], "allow"),
+      rule(["connector.*.send_*"], "deny"),
+      rule(["client.deploy"], "ask", { editable: false })
+    ]
+  })
+
+  it.effect("a bound never widens: allow everything leaves the policy's ask and deny standing", () =>
+    Effect.sync(() => {
+      const bounded = PermissionPolicy.bounded(served, "client", PermissionPolicy.allowAll)
+      for (const toolId of ["agents.spawn", "connector.gmail.send_email", "client.get_location", "client.deploy"]) {
+        assert.deepStrictEqual(
+          PermissionPolicy.evaluate(bounded, toolId),
+          PermissionPolicy.evaluate(served, toolId),
+          toolId
+        )
+      }
+    }))
+
+  it.effect("a bound narrows: its ask over an allow, its deny over an ask, named in decidedBy and the principal", () =>
+    Effect.sync(() => {
+      const bounded = PermissionPolicy.bounded(
+        served,
+        "client",
+        new PermissionPolicy.PermissionPolicy({
+          default: "allow",
+          rules: [rule(["client.get_location"], "ask"), rule(["agents.*"], "deny"), rule(["client.deploy"], "ask")]
+        })
+      )
+      const location = PermissionPolicy.evaluate(bounded, "client.get_location")
+      assert.strictEqual(location.decision, "ask")
+      assert.isTrue(location.decidedBy._tag === "RuleMatched" && location.decidedBy.bound === "client")
+      assert.strictEqual(
+        PermissionPolicy.principal(location).rule,
+        "client rules[0] client.get_location: ask"
+      )
+      assert.strictEqual(PermissionPolicy.evaluate(bounded, "agents.spawn").decision, "deny")
+      // A deny of the policy stays its own: the bound's default allows.
+      const send = PermissionPolicy.evaluate(bounded, "connector.gmail.send_email")
+      assert.strictEqual(send.decision, "deny")
+      assert.isTrue(send.decidedBy._tag === "RuleMatched" && send.decidedBy.bound === undefined)
+      // Both ask: the one that forbids edited arguments decides.
+      const deploy = PermissionPolicy.evaluate(bounded, "client.deploy")
+      assert.isTrue(deploy.decidedBy._tag === "RuleMatched" && deploy.decidedBy.rule.editable === false)
+      assert.strictEqual(PermissionPolicy.evaluate(bounded, "client.other").decision, "ask")
+    }))
+
+  it.effect("a bound's default decides when it is the strictest; no policy is allow-all; bounds stack", () =>
+    Effect.sync(() => {
+      const floor = new PermissionPolicy.PermissionPolicy({ default: "ask", rules: [rule("client.read_*", "allow")] })
+      const underFloor = PermissionPolicy.bounded(undefined, "server", floor)
+      assert.strictEqual(PermissionPolicy.evaluate(underFloor, "client.read_file").decision, "allow")
+      const write = PermissionPolicy.evaluate(underFloor, "client.write_file")
+      assert.deepStrictEqual(write.decidedBy, new PermissionPolicy.DefaultDecision({ bound: "server" }))
+      assert.strictEqual(PermissionPolicy.principal(write).rule, "server default: ask")
+      const both = PermissionPolicy.bounded(underFloor, "client", PermissionPolicy.denyAll)
+      assert.deepStrictEqual(both.bounds?.map((bound) => bound.by), ["server", "client"])
+      assert.strictEqual(PermissionPolicy.evaluate(both, "client.read_file").decision, "deny")
+      // The bound's own bounds come along, as the same party's.
+      const nested = PermissionPolicy.bounded(PermissionPolicy.allowAll, "client", both)
+      assert.deepStrictEqual(nested.bounds?.map((bound) => bound.by), ["client", "client", "client"])
+      assert.strictEqual(PermissionPolicy.evaluate(nested, "client.read_file").decision, "deny")
+    }))
+
+  it.effect("a bounded policy round-trips its wire form, and validate names a bound's malformed pattern", () =>
+    Effect.gen(function*() {
+      const bounded = PermissionPolicy.bounded(served, "server", PermissionPolicy.askAll)
+      const encoded = Schema.encodeSync(PermissionPolicy.PermissionPolicy)(bounded)
+      const decoded = yield* PermissionPolicy.decodeUnknown(JSON.parse(JSON.stringify(encoded)))
+      assert.deepStrictEqual(decoded, bounded)
+      const broken = PermissionPolicy.bounded(
+        served,
+        "client",
+        new PermissionPolicy.PermissionPolicy({ default: "ask", rules: [rule(["client..x"], "deny")] })
+      )
+      const error = yield* Effect.flip(PermissionPolicy.validate(broken))
+      assert.strictEqual(error._tag, "PolicyInvalid")
+      assert.match(
+        error.issues.join("\n"),
+        /^bounds\[0\] \(client\) rules\[0\]\.tools\[0\] "client\.\.x": empty segment/m
+      )
+    }))
+})

@@ -4,6 +4,10 @@
  * the session app at `/` (a page to start sessions of the server's `agents`, watch their turns and answer their
  * callbacks), the OpenAPI document at `/openapi.json` and a Scalar page at `/docs`.
  *
+ * - **Agents**: the server owns the agents it serves (`agents`): a client starts a session of one by name, and can
+ *   only narrow its policy (its `permissions` bound the server's: ask or refuse more, never less). A definition the
+ *   server does not serve is refused (`AgentInvalid`) unless `acceptDefinitions` is on; `policyFloor` bounds every
+ *   policy either way.
  * - **Keys and tenants**: every API route needs `Authorization: Bearer <key>`; each key belongs to a tenant, which
  *   sees only its own sessions (another tenant's id answers 404 exactly like an unknown one). Keys are compared in
  *   constant time and never logged.
@@ -39,6 +43,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { TransportFailure } from "@parley/core/ParleyError"
+import type { PermissionPolicy } from "@parley/core/Permissions"
 import { type Authorization, DecodeErrors, ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
 import type * as SessionStore from "@parley/log/SessionStore"
@@ -104,8 +109,21 @@ export interface Options {
   readonly heartbeat?: Duration.Input | undefined
   /** One log line per request (default `true`). */
   readonly log?: boolean | undefined
-  /** The agents `GET /agents` offers (the session app lists them; default: none). */
+  /**
+   * The agents the server serves (`GET /agents` lists them; default: none). A session of one runs the server's
+   * definition, whatever else the client posts with its name; the client's `permissions` can only narrow its policy.
+   */
   readonly agents?: ReadonlyArray<AgentSpec> | undefined
+  /**
+   * Whether a tenant may start a session of a definition of its own, one the server does not serve (default `false`:
+   * such a `POST /sessions` is refused with `AgentInvalid`, naming the served agents).
+   */
+  readonly acceptDefinitions?: boolean | undefined
+  /**
+   * A policy no session's agent may widen (default: none): every policy of every tree, served or accepted, is bounded
+   * by it (`PermissionPolicy.bounded(…, "server", floor)`: each call's decision is the strictest of the two).
+   */
+  readonly policyFloor?: PermissionPolicy | undefined
 }
 
 /**
@@ -172,7 +190,11 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     const access = Access.make(transport, tenants)
     const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
     const groups = Layer.mergeAll(
-      Handlers.sessions(transport, tenants, access, runtimeTools),
+      Handlers.sessions(transport, tenants, access, runtimeTools, {
+        served: options.agents ?? [],
+        acceptDefinitions: options.acceptDefinitions ?? false,
+        policyFloor: options.policyFloor
+      }),
       Handlers.turns(transport, access, { maxMessageLength: options.maxMessageLength ?? 100_000 }),
       Handlers.callbacks(transport, access),
       Handlers.agents(options.agents ?? []),

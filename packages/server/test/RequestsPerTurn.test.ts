@@ -132,7 +132,7 @@ describe("requests per turn", () => {
           }
         }))
       ).pipe(Layer.provide(engine))
-      const server = ParleyServer.layer({ keys: serverKeys, log: false }).pipe(
+      const server = ParleyServer.layer({ keys: serverKeys, log: false, acceptDefinitions: true }).pipe(
         Layer.provide([
           counted,
           Layer.orDie(ParleyServer.layerSessionsSql.pipe(Layer.provide(Layer.orDie(database.sql))))

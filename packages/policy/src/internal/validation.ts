@@ -12,34 +12,43 @@ export const quote = (value: unknown): string => JSON.stringify(value)
 
 const isDecision = Schema.is(Permissions.Decision)
 
-const issuesOf = (policy: PermissionPolicy): Array<string> => {
+/** The issues of a policy's (or a bound's) default and rules, each path after `at` (`bounds[0].`). */
+const issuesOf = (
+  policy: { readonly default: Permissions.Decision; readonly rules: ReadonlyArray<Permissions.PermissionRule> },
+  at = ""
+): Array<string> => {
   const issues: Array<string> = []
   if (!isDecision(policy.default)) {
-    issues.push(`default ${quote(policy.default)} is not "allow", "deny" or "ask"`)
+    issues.push(`${at}default ${quote(policy.default)} is not "allow", "deny" or "ask"`)
   }
   policy.rules.forEach((rule, index) => {
     if (!isDecision(rule.decision)) {
-      issues.push(`rules[${index}]: decision ${quote(rule.decision)} is not "allow", "deny" or "ask"`)
+      issues.push(`${at}rules[${index}]: decision ${quote(rule.decision)} is not "allow", "deny" or "ask"`)
     }
     if (rule.tools.length === 0) {
-      issues.push(`rules[${index}]: no tool patterns, so the rule matches nothing`)
+      issues.push(`${at}rules[${index}]: no tool patterns, so the rule matches nothing`)
     }
     rule.tools.forEach((pattern, position) => {
       const parsed = ToolPattern.parse(pattern)
       if (Result.isFailure(parsed)) {
-        issues.push(`rules[${index}].tools[${position}] ${parsed.failure}`)
+        issues.push(`${at}rules[${index}].tools[${position}] ${parsed.failure}`)
       }
     })
   })
   return issues
 }
 
+const allIssuesOf = (policy: PermissionPolicy): Array<string> => [
+  ...issuesOf(policy),
+  ...(policy.bounds ?? []).flatMap((bound, index) => issuesOf(bound, `bounds[${index}] (${bound.by}) `))
+]
+
 export const checked = (
   policy: PermissionPolicy,
   method: string,
   earlier: ReadonlyArray<string> = []
 ): Effect.Effect<PermissionPolicy, PolicyInvalid> => {
-  const issues = [...earlier, ...issuesOf(policy)]
+  const issues = [...earlier, ...allIssuesOf(policy)]
   return issues.length === 0
     ? Effect.succeed(policy)
     : Effect.fail(new PolicyInvalid({ module: "PermissionPolicy", method, issues }))

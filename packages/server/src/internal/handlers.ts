@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { Access } from "./access.js"
 import { notFound } from "./access.js"
+import * as Agents from "./agents.js"
 import type * as Sessions from "./sessions.js"
 
 export interface Limits {
@@ -64,15 +65,17 @@ export const sessions = (
   transport: Transport.Service,
   tenants: Sessions.Service,
   access: Access,
-  runtimeTools: Option.Option<RuntimeTools.Service>
+  runtimeTools: Option.Option<RuntimeTools.Service>,
+  ownership: Agents.Ownership
 ) =>
   HttpApiBuilder.group(ProtocolApi, "sessions", (handlers) =>
     handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          yield* checkRuntimeTools(payload, runtimeTools)
-          const info = yield* transport.createSession(payload)
+          const agent = yield* Agents.resolve(ownership, payload)
+          yield* checkRuntimeTools(agent, runtimeTools)
+          const info = yield* transport.createSession(agent)
           yield* tenants.register(tenant.id, info)
           access.created(info.sessionId)
           return info
