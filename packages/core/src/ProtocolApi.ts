@@ -9,7 +9,7 @@
  *
  * | error | status |
  * |---|---|
- * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode) | 400 |
+ * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode, a body with a field it does not know) | 400 |
  * | `Unauthorized` | 401 |
  * | `SessionNotFound`, `TurnNotFound` | 404 |
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |
@@ -174,18 +174,26 @@ export class HttpApiDecodeError extends Schema.TaggedError<HttpApiDecodeError>(
    */
   static fromSchemaError(error: HttpApiError.HttpApiSchemaError): HttpApiDecodeError {
     const issue = error.cause.issue
-    return new HttpApiDecodeError({
-      issues: formatIssues(issue).issues.map((entry) => ({
-        path: (entry.path ?? []).map((segment) => {
-          const key = typeof segment === "object" ? segment.key : segment
-          return typeof key === "number" ? key : String(key)
-        }),
-        message: entry.message
-      })),
-      message: formatMessage(issue)
-    })
+    const all = formatIssues(issue).issues
+    const issues = all.slice(0, maxIssues).map((entry) => ({
+      path: (entry.path ?? []).map((segment) => {
+        const key = typeof segment === "object" ? segment.key : segment
+        return typeof key === "number" ? key : shorten(String(key), 100)
+      }),
+      message: shorten(entry.message, 200)
+    }))
+    if (all.length > maxIssues) issues.push({ path: [], message: `and ${all.length - maxIssues} more issues` })
+    return new HttpApiDecodeError({ issues, message: shorten(formatMessage(issue), 500) })
   }
 }
+
+/**
+ * How much of a refused request its 400 repeats: the first issues, each message and key cut short. A hostile body
+ * gets an answer of a few KB, never its own value back several times over.
+ */
+const maxIssues = 20
+
+const shorten = (text: string, limit: number) => (text.length <= limit ? text : `${text.slice(0, limit - 1)}…`)
 
 /**
  * The middleware of the whole protocol that turns a request that does not decode into `HttpApiDecodeError` (400).
@@ -539,6 +547,9 @@ export class AgentsGroup extends HttpApiGroup.make("agents")
 export class ProtocolApi extends HttpApi.make("parley")
   .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup)
   .middleware(DecodeErrors)
+  // Bodies are strict, as the answer schemas the server advertises say (`additionalProperties: false`): a misspelt
+  // field is a 400 naming it, not a field silently dropped (a `remeber` that remembers nothing).
+  .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error" })
   .annotate(OpenApi.Title, "Parley")
   .annotate(OpenApi.Description, "Agent sessions whose questions to the program are typed callbacks.")
 {}
