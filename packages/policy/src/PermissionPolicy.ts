@@ -367,9 +367,8 @@ export const bounded = (
     rules: policy?.rules ?? [],
     bounds: [
       ...(policy?.bounds ?? []),
-      new Permissions.PermissionBound({ by, default: bound.default, rules: bound.rules }, { disableChecks: true }),
-      ...(bound.bounds ?? []).map((inner) =>
-        new Permissions.PermissionBound({ by, default: inner.default, rules: inner.rules }, { disableChecks: true })
+      ...[bound, ...(bound.bounds ?? [])].map((added) =>
+        new Permissions.PermissionBound({ by, default: added.default, rules: added.rules }, { disableChecks: true })
       )
     ]
   }, { disableChecks: true })

@@ -48,17 +48,16 @@ const refused = (posted: AgentSpec, served: ReadonlyArray<AgentSpec>) => {
 
 /** The definition a session of `posted` runs on this server, or why it runs none. */
 export const resolve = (ownership: Ownership, posted: AgentSpec): Effect.Effect<AgentSpec, AgentInvalid> => {
+  const floored = (agent: AgentSpec) =>
+    ownership.policyFloor === undefined ? agent : underFloor(agent, ownership.policyFloor, true)
   const served = ownership.served.find((agent) => agent.name === posted.name)
   if (served !== undefined) {
-    const own = ownership.policyFloor === undefined ? served : underFloor(served, ownership.policyFloor, true)
+    const own = floored(served)
     return Effect.succeed(
       posted.permissions === undefined
         ? own
         : { ...own, permissions: Policy.bounded(own.permissions, "client", posted.permissions) }
     )
   }
-  if (!ownership.acceptDefinitions) return Effect.fail(refused(posted, ownership.served))
-  return Effect.succeed(
-    ownership.policyFloor === undefined ? posted : underFloor(posted, ownership.policyFloor, true)
-  )
+  return ownership.acceptDefinitions ? Effect.succeed(floored(posted)) : Effect.fail(refused(posted, ownership.served))
 }
