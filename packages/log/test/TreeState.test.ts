@@ -553,6 +553,31 @@ describe("TreeState snapshots", () => {
     assert.strictEqual(encoded.sessions[0][1].createdAt, "2023-11-14T22:13:20.000Z")
   })
 
+  it("a tool started without an executor (a log written before leases) keeps no executor key through a snapshot", () => {
+    const events = [
+      new TurnEvent.TurnQueued({ seq: 0, at: t0, ...inRoot(turn1), input: "" }),
+      new TurnEvent.ToolCallStarted({
+        seq: 1,
+        at: t0,
+        ...inRoot(turn1),
+        toolCallId: "call_b",
+        toolId: getLocation,
+        name: "get_location",
+        arguments: {}
+      }),
+      new TurnEvent.ToolExecutionStarted({
+        seq: 2,
+        at: t0,
+        ...inRoot(turn1),
+        toolCallId: "call_b",
+        toolId: getLocation
+      })
+    ]
+    checkLog(events, bareHeader)
+    const stage = TreeState.turn(TreeState.fold(bareHeader, events), turn1)?.calls[0]?.stage
+    assert.deepStrictEqual(stage, { _tag: "Executing" })
+  })
+
   it("a snapshot that is not a state does not decode", () => {
     assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot("not json")))
     assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot(JSON.stringify({ treeId: root, nextSeq: 3 }))))

@@ -135,7 +135,12 @@ export const applyEvent = (state: TreeState, event: TurnEvent): TreeState => {
       }))
     }
     case "ToolExecutionStarted":
-      return updateCall(state, event.turnId, event.toolCallId, { _tag: "Executing", executor: event.executor })
+      return updateCall(
+        state,
+        event.turnId,
+        event.toolCallId,
+        event.executor === undefined ? { _tag: "Executing" } : { _tag: "Executing", executor: event.executor }
+      )
     case "ToolCallCompleted": {
       const next = updateCall(state, event.turnId, event.toolCallId, {
         _tag: "Completed",
