@@ -15,8 +15,10 @@
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |
  * | `PayloadTooLarge`, `MessageTooLong` | 413 |
  * | `AnswerMismatch` | 422 |
+ * | a body of another media type than `application/json` | 415 |
  * | `TooManyStreams` | 429 |
- * | `TransportFailure` | 503 |
+ * | `InternalError` (a defect of the server: the body names an incident the server logged) | 500 |
+ * | `TransportFailure` (its description short, never its cause) | 503 |
  *
  * The events of a tree come as Server-Sent Events (`GET /sessions/:sessionId/events`): `id:` is the event's `seq`,
  * `event:` its `_tag`, `data:` the encoded `TurnEvent`; `Last-Event-ID` (or `?from=`) resumes right after an event;
@@ -219,6 +221,35 @@ export class DecodeErrors extends HttpApiMiddleware.Service<DecodeErrors>()("@pa
         : Effect.fail(HttpApiDecodeError.fromSchemaError(error))
   )
 }
+
+/**
+ * The server failed while answering (500): an unexpected defect, or a response it could not encode. The body names
+ * the incident, never its cause: the server logs the cause under the same id.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class InternalError extends Schema.TaggedError<InternalError>("@parley/core/ProtocolApi/InternalError")(
+  "InternalError",
+  { incident: Schema.String },
+  { httpApiStatus: 500 }
+) {
+  override get message(): string {
+    return `the server failed (incident ${this.incident}); its log has the cause`
+  }
+}
+
+/**
+ * The middleware of the whole protocol that keeps the server's internals out of its answers: a defect becomes an
+ * `InternalError` (500) and a `TransportFailure` (503) loses its cause and keeps a short description, each naming
+ * an incident whose cause the server logs. The server provides it; a client needs nothing.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class Incidents extends HttpApiMiddleware.Service<Incidents>()("@parley/core/ProtocolApi/Incidents", {
+  error: [InternalError, TransportFailure.pipe(HttpApiSchema.status(503))]
+}) {}
 
 // The core errors with the status each has on the wire.
 const invalidId = InvalidId.pipe(HttpApiSchema.status(400))
@@ -547,6 +578,7 @@ export class AgentsGroup extends HttpApiGroup.make("agents")
 export class ProtocolApi extends HttpApi.make("parley")
   .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup)
   .middleware(DecodeErrors)
+  .middleware(Incidents)
   // Bodies are strict, as the answer schemas the server advertises say (`additionalProperties: false`): a misspelt
   // field is a 400 naming it, not a field silently dropped (a `remeber` that remembers nothing).
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error" })

@@ -11,8 +11,12 @@
  * - **Keys and tenants**: every API route needs `Authorization: Bearer <key>`; each key belongs to a tenant, which
  *   sees only its own sessions (another tenant's id answers 404 exactly like an unknown one). Keys are compared in
  *   constant time and never logged.
- * - **Limits**: request bodies over `maxBodyBytes` → 413 before they are read; at most `maxStreamsPerKey` event
- *   streams per key (429); user messages up to `maxMessageLength` characters (413). A refused request changes no log.
+ * - **Limits**: request bodies over `maxBodyBytes` → 413 before they are read (a chunked one as it outgrows it);
+ *   bodies of another media type than JSON → 415; JSON nested deeper than `maxJsonDepth` → 400 before any decoding;
+ *   at most `maxStreamsPerKey` event streams per key (429); user messages up to `maxMessageLength` characters (413).
+ *   A refused request changes no log.
+ * - **Incidents**: a defect answers a 500 `InternalError` and a failure of the engine a 503 `TransportFailure` without
+ *   its cause; each names an incident id, under which the server logs the cause.
  * - **Logs**: one structured line per request (method, route, status, ms, tenant, key id); never keys, bodies or
  *   query strings. Pick the format at the edge (`Logger.json`, `Logger.logFmt`).
  * - **Shutdown**: when the layer's scope closes the event streams end first (clients resume by cursor), then the
@@ -76,6 +80,7 @@ import { createServer } from "node:http"
 import * as Access from "./internal/access.js"
 import * as Auth from "./internal/auth.js"
 import * as Handlers from "./internal/handlers.js"
+import * as Incidents from "./internal/incidents.js"
 import * as RequestLog from "./internal/requestLog.js"
 import * as Sessions from "./internal/sessions.js"
 import * as Sse from "./internal/sse.js"
@@ -101,6 +106,11 @@ export interface Options {
   readonly keys: ReadonlyArray<ApiKey>
   /** Request bodies larger than this are refused with 413 (default 1 MiB). */
   readonly maxBodyBytes?: number | undefined
+  /**
+   * How deep a request's JSON body may nest (default 64 levels: `{"a":{"b":1}}` nests two): a deeper one is refused
+   * with a 400 `HttpApiDecodeError` naming where, before any decoding.
+   */
+  readonly maxJsonDepth?: number | undefined
   /** Event streams one key may hold open at once (default 1,000). */
   readonly maxStreamsPerKey?: number | undefined
   /** The longest user message accepted, in characters (default 100,000). */
@@ -209,7 +219,7 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     const extension: Layer.Layer<never, E, R | Authorization> = options.extension?.groups ?? Layer.empty
     return HttpApiBuilder.layer(api, { openapiPath: "/openapi.json" }).pipe(
       Layer.provide(Layer.merge(groups, extension)),
-      Layer.provide([Auth.layer(options.keys), DecodeErrors.layer])
+      Layer.provide([Auth.layer(options.keys), DecodeErrors.layer, Incidents.layer])
     )
   }))
 
@@ -259,6 +269,7 @@ export const layer = <E = never, R = never>(
         sessionApp,
         RequestLog.layer({
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+          maxJsonDepth: options.maxJsonDepth ?? 64,
           log: options.log ?? true,
           stopping: Deferred.isDone(shutdown)
         })

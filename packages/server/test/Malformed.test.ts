@@ -122,7 +122,36 @@ const body = gen.oneof<string | undefined>(
   ),
   Arbitrary.map(Arbitrary.all({ input: gen.anything, name: gen.anything }), (value) => JSON.stringify(value)),
   Arbitrary.Constant("{\"input\":"),
-  Arbitrary.map(gen.integer(16 * 1024, 40 * 1024), (n) => JSON.stringify({ input: "x".repeat(n) }))
+  Arbitrary.map(gen.integer(16 * 1024, 40 * 1024), (n) => JSON.stringify({ input: "x".repeat(n) })),
+  // Deep values, written out (`JSON.stringify` itself overflows on them): past the server's depth limit of 64 at
+  // every place a body nests — a turn's input, a tool result, a definition's policy, the body itself.
+  Arbitrary.map(
+    Arbitrary.all({
+      depth: gen.integer(60, 6_000),
+      open: gen.constantFrom("[", "{\"a\":"),
+      at: gen.constantFrom(
+        "%",
+        "{\"input\":%}",
+        "{\"_tag\":\"ClientToolResult\",\"result\":%}",
+        "{\"name\":\"locator\",\"permissions\":%}"
+      )
+    }),
+    ({ at, depth, open }) => at.replace("%", `${open.repeat(depth)}1${(open === "[" ? "]" : "}").repeat(depth)}`)
+  ),
+  // Fields the protocol does not know, beside ones it does.
+  Arbitrary.map(
+    Arbitrary.all({
+      known: gen.constantFrom(
+        { _tag: "AllowApproval" },
+        { _tag: "DenyApproval", reason: "no" },
+        { input: "Where?" },
+        { name: "locator" }
+      ),
+      field: gen.constantFrom("remeber", "requestID", "_tags", "", "__proto__", "constructor"),
+      value: gen.json
+    }),
+    ({ field, known, value }) => JSON.stringify({ ...known, [field]: value })
+  )
 )
 
 const arbitraryRequest = Arbitrary.all({
@@ -133,7 +162,21 @@ const arbitraryRequest = Arbitrary.all({
   garbage,
   key: gen.constantFrom("owner", "other", "none", "garbage"),
   body,
-  contentType: gen.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", undefined),
+  contentType: gen.constantFrom(
+    "application/json",
+    "Application/JSON; charset=utf-8",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "application/octet-stream",
+    "application/xml",
+    "application/problem+json",
+    "multipart/form-data; boundary=x",
+    "multipart/form-data",
+    "garbage",
+    undefined
+  ),
+  /** Sent with `Transfer-Encoding: chunked` (no `Content-Length`). */
+  chunked: gen.constantFrom(false, true),
   query: Arbitrary.map(
     Arbitrary.array(
       Arbitrary.all([
@@ -149,9 +192,14 @@ const arbitraryRequest = Arbitrary.all({
 
 type Generated = typeof arbitraryRequest extends Arbitrary.Arbitrary<infer A> ? A : never
 
-const isAnswer = Schema.is(Schema.toEncoded(Answer.Answer))
-const isMessage = Schema.is(Schema.toEncoded(ProtocolApi.SendMessage))
-const isAgent = (value: unknown) => Result.isSuccess(Schema.decodeUnknownResult(AgentSpec.AgentSpec)(value))
+/** Whether a body decodes as the protocol's servers decode it (a field it does not know refused). */
+const decodes = (schema: Schema.Decoder<unknown>) => {
+  const decode = Schema.decodeUnknownResult(schema, { onExcessProperty: "error" })
+  return (value: unknown) => Result.isSuccess(decode(value))
+}
+const isAnswer = decodes(Answer.Answer)
+const isMessage = decodes(ProtocolApi.SendMessage)
+const isAgent = decodes(AgentSpec.AgentSpec)
 
 /** The request as sent, unless it could be a valid request (those are left out: they may change a log). */
 const build = (base: string, trees: ReadonlyArray<Tree>, generated: Generated) => {
@@ -193,12 +241,28 @@ const build = (base: string, trees: ReadonlyArray<Tree>, generated: Generated) =
   if (key !== undefined) headers.authorization = `Bearer ${key}`
   if (generated.contentType !== undefined) headers["content-type"] = generated.contentType
   if (generated.lastEventId !== undefined) headers["last-event-id"] = generated.lastEventId
+  const body = method === "GET" || method === "HEAD" ? undefined : generated.body
   return {
     url: url.toString(),
     method,
     headers,
-    body: method === "GET" || method === "HEAD" ? undefined : generated.body
+    // A stream has no length: fetch sends it chunked.
+    body: body !== undefined && generated.chunked ? chunks(body) : body,
+    ...(generated.chunked ? { duplex: "half" as const } : {})
   }
+}
+
+/** A body as a stream of 4 KiB chunks. */
+const chunks = (body: string) => {
+  const bytes = new TextEncoder().encode(body)
+  let offset = 0
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (offset >= bytes.length) return controller.close()
+      controller.enqueue(bytes.subarray(offset, offset + 4096))
+      offset += 4096
+    }
+  })
 }
 
 /** Sends it; an event stream is closed as soon as its headers came. Gives the status. */

@@ -5,8 +5,9 @@
  * reach the log.
  */
 import { TransportFailure } from "@parley/core/ParleyError"
-import { PayloadTooLarge } from "@parley/core/ProtocolApi"
+import { InternalError, PayloadTooLarge } from "@parley/core/ProtocolApi"
 import * as ByteSize from "effect/ByteSize"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
@@ -15,6 +16,7 @@ import * as HttpServerError from "effect/http/HttpServerError"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
+import * as Incidents from "./incidents.js"
 
 /** What the request's handlers learn about it (the tenant, once its key is checked). */
 export interface RequestInfo {
@@ -33,34 +35,74 @@ export const routeOf = (url: string) => {
     .replace(/\/cb_[^/]+/g, "/:callbackId")
 }
 
-/**
- * A body that is not JSON fails before HttpApi decodes it, with an empty 400: it gets the typed body of every other
- * decode failure (`HttpApiDecodeError`).
- */
-const malformedBody = () =>
+/** A 400 with the typed body of every other decode failure (`HttpApiDecodeError`). */
+const refused = (issue: { readonly path: ReadonlyArray<string | number>; readonly message: string }) =>
   HttpServerResponse.jsonUnsafe(
-    { _tag: "HttpApiDecodeError", issues: [], message: "the request body could not be read as JSON" },
+    { _tag: "HttpApiDecodeError", issues: [issue], message: issue.message },
     { status: 400 }
   )
 
+/** The media type of a `content-type` header, lowercased, without its parameters. */
+const mediaType = (header: string) => (header.split(";")[0] ?? "").trim().toLowerCase()
+
 /**
- * Reads a JSON body before HttpApi does (the request caches it): a body that is not JSON gets a typed 400, one that
- * outgrows the limit while read a 413.
+ * Where a JSON value nests deeper than `maxDepth` (its first `maxPath` keys), walked without recursion: a hostile
+ * value is measured before anything recursive (Schema's decoding) sees it.
  */
-const checkBody = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number) =>
+const tooDeep = (value: unknown, maxDepth: number): ReadonlyArray<string | number> | undefined => {
+  const stack: Array<
+    { readonly value: unknown; readonly depth: number; readonly path: ReadonlyArray<string | number> }
+  > = [{ value, depth: 0, path: [] }]
+  while (stack.length > 0) {
+    const { depth, path, value: node } = stack.pop()!
+    if (node === null || typeof node !== "object") continue
+    if (depth >= maxDepth) return path
+    const entries: Array<readonly [string | number, unknown]> = Array.isArray(node)
+      ? node.map((item, index) => [index, item] as const)
+      : Object.entries(node)
+    for (const [key, item] of entries) {
+      stack.push({ value: item, depth: depth + 1, path: path.length < maxPath ? [...path, key] : path })
+    }
+  }
+  return undefined
+}
+
+/** How much of the path to a too-deep value a refusal names. */
+const maxPath = 8
+
+/**
+ * Reads a JSON body before HttpApi does (the request caches it): a body that outgrows the limit while read is a 413,
+ * one that is not JSON or nests deeper than `maxJsonDepth` a typed 400. A body of another media type is left to
+ * HttpApi, which answers 415 without reading it.
+ */
+const checkBody = (request: HttpServerRequest.HttpServerRequest, limits: Limits) =>
   Effect.gen(function*() {
     if (request.method === "GET" || request.method === "HEAD") return undefined
+    if (mediaType(request.headers["content-type"] ?? "application/json") !== "application/json") return undefined
     const text = yield* Effect.result(request.text)
     if (Result.isFailure(text)) {
-      return HttpServerResponse.jsonUnsafe(new PayloadTooLarge({ limit: maxBodyBytes }), { status: 413 })
+      return HttpServerResponse.jsonUnsafe(new PayloadTooLarge({ limit: limits.maxBodyBytes }), {
+        status: 413,
+        headers: { connection: "close" }
+      })
     }
     if (text.success.length === 0) return undefined
     const parsed = yield* Effect.result(Effect.try(() => JSON.parse(text.success) as unknown))
-    return Result.isFailure(parsed) ? malformedBody() : undefined
+    if (Result.isFailure(parsed)) return refused({ path: [], message: "the request body could not be read as JSON" })
+    const path = tooDeep(parsed.success, limits.maxJsonDepth)
+    return path === undefined ? undefined : refused({
+      path: path.map((key) => (typeof key === "string" && key.length > 100 ? `${key.slice(0, 99)}…` : key)),
+      message: `the body nests deeper than the server accepts (${limits.maxJsonDepth} levels)`
+    })
   })
 
-export interface Options {
+/** The limits of a request's body. */
+export interface Limits {
   readonly maxBodyBytes: number
+  readonly maxJsonDepth: number
+}
+
+export interface Options extends Limits {
   readonly log: boolean
   /** Whether the server is stopping: new requests are refused (503) and their connections closed. */
   readonly stopping: Effect.Effect<boolean>
@@ -92,13 +134,21 @@ export const layer = (options: Options) =>
               headers: { connection: "close" }
             })
           )
-          : checkBody(request, options.maxBodyBytes).pipe(
+          : checkBody(request, options).pipe(
             Effect.flatMap((refused) =>
               refused !== undefined ? Effect.succeed(refused) : app.pipe(Effect.provideService(CurrentRequest, info))
             ),
             Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(options.maxBodyBytes))
           )
-      ).pipe(Effect.exit)
+      ).pipe(
+        // A defect no route answered (a response that did not encode, a failure outside the API): an incident.
+        Effect.catchCauseIf(Cause.hasDies, (cause) =>
+          Effect.map(
+            Incidents.report(cause),
+            (incident) => HttpServerResponse.jsonUnsafe(new InternalError({ incident }), { status: 500 })
+          )),
+        Effect.exit
+      )
       if (options.log) {
         const status = HttpServerError.exitResponse(exit).status
         yield* Effect.logInfo("request").pipe(
