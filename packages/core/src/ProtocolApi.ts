@@ -16,7 +16,7 @@
  * | `PayloadTooLarge`, `MessageTooLong` | 413 |
  * | `AnswerMismatch` | 422 |
  * | a body of another media type than `application/json` | 415 |
- * | `TooManyStreams` | 429 |
+ * | `TooManyStreams`, `TooManyRequests` (with `Retry-After`) | 429 |
  * | `InternalError` (a defect of the server: the body names an incident the server logged) | 500 |
  * | `TransportFailure` (its description short, never its cause) | 503 |
  *
@@ -136,6 +136,27 @@ export class TooManyStreams extends Schema.TaggedError<TooManyStreams>("@parley/
 ) {
   override get message(): string {
     return `the API key has as many event streams open as the server allows (${this.limit})`
+  }
+}
+
+/**
+ * The API key is over one of the server's limits on requests (429, with `Retry-After`): it has `limit` requests in
+ * flight already (`what: "requests"`), or started `limit` sessions in the last minute (`what: "sessions"`). Nothing
+ * was done; the same request may be sent again after `retryAfter` seconds.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>("@parley/core/ProtocolApi/TooManyRequests")(
+  "TooManyRequests",
+  { what: Schema.Literals(["requests", "sessions"]), limit: Schema.Number, retryAfter: Schema.Number },
+  { httpApiStatus: 429 }
+) {
+  override get message(): string {
+    const over = this.what === "requests"
+      ? `has as many requests in flight as the server allows (${this.limit})`
+      : `started as many sessions in the last minute as the server allows (${this.limit})`
+    return `the API key ${over}: retry in ${this.retryAfter} s`
   }
 }
 
@@ -262,8 +283,11 @@ const callbackNotOpen = CallbackNotOpen.pipe(HttpApiSchema.status(409))
 const callbackAlreadyAnswered = CallbackAlreadyAnswered.pipe(HttpApiSchema.status(409))
 const answerMismatch = AnswerMismatch.pipe(HttpApiSchema.status(422))
 
-/** What any route may answer: the runtime behind the server failed (503), or the body was too large (413). */
-const anyRoute = [TransportFailure.pipe(HttpApiSchema.status(503)), PayloadTooLarge] as const
+/**
+ * What any route may answer: the runtime behind the server failed (503), the body was too large (413), the key is
+ * over a limit on requests (429).
+ */
+const anyRoute = [TransportFailure.pipe(HttpApiSchema.status(503)), PayloadTooLarge, TooManyRequests] as const
 
 // =============================================================================
 // Authorization

@@ -13,8 +13,9 @@
  *   constant time and never logged.
  * - **Limits**: request bodies over `maxBodyBytes` → 413 before they are read (a chunked one as it outgrows it);
  *   bodies of another media type than JSON → 415; JSON nested deeper than `maxJsonDepth` → 400 before any decoding;
- *   at most `maxStreamsPerKey` event streams per key (429); user messages up to `maxMessageLength` characters (413).
- *   A refused request changes no log.
+ *   at most `maxStreamsPerKey` event streams, `maxRequestsPerKey` requests in flight and `maxSessionsPerMinute`
+ *   session starts per key (429 with `Retry-After`); user messages up to `maxMessageLength` characters (413); the
+ *   servers of `layerSqlite` / `layerPg` hold connections to `deadlines` (408). A refused request changes no log.
  * - **Incidents**: a defect answers a 500 `InternalError` and a failure of the engine a 503 `TransportFailure` without
  *   its cause; each names an incident id, under which the server logs the cause.
  * - **Logs**: one structured line per request (method, route, status, ms, tenant, key id); never keys, bodies or
@@ -113,6 +114,16 @@ export interface Options {
   readonly maxJsonDepth?: number | undefined
   /** Event streams one key may hold open at once (default 1,000). */
   readonly maxStreamsPerKey?: number | undefined
+  /**
+   * Requests one key may have in flight at once, event streams aside (default 256: a long poll counts while it
+   * waits); one more is refused with 429 `TooManyRequests` and `Retry-After: 1`.
+   */
+  readonly maxRequestsPerKey?: number | undefined
+  /**
+   * Sessions one key may start in any minute (default 600); one more is refused with 429 `TooManyRequests` and a
+   * `Retry-After` of the seconds until a start leaves the window.
+   */
+  readonly maxSessionsPerMinute?: number | undefined
   /** The longest user message accepted, in characters (default 100,000). */
   readonly maxMessageLength?: number | undefined
   /** How often an idle event stream gets a comment line (default 15 seconds). */
@@ -219,7 +230,14 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     const extension: Layer.Layer<never, E, R | Authorization> = options.extension?.groups ?? Layer.empty
     return HttpApiBuilder.layer(api, { openapiPath: "/openapi.json" }).pipe(
       Layer.provide(Layer.merge(groups, extension)),
-      Layer.provide([Auth.layer(options.keys), DecodeErrors.layer, Incidents.layer])
+      Layer.provide([
+        Auth.layer(options.keys, {
+          maxRequests: options.maxRequestsPerKey ?? 256,
+          sessionsPerMinute: options.maxSessionsPerMinute ?? 600
+        }),
+        DecodeErrors.layer,
+        Incidents.layer
+      ])
     )
   }))
 
@@ -304,6 +322,41 @@ export interface RuntimeOptions extends Options {
   readonly port?: number | undefined
   /** The host (default `127.0.0.1`). */
   readonly host?: string | undefined
+  /** How long a client may take over a request, and keep a connection idle (`Deadlines`). */
+  readonly deadlines?: Deadlines | undefined
+}
+
+/**
+ * The deadlines of a connection, for clients that hold one without using it: a request whose headers, or whole
+ * body, take longer is answered 408 and its connection closed; a kept-alive connection idle longer is closed. A
+ * response takes as long as it takes (an event stream, a long poll).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Deadlines {
+  /** Until a request's headers are in (default 10 seconds). */
+  readonly headers?: Duration.Input | undefined
+  /** Until a request is in, its body too (default 30 seconds; never shorter than `headers`). */
+  readonly request?: Duration.Input | undefined
+  /** How long a kept-alive connection may wait for its next request (default 5 seconds). */
+  readonly idle?: Duration.Input | undefined
+}
+
+const millis = (input: Duration.Input | undefined, fallback: number) =>
+  input === undefined ? fallback : Duration.toMillis(Duration.fromInputUnsafe(input))
+
+/** A Node HTTP server that holds its connections to `deadlines`. */
+const nodeServer = (deadlines: Deadlines | undefined) => {
+  const headersTimeout = millis(deadlines?.headers, 10_000)
+  const requestTimeout = Math.max(headersTimeout, millis(deadlines?.request, 30_000))
+  return createServer({
+    headersTimeout,
+    requestTimeout,
+    keepAliveTimeout: millis(deadlines?.idle, 5_000),
+    // How often Node looks for requests past their deadlines (its default, 30 s, would let one run that long over).
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, headersTimeout / 4))
+  })
 }
 
 /**
@@ -331,7 +384,7 @@ const serverOn = (
     Layer.provide([store, Connectors.layer(options.connectors ?? []), runtimeTools, Models.layer(options.models)])
   )
   return Layer.unwrap(Effect.sync(() => {
-    const node = createServer()
+    const node = nodeServer(options.deadlines)
     // Once the server's streams ended, the connections still open (kept alive, a response in flight) are closed:
     // Node's `close` would wait for them.
     const closeConnections = Layer.effectDiscard(

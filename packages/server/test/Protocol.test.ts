@@ -352,7 +352,7 @@ describe("ParleyServer: bad input", () => {
       assert.deepStrictEqual(after.json, [])
     }))
 
-  it.live("a key holds at most maxStreamsPerKey event streams (429 beyond); a closed one frees its place", () =>
+  it.live("a key holds at most maxStreamsPerKey event streams (429 beyond, Retry-After: 1); a closed one frees its place", () =>
     Effect.gen(function*() {
       const base = yield* server({ maxStreamsPerKey: 2 })
       const { sessionId } = yield* blockedSession(base)
@@ -366,6 +366,7 @@ describe("ParleyServer: bad input", () => {
           })
           if (response.status === 200) controllers.push(controller)
           else await response.text()
+          if (response.status === 429) assert.strictEqual(response.headers.get("retry-after"), "1")
           return response.status
         })
       yield* Effect.addFinalizer(() => Effect.sync(() => controllers.forEach((c) => c.abort())))

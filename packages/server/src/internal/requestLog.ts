@@ -147,6 +147,12 @@ export const layer = (options: Options) =>
             Incidents.report(cause),
             (incident) => HttpServerResponse.jsonUnsafe(new InternalError({ incident }), { status: 500 })
           )),
+        // Every 429 says when to come back (`TooManyRequests` says it itself; a stream slot frees any time).
+        Effect.map((response) =>
+          response.status === 429 && response.headers["retry-after"] === undefined
+            ? HttpServerResponse.setHeader(response, "retry-after", "1")
+            : response
+        ),
         Effect.exit
       )
       if (options.log) {
