@@ -24,11 +24,11 @@ import { Tool } from "@parley/tools"
 import { HttpTransport } from "@parley/transport-http"
 import type { Context } from "effect"
 import { Console, Effect, Fiber, Layer, Schema, Stream } from "effect"
-import * as ChildProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { benchKey, pricer as pricerModel, streamer as streamerModel } from "./models.js"
+import { rssOf, startServer } from "./serverProcess.js"
 
 const quick = process.argv.includes("--quick")
 const arg = (name: string, full: number, small: number) => {
@@ -45,57 +45,6 @@ const sizes = {
   readers: arg("readers", 1_000, 200),
   readerDeltas: arg("reader-deltas", 2_000, 500),
   idle: arg("idle", 10_000, 1_000)
-}
-
-// ----------------------------------------------------------------------------
-// The server process
-// ----------------------------------------------------------------------------
-
-const startServer = (deltas: number) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly url: string; readonly child: ChildProcess.ChildProcess }, Error>((resume) => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-http-"))
-      const child = ChildProcess.spawn(
-        process.execPath,
-        [
-          // `PARLEY_BENCH_PROFILE=<dir>`: the server writes a CPU profile there when it stops.
-          ...(process.env.PARLEY_BENCH_PROFILE
-            ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PARLEY_BENCH_PROFILE}`]
-            : []),
-          "--conditions=@parley/source",
-          "--import",
-          "tsx",
-          path.join(import.meta.dirname, "server.ts"),
-          JSON.stringify({ filename: path.join(dir, "sessions.db"), deltas })
-        ],
-        { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, NODE_OPTIONS: "" } }
-      )
-      let out = ""
-      child.stdout.on("data", (chunk) => {
-        out += String(chunk)
-        const match = /LISTENING (\S+)/.exec(out)
-        if (match !== null) resume(Effect.succeed({ url: match[1], child }))
-      })
-      child.on("exit", (code) => resume(Effect.fail(new Error(`the server exited (${code})`))))
-    }),
-    // SIGINT first: the server stops as it would (and writes its profile), SIGKILL after 5 s.
-    ({ child }) =>
-      Effect.callback<void>((resume) => {
-        const timer = setTimeout(() => child.kill("SIGKILL"), 5000)
-        child.once("exit", () => {
-          clearTimeout(timer)
-          resume(Effect.void)
-        })
-        if (!child.kill("SIGINT")) {
-          clearTimeout(timer)
-          resume(Effect.void)
-        }
-      })
-  )
-
-const rssOf = (pid: number) => {
-  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? "0") * 1024
 }
 
 // ----------------------------------------------------------------------------

@@ -11,6 +11,9 @@ import { LanguageModel, Prompt, Response } from "effect/ai"
 /** The API key of the benchmark's server. */
 export const benchKey = "bench-key-0123456789"
 
+/** The key of another tenant: the hostile clients of `hostile.ts`. */
+export const hostileKey = "hostile-key-0123456789"
+
 const usage = new Response.Usage({ inputTokens: { total: 1 }, outputTokens: { total: 1 } })
 
 const hasToolResult = (input: Prompt.RawInput) => Prompt.make(input).content.some((message) => message.role === "tool")

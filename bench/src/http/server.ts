@@ -10,14 +10,14 @@ import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
 import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { benchKey, pricer, streamer } from "./models.js"
+import { benchKey, hostileKey, pricer, streamer } from "./models.js"
 
 const args = JSON.parse(process.argv[2] ?? "{}") as { readonly filename: string; readonly deltas: number }
 
 const server = ParleyServer.layerSqlite({
   filename: args.filename,
   port: 0,
-  keys: ParleyServer.parseKeys(`${benchKey}:bench`),
+  keys: ParleyServer.parseKeys(`${benchKey}:bench,${hostileKey}:hostile`),
   models: Models.byAgent({ pricer, streamer: streamer(args.deltas) }),
   maxStreamsPerKey: 100_000,
   // The benchmark's clients bring their agents' definitions (pricer, streamer).
