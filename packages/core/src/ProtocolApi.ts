@@ -50,6 +50,7 @@ import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as HttpApiSecurity from "effect/http-api/HttpApiSecurity"
 import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { AgentSpec } from "./AgentSpec.js"
@@ -68,6 +69,7 @@ import {
   TransportFailure,
   TurnNotFound
 } from "./ParleyError.js"
+import * as Suggestion from "./Suggestion.js"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "./Transport.js"
 import { ApprovalGranted, TurnEvent } from "./TurnEvent.js"
 
@@ -160,7 +162,28 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>("@parle
   }
 }
 
-const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+/** Between an excess property's message and the names its struct knows (the formatter's leaves are strings). */
+const knownSeparator = "\u0000"
+
+/**
+ * The issues of a refusal: an excess property's message carries the names its struct knows, so that the refusal can
+ * suggest the closest one to the key the caller sent.
+ */
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => {
+    const message = SchemaIssue.defaultLeafHook(issue)
+    if (issue._tag !== "UnexpectedKey" || !SchemaAST.isObjects(issue.ast)) return message
+    const known = issue.ast.propertySignatures.map((signature) => String(signature.name))
+    return [message, ...known].join(knownSeparator)
+  }
+})
+
+/** An issue's message, with "did you mean …?" for an excess property close to a known one. */
+const messageOf = (message: string, key: PropertyKey | undefined) => {
+  const [text, ...known] = message.split(knownSeparator)
+  const suggested = typeof key === "string" ? Suggestion.closest(key, known) : undefined
+  return suggested === undefined ? text : `${text} (did you mean ${suggested}?)`
+}
 const formatMessage = SchemaIssue.makeFormatterDefault()
 
 /**
@@ -198,13 +221,13 @@ export class HttpApiDecodeError extends Schema.TaggedError<HttpApiDecodeError>(
   static fromSchemaError(error: HttpApiError.HttpApiSchemaError): HttpApiDecodeError {
     const issue = error.cause.issue
     const all = formatIssues(issue).issues
-    const issues = all.slice(0, maxIssues).map((entry) => ({
-      path: (entry.path ?? []).map((segment) => {
-        const key = typeof segment === "object" ? segment.key : segment
-        return typeof key === "number" ? key : shorten(String(key), 100)
-      }),
-      message: shorten(entry.message, 200)
-    }))
+    const issues = all.slice(0, maxIssues).map((entry) => {
+      const keys = (entry.path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))
+      return {
+        path: keys.map((key) => (typeof key === "number" ? key : shorten(String(key), 100))),
+        message: shorten(messageOf(entry.message, keys.at(-1)), 200)
+      }
+    })
     if (all.length > maxIssues) issues.push({ path: [], message: `and ${all.length - maxIssues} more issues` })
     return new HttpApiDecodeError({ issues, message: shorten(formatMessage(issue), 500) })
   }

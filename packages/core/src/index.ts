@@ -83,6 +83,13 @@ export * as ProtocolApi from "./ProtocolApi.js"
 export * as Session from "./Session.js"
 
 /**
+ * "Did you mean …?": the known name closest to a mistyped one.
+ *
+ * @since 0.1.0
+ */
+export * as Suggestion from "./Suggestion.js"
+
+/**
  * The serialisable description of a tool.
  *
  * @since 0.1.0

@@ -1,5 +1,6 @@
 /** A policy checked against the tools its agent can call (re-exported by `PermissionPolicy`). */
 import type * as Permissions from "@parley/core/Permissions"
+import * as Suggestion from "@parley/core/Suggestion"
 import * as Result from "effect/Result"
 import * as ToolPattern from "../ToolPattern.js"
 import { quote } from "./validation.js"
@@ -31,34 +32,14 @@ export interface ToolCheck {
   readonly warnings: ReadonlyArray<string>
 }
 
-const distance = (a: string, b: string): number => {
-  const previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = previous[0]
-    previous[0] = i
-    for (let j = 1; j <= b.length; j++) {
-      const above = previous[j]
-      previous[j] = Math.min(previous[j] + 1, previous[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
-      diagonal = above
-    }
-  }
-  return previous[b.length]
-}
-
 /**
  * The callable tool id closest to `pattern` (by edit distance), if one is close enough to be a typo.
  *
  * @since 0.1.0
  * @category Utils
  */
-export const closestTool = (pattern: string, toolIds: ReadonlyArray<string>): string | undefined => {
-  let best: { readonly id: string; readonly distance: number } | undefined
-  for (const id of toolIds) {
-    const d = distance(pattern, id)
-    if (best === undefined || d < best.distance) best = { id, distance: d }
-  }
-  return best !== undefined && best.distance <= Math.max(3, Math.floor(pattern.length / 3)) ? best.id : undefined
-}
+export const closestTool = (pattern: string, toolIds: ReadonlyArray<string>): string | undefined =>
+  Suggestion.closest(pattern, toolIds)
 
 /**
  * Checks a (valid) policy against the tools its agent can call. A rule pattern without a wildcard that names no
