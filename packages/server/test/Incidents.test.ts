@@ -4,10 +4,11 @@
  * defect as a 500 `InternalError`; both name an incident, and the server's log has the cause under that id.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { AgentSpec } from "@parley/core"
+import { Agent, AgentSpec } from "@parley/core"
 import { TransportFailure } from "@parley/core/ParleyError"
 import { ScriptedModel } from "@parley/testing"
-import { Cause, Effect, Logger, References, Schema } from "effect"
+import { HttpTransport } from "@parley/transport-http"
+import { Cause, Effect, Logger, Redacted, References, Schema } from "effect"
 import { brain, locator } from "./fixtures/agents.js"
 import { request } from "./fixtures/http.js"
 import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
@@ -104,5 +105,22 @@ describe("incidents", () => {
       }
       // The server goes on answering.
       assert.strictEqual((yield* request(`${base}/sessions`, { key: keys.alice })).status, 200)
+    }))
+
+  it.live("through HttpTransport: a TransportFailure naming the incident, once, with nothing of the cause", () =>
+    Effect.gen(function*() {
+      for (const fail of ["failure", "defect"] as const) {
+        const logged: Array<Logged> = []
+        const base = yield* server(logged, fail)
+        const error = yield* Agent.startSession(locator).pipe(
+          Effect.provide(HttpTransport.layer({ url: base, apiKey: Redacted.make(keys.alice) })),
+          Effect.flip
+        )
+        assert.strictEqual(error._tag, "TransportFailure", fail)
+        assert.match(error.message, /incident inc_[0-9a-f]{20}/, fail)
+        assert.notInclude(error.message, "secret-internal", fail)
+        assert.notInclude(JSON.stringify(error), "secret-internal", fail)
+        assert.strictEqual(logged.length, 1, `${fail}: one request, one incident (nothing retried)`)
+      }
     }))
 })
