@@ -27,6 +27,9 @@ const mailer = Agent.make({
   permissionMode: "ask"
 })
 
+/** Ids are random and change with every run: the guide prints a grant's id without its random part. */
+const masked = (line: string) => line.replace(/\bgrant_[A-Za-z0-9_-]+/g, "grant_…")
+
 /** Who decided each approval of the turn, read from its log. */
 const audit = (turn: Turn.Turn) =>
   Effect.gen(function*() {
@@ -36,7 +39,7 @@ const audit = (turn: Turn.Turn) =>
       const call = events.find((e): e is TurnEvent.ToolCallStarted => e._tag === "ToolCallStarted")
       const by = event.answeredBy === undefined ? "nobody recorded" : Principal.describe(event.answeredBy)
       const edited = event.answer.arguments === undefined ? "" : ` with ${JSON.stringify(event.answer.arguments)}`
-      yield* Console.log(`audit: ${call?.toolId} ${JSON.stringify(call?.arguments)} allowed by ${by}${edited}`)
+      yield* Console.log(masked(`audit: ${call?.toolId} ${JSON.stringify(call?.arguments)} allowed by ${by}${edited}`))
     }
   })
 
@@ -59,11 +62,11 @@ export const program = Effect.gen(function*() {
   yield* Console.log(`second turn: ${second._tag}`)
   yield* audit(yield* Session.turn(session, second.turnId))
   const [grant] = yield* Session.grants(session)
-  yield* Console.log(
+  yield* Console.log(masked(
     `grants: ${grant.grantId} ${grant.decision}s ${grant.toolPattern} (${grant.scope}), granted ${
       Principal.describe(grant.grantedBy)
     }`
-  )
+  ))
 
   // Revoked: the tool asks again.
   yield* Session.revokeGrant(session, grant.grantId, { label: "ops" })

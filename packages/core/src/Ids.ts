@@ -1,7 +1,10 @@
 /**
  * Branded identifiers: sessions, turns, callbacks and the stable ids of tools.
  *
- * Session, turn and callback ids are opaque prefixed strings (`ses_…`, `turn_…`, `cb_…`) made by the runtime.
+ * Session, turn and callback ids are opaque prefixed strings (`ses_…`, `turn_…`, `cb_…`) made by the runtime, as are
+ * the ids of remembered grants (`grant_…`). Each carries 80 random bits after its prefix (20 hex digits): nothing
+ * about one id predicts another, not even the next one of the same tree. Ids are not secrets, though: who may read or
+ * answer what is decided by the server's tenant checks, never by knowing an id.
  * Tool ids are stable names that permission policies match: `client.<name>` for tools the program defines,
  * `agents.spawn|message|wait|interrupt` for the builtins and `connector.<source>.<tool>` for connector tools.
  *
@@ -222,7 +225,11 @@ export const clientToolId = (name: string): Effect.Effect<ToolId, InvalidId> => 
 export const connectorToolId = (source: string, tool: string): Effect.Effect<ToolId, InvalidId> =>
   toolId(`connector.${source}.${tool}`)
 
-const fresh = (prefix: string) => `${prefix}_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
+/** `prefix_` and 20 hex digits: 80 bits from `crypto.getRandomValues`. */
+const fresh = (prefix: string) =>
+  `${prefix}_${
+    Array.from(crypto.getRandomValues(new Uint8Array(10)), (byte) => byte.toString(16).padStart(2, "0")).join("")
+  }`
 
 /**
  * A new random session id.

@@ -42,7 +42,7 @@ export class Client extends Schema.TaggedClass<Client>("@parley/core/Principal/C
 }) {}
 
 /**
- * A remembered grant decided: its id (the `seq` of its `ApprovalGranted` event, as `grant_<seq>`).
+ * A remembered grant decided: its id (`grant_` and 20 random hex digits, from its `ApprovalGranted` event).
  *
  * @since 0.1.0
  * @category Schemas
@@ -91,7 +91,7 @@ export const Principal: Schema.Union<
 > = Schema.Union([Handler, Client, Grant, Policy, ApiKey])
 
 /**
- * One line for logs and narrations: `approveReads`, `by id`, `by id (alice)`, `grant grant_12`, `policy rules[0]
+ * One line for logs and narrations: `approveReads`, `by id`, `by id (alice)`, `grant grant_3e0f…`, `policy rules[0]
  * client.*: allow`, `key k1 of acme`, `approveReads (key k1 of acme)`.
  *
  * @since 0.1.0

@@ -147,9 +147,9 @@ export const grants = (
   Effect.flatMap(transportFor("Session", "grants"), (transport) => transport.grants(session.id))
 
 /**
- * Revokes a grant by its id (`grant_<seq>`): later calls of its tool ask again. Recorded as a `GrantRevoked` event
- * naming who revoked it (a `Client` with the `label` given). An unknown or already revoked grant fails with
- * `GrantNotFound`, and nothing is recorded.
+ * Revokes a grant by its id (`grant_…`, random: as `grants` lists it): later calls of its tool ask again. Recorded as
+ * a `GrantRevoked` event naming who revoked it (a `Client` with the `label` given). An unknown or already revoked grant
+ * fails with `GrantNotFound`, and nothing is recorded.
  *
  * @since 0.1.0
  * @category Accessors

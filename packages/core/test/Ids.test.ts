@@ -86,6 +86,16 @@ describe("Ids session, turn and callback ids", () => {
       assert.notStrictEqual(turns[0], turns[1])
       assert.notStrictEqual(callbacks[0], callbacks[1])
     }))
+
+  it.effect("a fresh id is its prefix and 20 hex digits, every one of them random (no fixed digit, as a UUID has)", () =>
+    Effect.gen(function*() {
+      const ids = yield* Effect.all(Array.from({ length: 200 }, () => Ids.newTurnId))
+      for (const id of ids) assert.match(id, /^turn_[0-9a-f]{20}$/)
+      for (let digit = 0; digit < 20; digit++) {
+        const seen = new Set(ids.map((id) => id.charAt("turn_".length + digit)))
+        assert.isAbove(seen.size, 1, `digit ${digit} varies`)
+      }
+    }))
 })
 
 describe("Ids tool ids", () => {

@@ -6,12 +6,15 @@ import { DateTime, Option, Result } from "effect"
 import { resolveTools } from "../src/internal/agentTools.js"
 import type { Command } from "../src/internal/decide.js"
 import { decide } from "../src/internal/decide.js"
+import { mint } from "../src/internal/tx.js"
 
 // Who records a tool's start (issue 16): an answer records the decision, never the execution. The engine that owns the
 // tree (its `executor`: the owner and epoch of its lease) records `ToolExecutionStarted` itself, and runs only what it
 // recorded. These are the rules as `decide` applies them: given a log, a command, the events it appends.
 
 const treeId = "ses_exec" as Ids.SessionId
+/** The secret the decisions mint ids from (the engine draws a new one for each; these rules fix it). */
+const seed = new TextEncoder().encode("exec")
 const at = DateTime.makeUnsafe(0)
 const ownerA = { owner: "engine-a", epoch: 1 }
 const ownerB = { owner: "engine-b", epoch: 2 }
@@ -57,7 +60,7 @@ const run = (
   let state = from
   const appended: Array<ReadonlyArray<TurnEvent.TurnEvent>> = []
   for (const [command, executor] of steps) {
-    const decision = decide(state, command, at, env, executor)
+    const decision = decide(state, command, at, seed, env, executor)
     assert.isTrue(decision.reply._tag === "Success", `${command._tag} was refused`)
     state = decision.state
     appended.push(decision.events)
@@ -65,7 +68,8 @@ const run = (
   return { state, appended }
 }
 
-const turnId = `turn_exec_0` as Ids.TurnId
+/** The turn the first message queues (at seq 0). */
+const turnId = mint(seed, "turn", 0) as Ids.TurnId
 const send: Command = { _tag: "SendMessage", sessionId: treeId, input: "Charge me." }
 const calls = (...toolCalls: ReadonlyArray<{ readonly name: string; readonly params?: unknown }>): Command => ({
   _tag: "ModelStepDone",

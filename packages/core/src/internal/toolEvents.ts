@@ -131,7 +131,8 @@ export class CallbackResolved
 /**
  * An approval answered with `remember` became a grant: later calls of `toolPattern` (a stable tool id) in its scope —
  * the session `sessionId` (`session`), or the whole tree (`tree`) — are decided by it without asking, while the
- * permission policy still says `ask` (a policy `deny` or `allow` decides first). `grantId` is `grant_<seq>`.
+ * permission policy still says `ask` (a policy `deny` or `allow` decides first). `grantId` is `grant_` and 20 random
+ * hex digits: it tells nothing about another grant's (ids are not secrets: tenant checks guard access).
  *
  * @since 0.1.0
  * @category Schemas

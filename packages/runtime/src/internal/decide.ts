@@ -1,5 +1,5 @@
 /**
- * `decide(state, command, now, env)`: the engine's pure decision. It returns the events a command appends to the tree's
+ * `decide(state, command, now, seed, env)`: the engine's pure decision. It returns the events a command appends to the tree's
  * log (their `seq`s continue the state's) and the command's reply, or a typed rejection that appends nothing. All
  * answer validation lives here.
  *
@@ -9,7 +9,9 @@
  * are done, and a tree that cannot progress reports `TurnBlocked`. The same transitions apply to events appended by
  * anyone (an answer from another process), so the engine only has to settle after reading them.
  *
- * Ids are derived from the tree id and the `seq` of the event that creates them, so a decision is deterministic.
+ * Ids (turns, callbacks, subagents' sessions, grants) are minted from the decision's `seed` — random bytes the engine
+ * draws, never recorded — and the `seq` of the event that creates them: a decision is a function of
+ * its inputs, and no id tells another. They are read from the log ever after, never derived again.
  */
 import { defaultMaxSteps } from "@parley/core/AgentSpec"
 import type { Answer } from "@parley/core/Answer"
@@ -44,7 +46,7 @@ import * as Result from "effect/Result"
 import { checkClientToolResult, checkEdit } from "./jsonSchema.js"
 import { settleWait } from "./subagentTools.js"
 import { advance, authorize, execute, openSignIn, startCall, startedBy, toolOf } from "./toolCalls.js"
-import type { Env } from "./tx.js"
+import type { Env, Seed } from "./tx.js"
 import {
   cancelSubtree,
   complete,
@@ -60,6 +62,7 @@ import {
 } from "./tx.js"
 
 export type { Command, Decision, Env, ModelToolCall, Rejection, Reply } from "./commands.js"
+
 import type { Command, Decision, Rejection, Reply } from "./commands.js"
 
 // =============================================================================
@@ -193,7 +196,7 @@ const remember = (tx: Tx, callback: Callback, answer: Answer, answeredBy: Princi
       sessionId: callback.sessionId,
       turnId: callback.turnId,
       ...meta,
-      grantId: `grant_${meta.seq}`,
+      grantId: tx.id("grant", meta.seq),
       toolPattern: callback.request.tool.id,
       decision: answer._tag === "AllowApproval" ? "allow" : "deny",
       scope,
@@ -381,17 +384,21 @@ const toolsOfTurn = (tx: Tx, turn: TreeState.Turn) => {
  * Decides a command: the events it appends (with everything the state then calls for) and its reply. A rejection
  * appends nothing — unless a deadline had passed, whose `expired` resolution is appended all the same.
  *
- * `executor` is the lease of the engine that decides, when it owns the tree and runs its work: only then does the
- * decision record a tool's start (or a subagent's spawn). An answer decided elsewhere records the decision alone.
+ * `now` and `seed` are what the decision takes from outside besides its command: the time, and the secret its ids are
+ * minted from (`freshSeed`; the engine draws one for each attempt at a commit, whose decisions mint at seqs of their
+ * own; a decision made again after a lost append race mints other ids, which is fine: only what is appended counts). `executor` is the lease of the engine that decides, when it owns
+ * the tree and runs its work: only then does the decision record a tool's start (or a subagent's spawn). An answer
+ * decided elsewhere records the decision alone.
  */
 export const decide = (
   state: TreeState.TreeState,
   command: Command,
   now: DateTime.Utc,
+  seed: Seed,
   env: Env,
   executor?: Executor
 ): Decision => {
-  const tx = new Tx(state, now, env, executor)
+  const tx = new Tx(state, now, seed, env, executor)
   const reply = handle(tx, command)
   if (Result.isFailure(reply) && tx.events.length === 0) return { events: [], state, reply }
   settle(tx)

@@ -21,14 +21,41 @@ import type { Final } from "@parley/core/TurnState"
 import { Cancelled, Failed } from "@parley/core/TurnState"
 import * as TreeState from "@parley/log/TreeState"
 import type * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import type * as Schema from "effect/Schema"
+import * as Crypto from "node:crypto"
 import type { ResolvedTool } from "./agentTools.js"
 
 /** What decisions need to know beyond the log: the tools of an agent. */
 export interface Env {
   readonly toolsOf: (agent: AgentSpec) => ReadonlyMap<string, ResolvedTool>
 }
+
+// =============================================================================
+// Ids: minted from the decision's seed
+// =============================================================================
+
+/**
+ * The secret a decision mints its ids from: random bytes the engine draws for each decision (`freshSeed`), never
+ * recorded (tests give a fixed one). Like `now`, it comes from outside, so `decide` stays a function of its inputs.
+ */
+export type Seed = Uint8Array
+
+/** A new seed: 128 bits from `crypto`. */
+export const freshSeed: Effect.Effect<Seed> = Effect.sync(() => Crypto.randomBytes(16))
+
+/** The prefixes of the ids decisions mint: turns, callbacks, subagents' sessions, grants. */
+export type IdPrefix = "turn" | "cb" | "ses" | "grant"
+
+/**
+ * The id of the `prefix` thing the event at `seq` creates: `prefix_` and 20 hex digits (80 bits) of
+ * HMAC-SHA-256(seed, `prefix_seq`). Whoever sees ids cannot tell the next one (nor the tree's id, nor a seq) without
+ * the seed; an id is minted once, in the event that creates it, and read from the log ever after. Within a decision it
+ * is unique: an event creates at most one thing of each prefix. Across decisions (and trees) the seeds differ.
+ */
+export const mint = (seed: Seed, prefix: IdPrefix, seq: number): string =>
+  `${prefix}_${Crypto.createHmac("sha256", seed).update(`${prefix}_${seq}`).digest("hex").slice(0, 20)}`
 
 // =============================================================================
 // The transaction: events appended one by one, each applied to the state at once
@@ -43,6 +70,7 @@ export class Tx {
   constructor(
     public state: TreeState.TreeState,
     readonly now: DateTime.Utc,
+    readonly seed: Seed,
     readonly env: Env,
     readonly executor: Executor | undefined
   ) {}
@@ -58,9 +86,9 @@ export class Tx {
     return event
   }
 
-  /** An id derived from the tree's id and the `seq` of the event that creates it. */
-  id(prefix: string, seq: number): string {
-    return `${prefix}_${this.state.treeId.slice(4)}_${seq}`
+  /** The id of the `prefix` thing the event at `seq` creates, minted from this decision's seed. */
+  id(prefix: IdPrefix, seq: number): string {
+    return mint(this.seed, prefix, seq)
   }
 
   session(sessionId: SessionId): TreeState.Session | undefined {

@@ -7,6 +7,7 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import * as Answer from "@parley/core/Answer"
 import { ClientToolRequest, OpenClientToolCall } from "@parley/core/Callback"
 import type { CallbackId, SessionId } from "@parley/core/Ids"
+import { newCallbackId } from "@parley/core/Ids"
 import { ModelFailure, ToolFailure } from "@parley/core/ParleyError"
 import type { AgentInvalid } from "@parley/core/ParleyError"
 import { MessageDelta, Reasoning } from "@parley/core/TurnEvent"
@@ -85,16 +86,23 @@ interface Outcome {
 
 /**
  * The call as a handler of the program's tool sees it: the `OpenClientToolCall` a client would have been given, but
- * opened nowhere (its id, derived from the tool call's, answers nothing; it has no deadline).
+ * opened nowhere (its id, random like every callback's, answers nothing; it has no deadline; what stays the same when
+ * the call runs again is its `request.toolCallId`).
  */
-const callOf = (tree: Tree, turn: TreeState.Turn, call: TreeState.Call, tool: ResolvedTool, at: DateTime.Utc) => {
+const callOf = (
+  tree: Tree,
+  turn: TreeState.Turn,
+  call: TreeState.Call,
+  tool: ResolvedTool,
+  opened: { readonly id: CallbackId; readonly at: DateTime.Utc }
+) => {
   const session = TreeState.session(tree.state, turn.sessionId)
   return new OpenClientToolCall({
-    id: `cb_${tree.treeId.slice(4)}_run_${call.toolCallId.replace(/[^A-Za-z0-9_-]/g, "_")}` as CallbackId,
+    id: opened.id,
     sessionId: turn.sessionId,
     turnId: turn.turnId,
     rootTurnId: session?.parent === undefined ? turn.turnId : session.rootTurnId,
-    openedAt: at,
+    openedAt: opened.at,
     expiresAt: undefined,
     request: new ClientToolRequest(
       { tool: refOf(tool), toolCallId: call.toolCallId, arguments: call.arguments },
@@ -245,8 +253,8 @@ export const make = (deps: {
           `${tool.spec.id} is provided to this runtime (RuntimeTools).`
       })
     }
-    return DateTime.now.pipe(
-      Effect.flatMap((at) => handler.value(callOf(tree, turn, call, tool, at))),
+    return Effect.all({ id: newCallbackId, at: DateTime.now }).pipe(
+      Effect.flatMap((opened) => handler.value(callOf(tree, turn, call, tool, opened))),
       Effect.map((answer): Outcome =>
         Answer.isKeepCallbackOpen(answer)
           ? {

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Answer, ParleyError } from "@parley/core"
 import { TreeState } from "@parley/log"
-import { minutesAfter, shadowing, treeId } from "./fixtures.js"
+import { callbackAt, minutesAfter, sessionAt, shadowing, treeId, turnAt } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {
   answer,
@@ -34,7 +34,7 @@ const deny = new Answer.DenyApproval({ reason: "too much" })
 const lyon = Answer.ClientToolResult.success({ city: "Lyon" })
 const connected = new Answer.SignInAnswer({ connected: ["gmail"] })
 
-/** The root turn waits on the approval `cb_spec_4` of a call to `charge` (a runtime tool). */
+/** The root turn waits on the approval `callbackAt(4)` of a call to `charge` (a runtime tool). */
 const askedToCharge: ReadonlyArray<Step> = [send("Charge me."), calls("charge")]
 /** ... of a call to `send_email` (a client tool). */
 const askedToEmail: ReadonlyArray<Step> = [send("Email Bob."), calls("send_email")]
@@ -42,7 +42,7 @@ const askedToEmail: ReadonlyArray<Step> = [send("Email Bob."), calls("send_email
 const locating: ReadonlyArray<Step> = [send("Where am I?"), calls("get_location")]
 /** The root turn waits on the sign_in callback of `gmail`. */
 const signingIn: ReadonlyArray<Step> = [send("Mail?"), calls("gmail_latest_email")]
-/** The researcher (`ses_spec_4`) waits on the client_tool callback of `lookup`; its parent waits in agents_wait. */
+/** The researcher (`sessionAt(4)`) waits on the client_tool callback of `lookup`; its parent waits in agents_wait. */
 const childLooking: ReadonlyArray<Step> = [
   send("Research."),
   calls({ name: "agents_spawn", params: { agent: "researcher", task: "Look." } }),
@@ -59,7 +59,7 @@ rules("Answer", [
     given: askedToCharge,
     when: answer(allow),
     then: appends(
-      ev("CallbackResolved", { callbackId: "cb_spec_4", resolution: "answered", answer: allow }),
+      ev("CallbackResolved", { callbackId: callbackAt(4), resolution: "answered", answer: allow }),
       ev("ToolExecutionStarted", { executor: owner })
     )
   },
@@ -137,16 +137,16 @@ rules("Answer", [
     given: childLooking,
     when: answer(Answer.ClientToolResult.success("found")),
     then: appends(
-      ev("CallbackResolved", { sessionId: "ses_spec_4" }),
-      ev("ToolCallCompleted", { sessionId: "ses_spec_4" }),
-      ev("ModelStepStarted", { sessionId: "ses_spec_4", step: 1 })
+      ev("CallbackResolved", { sessionId: sessionAt(4) }),
+      ev("ToolCallCompleted", { sessionId: sessionAt(4) }),
+      ev("ModelStepStarted", { sessionId: sessionAt(4), step: 1 })
     )
   },
   {
     rule: "a subagent's callback answered through the root session's turn",
     given: childLooking,
     when: answer(Answer.ClientToolResult.success("found"), open(0), { sessionId: treeId, runningTurnOf: "root" }),
-    then: appends(ev("CallbackResolved", { sessionId: "ses_spec_4" }), "ToolCallCompleted", "ModelStepStarted")
+    then: appends(ev("CallbackResolved", { sessionId: sessionAt(4) }), "ToolCallCompleted", "ModelStepStarted")
   },
   {
     rule: "an answer a minute before the deadline",
@@ -230,7 +230,7 @@ rules("Answer", [
   {
     rule: "a callback that belongs to another turn of the session",
     given: [...askedToCharge, send("Next.")],
-    when: answer(allow, open(0), { turnId: "turn_spec_6" }),
+    when: answer(allow, open(0), { turnId: turnAt(6) }),
     then: rejects("CallbackNotOpen")
   },
   {
@@ -244,7 +244,7 @@ rules("Answer", [
     given: askedToCharge,
     when: answer(allow, open(0), { requestId: "req-1" }),
     then: appends(
-      ev("CallbackResolved", { callbackId: "cb_spec_4", resolution: "answered", answer: allow, requestId: "req-1" }),
+      ev("CallbackResolved", { callbackId: callbackAt(4), resolution: "answered", answer: allow, requestId: "req-1" }),
       ev("ToolExecutionStarted", { executor: owner })
     )
   },
@@ -338,7 +338,7 @@ rules("Expire", [
     given: askedToCharge,
     when: expire().at(late),
     then: appends(
-      ev("CallbackResolved", { callbackId: "cb_spec_4", resolution: "expired" }),
+      ev("CallbackResolved", { callbackId: callbackAt(4), resolution: "expired" }),
       ev("ToolCallCompleted", { isFailure: true, result: contains("approval request for charge expired") }),
       "ModelStepStarted"
     )
@@ -368,9 +368,9 @@ rules("Expire", [
     given: childLooking,
     when: expire().at(late),
     then: appends(
-      ev("CallbackResolved", { sessionId: "ses_spec_4", resolution: "expired" }),
-      ev("ToolCallCompleted", { sessionId: "ses_spec_4", isFailure: true }),
-      ev("ModelStepStarted", { sessionId: "ses_spec_4" })
+      ev("CallbackResolved", { sessionId: sessionAt(4), resolution: "expired" }),
+      ev("ToolCallCompleted", { sessionId: sessionAt(4), isFailure: true }),
+      ev("ModelStepStarted", { sessionId: sessionAt(4) })
     )
   },
   {

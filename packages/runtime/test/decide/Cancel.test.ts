@@ -1,4 +1,4 @@
-import { lead } from "./fixtures.js"
+import { lead, sessionAt, turnAt } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {
   appends,
@@ -21,9 +21,9 @@ import {
 // sees its children end (`SubagentEnded`); open callbacks close `cancelled`, unfinished calls get a failed result.
 
 const spawn = (agent: string) => ({ name: "agents_spawn", params: { agent, task: "Go." } })
-/** The root waits in agents_wait for the researcher (`ses_spec_4`), whose first step is in flight. */
+/** The root waits in agents_wait for the researcher (`sessionAt(4)`), whose first step is in flight. */
 const waiting: ReadonlyArray<Step> = [send("Research."), calls(spawn("researcher")), calls("agents_wait")]
-/** lead → manager (`ses_spec_4`) → researcher: every turn's model step in flight. */
+/** lead → manager (`sessionAt(4)`) → researcher: every turn's model step in flight. */
 const twoLevels: ReadonlyArray<Step> = [send("Organise."), calls(spawn("manager")), childCalls(spawn("researcher"))]
 
 rules("Cancel", [
@@ -32,7 +32,7 @@ rules("Cancel", [
     given: [send("Charge me."), calls("charge")],
     when: cancel(),
     then: appends(
-      ev("CancelRequested", { turnId: "turn_spec_0" }),
+      ev("CancelRequested", { turnId: turnAt(0) }),
       ev("CallbackResolved", { resolution: "cancelled" }),
       ev("ToolCallCompleted", { isFailure: true, result: contains("The call to charge was cancelled.") }),
       ev("TurnEnded", { state: final("Cancelled") })
@@ -44,8 +44,8 @@ rules("Cancel", [
     when: cancel(),
     then: appends(
       "CancelRequested",
-      ev("TurnEnded", { turnId: "turn_spec_0", state: final("Cancelled") }),
-      ev("TurnEnded", { turnId: "turn_spec_3", state: final("Cancelled") })
+      ev("TurnEnded", { turnId: turnAt(0), state: final("Cancelled") }),
+      ev("TurnEnded", { turnId: turnAt(3), state: final("Cancelled") })
     )
   },
   {
@@ -71,8 +71,8 @@ rules("Cancel", [
     when: cancel(),
     then: appends(
       ev("CancelRequested", { sessionId: "ses_spec" }),
-      ev("TurnEnded", { sessionId: "ses_spec_4", state: final("Cancelled") }),
-      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: "ses_spec_4", state: final("Cancelled") }),
+      ev("TurnEnded", { sessionId: sessionAt(4), state: final("Cancelled") }),
+      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: sessionAt(4), state: final("Cancelled") }),
       ev("ToolCallCompleted", { name: "agents_wait", isFailure: true }),
       ev("TurnEnded", { sessionId: "ses_spec", state: final("Cancelled") })
     )
@@ -84,10 +84,10 @@ rules("Cancel", [
     when: cancel(),
     then: appends(
       "CancelRequested",
-      ev("TurnEnded", { sessionId: "ses_spec_11" }),
-      ev("SubagentEnded", { sessionId: "ses_spec_4", childSessionId: "ses_spec_11" }),
-      ev("TurnEnded", { sessionId: "ses_spec_4" }),
-      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: "ses_spec_4" }),
+      ev("TurnEnded", { sessionId: sessionAt(11) }),
+      ev("SubagentEnded", { sessionId: sessionAt(4), childSessionId: sessionAt(11) }),
+      ev("TurnEnded", { sessionId: sessionAt(4) }),
+      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: sessionAt(4) }),
       ev("TurnEnded", { sessionId: "ses_spec" })
     )
   },
@@ -96,8 +96,8 @@ rules("Cancel", [
     given: waiting,
     when: cancel("child"),
     then: appends(
-      ev("CancelRequested", { sessionId: "ses_spec_4" }),
-      ev("TurnEnded", { sessionId: "ses_spec_4", state: final("Cancelled") }),
+      ev("CancelRequested", { sessionId: sessionAt(4) }),
+      ev("TurnEnded", { sessionId: sessionAt(4), state: final("Cancelled") }),
       "SubagentEnded",
       ev("ToolCallCompleted", { name: "agents_wait", isFailure: false, result: contains("Cancelled") }),
       ev("ModelStepStarted", { sessionId: "ses_spec" })
@@ -108,9 +108,9 @@ rules("Cancel", [
     given: [send("Research."), calls(spawn("researcher")), replies("Started it.")],
     when: cancel(),
     then: appends(
-      ev("CancelRequested", { turnId: "turn_spec_0" }),
-      ev("TurnEnded", { sessionId: "ses_spec_4" }),
-      ev("SubagentEnded", { sessionId: "ses_spec", turnId: "turn_spec_0" })
+      ev("CancelRequested", { turnId: turnAt(0) }),
+      ev("TurnEnded", { sessionId: sessionAt(4) }),
+      ev("SubagentEnded", { sessionId: "ses_spec", turnId: turnAt(0) })
     )
   }
 ])

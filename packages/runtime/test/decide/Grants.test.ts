@@ -1,7 +1,7 @@
 import { assert } from "@effect/vitest"
 import { AgentSpec, Answer, Principal } from "@parley/core"
 import { TreeState } from "@parley/log"
-import { assistant, charge } from "./fixtures.js"
+import { assistant, callbackAt, charge, grantAt } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {
   answer,
@@ -56,15 +56,15 @@ rules("Answer", [
     then: appends(
       "CallbackResolved",
       ev("ApprovalGranted", {
-        grantId: "grant_7",
+        grantId: grantAt(7),
         toolPattern: "client.charge",
         decision: "allow",
         scope: "session",
-        callbackId: "cb_spec_4"
+        callbackId: callbackAt(4)
       }),
       ev("ToolExecutionStarted", { executor: owner })
     ),
-    and: (state) => assert.deepStrictEqual(state.grants.map((grant) => grant.grantId), ["grant_7"])
+    and: (state) => assert.deepStrictEqual(state.grants.map((grant) => grant.grantId), [grantAt(7)])
   },
   {
     rule: "a denial answered with remember: a deny grant",
@@ -91,7 +91,7 @@ rules("ModelStepDone", [
       ev("CallbackResolved", {
         resolution: "answered",
         answer: new Answer.AllowApproval(),
-        answeredBy: byGrant("grant_7")
+        answeredBy: byGrant(grantAt(7))
       }),
       "ToolExecutionStarted"
     )
@@ -112,7 +112,7 @@ rules("ModelStepDone", [
     then: appends(
       "ToolCallStarted",
       "CallbackOpened",
-      ev("CallbackResolved", { answeredBy: byGrant("grant_7") }),
+      ev("CallbackResolved", { answeredBy: byGrant(grantAt(7)) }),
       "ToolExecutionStarted"
     )
   },
@@ -124,7 +124,7 @@ rules("ModelStepDone", [
     then: appends(
       "ToolCallStarted",
       "CallbackOpened",
-      ev("CallbackResolved", { answeredBy: byGrant("grant_7") }),
+      ev("CallbackResolved", { answeredBy: byGrant(grantAt(7)) }),
       "ToolCallCompleted",
       "ModelStepStarted"
     )
@@ -144,8 +144,8 @@ rules("RevokeGrant", [
   {
     rule: "revoking a grant in force",
     given: granted("session"),
-    when: revoke("grant_7"),
-    then: appends(ev("GrantRevoked", { grantId: "grant_7", revokedBy: new Principal.Client({ label: "ops" }) })),
+    when: revoke(grantAt(7)),
+    then: appends(ev("GrantRevoked", { grantId: grantAt(7), revokedBy: new Principal.Client({ label: "ops" }) })),
     and: (state) => {
       assert.deepStrictEqual(state.grants, [])
       assert.isUndefined(TreeState.grantFor(state, state.treeId, "client.charge"))
@@ -153,8 +153,8 @@ rules("RevokeGrant", [
   },
   {
     rule: "revoking a grant that is not in force",
-    given: [...granted("session"), revoke("grant_7")],
-    when: revoke("grant_7"),
+    given: [...granted("session"), revoke(grantAt(7))],
+    when: revoke(grantAt(7)),
     then: rejects("GrantNotFound")
   }
 ])

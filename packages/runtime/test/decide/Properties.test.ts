@@ -6,7 +6,7 @@ import { Ajv } from "ajv"
 import { Arbitrary, DateTime, Duration, HashMap, Result, Schema } from "effect"
 import type { Command, Decision } from "../../src/internal/decide.js"
 import { decide } from "../../src/internal/decide.js"
-import { assistant, env, lead, oneStep, t0, treeId } from "./fixtures.js"
+import { assistant, env, lead, oneStep, seed, t0, treeId } from "./fixtures.js"
 import type { Executor, Tree } from "./spec.js"
 import { emptyTree, plain } from "./spec.js"
 
@@ -423,7 +423,7 @@ const checkDecision = ({ before, command, decision, executor, now }: Decided) =>
   if (events.length === 0 && Result.isFailure(reply)) return
   // The decision settled everything: settling again, as the same engine, appends nothing.
   assert.deepStrictEqual(
-    decide(decision.state, { _tag: "Settle" }, now, env, executor).events.map((event) => event._tag),
+    decide(decision.state, { _tag: "Settle" }, now, seed, env, executor).events.map((event) => event._tag),
     [],
     "settling a settled tree appends nothing"
   )
@@ -559,7 +559,7 @@ const play = (agent: AgentSpec.AgentSpec, moves: ReadonlyArray<Move>, checkEachT
     // A Resume is always the owner's.
     const executor = byOwner || intent._tag === "Resume" ? lease : undefined
     const command = commandOf(tree.state, intent)
-    const decision = decide(tree.state, command, now, env, executor)
+    const decision = decide(tree.state, command, now, seed, env, executor)
     checkDecision({ before: tree.state, command, decision, executor, now })
     tree = { header: tree.header, state: decision.state, log: [...tree.log, ...decision.events] }
     if (checkEachTree) checkTree(tree)

@@ -1,7 +1,7 @@
 import { assert } from "@effect/vitest"
 import { Answer } from "@parley/core"
 import { TreeState } from "@parley/log"
-import { oneStep } from "./fixtures.js"
+import { callbackAt, oneStep, sessionAt, turnAt } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {
   answer,
@@ -27,7 +27,7 @@ import {
 // connected; the `agents_*` builtins change the tree; a step whose calls all have results calls the model again.
 
 const spawn = { name: "agents_spawn", params: { agent: "researcher", task: "Look." } }
-/** The root turn spawned the researcher (its session `ses_spec_4`, running); the root's next step is in flight. */
+/** The root turn spawned the researcher (its session `sessionAt(4)`, running); the root's next step is in flight. */
 const spawned: ReadonlyArray<Step> = [send("Research."), calls(spawn)]
 /** ... and waits for it in `agents_wait`. */
 const waiting: ReadonlyArray<Step> = [...spawned, calls("agents_wait")]
@@ -42,7 +42,7 @@ rules("ModelStepDone", [
     then: appends(
       ev("ToolCallStarted", { toolId: "client.get_location" }),
       ev("CallbackOpened", { callback: callbackOf("client_tool") }),
-      ev("TurnBlocked", { callbackIds: ["cb_spec_4"] })
+      ev("TurnBlocked", { callbackIds: [callbackAt(4)] })
     )
   },
   {
@@ -120,10 +120,10 @@ rules("ModelStepDone", [
     when: calls(spawn),
     then: appends(
       "ToolCallStarted",
-      ev("SubagentStarted", { childSessionId: "ses_spec_4", childTurnId: "turn_spec_5", agent: "researcher" }),
-      ev("TurnQueued", { sessionId: "ses_spec_4", input: "Look." }),
-      ev("TurnStarted", { sessionId: "ses_spec_4" }),
-      ev("ModelStepStarted", { sessionId: "ses_spec_4", step: 0 }),
+      ev("SubagentStarted", { childSessionId: sessionAt(4), childTurnId: turnAt(5), agent: "researcher" }),
+      ev("TurnQueued", { sessionId: sessionAt(4), input: "Look." }),
+      ev("TurnStarted", { sessionId: sessionAt(4) }),
+      ev("ModelStepStarted", { sessionId: sessionAt(4), step: 0 }),
       ev("ToolCallCompleted", { isFailure: false, result: contains("started") }),
       ev("ModelStepStarted", { sessionId: "ses_spec", step: 1 })
     )
@@ -157,10 +157,10 @@ rules("ModelStepDone", [
   {
     rule: "agents_message to a running subagent: a turn queued in its session",
     given: spawned,
-    when: calls({ name: "agents_message", params: { sessionId: "ses_spec_4", message: "Also this." } }),
+    when: calls({ name: "agents_message", params: { sessionId: sessionAt(4), message: "Also this." } }),
     then: appends(
       "ToolCallStarted",
-      ev("TurnQueued", { sessionId: "ses_spec_4", input: "Also this." }),
+      ev("TurnQueued", { sessionId: sessionAt(4), input: "Also this." }),
       ev("ToolCallCompleted", { isFailure: false }),
       "ModelStepStarted"
     )
@@ -178,11 +178,11 @@ rules("ModelStepDone", [
   {
     rule: "agents_interrupt of a running subagent: its turn is cancelled",
     given: spawned,
-    when: calls({ name: "agents_interrupt", params: { sessionId: "ses_spec_4" } }),
+    when: calls({ name: "agents_interrupt", params: { sessionId: sessionAt(4) } }),
     then: appends(
       "ToolCallStarted",
-      ev("TurnEnded", { sessionId: "ses_spec_4", state: final("Cancelled") }),
-      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: "ses_spec_4" }),
+      ev("TurnEnded", { sessionId: sessionAt(4), state: final("Cancelled") }),
+      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: sessionAt(4) }),
       ev("ToolCallCompleted", { isFailure: false, result: contains("interrupted") }),
       "ModelStepStarted"
     )
@@ -205,8 +205,8 @@ rules("ModelStepDone", [
     given: waiting,
     when: childCalls("lookup"),
     then: appends(
-      ev("ToolCallStarted", { sessionId: "ses_spec_4" }),
-      ev("CallbackOpened", { sessionId: "ses_spec_4", callback: callbackOf("client_tool") }),
+      ev("ToolCallStarted", { sessionId: sessionAt(4) }),
+      ev("CallbackOpened", { sessionId: sessionAt(4), callback: callbackOf("client_tool") }),
       ev("TurnBlocked", { sessionId: "ses_spec" })
     )
   },
@@ -215,9 +215,9 @@ rules("ModelStepDone", [
     given: waiting,
     when: replies("Found it.", "child"),
     then: appends(
-      ev("MessageCompleted", { sessionId: "ses_spec_4" }),
-      ev("TurnEnded", { sessionId: "ses_spec_4", state: final("Completed") }),
-      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: "ses_spec_4" }),
+      ev("MessageCompleted", { sessionId: sessionAt(4) }),
+      ev("TurnEnded", { sessionId: sessionAt(4), state: final("Completed") }),
+      ev("SubagentEnded", { sessionId: "ses_spec", childSessionId: sessionAt(4) }),
       ev("ToolCallCompleted", { name: "agents_wait", isFailure: false, result: contains("Found it.") }),
       ev("ModelStepStarted", { sessionId: "ses_spec", step: 2 })
     )

@@ -1,9 +1,8 @@
 import { assert } from "@effect/vitest"
-import type { Ids } from "@parley/core"
 import { Answer, ParleyError, TurnEvent } from "@parley/core"
 import { TreeState } from "@parley/log"
 import { HashMap, Result } from "effect"
-import { oneStep, treeId } from "./fixtures.js"
+import { oneStep, treeId, turnAt } from "./fixtures.js"
 import {
   answer,
   appends,
@@ -35,29 +34,29 @@ rules("SendMessage", [
     rule: "a message to a free session",
     when: send("Hello."),
     then: appends(
-      ev("TurnQueued", { turnId: "turn_spec_0", input: "Hello." }),
-      ev("TurnStarted", { turnId: "turn_spec_0" }),
+      ev("TurnQueued", { turnId: turnAt(0), input: "Hello." }),
+      ev("TurnStarted", { turnId: turnAt(0) }),
       ev("ModelStepStarted", { messageId: "msg_2", step: 0 })
     ),
     // The reply names the turn, and the cursor its events start from.
     and: (_state, _events, reply) => {
       const ref = Result.getOrUndefined(reply)
-      assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, "turn_spec_0", 0])
+      assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, turnAt(0), 0])
     }
   },
   {
     rule: "a message while a turn runs: it waits its turn",
     given: [send("First.")],
     when: send("Second."),
-    then: appends(ev("TurnQueued", { turnId: "turn_spec_3", input: "Second." })),
-    and: (state) => assert.deepStrictEqual(TreeState.session(state, treeId)?.queue.map(String), ["turn_spec_3"])
+    then: appends(ev("TurnQueued", { turnId: turnAt(3), input: "Second." })),
+    and: (state) => assert.deepStrictEqual(TreeState.session(state, treeId)?.queue.map(String), [turnAt(3)])
   },
   {
     rule: "a traced message: its TurnQueued records the turn span's context, and the turn keeps it",
     when: sendTraced("Hello.", { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }),
     then: appends(
       ev("TurnQueued", {
-        turnId: "turn_spec_0",
+        turnId: turnAt(0),
         trace: new TurnEvent.TraceContext({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" })
       }),
       "TurnStarted",
@@ -65,7 +64,7 @@ rules("SendMessage", [
     ),
     and: (state) =>
       assert.deepStrictEqual(
-        { ...TreeState.turn(state, "turn_spec_0" as Ids.TurnId)?.trace },
+        { ...TreeState.turn(state, turnAt(0))?.trace },
         { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" }
       )
   },
@@ -77,8 +76,8 @@ rules("SendMessage", [
   {
     rule: "a message with a request id: its TurnQueued records the id",
     when: sendWithId("Hello.", "req-1"),
-    then: appends(ev("TurnQueued", { turnId: "turn_spec_0", requestId: "req-1" }), "TurnStarted", "ModelStepStarted"),
-    and: (state) => assert.strictEqual(TreeState.requested(state, treeId, "req-1")?.turnId, "turn_spec_0" as Ids.TurnId)
+    then: appends(ev("TurnQueued", { turnId: turnAt(0), requestId: "req-1" }), "TurnStarted", "ModelStepStarted"),
+    and: (state) => assert.strictEqual(TreeState.requested(state, treeId, "req-1")?.turnId, turnAt(0))
   },
   {
     rule: "the same request id again (a retry): the same turn and cursor, nothing queued",
@@ -87,7 +86,7 @@ rules("SendMessage", [
     then: nothing,
     and: (state, _events, reply) => {
       const ref = Result.getOrUndefined(reply)
-      assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, "turn_spec_0", 0])
+      assert.deepStrictEqual([ref?.sessionId, ref?.turnId, ref?.cursor], [treeId, turnAt(0), 0])
       assert.strictEqual(HashMap.size(state.turns), 1)
     }
   },
@@ -96,16 +95,16 @@ rules("SendMessage", [
     given: [sendWithId("Hello.", "req-1"), replies("Hi!"), send("Next."), replies("Done.")],
     when: sendWithId("Hello, again?", "req-1"),
     then: nothing,
-    and: (_state, _events, reply) => assert.strictEqual(Result.getOrUndefined(reply)?.turnId, "turn_spec_0")
+    and: (_state, _events, reply) => assert.strictEqual(Result.getOrUndefined(reply)?.turnId, turnAt(0))
   },
   {
     rule: "another request id: another turn, queued behind the first",
     given: [sendWithId("First.", "req-1")],
     when: sendWithId("Second.", "req-2"),
-    then: appends(ev("TurnQueued", { turnId: "turn_spec_3", input: "Second.", requestId: "req-2" })),
+    then: appends(ev("TurnQueued", { turnId: turnAt(3), input: "Second.", requestId: "req-2" })),
     and: (state, _events, reply) => {
-      assert.strictEqual(Result.getOrUndefined(reply)?.turnId, "turn_spec_3")
-      assert.deepStrictEqual(TreeState.session(state, treeId)?.queue.map(String), ["turn_spec_3"])
+      assert.strictEqual(Result.getOrUndefined(reply)?.turnId, turnAt(3))
+      assert.deepStrictEqual(TreeState.session(state, treeId)?.queue.map(String), [turnAt(3)])
     }
   },
   {
@@ -141,9 +140,9 @@ rules("ModelStepDone", [
     when: replies("Done."),
     then: appends(
       "MessageCompleted",
-      ev("TurnEnded", { turnId: "turn_spec_0" }),
-      ev("TurnStarted", { turnId: "turn_spec_3" }),
-      ev("ModelStepStarted", { turnId: "turn_spec_3", step: 0 })
+      ev("TurnEnded", { turnId: turnAt(0) }),
+      ev("TurnStarted", { turnId: turnAt(3) }),
+      ev("ModelStepStarted", { turnId: turnAt(3), step: 0 })
     )
   },
   {
@@ -192,7 +191,7 @@ rules("ModelStepFailed", [
     rule: "the step in flight failed: the next queued turn starts",
     given: [send("First."), send("Second.")],
     when: stepFails(modelFailure),
-    then: appends("TurnEnded", ev("TurnStarted", { turnId: "turn_spec_3" }), "ModelStepStarted")
+    then: appends("TurnEnded", ev("TurnStarted", { turnId: turnAt(3) }), "ModelStepStarted")
   },
   {
     rule: "a failure of a step no longer in flight",

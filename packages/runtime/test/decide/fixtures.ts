@@ -5,11 +5,29 @@ import { DateTime, Duration, Effect, Option, Result } from "effect"
 import * as Connectors from "../../src/Connectors.js"
 import { resolveTools } from "../../src/internal/agentTools.js"
 import type { Env } from "../../src/internal/decide.js"
+import type { IdPrefix, Seed } from "../../src/internal/tx.js"
+import { mint } from "../../src/internal/tx.js"
 
 // The world the rules are stated in: one tree (`ses_spec`), an agent with a tool of every kind and a policy that
 // allows, asks and denies, a connector, a subagent with a client tool of its own, and two engines that may own the tree.
 
 export const treeId = "ses_spec" as Ids.SessionId
+
+/**
+ * The secret every step's ids are minted from. The engine draws a new one for each decision; the rules fix it, so a
+ * rule can name the ids it expects: `turnAt(0)` is the turn the event at seq 0 creates.
+ */
+export const seed: Seed = new TextEncoder().encode("spec")
+
+const minted = (prefix: IdPrefix) => (seq: number) => mint(seed, prefix, seq)
+/** The turn the event at `seq` queues. */
+export const turnAt = minted("turn") as (seq: number) => Ids.TurnId
+/** The subagent's session the event at `seq` starts. */
+export const sessionAt = minted("ses") as (seq: number) => Ids.SessionId
+/** The callback the event at `seq` opens. */
+export const callbackAt = minted("cb") as (seq: number) => Ids.CallbackId
+/** The grant the event at `seq` records. */
+export const grantAt = minted("grant")
 
 /** The time every step is decided at unless it says otherwise; callbacks wait one hour from it. */
 export const t0 = DateTime.makeUnsafe(1_700_000_000_000)

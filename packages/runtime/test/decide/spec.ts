@@ -6,7 +6,7 @@ import type { DateTime } from "effect"
 import { HashMap, Result } from "effect"
 import type { Command, Decision, Rejection } from "../../src/internal/decide.js"
 import { decide } from "../../src/internal/decide.js"
-import { assistant, env, header, t0, treeId } from "./fixtures.js"
+import { assistant, callbackAt, env, grantAt, header, seed, t0, treeId } from "./fixtures.js"
 
 // A small language for `decide`'s rules: given the commands decided so far (each by an engine, at a time) and the
 // events other writers appended, when this command is decided, then these events are appended, or this rejection is
@@ -233,12 +233,12 @@ export const grantedElsewhere = (toolPattern: string) =>
       sessionId: state.treeId,
       turnId: runningTurn(state, "root")!.turnId,
       ...meta,
-      grantId: `grant_${meta.seq}`,
+      grantId: grantAt(meta.seq),
       toolPattern,
       decision: "allow",
       scope: "tree",
       grantedBy: new Principal.Client({}),
-      callbackId: "cb_spec_0" as Ids.CallbackId
+      callbackId: callbackAt(0) as Ids.CallbackId
     })]
   )
 
@@ -365,7 +365,7 @@ export const emptyTree = (agent = assistant): Tree => {
 
 /** Decides one step. */
 export const decideStep = (tree: Tree, step: Step) =>
-  decide(tree.state, step.make(tree.state), step.time, env, executorOf(step.decider))
+  decide(tree.state, step.make(tree.state), step.time, seed, env, executorOf(step.decider))
 
 /** Decides the steps one after another; each must be accepted. */
 export const given = (steps: ReadonlyArray<Step | Written>, from: Tree = emptyTree()): Tree =>
@@ -444,7 +444,7 @@ export const check = (command: Command["_tag"], row: Rule) => {
   const before = given(row.given ?? [], emptyTree(row.agent))
   const made = row.when.make(before.state)
   assert.strictEqual(made._tag, command, "the rule's command")
-  const decision = decide(before.state, made, row.when.time, env, executorOf(row.when.decider))
+  const decision = decide(before.state, made, row.when.time, seed, env, executorOf(row.when.decider))
   const outcome = row.then
   if (outcome._tag === "Rejects") {
     assert.isTrue(Result.isFailure(decision.reply), `expected ${outcome.rejection}, the command was accepted`)

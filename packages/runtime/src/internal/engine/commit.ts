@@ -18,6 +18,7 @@ import * as Result from "effect/Result"
 import type { Rejection, Reply } from "../decide.js"
 import { decide } from "../decide.js"
 import * as Telemetry from "../telemetry.js"
+import { freshSeed } from "../tx.js"
 import type { Actor, Commits, Core, Envelope } from "./core.js"
 import { failure, ownersOnly, sleepLive } from "./core.js"
 
@@ -70,20 +71,22 @@ export const make = (core: Core): Commits => {
         const foreign = conflicted ? yield* refresh(actor) : []
         if (foreign.length > 0) yield* core.afterCommit(actor, foreign)
         const now = yield* DateTime.now
+        // The secret this attempt's ids are minted from (its decisions mint at seqs of their own): never recorded.
+        const seed = yield* freshSeed
         let state = actor.state
         const events: Array<TurnEvent> = []
         // The tree's owner records the starts of the tools it will run, once its Resume settled what the last owner
         // left in flight (the Resume is first in a new owner's mailbox); anyone else records decisions only.
         let executor = actor.resumed && !actor.closed ? actor.lease : undefined
         if (foreign.length > 0) {
-          const settled = decide(state, { _tag: "Settle" }, now, env, executor)
+          const settled = decide(state, { _tag: "Settle" }, now, seed, env, executor)
           state = settled.state
           events.push(...settled.events)
         }
         const replies: Array<Result.Result<Reply, Rejection>> = []
         for (const envelope of batch) {
           if (envelope.command._tag === "Resume" && !actor.closed) executor = actor.lease
-          const decision = decide(state, envelope.command, now, env, executor)
+          const decision = decide(state, envelope.command, now, seed, env, executor)
           state = decision.state
           events.push(...decision.events)
           replies.push(decision.reply)
