@@ -204,10 +204,7 @@ export const make = (options: Options) =>
           : Stream.fail(sessionNotFound("events", sessionId)),
       subscribe: (sessionId, from) =>
         isSessionId(sessionId)
-          ? Effect.flatMap(
-            EventStream.open(streamOptions, sessionId, from),
-            (stream) => Stream.toQueue(stream, { capacity: "unbounded" })
-          )
+          ? EventStream.subscribe(streamOptions, sessionId, from)
           : Effect.fail(sessionNotFound("subscribe", sessionId)),
       snapshot: (sessionId, turnId) => {
         if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("snapshot", sessionId))
