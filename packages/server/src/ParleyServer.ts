@@ -209,7 +209,7 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     const extension: Layer.Layer<never, E, R | Authorization> = options.extension?.groups ?? Layer.empty
     return HttpApiBuilder.layer(api, { openapiPath: "/openapi.json" }).pipe(
       Layer.provide(Layer.merge(groups, extension)),
-      Layer.provide([Auth.layer(options.keys), DecodeErrors.layer])
+      Layer.provide([Auth.layer(options.keys), DecodeErrors.layer, Access.layerSessionFirst(access)])
     )
   }))
 
