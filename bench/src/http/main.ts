@@ -11,10 +11,11 @@
  * - next to the approval loop and the one reader, the same measured in this process on the server's engine
  *   (`LocalTransport` on SQLite, no HTTP; its turns taken by turns with the HTTP ones, under the same load): what HTTP
  *   adds is the difference;
- * - the server's RSS with 10,000 idle SSE streams open (`/proc/<pid>/status`), against its RSS before.
+ * - the server's RSS with 10,000 idle SSE streams open (`/proc/<pid>/status`), against its RSS before;
+ * - push: how long after its append (timed in the server) an event reaches a client's stream (`push.ts`).
  *
  * Sizes: `--turns=` (sequential turns), `--seconds=` (the 64-client phase), `--deltas=`, `--readers=`,
- * `--idle=`, `--clients=`. `--only=approval,reader,readers,idle` runs some rows only.
+ * `--idle=`, `--clients=`, `--push-turns=`. `--only=approval,reader,readers,idle,push` runs some rows only.
  */
 import { Transport } from "@parley/core"
 import { Agent, Answer, CallbackHandler, Session } from "@parley/core"
@@ -28,6 +29,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { benchKey, pricer as pricerModel, streamer as streamerModel } from "./models.js"
+import { push } from "./push.js"
 import { rssOf, startServer } from "./serverProcess.js"
 
 const quick = process.argv.includes("--quick")
@@ -36,7 +38,7 @@ const arg = (name: string, full: number, small: number) => {
   return given === undefined ? (quick ? small : full) : Number(given.split("=")[1])
 }
 const only = process.argv.find((a) => a.startsWith("--only="))?.split("=")[1]?.split(",")
-const runs = (row: "approval" | "reader" | "readers" | "idle") => only === undefined || only.includes(row)
+const runs = (row: "approval" | "reader" | "readers" | "idle" | "push") => only === undefined || only.includes(row)
 const sizes = {
   turns: arg("turns", 500, 100),
   seconds: arg("seconds", 15, 5),
@@ -44,7 +46,8 @@ const sizes = {
   deltas: arg("deltas", 50_000, 20_000),
   readers: arg("readers", 1_000, 200),
   readerDeltas: arg("reader-deltas", 2_000, 500),
-  idle: arg("idle", 10_000, 1_000)
+  idle: arg("idle", 10_000, 1_000),
+  pushTurns: arg("push-turns", 300, 60)
 }
 
 // ----------------------------------------------------------------------------
@@ -306,6 +309,15 @@ const main = Effect.gen(function*() {
     }))
   }
   if (runs("idle")) yield* run(idleStreams(url, child.pid ?? 0))
+  if (runs("push")) {
+    yield* Effect.scoped(Effect.gen(function*() {
+      // the push row times the appends of a server of its own
+      const timed = yield* startServer(sizes.deltas, true)
+      yield* push(timed.child, sizes.pushTurns).pipe(
+        Effect.provide(HttpTransport.layer({ url: timed.url, apiKey: benchKey }))
+      )
+    }))
+  }
   yield* Console.log(`load average at end: ${os.loadavg().map((n) => n.toFixed(2)).join(", ")}`)
 }).pipe(Effect.scoped)
 

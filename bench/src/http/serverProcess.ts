@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 
-export const startServer = (deltas: number) =>
+export const startServer = (deltas: number, appends = false) =>
   Effect.acquireRelease(
     Effect.callback<{ readonly url: string; readonly child: ChildProcess.ChildProcess }, Error>((resume) => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "parley-bench-http-"))
@@ -23,9 +23,10 @@ export const startServer = (deltas: number) =>
           "--import",
           "tsx",
           path.join(import.meta.dirname, "server.ts"),
-          JSON.stringify({ filename: path.join(dir, "sessions.db"), deltas })
+          JSON.stringify({ filename: path.join(dir, "sessions.db"), deltas, appends })
         ],
-        { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, NODE_OPTIONS: "" } }
+        // stdin: the push row's requests (`server.ts`)
+        { stdio: ["pipe", "pipe", "inherit"], env: { ...process.env, NODE_OPTIONS: "" } }
       )
       let out = ""
       child.stdout.on("data", (chunk) => {

@@ -20,6 +20,9 @@
  * | `InternalError` (a defect of the server: the body names an incident the server logged) | 500 |
  * | `TransportFailure` (its description short, never its cause) | 503 |
  *
+ * A body is judged after the session its path names, as in-process: an unknown or foreign session is a 404
+ * `SessionNotFound` whatever the body (`SessionFirst`).
+ *
  * The events of a tree come as Server-Sent Events (`GET /sessions/:sessionId/events`): `id:` is the event's `seq`,
  * `event:` its `_tag`, `data:` the encoded `TurnEvent`; `Last-Event-ID` (or `?from=`) resumes right after an event;
  * `?live=false` gives the stored events and ends. The route's success is an `HttpApiSchema.StreamSse` of `TurnEvent`s
@@ -342,6 +345,20 @@ export class Authorization extends HttpApiMiddleware.Service<Authorization, { pr
   }
 ) {}
 
+/**
+ * The middleware of the routes that name a session in their path and take a body (`POST /sessions/:sessionId/turns`,
+ * `POST /sessions/:sessionId/turns/:turnId/callbacks/:callbackId/answer`): a body that does not decode is judged only
+ * once the session is known to be the tenant's. An unknown or foreign session answers 404 `SessionNotFound` whatever
+ * the body (the same bytes for both), as in-process, where the session is looked up before the answer is judged. The
+ * server provides it; a client needs nothing.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export class SessionFirst extends HttpApiMiddleware.Service<SessionFirst>()("@parley/core/ProtocolApi/SessionFirst", {
+  error: [sessionNotFound, TransportFailure.pipe(HttpApiSchema.status(503))]
+}) {}
+
 // =============================================================================
 // Schemas of the routes
 // =============================================================================
@@ -507,7 +524,7 @@ export class TurnsGroup extends HttpApiGroup.make("turns")
       payload: SendMessage,
       success: TurnRef.pipe(HttpApiSchema.status(202)),
       error: [sessionNotFound, invalidId, MessageTooLong, ...anyRoute]
-    }),
+    }).middleware(SessionFirst),
     HttpApiEndpoint.get("get", "/sessions/:sessionId/turns/:turnId", {
       params: turnPath,
       success: TurnSnapshot,
@@ -597,7 +614,7 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
         turnNotFound,
         ...anyRoute
       ]
-    })
+    }).middleware(SessionFirst)
   )
   .middleware(Authorization)
   .annotate(OpenApi.Description, "Callbacks the turns asked and wait on: approvals, client tool calls, sign-ins.")

@@ -26,6 +26,10 @@ const takeSeqs = (queue: Queue.Dequeue<TurnEvent.TurnEvent, unknown>, n: number)
     return seen
   })
 
+/** What `f` reads in a microtask queued now: after any queued before it, before the event loop turns. */
+const inAMicrotask = <A>(f: () => A) =>
+  Effect.promise(() => new Promise<A>((resolve) => queueMicrotask(() => resolve(f()))))
+
 describe("Fanout", () => {
   it.effect("hands the store's own append to a subscriber, after what was stored before it", () =>
     Effect.gen(function*() {
@@ -46,5 +50,24 @@ describe("Fanout", () => {
       stored.push(queued(0), queued(1), queued(2))
       fanout.moved(treeId, 3)
       assert.deepStrictEqual(yield* takeSeqs(mailbox, 3), [0, 1, 2])
+    }))
+
+  it.effect("pushes an append to a waiting subscriber as soon as the appender's code is done, before the event loop turns", () =>
+    Effect.gen(function*() {
+      const stored: Array<TurnEvent.TurnEvent> = []
+      const fanout = over(stored)
+      const mailbox = yield* fanout.subscribe(treeId, 0)
+      const taken: Array<number> = []
+      yield* Effect.forkChild(Effect.forever(
+        Effect.map(Queue.takeAll(mailbox), (batch) => taken.push(...batch.map((event) => event.seq)))
+      ))
+      // The taker waits on the empty mailbox.
+      yield* Effect.repeat(Effect.yieldNow, { times: 5 })
+      stored.push(queued(0))
+      fanout.appended(treeId, [queued(0)])
+      // Not inside the append (the appender's own state is not updated yet) ...
+      assert.deepStrictEqual(taken, [])
+      // ... but before anything the event loop would run next (Effect's queue alone wakes a taker a turn later).
+      assert.deepStrictEqual(yield* inAMicrotask(() => [...taken]), [0])
     }))
 })

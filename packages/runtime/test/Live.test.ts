@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { SessionStore } from "@parley/runtime"
+import type { Cause } from "effect"
 import { DateTime, Effect, Exit, Option, Queue, Scope } from "effect"
 import * as Live from "../src/internal/engine/live.js"
 
@@ -23,6 +24,10 @@ const tags = (events: ReadonlyArray<TurnEvent.TurnEvent>) =>
   events.map((event) =>
     event._tag === "MessageDelta" ? `delta ${event.seq} ${event.delta}` : `${event._tag} ${event.seq}`
   )
+
+/** What `f` reads in a microtask queued now: after any queued before it, before the event loop turns. */
+const inAMicrotask = <A>(f: () => A) =>
+  Effect.promise(() => new Promise<A>((resolve) => queueMicrotask(() => resolve(f()))))
 
 /** Lets the reader's fiber hand on what came. */
 const settled = Effect.repeat(Effect.yieldNow, { times: 50 })
@@ -98,5 +103,21 @@ describe("the engine's live channel", () => {
       // Still open, and empty.
       assert.strictEqual(reader.state._tag, "Open")
       assert.deepStrictEqual(yield* Queue.poll(reader), Option.none())
+    }))
+
+  it.effect("pushed: a waiting reader has what was handed on once that code is done, before the event loop turns", () =>
+    Effect.gen(function*() {
+      const live = Live.make()
+      const stored = yield* Queue.unbounded<TurnEvent.TurnEvent, Cause.Done>()
+      const reader = yield* live.follow(treeId, 0, undefined, stored, (error) => error)
+      const taken: Array<string> = []
+      yield* Effect.forkChild(Effect.forever(Effect.map(Queue.takeAll(reader), (batch) => taken.push(...tags(batch)))))
+      yield* settled
+      // A stored event, its follower woken at once (as the log's fan-out wakes it), then a live delta of its step.
+      Queue.offerUnsafe(stored, queued(0))
+      Queue.flushUnsafe(stored)
+      live.publish(treeId, [delta(0, "a")])
+      assert.deepStrictEqual(taken, [])
+      assert.deepStrictEqual(yield* inAMicrotask(() => [...taken]), ["TurnQueued 0", "delta 0 a"])
     }))
 })

@@ -103,10 +103,15 @@ const brain = (call: ScriptedModel.Call): ScriptedModel.Reply => {
 const lyon = Answer.ClientToolResult.success({ city: "Lyon" })
 
 /**
- * Engine A greets `greetings` times, then blocks on get_location and stops. Returns the blocked turn and the log's
- * length.
+ * Engine A greets `greetings` times, then blocks on get_location and stops (once it saved the last snapshot due,
+ * unless `awaitSnapshot` is false). Returns the blocked turn and the log's length.
  */
-const runUntilBlocked = (store: SessionStore.Services, greetings: number, snapshotEvery?: number) =>
+const runUntilBlocked = (
+  store: SessionStore.Services,
+  greetings: number,
+  snapshotEvery?: number,
+  awaitSnapshot = true
+) =>
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(brain)
     const blocked = yield* Effect.gen(function*() {
@@ -114,7 +119,14 @@ const runUntilBlocked = (store: SessionStore.Services, greetings: number, snapsh
       for (let i = 0; i < greetings; i++) {
         stateAs(yield* within("a greeting", Session.run(session, `Hi ${i}`)), "Completed")
       }
-      return stateAs(yield* within("the question", Session.run(session, WHERE)), "Blocked")
+      const blocked = stateAs(yield* within("the question", Session.run(session, WHERE)), "Blocked")
+      // The engine saves its snapshots in the background and stops when it closes (a save is never waited for): it
+      // stays open until it saved the last one due.
+      if (awaitSnapshot && snapshotEvery !== undefined && snapshotEvery > 0) {
+        const stored = yield* store.eventLog.read(blocked.sessionId, 0)
+        yield* snapshotAt(store, blocked, stored.length - snapshotEvery + 1)
+      }
+      return blocked
     }).pipe(Effect.provide(engine(store, model, snapshotEvery)))
     const log = yield* store.eventLog.read(blocked.sessionId, 0)
     return { blocked, length: log.length }
@@ -233,7 +245,7 @@ describe("Snapshots", () => {
         }
       }
       const { layer, logged } = warnings()
-      const { blocked } = yield* runUntilBlocked(failing, 2, 1).pipe(Effect.provide(layer))
+      const { blocked } = yield* runUntilBlocked(failing, 2, 1, false).pipe(Effect.provide(layer))
       assert.isTrue(logged.some((line) => line.includes("could not be saved")), logged.join("\n"))
       const hanging: SessionStore.Services = {
         ...memory,

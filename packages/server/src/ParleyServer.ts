@@ -236,7 +236,8 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
           sessionsPerMinute: options.maxSessionsPerMinute ?? 600
         }),
         DecodeErrors.layer,
-        Incidents.layer
+        Incidents.layer,
+        Access.layerSessionFirst(access)
       ])
     )
   }))

@@ -10,9 +10,10 @@ import { Agent, Session, Transport, TurnEvent, TurnState } from "@parley/core"
 import type { SessionId, TurnId } from "@parley/core/Ids"
 import { ScriptedModel } from "@parley/testing"
 import { HttpTransport } from "@parley/transport-http"
-import { DateTime, Effect, Equal, Redacted, Schema, Stream } from "effect"
+import type { Cause } from "effect"
+import { DateTime, Deferred, Effect, Equal, Fiber, Queue, Redacted, Schema, Stream } from "effect"
 import { createServer } from "node:http"
-import { makeFramer } from "../src/internal/sse.js"
+import { makeFramer, pushed } from "../src/internal/sse.js"
 import { keys, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
 
 const sessionId = "ses_0123456789abcdef0123" as SessionId
@@ -138,5 +139,26 @@ describe("SSE frames", () => {
           assert.isTrue(last._tag === "TurnEnded" && last.state._tag === "Completed" && last.state.text === text)
         }
       }).pipe(Effect.provide(HttpTransport.layer({ url, apiKey: Redacted.make(keys.alice) })))
+    }))
+
+  it.effect("the server's stream is pushed: a batch read from its source is in the response's text in the same step", () =>
+    Effect.gen(function*() {
+      const source = yield* Queue.unbounded<TurnEvent.TurnEvent, Cause.Done>()
+      const shutdown = yield* Deferred.make<void>()
+      const written: Array<string> = []
+      const response = yield* pushed(Stream.fromQueue(source), { heartbeat: undefined, shutdown }).pipe(
+        Stream.runForEach((text) => Effect.sync(() => void written.push(text))),
+        Effect.forkChild
+      )
+      yield* Effect.repeat(Effect.yieldNow, { times: 10 })
+      assert.deepStrictEqual(written, [": heartbeat\n\n"])
+      // The source's reader woken at once (as the engine's follower wakes it): the frame is written in that step.
+      Queue.offerUnsafe(source, ended)
+      Queue.flushUnsafe(source)
+      assert.deepStrictEqual(written, [": heartbeat\n\n", makeFramer()(ended)])
+      // The server stops: the stream ends.
+      yield* Deferred.succeed(shutdown, undefined)
+      yield* Fiber.join(response)
+      assert.strictEqual(written.length, 2)
     }))
 })

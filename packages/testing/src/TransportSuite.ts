@@ -37,7 +37,9 @@
  * scenarios (issue 9) check that a tool the runtime runs is answered with no client waiting (`ToolExecutionStarted`,
  * then `ToolCallCompleted`, no callback), after the approval an `ask` policy opens, with its typed failures as results
  * and its defects as `Failed` turns, never by a client's own handler, with a failure result when the runtime lacks the
- * handler of a tool marked to run there, and in subagents too.
+ * handler of a tool marked to run there, and in subagents too. Requests with several things wrong (issue 35, point 7)
+ * fail as in-process: a malformed request id first, then an unknown session, then malformed turn and callback ids,
+ * then the answer and who answers.
  *
  * @example
  * ```ts
@@ -73,6 +75,7 @@ import { hardening } from "./internal/transportSuite/hardening.js"
 import * as Harness from "./internal/transportSuite/harness.js"
 import { modelFailures } from "./internal/transportSuite/modelFailures.js"
 import { policyAndSignIn } from "./internal/transportSuite/policyAndSignIn.js"
+import { precedence } from "./internal/transportSuite/precedence.js"
 import { requestIds } from "./internal/transportSuite/requestIds.js"
 import { runtimeTools } from "./internal/transportSuite/runtimeTools.js"
 import { subagents } from "./internal/transportSuite/subagents.js"
@@ -128,6 +131,7 @@ export const suite = (
     driving(withModel, behaviour.liveDeltas ?? "every reader")
     blocked(withModel)
     answerValidation(withModel)
+    precedence(withModel)
     expiry(withModel)
     cancel(withModel)
     grants(withModel)

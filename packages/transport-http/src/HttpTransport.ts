@@ -7,7 +7,10 @@
  * Events come as Server-Sent Events. The reader reconnects with `Last-Event-ID` whenever a connection drops (the
  * network, the server closing its streams on shutdown, a restarted server), waiting between tries under `reconnect`
  * (exponential from 50 ms, capped at 2 s, by default), so `Turn.result` and `Turn.events` never fail on a drop and
- * never see an event twice or miss one. Every typed error of the server comes back as the same `ParleyError`.
+ * never see an event twice or miss one. Every typed error of the server comes back as the same `ParleyError`, and a
+ * request with several things wrong fails with the error the in-process transport gives it: a malformed request id
+ * first, then an unknown session, then malformed turn or callback ids, then the answer (what is found wrong before
+ * anything is sent is reported once the server says the session is there).
  *
  * `sendMessage` is safe to retry: each POST carries a request id (the caller's `requestId`, or one made up here), and
  * when the connection drops before the response is read, or the answer is a 502, 503 or 504, or no answer comes within

@@ -6,8 +6,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { TurnEvent } from "@parley/core"
 import type { SessionId, TurnId } from "@parley/core/Ids"
-import { DateTime, Effect, Equal, Schema, Stream } from "effect"
-import { frames, makeDecoder, parse } from "../src/internal/eventStream.js"
+import { DateTime, Effect, Equal, Queue, Schedule, Schema, Stream } from "effect"
+import { HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
+import { frames, makeDecoder, parse, subscribe } from "../src/internal/eventStream.js"
 
 const sessionId = "ses_0123456789abcdef0123" as SessionId
 const turnId = "turn_0123456789abcdef0123_0" as TurnId
@@ -61,4 +62,33 @@ describe("EventStream", () => {
         read.forEach((event, i) => assert.isTrue(Equal.equals(event, events[i]), `pieces of ${size}, event ${i}`))
       }
     }))
+
+  it.effect("subscribe is pushed: what a connection delivers is in the queue before the event loop turns", () =>
+    Effect.gen(function*() {
+      let controller: ReadableStreamDefaultController<Uint8Array> | undefined
+      const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) })
+      const client = HttpClient.make((request) =>
+        Effect.succeed(
+          HttpClientResponse.fromWeb(
+            request,
+            new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } })
+          )
+        )
+      ).pipe(HttpClient.mapRequest(HttpClientRequest.prependUrl("http://127.0.0.1:8787")))
+      const queue = yield* subscribe({ client, reconnect: Schedule.spaced("1 second") }, sessionId, 0)
+      const taken: Array<number> = []
+      yield* Effect.forkChild(Effect.forever(
+        Effect.map(Queue.takeAll(queue), (batch) => taken.push(...batch.map((event) => event.seq)))
+      ))
+      yield* Effect.repeat(Effect.yieldNow, { times: 10 })
+      const frame = (event: TurnEvent.TurnEvent) => new TextEncoder().encode(`data: ${json(event)}\n\n`)
+      // Bytes arrive on the connection; the reader's promises settle in microtasks, and so does the hand-over.
+      const seen = yield* Effect.promise(() =>
+        new Promise<ReadonlyArray<number>>((resolve) => {
+          controller?.enqueue(frame(delta(3, "a")))
+          setImmediate(() => resolve([...taken]))
+        })
+      )
+      assert.deepStrictEqual(seen, [3])
+    }).pipe(Effect.scoped))
 })

@@ -186,16 +186,29 @@ export const result = <R = never>(
     const inView = viewOf(turn, snapshot.started)
     // The events come in a queue (no stream to run): each batch joins the signals; the queue's end is the stream's.
     const events = yield* transport.subscribe(turn.sessionId, from)
+    /**
+     * Whether a hand-over is due: the wait reads each batch as soon as the code that moved it is done (a microtask), not
+     * at the scheduler's next round, a turn of the event loop later (a callback is seen open, and its handler started,
+     * milliseconds sooner under load).
+     */
+    let handing = false
+    const handOver = () => {
+      if (handing) return
+      handing = true
+      queueMicrotask(() => {
+        handing = false
+        Queue.flushUnsafe(signals)
+      })
+    }
     const move: Effect.Effect<never, SessionNotFound | TransportFailure | Cause.Done> = Effect.flatMap(
       Queue.takeAll(events),
       (batch) => {
         // A callback opened and resolved in the same batch (a grant answered it in the same append) was never open for
         // a handler: it is known closed before its opening is read, so no handler starts for it.
         for (const event of batch) if (event._tag === "CallbackResolved") closed.add(event.callbackId)
-        return Effect.andThen(
-          Queue.offerAll(signals, batch.map((event): Signal => ({ _tag: "Event", event }))),
-          move
-        )
+        Queue.offerAllUnsafe(signals, batch.map((event): Signal => ({ _tag: "Event", event })))
+        handOver()
+        return move
       }
     )
     yield* move.pipe(

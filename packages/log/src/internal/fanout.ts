@@ -3,7 +3,9 @@
  * cursor, in a `Queue` each (no `Stream` to run; it ends with `Cause.Done`), gap-free and in order.
  *
  * - `appended(treeId, events)`: the store's own append, as it committed it — handed to the tree's subscribers at once,
- *   with no read.
+ *   with no read, and pushed: each subscriber's taker is woken as soon as the appender's code is done (a microtask),
+ *   before the event loop turns (Effect's `Queue` wakes it at the scheduler's next round, a turn of the event loop
+ *   later: under load, milliseconds).
  * - `moved(treeId, nextSeq)`: someone else (another process) appended up to `nextSeq` — the subscribers behind it read
  *   what they miss from the store.
  * - `subscribe(treeId, from, sessionId?)`: the stored events from `from` (read once), then every later one as it comes.
@@ -62,6 +64,20 @@ export const make = (store: {
       let known = 0
       const waiting: Array<TurnEvent> = []
       const context = yield* Effect.context<never>()
+      /**
+       * Whether a hand-over is due: the subscriber's taker gets what came as soon as the code that appended is done (a
+       * microtask), not at the scheduler's next round (after the event loop's next turn: its I/O, the next commits).
+       * Never inside the append itself: the appender's state is not updated yet.
+       */
+      let handing = false
+      const handOver = () => {
+        if (handing) return
+        handing = true
+        queueMicrotask(() => {
+          handing = false
+          Queue.flushUnsafe(mailbox)
+        })
+      }
 
       /** Takes events in order, from `next` on. */
       const take = (events: ReadonlyArray<TurnEvent>): boolean => {
@@ -75,7 +91,10 @@ export const make = (store: {
             gap = true
           }
         }
-        if (taken.length > 0) Queue.offerAllUnsafe(mailbox, taken)
+        if (taken.length > 0) {
+          Queue.offerAllUnsafe(mailbox, taken)
+          handOver()
+        }
         return gap
       }
 

@@ -1,13 +1,19 @@
 /**
  * Who may see what: a session belongs to the tenant of its root session, and another tenant's session answers exactly
- * like an unknown one (the same `SessionNotFound`, made here in both cases: no existence oracle).
+ * like an unknown one (the same `SessionNotFound`, made here in both cases: no existence oracle), before anything
+ * else of the request is judged but its key, its path and its query (`SessionFirst`: a body that does not decode).
  */
-import type { SessionId } from "@parley/core/Ids"
+import { SessionId } from "@parley/core/Ids"
 import { SessionNotFound } from "@parley/core/ParleyError"
 import type { TransportFailure } from "@parley/core/ParleyError"
+import { SessionFirst, Tenant } from "@parley/core/ProtocolApi"
 import type * as Transport from "@parley/core/Transport"
 import * as Effect from "effect/Effect"
+import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
+import * as HttpRouter from "effect/http/HttpRouter"
+import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type * as Sessions from "./sessions.js"
 
 export interface Access {
@@ -56,3 +62,20 @@ export const make = (transport: Transport.Service, sessions: Sessions.Service): 
     )
   return { rootOf, owned, isOwned, created: (sessionId) => void roots.set(sessionId, sessionId) }
 }
+
+const isSessionId = Schema.is(SessionId)
+
+/**
+ * `ProtocolApi.SessionFirst`: a body that does not decode is refused (400) only when the session of the path is the
+ * tenant's; otherwise the request answers the server's one `SessionNotFound`, whatever its body.
+ */
+export const layerSessionFirst = (access: Access): Layer.Layer<SessionFirst> =>
+  HttpApiMiddleware.layerSchemaErrorTransform(SessionFirst, (error) =>
+    Effect.gen(function*() {
+      if (error.kind !== "Payload") return yield* Effect.fail(error)
+      const tenant = yield* Effect.serviceOption(Tenant)
+      const sessionId = (yield* HttpRouter.RouteContext).params.sessionId
+      if (Option.isNone(tenant) || !isSessionId(sessionId)) return yield* Effect.fail(error)
+      if (!(yield* access.isOwned(tenant.value.id, sessionId))) return yield* notFound(sessionId)
+      return yield* Effect.fail(error)
+    }))

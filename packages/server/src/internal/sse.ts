@@ -9,14 +9,15 @@ import type { SessionId } from "@parley/core/Ids"
 import { eventStreamContentType, ProtocolApi, Tenant, TooManyStreams } from "@parley/core/ProtocolApi"
 import type * as Transport from "@parley/core/Transport"
 import { type MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
+import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Sse from "effect/encoding/Sse"
-import { identity } from "effect/Function"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -88,9 +89,48 @@ const storedEnd = (transport: Transport.Service, root: SessionId) =>
     )
   })
 
+const heartbeatFrame = ": heartbeat\n\n"
+
+/**
+ * The text of one stream: a heartbeat at once (the client has its response without waiting for an event), then the
+ * frames of `source`'s events as they come, a heartbeat every `heartbeat` (if given), until `source` ends or fails or
+ * the server stops. Pushed: the response takes its text from a queue that a fiber reading `source` fills and flushes
+ * as it frames each batch, so the fiber that writes the response runs at once, in the same step (a `Stream.buffer` or
+ * `Stream.merge` in between would each hand on at the scheduler's next round, a turn of the event loop later). Events
+ * that came while a write was under way go out together, one write per batch.
+ */
+export const pushed = (
+  source: Stream.Stream<TurnEvent, unknown>,
+  options: { readonly heartbeat: Duration.Duration | undefined; readonly shutdown: Deferred.Deferred<void> }
+): Stream.Stream<string> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const text = yield* Queue.unbounded<string, Cause.Done>()
+    const write = (chunk: string) => {
+      Queue.offerUnsafe(text, chunk)
+      Queue.flushUnsafe(text)
+    }
+    write(heartbeatFrame)
+    const framer = makeFramer()
+    yield* source.pipe(
+      Stream.runForEachArray((batch) => Effect.sync(() => write(batch.map(framer).join("")))),
+      Effect.ignore,
+      Effect.andThen(Queue.end(text)),
+      Effect.forkScoped
+    )
+    if (options.heartbeat !== undefined) {
+      yield* Effect.sleep(options.heartbeat).pipe(
+        Effect.andThen(Effect.sync(() => write(heartbeatFrame))),
+        Effect.forever,
+        Effect.forkScoped
+      )
+    }
+    // When the server stops, what was framed goes out and the stream ends.
+    yield* Deferred.await(options.shutdown).pipe(Effect.andThen(Queue.end(text)), Effect.forkScoped)
+    return Stream.fromQueue(text)
+  }))
+
 export const events = (transport: Transport.Service, access: Access, options: Options) => {
   const open = new Map<string, number>()
-  const heartbeat = ": heartbeat\n\n"
   return HttpApiBuilder.group(
     ProtocolApi,
     "events",
@@ -122,24 +162,10 @@ export const events = (transport: Transport.Service, access: Access, options: Op
             if (now <= 0) open.delete(tenant.keyId)
             else open.set(tenant.keyId, now)
           })
-          const framer = makeFramer()
-          const frames = source.pipe(
-            // Through a buffer, the writer takes every event that came while it wrote: one write per batch, however
-            // fast the events come (a model's deltas come one by one).
-            Stream.buffer({ capacity: 4096 }),
-            Stream.mapArray((batch) => [batch.map(framer).join("")] as const),
-            Stream.catch(() => Stream.empty),
-            live
-              ? Stream.merge(Stream.as(Stream.drop(Stream.tick(options.heartbeat), 1), heartbeat), {
-                haltStrategy: "left"
-              })
-              : identity,
-            // The first chunk goes out at once: the client has its response without waiting for an event.
-            Stream.prepend([heartbeat]),
-            Stream.interruptWhen(Deferred.await(options.shutdown)),
-            Stream.encodeText,
-            Stream.ensuring(release)
-          )
+          const frames = pushed(source, {
+            heartbeat: live ? options.heartbeat : undefined,
+            shutdown: options.shutdown
+          }).pipe(Stream.encodeText, Stream.ensuring(release))
           return HttpServerResponse.stream(frames, {
             contentType: eventStreamContentType,
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }

@@ -8,14 +8,17 @@ import type { SessionId } from "@parley/core/Ids"
 import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { eventStreamContentType } from "@parley/core/ProtocolApi"
 import { MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Sse from "effect/encoding/Sse"
 import type * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import type * as HttpClientResponse from "effect/http/HttpClientResponse"
+import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 
 /** A connection that ended or failed: opened again. */
@@ -192,4 +195,46 @@ export const open = (
     )
     const head = fromCursor(first, cursor).pipe(Stream.catchTag("Dropped", () => Stream.empty))
     return Stream.concat(head, Stream.suspend(() => events(options, sessionId, cursor.next)))
+  })
+
+/**
+ * `open`'s stream in a queue, as `Transport.subscribe` hands it out. Pushed: the taker gets each batch as soon as the
+ * code that read it from the connection is done (a microtask), not at the scheduler's next round, a turn of the event
+ * loop later (`Stream.toQueue` would wait for it: under load, milliseconds).
+ */
+export const subscribe = (
+  options: Options,
+  sessionId: SessionId,
+  from: number
+): Effect.Effect<
+  Queue.Dequeue<TurnEvent, SessionNotFound | TransportFailure | Cause.Done>,
+  SessionNotFound | TransportFailure,
+  Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const stream = yield* open(options, sessionId, from)
+    const queue = yield* Queue.unbounded<TurnEvent, SessionNotFound | TransportFailure | Cause.Done>()
+    let handing = false
+    const handOver = () => {
+      if (handing) return
+      handing = true
+      queueMicrotask(() => {
+        handing = false
+        Queue.flushUnsafe(queue)
+      })
+    }
+    yield* stream.pipe(
+      Stream.runForEachArray((batch) =>
+        Effect.sync(() => {
+          Queue.offerAllUnsafe(queue, batch)
+          handOver()
+        })
+      ),
+      Effect.matchCauseEffect({
+        onFailure: (cause) => Queue.failCause(queue, cause),
+        onSuccess: () => Queue.end(queue)
+      }),
+      Effect.forkScoped
+    )
+    return queue
   })

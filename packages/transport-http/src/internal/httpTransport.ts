@@ -10,7 +10,7 @@ import {
 } from "@parley/core/ParleyError"
 import * as Principal from "@parley/core/Principal"
 import { ProtocolApi, SendMessage } from "@parley/core/ProtocolApi"
-import type { Service } from "@parley/core/Transport"
+import type { AnswerRequest, Service } from "@parley/core/Transport"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -39,6 +39,7 @@ const isSessionId = Schema.is(SessionId)
 const isTurnId = Schema.is(TurnId)
 const isCallbackId = Schema.is(CallbackId)
 const decodeAnswer = Schema.decodeUnknownResult(Answer)
+const decodePrincipal = Schema.decodeUnknownResult(Principal.Principal)
 
 /**
  * `schedule`, started over once `after` has passed since it began (or last started over): the step that finds it so is
@@ -176,6 +177,16 @@ export const make = (options: Options) =>
     const sessionNotFound = (method: string, sessionId: unknown) =>
       new SessionNotFound({ module: "HttpTransport", method, sessionId: String(sessionId) })
 
+    /**
+     * `error`, found before anything was sent, once the server says the session is there (and the key's tenant's): the
+     * in-process transport looks the session up before it judges the rest of a request.
+     */
+    const afterSession = <E>(method: string, sessionId: SessionId, error: E) =>
+      client.sessions.get({ params: { sessionId } }).pipe(
+        typed(method, ["SessionNotFound"]),
+        Effect.andThen(Effect.fail(error))
+      )
+
     const service: Service = {
       createSession: (agent) =>
         client.sessions.create({ payload: agent }).pipe(
@@ -188,11 +199,12 @@ export const make = (options: Options) =>
       getTurn: (sessionId, turnId) => service.snapshot(sessionId, turnId).pipe(Effect.map((snapshot) => snapshot.turn)),
       sendMessage: (sessionId, input, sendOptions) =>
         Effect.gen(function*() {
-          if (!isSessionId(sessionId)) return yield* sessionNotFound("sendMessage", sessionId)
-          // Every POST names its request: a retry with the same id finds the turn the first one queued.
+          // Every POST names its request: a retry with the same id finds the turn the first one queued. A malformed
+          // one is refused first, as in-process.
           const requestId = sendOptions?.requestId === undefined
             ? yield* Ids.newRequestId
             : yield* Ids.requestId(sendOptions.requestId)
+          if (!isSessionId(sessionId)) return yield* sessionNotFound("sendMessage", sessionId)
           const payload = new SendMessage({ input, requestId })
           return yield* resent(sends.turns.send({ params: { sessionId }, payload })).pipe(
             typed("sendMessage", ["SessionNotFound", "InvalidId"])
@@ -204,15 +216,15 @@ export const make = (options: Options) =>
           : Stream.fail(sessionNotFound("events", sessionId)),
       subscribe: (sessionId, from) =>
         isSessionId(sessionId)
-          ? Effect.flatMap(
-            EventStream.open(streamOptions, sessionId, from),
-            (stream) => Stream.toQueue(stream, { capacity: "unbounded" })
-          )
+          ? EventStream.subscribe(streamOptions, sessionId, from)
           : Effect.fail(sessionNotFound("subscribe", sessionId)),
       snapshot: (sessionId, turnId) => {
         if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("snapshot", sessionId))
         if (!isTurnId(turnId)) {
-          return Effect.fail(
+          // As in-process: an unknown session first.
+          return afterSession(
+            "snapshot",
+            sessionId,
             new TurnNotFound({ module: "HttpTransport", method: "snapshot", sessionId, turnId: String(turnId) })
           )
         }
@@ -220,51 +232,73 @@ export const make = (options: Options) =>
           typed("snapshot", ["SessionNotFound", "TurnNotFound"])
         )
       },
-      answer: (request) => {
-        const { callbackId, requestId, sessionId, turnId } = request
-        if (!isSessionId(sessionId)) return Effect.fail(sessionNotFound("answer", sessionId))
-        if (!isTurnId(turnId)) {
-          return Effect.fail(
-            new TurnNotFound({ module: "HttpTransport", method: "answer", sessionId, turnId: String(turnId) })
-          )
-        }
-        if (!isCallbackId(callbackId)) {
-          return Effect.fail(
-            new CallbackNotOpen({ module: "HttpTransport", method: "answer", callbackId: String(callbackId) })
-          )
-        }
-        // An answer that is no `Answer` at all never leaves the process (as in-process: nothing is sent).
-        const answer = decodeAnswer(request.answer)
-        if (Result.isFailure(answer)) {
-          return Effect.fail(
-            new AnswerMismatch({
-              module: "HttpTransport",
-              method: "answer",
-              callbackId,
-              reason: `the answer is not an Answer: ${answer.failure.message}`
-            })
-          )
-        }
-        // Who answers travels as the client's claim; the server records it beside the key it checked.
-        const by = request.answeredBy === undefined ? undefined : Principal.claimed(request.answeredBy)
-        const claim = by?._tag === "Handler"
-          ? { handler: by.name }
-          : by?._tag === "Client" && by.label !== undefined
-          ? { label: by.label }
-          : {}
-        // As a send: every answer names its request (the caller's id, or one made up here), so it is sent again on a
-        // drop, and a retry of the answer that won is accepted, not reported as already answered.
-        return Effect.flatMap(
-          requestId === undefined ? Ids.newRequestId : Ids.requestId(requestId),
-          (id) => {
-            const body = {
-              params: { sessionId, turnId, callbackId },
-              query: { ...claim, requestId: id },
-              payload: answer.success
-            }
-            return inOrder(sessionId, resent(sends.callbacks.answer(body)))
+      answer: (request) =>
+        Effect.gen(function*() {
+          // Judged in the in-process transport's order: the request id, the session, the turn and callback ids, the
+          // answer, who answers. What fails before anything is sent is reported once the session is known to exist.
+          const fields = (typeof request === "object" && request !== null ? request : {}) as Partial<AnswerRequest>
+          const { callbackId, sessionId, turnId } = fields
+          // As a send: every answer names its request (the caller's id, or one made up here), so it is sent again on a
+          // drop, and a retry of the answer that won is accepted, not reported as already answered.
+          const requestId = fields.requestId === undefined
+            ? yield* Ids.newRequestId
+            : yield* Ids.requestId(fields.requestId)
+          if (!isSessionId(sessionId)) return yield* sessionNotFound("answer", sessionId)
+          if (!isTurnId(turnId)) {
+            return yield* afterSession(
+              "answer",
+              sessionId,
+              new TurnNotFound({ module: "HttpTransport", method: "answer", sessionId, turnId: String(turnId) })
+            )
           }
-        ).pipe(
+          if (!isCallbackId(callbackId)) {
+            return yield* afterSession(
+              "answer",
+              sessionId,
+              new CallbackNotOpen({ module: "HttpTransport", method: "answer", callbackId: String(callbackId) })
+            )
+          }
+          // An answer that is no `Answer` at all never leaves the process (as in-process: nothing is sent).
+          const answer = decodeAnswer(fields.answer)
+          if (Result.isFailure(answer)) {
+            return yield* afterSession(
+              "answer",
+              sessionId,
+              new AnswerMismatch({
+                module: "HttpTransport",
+                method: "answer",
+                callbackId,
+                reason: `the answer is not an Answer: ${answer.failure.message}`
+              })
+            )
+          }
+          const answeredBy = fields.answeredBy === undefined ? undefined : decodePrincipal(fields.answeredBy)
+          if (answeredBy !== undefined && Result.isFailure(answeredBy)) {
+            return yield* afterSession(
+              "answer",
+              sessionId,
+              new AnswerMismatch({
+                module: "HttpTransport",
+                method: "answer",
+                callbackId,
+                reason: `answeredBy does not decode: ${answeredBy.failure.message}`
+              })
+            )
+          }
+          // Who answers travels as the client's claim; the server records it beside the key it checked.
+          const by = answeredBy === undefined ? undefined : Principal.claimed(answeredBy.success)
+          const claim = by?._tag === "Handler"
+            ? { handler: by.name }
+            : by?._tag === "Client" && by.label !== undefined
+            ? { label: by.label }
+            : {}
+          const body = {
+            params: { sessionId, turnId, callbackId },
+            query: { ...claim, requestId },
+            payload: answer.success
+          }
+          return yield* inOrder(sessionId, resent(sends.callbacks.answer(body)))
+        }).pipe(
           typed("answer", [
             "InvalidId",
             "AnswerMismatch",
@@ -273,8 +307,7 @@ export const make = (options: Options) =>
             "SessionNotFound",
             "TurnNotFound"
           ])
-        )
-      },
+        ),
       grants: (sessionId) =>
         isSessionId(sessionId)
           ? client.sessions.grants({ params: { sessionId } }).pipe(typed("grants", ["SessionNotFound"]))

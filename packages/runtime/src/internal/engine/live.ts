@@ -6,7 +6,8 @@
  *
  * A delta whose step the reader has not reached yet (it is still reading what was stored before) waits until the
  * reader passes that step, then follows it at once; a delta of a step before the reader's cursor is not for it. Deltas
- * reach the readers of this process only: another process reads the step's stored `MessageCompleted`.
+ * reach the readers of this process only: another process reads the step's stored `MessageCompleted`. Both are pushed:
+ * the reader's taker is woken as soon as the code that handed them on is done (a microtask).
  */
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
@@ -60,12 +61,27 @@ export const make = (): Live => {
       let next = cursor
       /** Deltas of steps the reader has not reached yet, in the order they came. */
       let waiting: Array<TurnEvent> = []
+      /**
+       * Whether a hand-over is due: the reader's taker gets what came once the code that published or moved it is done
+       * (a microtask), not at the scheduler's next round, a turn of the event loop later (see `EventLog.subscribe`).
+       */
+      let handing = false
+      const handOver = () => {
+        if (handing) return
+        handing = true
+        queueMicrotask(() => {
+          handing = false
+          Queue.flushUnsafe(events)
+        })
+      }
 
       const reader = (published: ReadonlyArray<TurnEvent>) => {
         for (const event of published) {
           if (event.seq < cursor || (sessionId !== undefined && event.sessionId !== sessionId)) continue
-          if (event.seq < next) Queue.offerUnsafe(events, event)
-          else if (waiting.length < maxWaiting) waiting.push(event)
+          if (event.seq < next) {
+            Queue.offerUnsafe(events, event)
+            handOver()
+          } else if (waiting.length < maxWaiting) waiting.push(event)
         }
       }
       /** Hands on stored events, each followed by the waiting deltas of its step. */
@@ -74,17 +90,18 @@ export const make = (): Live => {
         if (waiting.length === 0) {
           Queue.offerAllUnsafe(events, batch)
           next = batch[batch.length - 1].seq + 1
-          return
-        }
-        for (const event of batch) {
-          Queue.offerUnsafe(events, event)
-          next = event.seq + 1
-          if (waiting.length > 0 && waiting[0].seq < next) {
-            const ready = waiting.filter((delta) => delta.seq < next)
-            waiting = waiting.filter((delta) => delta.seq >= next)
-            Queue.offerAllUnsafe(events, ready)
+        } else {
+          for (const event of batch) {
+            Queue.offerUnsafe(events, event)
+            next = event.seq + 1
+            if (waiting.length > 0 && waiting[0].seq < next) {
+              const ready = waiting.filter((delta) => delta.seq < next)
+              waiting = waiting.filter((delta) => delta.seq >= next)
+              Queue.offerAllUnsafe(events, ready)
+            }
           }
         }
+        handOver()
       }
 
       let set = readers.get(treeId)
