@@ -15,7 +15,11 @@
  *   `model`, whose brain tells them apart by their instructions);
  * - a `gmail` connector is available whose read-only `latest_email` tool returns the latest email of the demo
  *   mailbox (`Connectors.demoMailbox()` of `@parley/runtime`: subject "Dinner on Friday?");
- * - callback deadlines follow the `Clock` of the test (`TestClock.adjust` moves them; nothing waits in real time).
+ * - callback deadlines follow the `Clock` of the test (`TestClock.adjust` moves them; nothing waits in real time);
+ * - it runs the definitions its callers give, policies included: the scenarios start sessions of their own agents.
+ *   `LocalTransport` always does (a program's agents are its own). A server does only with `acceptDefinitions`: by
+ *   default it runs only the agents it serves, by name, a caller's `permissions` narrowing their policies and never
+ *   widening them (`@parley/server`'s `AgentOwnership` tests), so an HTTP registration starts its server with it.
  *
  * The agents are built with `Agent.make`. The single-agent scenarios use raw `ToolSpec`s: a read-only
  * `get_location` client tool whose `success` schema is `{ city, country }`, the `gmail` connector, and a policy that
