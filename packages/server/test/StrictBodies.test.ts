@@ -68,7 +68,9 @@ describe("strict request bodies", () => {
       const sendPath = `/sessions/${turn.sessionId}/turns`
       const requestID = yield* request(url, "POST", sendPath, { input: "again", requestID: "req_1" })
       assert.strictEqual(requestID.status, 400)
-      assert.deepStrictEqual(issuesOf(requestID.body), ["requestID: Expected no excess property (did you mean requestId?)"])
+      assert.deepStrictEqual(issuesOf(requestID.body), [
+        "requestID: Expected no excess property (did you mean requestId?)"
+      ])
       const stored = yield* Effect.promise(() =>
         fetch(`${url}/sessions/${turn.sessionId}/events?live=false`, {
           headers: { authorization: `Bearer ${keys.alice}` }
@@ -78,7 +80,9 @@ describe("strict request bodies", () => {
 
       const definition = yield* request(url, "POST", "/sessions", { name: "locator", permisions: { default: "ask" } })
       assert.strictEqual(definition.status, 400)
-      assert.deepStrictEqual(issuesOf(definition.body), ["permisions: Expected no excess property (did you mean permissions?)"])
+      assert.deepStrictEqual(issuesOf(definition.body), [
+        "permisions: Expected no excess property (did you mean permissions?)"
+      ])
       const listed = yield* request(url, "GET", "/sessions")
       assert.strictEqual((listed.body?.sessions as Array<unknown>).length, 1)
 

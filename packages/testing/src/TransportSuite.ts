@@ -43,7 +43,8 @@
  * and its defects as `Failed` turns, never by a client's own handler, with a failure result when the runtime lacks the
  * handler of a tool marked to run there, and in subagents too. Requests with several things wrong (issue 35, point 7)
  * fail as in-process: a malformed request id first, then an unknown session, then malformed turn and callback ids,
- * then the answer and who answers.
+ * then the answer and who answers. Where the transport has a server (`Behaviour.outage`), `Turn.result` and
+ * `Turn.events` started while it is down wait for it.
  *
  * @example
  * ```ts
@@ -68,7 +69,9 @@ import { describe } from "@effect/vitest"
 import type * as Transport from "@parley/core/Transport"
 import type * as Tool from "@parley/tools/Tool"
 import type * as LanguageModel from "effect/ai/LanguageModel"
+import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { answerValidation } from "./internal/transportSuite/answerValidation.js"
 import { blocked } from "./internal/transportSuite/blocked.js"
 import { cancel } from "./internal/transportSuite/cancel.js"
@@ -78,6 +81,7 @@ import { grants } from "./internal/transportSuite/grants.js"
 import { hardening } from "./internal/transportSuite/hardening.js"
 import * as Harness from "./internal/transportSuite/harness.js"
 import { modelFailures } from "./internal/transportSuite/modelFailures.js"
+import { outage } from "./internal/transportSuite/outage.js"
 import { policyAndSignIn } from "./internal/transportSuite/policyAndSignIn.js"
 import { precedence } from "./internal/transportSuite/precedence.js"
 import { requestIds } from "./internal/transportSuite/requestIds.js"
@@ -115,6 +119,31 @@ export interface Behaviour {
    * process"`: a cluster's runners, where a reader on another runner has the stored `MessageCompleted`).
    */
   readonly liveDeltas?: "every reader" | "the tree's process" | undefined
+  /**
+   * For a transport with a server between the program and its runtime (`HttpTransport`): how to make a runtime whose
+   * server can be stopped and started again (`Outage`), as `makeTransport` makes one. Given, the scenario "a server
+   * that is down" runs: `Turn.result` and `Turn.events` started while it is down (connection refused) wait for it, and
+   * the turn completes once it is back. Not given (`LocalTransport`, a cluster's runners: nothing can be down between
+   * the program and the runtime it runs in), that scenario is not registered.
+   */
+  readonly outage?:
+    | ((model: LanguageModel.LanguageModel, options: RuntimeOptions) => Effect.Effect<Outage, never, Scope.Scope>)
+    | undefined
+}
+
+/**
+ * A runtime whose server can be down (see `Behaviour.outage`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Outage {
+  /** The program's transport to it (what `makeTransport` would give). */
+  readonly transport: Layer.Layer<Transport.Transport>
+  /** Stops the server: connections to it are refused until `up`. Its store stays. */
+  readonly down: Effect.Effect<void>
+  /** Starts the server again at the same address, on the same store. */
+  readonly up: Effect.Effect<void>
 }
 
 /**
@@ -145,4 +174,5 @@ export const suite = (
     subagents(withModel)
     hardening(withModel)
     runtimeTools(withModel, behaviour.unprovidedRuntimeTool ?? "failure result")
+    if (behaviour.outage !== undefined) outage(behaviour.outage)
   })

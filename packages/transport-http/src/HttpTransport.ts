@@ -17,7 +17,12 @@
  * `sendTimeout`, the POST is sent again with the same id under `reconnect` (for at most `sendRetryFor`). The server
  * answers a repeated id with the turn the first POST queued, so a drop never duplicates a turn nor loses one. Answers
  * are sent the same way (`AnswerRequest.requestId`, or one made up): a retry of the answer that won is accepted again,
- * so a drop after the server committed an answer is not reported as `CallbackAlreadyAnswered`.
+ * so a drop after the server committed an answer is not reported as `CallbackAlreadyAnswered`. A turn's snapshot
+ * (`snapshot`, `getTurn`: the first request of `Turn.result`) is sent again on the same conditions, so a server that is
+ * down when `Turn.result` starts (connection refused, or the 503 of a server that is stopping) is waited for under
+ * `reconnect`, as the event stream's reconnections are, for at most `sendRetryFor`; `Turn.events` waits under
+ * `reconnect` from its first connection on. The other requests (`createSession`, `getSession`, `grants`,
+ * `revokeGrant`, `cancel`, `listOpen`) are sent once: a server that is down is a `TransportFailure` at once.
  *
  * @example
  * ```ts
@@ -57,15 +62,19 @@ export interface Options {
   /** The API key (sent as `Authorization: Bearer …`). */
   readonly apiKey: Redacted.Redacted<string> | string
   /**
-   * How long to wait between tries when an event stream drops, or a `sendMessage` or `answer` POST must be sent again
-   * (default: exponential from 50 ms, capped at 2 s, forever).
+   * How long to wait between tries when an event stream drops, or a `sendMessage` or `answer` POST or a snapshot must
+   * be sent again (default: exponential from 50 ms, capped at 2 s, forever).
    */
   readonly reconnect?: Schedule.Schedule<unknown, unknown> | undefined
-  /** How long one `sendMessage` or `answer` POST may wait for its response before it is sent again (default: 30 s). */
+  /**
+   * How long one `sendMessage` or `answer` POST, or one snapshot, may wait for its response before it is sent again
+   * (default: 30 s).
+   */
   readonly sendTimeout?: Duration.Input | undefined
   /**
-   * How long `sendMessage` or `answer` keeps sending its POST again before it fails with `TransportFailure` (default:
-   * 1 minute). The caller may then send again with the same `requestId`: still one turn, still one answer.
+   * How long `sendMessage`, `answer` or a snapshot keeps sending its request again before it fails with
+   * `TransportFailure` (default: 1 minute). The caller may then send again with the same `requestId`: still one turn,
+   * still one answer.
    */
   readonly sendRetryFor?: Duration.Input | undefined
   /** Changes the `HttpClient` of every request (retries, proxies, tracing). */

@@ -126,7 +126,7 @@ export const make = (options: Options) =>
       options.transformClient ?? ((client) => client)
     )
     const client = yield* HttpApiClient.makeWith(ProtocolApi, { httpClient: base, baseUrl: options.url })
-    // Sends see a gateway's 502/503/504 (whatever its body) as a `ResponseError`, which they retry.
+    // Sends and snapshots see a gateway's 502/503/504 (whatever its body) as a `ResponseError`, which they retry.
     const sends = yield* HttpApiClient.makeWith(ProtocolApi, {
       httpClient: HttpClient.filterStatus(base, (status) => !retriedStatuses.has(status)),
       baseUrl: options.url
@@ -159,8 +159,11 @@ export const make = (options: Options) =>
       })
 
     /**
-     * A POST that names its request, sent again with the same id while nothing decided came back (`retriable`): the
-     * server answers a repeated id as it answered the first.
+     * A request sent again while nothing decided came back (`retriable`: no connection, a dropped one, a 502/503/504, no
+     * answer within `sendTimeout`), under `reconnect` for at most `sendRetryFor`: a POST that names its request (the
+     * server answers a repeated id as it answered the first), or the snapshot of a turn (it changes nothing; it is the
+     * first request of `Turn.result`, which so rides out a server that is briefly down, as its stream's reconnections
+     * do).
      */
     const resent = <A, E>(post: Effect.Effect<A, E>) =>
       post.pipe(
@@ -228,7 +231,7 @@ export const make = (options: Options) =>
             new TurnNotFound({ module: "HttpTransport", method: "snapshot", sessionId, turnId: String(turnId) })
           )
         }
-        return client.turns.get({ params: { sessionId, turnId } }).pipe(
+        return resent(sends.turns.get({ params: { sessionId, turnId } })).pipe(
           typed("snapshot", ["SessionNotFound", "TurnNotFound"])
         )
       },
