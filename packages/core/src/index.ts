@@ -34,6 +34,13 @@ export * as Callback from "./Callback.js"
 export * as CallbackHandler from "./CallbackHandler.js"
 
 /**
+ * Waking a `Queue`'s taker as soon as the code that offered to it is done (a microtask).
+ *
+ * @since 0.1.0
+ */
+export * as Handover from "./Handover.js"
+
+/**
  * Branded identifiers: sessions, turns, callbacks and the stable ids of tools.
  *
  * @since 0.1.0

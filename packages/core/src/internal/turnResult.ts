@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { Callback } from "../Callback.js"
 import * as CallbackHandler from "../CallbackHandler.js"
+import * as Handover from "../Handover.js"
 import type { CallbackId } from "../Ids.js"
 import type { SessionNotFound } from "../ParleyError.js"
 import { HandlerFailed, TransportFailure } from "../ParleyError.js"
@@ -191,15 +192,7 @@ export const result = <R = never>(
      * at the scheduler's next round, a turn of the event loop later (a callback is seen open, and its handler started,
      * milliseconds sooner under load).
      */
-    let handing = false
-    const handOver = () => {
-      if (handing) return
-      handing = true
-      queueMicrotask(() => {
-        handing = false
-        Queue.flushUnsafe(signals)
-      })
-    }
+    const handOver = Handover.make(signals)
     const move: Effect.Effect<never, SessionNotFound | TransportFailure | Cause.Done> = Effect.flatMap(
       Queue.takeAll(events),
       (batch) => {

@@ -14,6 +14,7 @@
  *
  * The event log gives it its driver's `readRecent` (stored events from a cursor) and `exists` (whether it has the tree).
  */
+import * as Handover from "@parley/core/Handover"
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import type * as Cause from "effect/Cause"
@@ -69,15 +70,7 @@ export const make = (store: {
        * microtask), not at the scheduler's next round (after the event loop's next turn: its I/O, the next commits).
        * Never inside the append itself: the appender's state is not updated yet.
        */
-      let handing = false
-      const handOver = () => {
-        if (handing) return
-        handing = true
-        queueMicrotask(() => {
-          handing = false
-          Queue.flushUnsafe(mailbox)
-        })
-      }
+      const handOver = Handover.make(mailbox)
 
       /** Takes events in order, from `next` on. */
       const take = (events: ReadonlyArray<TurnEvent>): boolean => {

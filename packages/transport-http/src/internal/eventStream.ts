@@ -4,6 +4,7 @@
  * stream, a restarted server) is opened again under the reconnect `Schedule`, and events already read are dropped,
  * so the stream has no gap and no duplicate. Only `SessionNotFound` ends it with an error.
  */
+import * as Handover from "@parley/core/Handover"
 import type { SessionId } from "@parley/core/Ids"
 import { SessionNotFound, TransportFailure } from "@parley/core/ParleyError"
 import { eventStreamContentType } from "@parley/core/ProtocolApi"
@@ -214,15 +215,7 @@ export const subscribe = (
   Effect.gen(function*() {
     const stream = yield* open(options, sessionId, from)
     const queue = yield* Queue.unbounded<TurnEvent, SessionNotFound | TransportFailure | Cause.Done>()
-    let handing = false
-    const handOver = () => {
-      if (handing) return
-      handing = true
-      queueMicrotask(() => {
-        handing = false
-        Queue.flushUnsafe(queue)
-      })
-    }
+    const handOver = Handover.make(queue)
     yield* stream.pipe(
       Stream.runForEachArray((batch) =>
         Effect.sync(() => {

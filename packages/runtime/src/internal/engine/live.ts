@@ -9,6 +9,7 @@
  * reach the readers of this process only: another process reads the step's stored `MessageCompleted`. Both are pushed:
  * the reader's taker is woken as soon as the code that handed them on is done (a microtask).
  */
+import * as Handover from "@parley/core/Handover"
 import type { SessionId } from "@parley/core/Ids"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import * as Cause from "effect/Cause"
@@ -65,15 +66,7 @@ export const make = (): Live => {
        * Whether a hand-over is due: the reader's taker gets what came once the code that published or moved it is done
        * (a microtask), not at the scheduler's next round, a turn of the event loop later (see `EventLog.subscribe`).
        */
-      let handing = false
-      const handOver = () => {
-        if (handing) return
-        handing = true
-        queueMicrotask(() => {
-          handing = false
-          Queue.flushUnsafe(events)
-        })
-      }
+      const handOver = Handover.make(events)
 
       const reader = (published: ReadonlyArray<TurnEvent>) => {
         for (const event of published) {
