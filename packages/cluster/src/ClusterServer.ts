@@ -25,7 +25,6 @@
  *
  * @since 0.1.0
  */
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Connectors from "@parley/runtime/Connectors"
 import * as Models from "@parley/runtime/Models"
@@ -39,7 +38,6 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as SocketServer from "effect/socket/SocketServer"
-import { createServer } from "node:http"
 import * as ClusterApi from "./ClusterApi.js"
 import * as ClusterRuntime from "./ClusterRuntime.js"
 
@@ -90,8 +88,7 @@ export const layerPg = (
   const extension = { api: ClusterApi.Api, groups: ClusterApi.layer }
   return ParleyServer.layer({ ...options, extension }).pipe(
     Layer.provide([runtime, runtimeTools, ParleyServer.layerSessionsSql.pipe(Layer.provide(sql))]),
-    Layer.provideMerge(
-      NodeHttpServer.layer(createServer, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" })
-    )
+    // Node's HTTP server as the server's own layers run it: a stop drains, for at most `shutdownTimeout`.
+    Layer.provideMerge(ParleyServer.layerHttpServer(options))
   )
 }

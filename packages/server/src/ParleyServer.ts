@@ -20,7 +20,10 @@
  *   its cause; each names an incident id, under which the server logs the cause.
  * - **Logs**: one structured line per request (method, route, status, ms, tenant, key id); never keys, bodies or
  *   query strings. Pick the format at the edge (`Logger.json`, `Logger.logFmt`).
- * - **Shutdown**: when the layer's scope closes the event streams end first (clients resume by cursor), then the
+ * - **Shutdown**: when the layer's scope closes the event streams end (clients resume by cursor), every new request
+ *   is answered 503 (`TransportFailure`, the connection closed: `HttpTransport` tries again) and a long-poll answers
+ *   the turn as it stands; on `layerHttpServer` (`layerSqlite`, `layerPg`) the requests in flight get at most
+ *   `shutdownTimeout` (default 5 s) to finish, the server still answering, then every connection is closed. Then the
  *   engine lets its appends finish and releases its leases; open callbacks stay open in the store.
  *
  * @example
@@ -77,9 +80,9 @@ import type * as Path from "effect/Path"
 import * as Redacted from "effect/Redacted"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
-import { createServer } from "node:http"
 import * as Access from "./internal/access.js"
 import * as Auth from "./internal/auth.js"
+import * as DrainingServer from "./internal/drainingServer.js"
 import * as Handlers from "./internal/handlers.js"
 import * as Incidents from "./internal/incidents.js"
 import * as RequestLog from "./internal/requestLog.js"
@@ -216,7 +219,12 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
         acceptDefinitions: options.acceptDefinitions ?? false,
         policyFloor: options.policyFloor
       }),
-      Handlers.turns(transport, access, { maxMessageLength: options.maxMessageLength ?? 100_000 }),
+      Handlers.turns(
+        transport,
+        access,
+        { maxMessageLength: options.maxMessageLength ?? 100_000 },
+        Deferred.await(shutdown)
+      ),
       Handlers.callbacks(transport, access),
       Handlers.agents(options.agents ?? []),
       Sse.events(transport, access, {
@@ -325,6 +333,13 @@ export interface RuntimeOptions extends Options {
   readonly host?: string | undefined
   /** How long a client may take over a request, and keep a connection idle (`Deadlines`). */
   readonly deadlines?: Deadlines | undefined
+  /**
+   * How long a stopping server lets the requests in flight finish (default 5 seconds; see `layerHttpServer`). It
+   * answers every request that comes meanwhile with 503 (`TransportFailure`, the connection closed) and its event
+   * streams end at once; then it closes every connection left. A stop takes at most this (and a quarter of a second),
+   * then the engine's own stop.
+   */
+  readonly shutdownTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -347,17 +362,17 @@ export interface Deadlines {
 const millis = (input: Duration.Input | undefined, fallback: number) =>
   input === undefined ? fallback : Duration.toMillis(Duration.fromInputUnsafe(input))
 
-/** A Node HTTP server that holds its connections to `deadlines`. */
-const nodeServer = (deadlines: Deadlines | undefined) => {
+/** Node's HTTP server options for `deadlines`. */
+const serverOptions = (deadlines: Deadlines | undefined) => {
   const headersTimeout = millis(deadlines?.headers, 10_000)
   const requestTimeout = Math.max(headersTimeout, millis(deadlines?.request, 30_000))
-  return createServer({
+  return {
     headersTimeout,
     requestTimeout,
     keepAliveTimeout: millis(deadlines?.idle, 5_000),
     // How often Node looks for requests past their deadlines (its default, 30 s, would let one run that long over).
     connectionsCheckingInterval: Math.max(100, Math.min(1_000, headersTimeout / 4))
-  })
+  }
 }
 
 /**
@@ -375,6 +390,35 @@ export type StartError =
   | TransportFailure
   | HttpServerError.ServeError
 
+/**
+ * Node's HTTP server on `host:port` (default `127.0.0.1:8787`), with the platform services the server needs, as the
+ * all-in-one layers (`layerSqlite`, `layerPg`, `ClusterServer.layerPg`) run it. When it stops it drains: it goes on
+ * listening, answering every new request with the server's 503 (`TransportFailure`, the connection closed), closes each
+ * connection as soon as it is idle, and once no connection is left, or `shutdownTimeout` (default 5 s) has passed, it
+ * stops listening and closes the connections left (a request that never ends, such as a body that never comes, is
+ * cut). A stop of its HTTP side so takes at most `shutdownTimeout` and a quarter of a second. It holds connections to
+ * `deadlines` (408 to a request slower than them).
+ *
+ * @since 0.1.0
+ * @category Layers
+ */
+export const layerHttpServer = (options: {
+  readonly port?: number | undefined
+  readonly host?: string | undefined
+  readonly shutdownTimeout?: Duration.Input | undefined
+  readonly deadlines?: Deadlines | undefined
+}): Layer.Layer<HttpServer.HttpServer | PlatformServices, HttpServerError.ServeError> =>
+  Layer.unwrap(Effect.sync(() => {
+    const timeout = Duration.fromInputUnsafe(options.shutdownTimeout ?? "5 seconds")
+    return NodeHttpServer.layer(() => DrainingServer.make(timeout, serverOptions(options.deadlines)), {
+      port: options.port ?? 8787,
+      host: options.host ?? "127.0.0.1",
+      // Once `timeout` has passed, the requests still running are interrupted; a moment later the connections left
+      // are closed.
+      gracefulShutdownTimeout: timeout
+    })
+  }))
+
 const serverOn = (
   options: RuntimeOptions,
   store: Layer.Layer<SessionStore.SessionStore, SessionStore.StoreError>,
@@ -384,23 +428,11 @@ const serverOn = (
   const engine = (options.engine === undefined ? LocalTransport.layer : LocalTransport.layerWith(options.engine)).pipe(
     Layer.provide([store, Connectors.layer(options.connectors ?? []), runtimeTools, Models.layer(options.models)])
   )
-  return Layer.unwrap(Effect.sync(() => {
-    const node = nodeServer(options.deadlines)
-    // Once the server's streams ended, the connections still open (kept alive, a response in flight) are closed:
-    // Node's `close` would wait for them.
-    const closeConnections = Layer.effectDiscard(
-      Effect.addFinalizer(() =>
-        Effect.sleep("100 millis").pipe(Effect.andThen(Effect.sync(() => node.closeAllConnections())))
-      )
-    )
-    return layer(options).pipe(
-      // The API checks a client's definitions against the runtime tools the engine has.
-      Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql)), closeConnections]),
-      Layer.provideMerge(
-        NodeHttpServer.layer(() => node, { port: options.port ?? 8787, host: options.host ?? "127.0.0.1" })
-      )
-    )
-  }))
+  return layer(options).pipe(
+    // The API checks a client's definitions against the runtime tools the engine has.
+    Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql))]),
+    Layer.provideMerge(layerHttpServer(options))
+  )
 }
 
 /**

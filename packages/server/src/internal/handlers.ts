@@ -141,7 +141,11 @@ const waitFor = (
     }
   })
 
-export const turns = (transport: Transport.Service, access: Access, limits: Limits) =>
+/**
+ * The turn routes. `stopping` completes when the server starts to stop: a long-poll (`wait`) then answers at once,
+ * with the turn as it stands.
+ */
+export const turns = (transport: Transport.Service, access: Access, limits: Limits, stopping: Effect.Effect<void>) =>
   HttpApiBuilder.group(ProtocolApi, "turns", (handlers) =>
     handlers
       .handle("send", ({ params, payload }) =>
@@ -166,7 +170,13 @@ export const turns = (transport: Transport.Service, access: Access, limits: Limi
           const tenant = yield* Tenant
           yield* access.owned(tenant.id, params.sessionId)
           const timeout = Duration.seconds(query.timeout ?? 30)
-          return yield* uniform(params.sessionId, waitFor(transport, params.sessionId, params.turnId, timeout))
+          return yield* uniform(
+            params.sessionId,
+            Effect.raceFirst(
+              waitFor(transport, params.sessionId, params.turnId, timeout),
+              Effect.andThen(stopping, transport.snapshot(params.sessionId, params.turnId))
+            )
+          )
         })))
 
 export const callbacks = (transport: Transport.Service, access: Access) =>
