@@ -522,10 +522,12 @@ describe("SqlStore on SQLite: a file another process holds locked", () => {
         const filename = yield* sqliteFile
         const store = yield* storeOf(SqlStore.layerSqlite({ filename, busyTimeout: "400 millis" }))
         yield* create(store)
-        const { child, released } = yield* lockFromChild(filename, 200)
+        // The child would let go after 1.5 s: stopped well before (a loaded machine may take a while to get here), it
+        // holds the lock past them for as long as it stays stopped.
+        const { child, released } = yield* lockFromChild(filename, 1_500)
+        const locked = performance.now()
         child.kill("SIGSTOP")
-        // Stopped, it holds the lock past its 200 ms for as long as it stays stopped.
-        yield* Effect.sleep("300 millis")
+        yield* Effect.sleep(Math.max(0, 1_600 - (performance.now() - locked)))
         const error = yield* Effect.flip(store.eventLog.append(treeId, 0, [queued(0)]))
         assert.strictEqual(error._tag, "StoreError")
         assert.include(error.message, `${filename} is locked: another process held its write lock`)
