@@ -161,4 +161,58 @@ describe("SSE frames", () => {
       yield* Fiber.join(response)
       assert.strictEqual(written.length, 2)
     }))
+
+  it.effect("a reader that does not keep up is let go: past maxPending characters waiting, the stream ends after them", () =>
+    Effect.gen(function*() {
+      const source = yield* Queue.unbounded<TurnEvent.TurnEvent, Cause.Done>()
+      const shutdown = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const written: Array<string> = []
+      const frameLength = makeFramer()(ended).length
+      // The reader takes the heartbeat, then stalls (a full socket) until the gate opens.
+      const response = yield* pushed(Stream.fromQueue(source), {
+        heartbeat: undefined,
+        shutdown,
+        maxPending: 10 * frameLength
+      })
+        .pipe(
+          Stream.runForEach((text) =>
+            Effect.andThen(
+              Effect.sync(() => void written.push(text)),
+              written.length === 1 ? Deferred.await(gate) : Effect.void
+            )
+          ),
+          Effect.forkChild
+        )
+      yield* Effect.repeat(Effect.yieldNow, { times: 10 })
+      for (let event = 0; event < 100; event++) {
+        Queue.offerUnsafe(source, ended)
+        Queue.flushUnsafe(source)
+        yield* Effect.yieldNow
+      }
+      yield* Deferred.succeed(gate, undefined)
+      // The stream ended by itself (the server did not stop), after what was waiting: at most the bound and one batch.
+      yield* Fiber.join(response)
+      const frames = written.slice(1).join("")
+      assert.isAbove(frames.length, 0)
+      assert.isAtMost(frames.length, 12 * frameLength)
+      assert.strictEqual(frames.length % frameLength, 0, "whole frames only")
+      // A reader that keeps up is never let go: the same 100 frames, read as they come, all arrive.
+      const steady = yield* Queue.unbounded<TurnEvent.TurnEvent, Cause.Done>()
+      const read: Array<string> = []
+      const reader = yield* pushed(Stream.fromQueue(steady), {
+        heartbeat: undefined,
+        shutdown: yield* Deferred.make<void>(),
+        maxPending: 10 * frameLength
+      })
+        .pipe(Stream.runForEach((text) => Effect.sync(() => void read.push(text))), Effect.forkChild)
+      for (let event = 0; event < 100; event++) {
+        Queue.offerUnsafe(steady, ended)
+        Queue.flushUnsafe(steady)
+        yield* Effect.yieldNow
+      }
+      yield* Queue.end(steady)
+      yield* Fiber.join(reader)
+      assert.strictEqual(read.slice(1).join("").length, 100 * frameLength)
+    }))
 })

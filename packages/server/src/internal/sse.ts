@@ -7,7 +7,6 @@
  */
 import type { SessionId } from "@parley/core/Ids"
 import { eventStreamContentType, ProtocolApi, Tenant, TooManyStreams } from "@parley/core/ProtocolApi"
-import type * as Transport from "@parley/core/Transport"
 import { type MessageDelta, TurnEvent } from "@parley/core/TurnEvent"
 import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -23,6 +22,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { Access } from "./access.js"
 import { resumeFrom } from "./handlers.js"
+import type * as Served from "./served.js"
 
 export interface Options {
   readonly maxStreams: number
@@ -74,7 +74,7 @@ export const makeFramer = () => {
  * The stored end of the tree's log (`undefined` for a tree with no events yet): the cursor its runtime reports, or —
  * from a transport that does not say — the cursor of the snapshot of the turn of its first stored event.
  */
-const storedEnd = (transport: Transport.Service, root: SessionId) =>
+const storedEnd = (transport: Served.Served, root: SessionId) =>
   Effect.gen(function*() {
     const { cursor } = yield* transport.getSession(root)
     if (cursor !== undefined) return cursor === 0 ? undefined : cursor
@@ -91,6 +91,9 @@ const storedEnd = (transport: Transport.Service, root: SessionId) =>
 
 const heartbeatFrame = ": heartbeat\n\n"
 
+/** How much framed text a stream may hold for a reader that does not keep up (4 Mi characters). */
+const defaultMaxPending = 4 * 1024 * 1024
+
 /**
  * The text of one stream: a heartbeat at once (the client has its response without waiting for an event), then the
  * frames of `source`'s events as they come, a heartbeat every `heartbeat` (if given), until `source` ends or fails or
@@ -98,14 +101,30 @@ const heartbeatFrame = ": heartbeat\n\n"
  * as it frames each batch, so the fiber that writes the response runs at once, in the same step (a `Stream.buffer` or
  * `Stream.merge` in between would each hand on at the scheduler's next round, a turn of the event loop later). Events
  * that came while a write was under way go out together, one write per batch.
+ *
+ * A reader that does not keep up is let go: once more than `maxPending` characters of frames wait for it (the socket
+ * full, the client not reading), the stream ends after them, and the reader resumes by `Last-Event-ID` from the store
+ * as from any drop. The server so holds at most that much of a stream's text, however slow its reader.
  */
 export const pushed = (
   source: Stream.Stream<TurnEvent, unknown>,
-  options: { readonly heartbeat: Duration.Duration | undefined; readonly shutdown: Deferred.Deferred<void> }
+  options: {
+    readonly heartbeat: Duration.Duration | undefined
+    readonly shutdown: Deferred.Deferred<void>
+    readonly maxPending?: number | undefined
+  }
 ): Stream.Stream<string> =>
   Stream.unwrap(Effect.gen(function*() {
+    const maxPending = options.maxPending ?? defaultMaxPending
     const text = yield* Queue.unbounded<string, Cause.Done>()
+    // The characters offered and not yet taken by the response.
+    let pending = 0
     const write = (chunk: string) => {
+      if (pending > maxPending) {
+        Queue.endUnsafe(text)
+        return
+      }
+      pending += chunk.length
       Queue.offerUnsafe(text, chunk)
       Queue.flushUnsafe(text)
     }
@@ -126,10 +145,13 @@ export const pushed = (
     }
     // When the server stops, what was framed goes out and the stream ends.
     yield* Deferred.await(options.shutdown).pipe(Effect.andThen(Queue.end(text)), Effect.forkScoped)
-    return Stream.fromQueue(text)
+    return Stream.fromQueue(text).pipe(Stream.mapArray((chunks) => {
+      for (const chunk of chunks) pending -= chunk.length
+      return chunks
+    }))
   }))
 
-export const events = (transport: Transport.Service, access: Access, options: Options) => {
+export const events = (transport: Served.Served, access: Access, options: Options) => {
   const open = new Map<string, number>()
   return HttpApiBuilder.group(
     ProtocolApi,
