@@ -27,7 +27,7 @@ import * as Effect from "effect/Effect"
 import * as AgentSpec from "./AgentSpec.js"
 import * as CallbackHandler from "./CallbackHandler.js"
 import * as Ids from "./Ids.js"
-import type { InvalidId, PolicyInvalid, SessionNotFound, TransportFailure } from "./ParleyError.js"
+import type { InvalidId, LimitExceeded, PolicyInvalid, SessionNotFound, TransportFailure } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
 import { AgentInvalid } from "./ParleyError.js"
 import { PermissionPolicy } from "./Permissions.js"
@@ -159,7 +159,11 @@ export const make = (options: Options): Agent => {
  */
 export const startSession = (
   agent: Agent
-): Effect.Effect<Session.Session, AgentInvalid | PolicyInvalid | TransportFailure | RuntimeMissing, Transport> =>
+): Effect.Effect<
+  Session.Session,
+  AgentInvalid | PolicyInvalid | TransportFailure | LimitExceeded | RuntimeMissing,
+  Transport
+> =>
   agent.issues.length > 0
     ? Effect.fail(
       new AgentInvalid({ module: "Agent", method: "startSession", agent: agent.spec.name, issues: agent.issues })
@@ -177,7 +181,11 @@ export const startSession = (
 export const session = (
   agent: Agent,
   sessionId: string
-): Effect.Effect<Session.Session, InvalidId | SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
+): Effect.Effect<
+  Session.Session,
+  InvalidId | SessionNotFound | TransportFailure | LimitExceeded | RuntimeMissing,
+  Transport
+> =>
   Effect.gen(function*() {
     const id = yield* Ids.sessionId(sessionId)
     const transport = yield* transportFor("Agent", "session")

@@ -28,6 +28,7 @@ import type {
   AnswerMismatch,
   CallbackAlreadyAnswered,
   InvalidId,
+  LimitExceeded,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
@@ -49,7 +50,7 @@ import type { AnswerOptions } from "./Turn.js"
  */
 export const listOpen = (
   filter?: ListOpenFilter
-): Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure | RuntimeMissing, Transport> =>
+): Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure | LimitExceeded | RuntimeMissing, Transport> =>
   Effect.flatMap(transportFor("Inbox", "listOpen"), (transport) => transport.listOpen(filter))
 
 /**
@@ -84,6 +85,7 @@ export const answer = (
   | SessionNotFound
   | TurnNotFound
   | TransportFailure
+  | LimitExceeded
   | RuntimeMissing,
   Transport
 > =>

@@ -31,6 +31,7 @@ import { TypeId } from "./internal/errorTypeId.js"
 import {
   AgentInvalid,
   HandlerFailed,
+  LimitExceeded,
   ModelFailure,
   PolicyInvalid,
   RuntimeMissing,
@@ -56,7 +57,7 @@ export * from "./internal/callbackErrors.js"
 
 /**
  * The errors of running agents: `PolicyInvalid`, `RuntimeMissing`, `AgentInvalid`, `ModelFailure`,
- * `TransportFailure`, `StepLimitReached`, `ToolFailure`, `HandlerFailed`.
+ * `TransportFailure`, `LimitExceeded`, `StepLimitReached`, `ToolFailure`, `HandlerFailed`.
  *
  * @since 0.1.0
  */
@@ -78,6 +79,7 @@ export type ParleyError =
   | AgentInvalid
   | ModelFailure
   | TransportFailure
+  | LimitExceeded
   | RuntimeMissing
   | StepLimitReached
   | ToolFailure
@@ -100,6 +102,7 @@ export const ParleyError: Schema.Union<
     typeof AgentInvalid,
     typeof ModelFailure,
     typeof TransportFailure,
+    typeof LimitExceeded,
     typeof RuntimeMissing,
     typeof StepLimitReached,
     typeof ToolFailure,
@@ -117,6 +120,7 @@ export const ParleyError: Schema.Union<
   AgentInvalid,
   ModelFailure,
   TransportFailure,
+  LimitExceeded,
   RuntimeMissing,
   StepLimitReached,
   ToolFailure,

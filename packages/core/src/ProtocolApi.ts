@@ -356,7 +356,7 @@ export class Authorization extends HttpApiMiddleware.Service<Authorization, { pr
  * @category Models
  */
 export class SessionFirst extends HttpApiMiddleware.Service<SessionFirst>()("@parley/core/ProtocolApi/SessionFirst", {
-  error: [sessionNotFound, TransportFailure.pipe(HttpApiSchema.status(503))]
+  error: [sessionNotFound, ...anyRoute]
 }) {}
 
 // =============================================================================

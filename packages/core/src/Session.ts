@@ -23,7 +23,14 @@
 import * as Effect from "effect/Effect"
 import type * as CallbackHandler from "./CallbackHandler.js"
 import type { SessionId, TurnId } from "./Ids.js"
-import type { GrantNotFound, InvalidId, SessionNotFound, TransportFailure, TurnNotFound } from "./ParleyError.js"
+import type {
+  GrantNotFound,
+  InvalidId,
+  LimitExceeded,
+  SessionNotFound,
+  TransportFailure,
+  TurnNotFound
+} from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
 import * as Principal from "./Principal.js"
 import type { SendOptions, Transport } from "./Transport.js"
@@ -78,7 +85,11 @@ export const sendMessage = (
   session: Session,
   input: string,
   options?: SendOptions | undefined
-): Effect.Effect<Turn.Turn, SessionNotFound | InvalidId | TransportFailure | RuntimeMissing, Transport> =>
+): Effect.Effect<
+  Turn.Turn,
+  SessionNotFound | InvalidId | TransportFailure | LimitExceeded | RuntimeMissing,
+  Transport
+> =>
   Effect.flatMap(
     transportFor("Session", "sendMessage"),
     (transport) => transport.sendMessage(session.id, input, options)
@@ -118,7 +129,11 @@ export const run = <R = never>(
 export const turn = (
   session: Session,
   turnId: TurnId
-): Effect.Effect<Turn.Turn, SessionNotFound | TurnNotFound | TransportFailure | RuntimeMissing, Transport> =>
+): Effect.Effect<
+  Turn.Turn,
+  SessionNotFound | TurnNotFound | TransportFailure | LimitExceeded | RuntimeMissing,
+  Transport
+> =>
   Effect.flatMap(transportFor("Session", "turn"), (transport) => transport.getTurn(session.id, turnId)).pipe(
     Effect.map((ref) => turnOf(session, ref))
   )
@@ -131,7 +146,7 @@ export const turn = (
  */
 export const cancel = (
   session: Session
-): Effect.Effect<void, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
+): Effect.Effect<void, SessionNotFound | TransportFailure | LimitExceeded | RuntimeMissing, Transport> =>
   Effect.flatMap(transportFor("Session", "cancel"), (transport) => transport.cancel(session.id))
 
 /**
@@ -143,8 +158,11 @@ export const cancel = (
  */
 export const grants = (
   session: Session
-): Effect.Effect<ReadonlyArray<ApprovalGranted>, SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
-  Effect.flatMap(transportFor("Session", "grants"), (transport) => transport.grants(session.id))
+): Effect.Effect<
+  ReadonlyArray<ApprovalGranted>,
+  SessionNotFound | TransportFailure | LimitExceeded | RuntimeMissing,
+  Transport
+> => Effect.flatMap(transportFor("Session", "grants"), (transport) => transport.grants(session.id))
 
 /**
  * Revokes a grant by its id (`grant_…`, random: as `grants` lists it): later calls of its tool ask again. Recorded as
@@ -158,7 +176,11 @@ export const revokeGrant = (
   session: Session,
   grantId: string,
   options?: { readonly label?: string | undefined }
-): Effect.Effect<void, GrantNotFound | SessionNotFound | TransportFailure | RuntimeMissing, Transport> =>
+): Effect.Effect<
+  void,
+  GrantNotFound | SessionNotFound | TransportFailure | LimitExceeded | RuntimeMissing,
+  Transport
+> =>
   Effect.flatMap(
     transportFor("Session", "revokeGrant"),
     (transport) =>

@@ -39,6 +39,7 @@ import type {
   CallbackNotOpen,
   GrantNotFound,
   InvalidId,
+  LimitExceeded,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
@@ -173,13 +174,15 @@ export interface Service {
   /** Creates a session running `agent`; the definition is validated first. */
   readonly createSession: (
     agent: AgentSpec
-  ) => Effect.Effect<SessionInfo, AgentInvalid | PolicyInvalid | TransportFailure>
-  readonly getSession: (sessionId: SessionId) => Effect.Effect<SessionInfo, SessionNotFound | TransportFailure>
+  ) => Effect.Effect<SessionInfo, AgentInvalid | PolicyInvalid | TransportFailure | LimitExceeded>
+  readonly getSession: (
+    sessionId: SessionId
+  ) => Effect.Effect<SessionInfo, SessionNotFound | TransportFailure | LimitExceeded>
   /** A turn of the session: its ids and the `seq` its events start from. */
   readonly getTurn: (
     sessionId: SessionId,
     turnId: TurnId
-  ) => Effect.Effect<TurnRef, SessionNotFound | TurnNotFound | TransportFailure>
+  ) => Effect.Effect<TurnRef, SessionNotFound | TurnNotFound | TransportFailure | LimitExceeded>
   /**
    * Starts a turn with the user's message. With a `requestId` (see `SendOptions`) the call is idempotent: when the
    * session already has a turn queued under that id, its `TurnRef` is returned (same turn, same cursor) and nothing is
@@ -189,7 +192,7 @@ export interface Service {
     sessionId: SessionId,
     input: string,
     options?: SendOptions | undefined
-  ) => Effect.Effect<TurnRef, SessionNotFound | InvalidId | TransportFailure>
+  ) => Effect.Effect<TurnRef, SessionNotFound | InvalidId | TransportFailure | LimitExceeded>
   /**
    * The events from `seq` on: the stored ones, then live ones as they are appended (live `MessageDelta`s included).
    * Never ends by itself. For a root session: its whole tree's log; for a subagent: its own events.
@@ -212,7 +215,7 @@ export interface Service {
   readonly snapshot: (
     sessionId: SessionId,
     turnId: TurnId
-  ) => Effect.Effect<TurnSnapshot, SessionNotFound | TurnNotFound | TransportFailure>
+  ) => Effect.Effect<TurnSnapshot, SessionNotFound | TurnNotFound | TransportFailure | LimitExceeded>
   /**
    * Answers a callback of the turn's tree. Validated first: a mismatch stores nothing. Exactly one answer wins; with a
    * `requestId` (see `AnswerRequest`) the winner's retries succeed too. A malformed request id fails with `InvalidId`,
@@ -229,6 +232,7 @@ export interface Service {
     | SessionNotFound
     | TurnNotFound
     | TransportFailure
+    | LimitExceeded
   >
   /**
    * The grants in force for the session (`ApprovalGranted` not revoked): its own and its tree's; for a root session,
@@ -236,19 +240,40 @@ export interface Service {
    */
   readonly grants: (
     sessionId: SessionId
-  ) => Effect.Effect<ReadonlyArray<ApprovalGranted>, SessionNotFound | TransportFailure>
+  ) => Effect.Effect<ReadonlyArray<ApprovalGranted>, SessionNotFound | TransportFailure | LimitExceeded>
   /** Revokes a grant (a `GrantRevoked` event): calls of its tool ask again. */
   readonly revokeGrant: (
     request: RevokeGrantRequest
-  ) => Effect.Effect<void, GrantNotFound | SessionNotFound | TransportFailure>
+  ) => Effect.Effect<void, GrantNotFound | SessionNotFound | TransportFailure | LimitExceeded>
   /** Cancels the session: its running turn ends `Cancelled`, open callbacks are resolved `cancelled`. */
-  readonly cancel: (sessionId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure>
+  readonly cancel: (sessionId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure | LimitExceeded>
   /**
    * The callbacks open across every tree the transport reaches (all the sessions of a store, whichever process runs
    * them), oldest first within a tree: what a program answering callbacks by id needs.
    */
-  readonly listOpen: (filter?: ListOpenFilter) => Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure>
+  readonly listOpen: (
+    filter?: ListOpenFilter
+  ) => Effect.Effect<ReadonlyArray<OpenCallback>, TransportFailure | LimitExceeded>
 }
+
+/**
+ * A transport with no limits of its own: `Service` without `LimitExceeded` among its errors. The engine is one (the
+ * limits are a server's, met over HTTP); a server, or a cluster's runner, serves one.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type Unlimited = { readonly [K in keyof Service]: WithoutLimits<Service[K]> }
+
+/**
+ * A method of `Service` without `LimitExceeded` among its errors.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type WithoutLimits<F> = F extends (...args: infer A) => Effect.Effect<infer X, infer E, infer R> ?
+  (...args: A) => Effect.Effect<X, Exclude<E, LimitExceeded>, R>
+  : F
 
 /**
  * @since 0.1.0

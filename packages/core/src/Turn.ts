@@ -47,7 +47,7 @@ import type {
   TurnNotFound
 } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
-import type { HandlerFailed, TransportFailure } from "./ParleyError.js"
+import type { HandlerFailed, LimitExceeded, TransportFailure } from "./ParleyError.js"
 import * as Principal from "./Principal.js"
 import type { Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
@@ -94,6 +94,7 @@ export type ResultError =
   | SessionNotFound
   | TurnNotFound
   | TransportFailure
+  | LimitExceeded
   | RuntimeMissing
 
 /**
@@ -151,6 +152,7 @@ export const answer = (
   | SessionNotFound
   | TurnNotFound
   | TransportFailure
+  | LimitExceeded
   | RuntimeMissing,
   Transport
 > =>
@@ -191,7 +193,7 @@ export const openCallbacks = (
   turn: Turn
 ): Effect.Effect<
   ReadonlyArray<Callback>,
-  SessionNotFound | TurnNotFound | TransportFailure | RuntimeMissing,
+  SessionNotFound | TurnNotFound | TransportFailure | LimitExceeded | RuntimeMissing,
   Transport
 > =>
   Effect.flatMap(transportFor("Turn", "openCallbacks"), (transport) => transport.snapshot(turn.sessionId, turn.turnId))

@@ -153,7 +153,14 @@ export const errors: ReadonlyArray<ParleyError.ParleyError> = [
     description: "boom"
   }),
   new ParleyError.RuntimeMissing({ module: "Agent", method: "run", service: "@parley/core/Transport" }),
-  new ParleyError.GrantNotFound({ module: "Session", method: "revokeGrant", sessionId: "ses_1", grantId: "grant_9" })
+  new ParleyError.GrantNotFound({ module: "Session", method: "revokeGrant", sessionId: "ses_1", grantId: "grant_9" }),
+  new ParleyError.LimitExceeded({
+    module: "HttpTransport",
+    method: "createSession",
+    limit: "sessionsPerMinute",
+    max: 600,
+    retryAfter: 12
+  })
 ]
 
 export const completed = new TurnState.Completed({ sessionId, turnId, text: "Lyon, France." })

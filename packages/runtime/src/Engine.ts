@@ -84,7 +84,7 @@ export interface Options {
  */
 export const makeWith = (
   options: Options
-): Effect.Effect<Transport.Service, never, SessionStore | Models | Connectors | RuntimeTools | Scope.Scope> =>
+): Effect.Effect<Transport.Unlimited, never, SessionStore | Models | Connectors | RuntimeTools | Scope.Scope> =>
   Effect.gen(function*() {
     const store = yield* storeServices
     const models = yield* Models
@@ -100,7 +100,7 @@ export const makeWith = (
  * @category Constructors
  */
 export const make: Effect.Effect<
-  Transport.Service,
+  Transport.Unlimited,
   never,
   SessionStore | Models | Connectors | RuntimeTools | Scope.Scope
 > = makeWith({})
@@ -122,7 +122,7 @@ export const make: Effect.Effect<
  * @category Models
  */
 export interface Placed {
-  readonly transport: Transport.Service
+  readonly transport: Transport.Unlimited
   readonly place: (treeId: SessionId) => Effect.Effect<void, SessionNotFound | TransportFailure>
   readonly release: (treeId: SessionId) => Effect.Effect<void>
 }

@@ -86,6 +86,7 @@ import * as DrainingServer from "./internal/drainingServer.js"
 import * as Handlers from "./internal/handlers.js"
 import * as Incidents from "./internal/incidents.js"
 import * as RequestLog from "./internal/requestLog.js"
+import * as Served from "./internal/served.js"
 import * as Sessions from "./internal/sessions.js"
 import * as Sse from "./internal/sse.js"
 import * as WebApp from "./internal/webApp.js"
@@ -209,7 +210,7 @@ export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
 const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
   Layer.unwrap(Effect.gen(function*() {
-    const transport = yield* Transport
+    const transport = Served.make(yield* Transport)
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
     const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)

@@ -24,6 +24,10 @@
  * `reconnect` from its first connection on. The other requests (`createSession`, `getSession`, `grants`,
  * `revokeGrant`, `cancel`, `listOpen`) are sent once: a server that is down is a `TransportFailure` at once.
  *
+ * A request over one of the server's limits (413 `PayloadTooLarge` or `MessageTooLong`, 429 `TooManyRequests`) fails
+ * with `LimitExceeded`, which names the limit, its value and, for a 429, the seconds to wait (`retryAfter`); it is never
+ * sent again by itself.
+ *
  * @example
  * ```ts
  * import { Agent } from "@parley/core"

@@ -114,6 +114,42 @@ export class TransportFailure
 }
 
 /**
+ * A request the server refused because it is over one of the server's limits (`HttpTransport`: a 413 or a 429): a
+ * body over `maxBodyBytes` (`limit: "bodyBytes"`), a message over `maxMessageLength` (`"messageLength"`), as many
+ * requests in flight as the key may have (`"requestsInFlight"`) or as many sessions started in the last minute
+ * (`"sessionsPerMinute"`). `max` is the limit; `retryAfter` (seconds) says when the same request may be sent again, where
+ * waiting helps. Nothing was done: unlike a `TransportFailure`, sending the same request again unchanged is refused
+ * again until the limit frees.
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class LimitExceeded
+  extends Schema.TaggedError<LimitExceeded>("@parley/core/ParleyError/LimitExceeded")("LimitExceeded", {
+    ...common,
+    limit: Schema.Literals(["bodyBytes", "messageLength", "requestsInFlight", "sessionsPerMinute"]),
+    max: Schema.Number,
+    retryAfter: Schema.optional(Schema.Number)
+  })
+{
+  /**
+   * @since 0.1.0
+   */
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    const retry = this.retryAfter === undefined ? "" : ` (retry in ${this.retryAfter} s)`
+    return `${where(this)}: over the server's limit of ${this.max} ${limitNames[this.limit]}${retry}`
+  }
+}
+
+const limitNames = {
+  bodyBytes: "bytes per request body",
+  messageLength: "characters per message",
+  requestsInFlight: "requests in flight per key",
+  sessionsPerMinute: "sessions started per key per minute"
+} as const
+
+/**
  * A turn took as many model steps as its agent allows (`maxSteps`) and the model still called tools: it ends
  * `Failed` rather than loop.
  *

@@ -107,7 +107,7 @@ const definitions = (services: Services) => {
 
 /** An engine under placement: its transport, and where the cluster places it (`ownership.ts`). */
 export interface Placed {
-  readonly transport: Transport.Service
+  readonly transport: Transport.Unlimited
   readonly place: (treeId: SessionId) => Effect.Effect<void, TreeMissing | SessionStore.StoreError>
   readonly release: (treeId: SessionId) => Effect.Effect<void>
 }
@@ -119,7 +119,7 @@ export interface Placed {
 export const make = (
   services: Services,
   options?: Options
-): Effect.Effect<Transport.Service, never, Scope.Scope> =>
+): Effect.Effect<Transport.Unlimited, never, Scope.Scope> =>
   Effect.map(makeWith(services, options, false), (placed) => placed.transport)
 
 /** An engine whose trees are placed on it (see `Placed`): no leases' heartbeat, no recovery scans. */

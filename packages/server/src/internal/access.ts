@@ -6,26 +6,32 @@
 import { SessionId } from "@parley/core/Ids"
 import { SessionNotFound } from "@parley/core/ParleyError"
 import type { TransportFailure } from "@parley/core/ParleyError"
+import type { PayloadTooLarge, TooManyRequests } from "@parley/core/ProtocolApi"
 import { SessionFirst, Tenant } from "@parley/core/ProtocolApi"
-import type * as Transport from "@parley/core/Transport"
 import * as Effect from "effect/Effect"
 import * as HttpApiMiddleware from "effect/http-api/HttpApiMiddleware"
 import * as HttpRouter from "effect/http/HttpRouter"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type * as Served from "./served.js"
 import type * as Sessions from "./sessions.js"
 
 export interface Access {
   /** The root of a session's tree (itself for a root session). */
-  readonly rootOf: (sessionId: SessionId) => Effect.Effect<SessionId, SessionNotFound | TransportFailure>
+  readonly rootOf: (
+    sessionId: SessionId
+  ) => Effect.Effect<SessionId, SessionNotFound | TransportFailure | PayloadTooLarge | TooManyRequests>
   /** Fails with `SessionNotFound` unless the session's tree belongs to `tenant`; gives its root. */
   readonly owned: (
     tenant: string,
     sessionId: SessionId
-  ) => Effect.Effect<SessionId, SessionNotFound | TransportFailure>
+  ) => Effect.Effect<SessionId, SessionNotFound | TransportFailure | PayloadTooLarge | TooManyRequests>
   /** Whether the session's tree belongs to `tenant` (no error for unknown sessions). */
-  readonly isOwned: (tenant: string, sessionId: SessionId) => Effect.Effect<boolean, TransportFailure>
+  readonly isOwned: (
+    tenant: string,
+    sessionId: SessionId
+  ) => Effect.Effect<boolean, TransportFailure | PayloadTooLarge | TooManyRequests>
   /** A root session this server just created: its next requests need not look its root up. */
   readonly created: (sessionId: SessionId) => void
 }
@@ -34,10 +40,12 @@ export interface Access {
 export const notFound = (sessionId: string) =>
   new SessionNotFound({ module: "ParleyServer", method: "session", sessionId })
 
-export const make = (transport: Transport.Service, sessions: Sessions.Service): Access => {
+export const make = (transport: Served.Served, sessions: Sessions.Service): Access => {
   /** Parents never change: a session's root is looked up once. */
   const roots = new Map<SessionId, SessionId>()
-  const rootOf = (sessionId: SessionId): Effect.Effect<SessionId, SessionNotFound | TransportFailure> =>
+  const rootOf = (
+    sessionId: SessionId
+  ): Effect.Effect<SessionId, SessionNotFound | TransportFailure | PayloadTooLarge | TooManyRequests> =>
     Effect.suspend(() => {
       const known = roots.get(sessionId)
       if (known !== undefined) return Effect.succeed(known)

@@ -4,11 +4,10 @@
 import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import * as Ids from "@parley/core/Ids"
-import { AgentInvalid, type TransportFailure } from "@parley/core/ParleyError"
+import { AgentInvalid } from "@parley/core/ParleyError"
 import { ApiKey, Client, Handler } from "@parley/core/Principal"
 import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
 import type { ToolSpec } from "@parley/core/ToolSpec"
-import type * as Transport from "@parley/core/Transport"
 import type { TurnSnapshot } from "@parley/core/Transport"
 import type * as RuntimeTools from "@parley/runtime/RuntimeTools"
 import * as Duration from "effect/Duration"
@@ -19,6 +18,7 @@ import * as Stream from "effect/Stream"
 import type { Access } from "./access.js"
 import { notFound } from "./access.js"
 import * as Agents from "./agents.js"
+import type * as Served from "./served.js"
 import type * as Sessions from "./sessions.js"
 
 export interface Limits {
@@ -62,7 +62,7 @@ const checkRuntimeTools = (agent: AgentSpec, provided: Option.Option<RuntimeTool
 }
 
 export const sessions = (
-  transport: Transport.Service,
+  transport: Served.Served,
   tenants: Sessions.Service,
   access: Access,
   runtimeTools: Option.Option<RuntimeTools.Service>,
@@ -120,7 +120,7 @@ export const sessions = (
 
 /** Waits until the turn ended or is blocked, or `timeout` passed: the snapshot then. */
 const waitFor = (
-  transport: Transport.Service,
+  transport: Served.Served,
   sessionId: SessionId,
   turnId: TurnSnapshot["turn"]["turnId"],
   timeout: Duration.Duration
@@ -145,7 +145,7 @@ const waitFor = (
  * The turn routes. `stopping` completes when the server starts to stop: a long-poll (`wait`) then answers at once,
  * with the turn as it stands.
  */
-export const turns = (transport: Transport.Service, access: Access, limits: Limits, stopping: Effect.Effect<void>) =>
+export const turns = (transport: Served.Served, access: Access, limits: Limits, stopping: Effect.Effect<void>) =>
   HttpApiBuilder.group(ProtocolApi, "turns", (handlers) =>
     handlers
       .handle("send", ({ params, payload }) =>
@@ -179,7 +179,7 @@ export const turns = (transport: Transport.Service, access: Access, limits: Limi
           )
         })))
 
-export const callbacks = (transport: Transport.Service, access: Access) =>
+export const callbacks = (transport: Served.Served, access: Access) =>
   HttpApiBuilder.group(ProtocolApi, "callbacks", (handlers) =>
     handlers
       .handle("listOpen", ({ query }) =>
@@ -188,7 +188,7 @@ export const callbacks = (transport: Transport.Service, access: Access) =>
           if (query.sessionId !== undefined && !(yield* access.isOwned(tenant.id, query.sessionId))) return []
           const open = yield* transport.listOpen({ sessionId: query.sessionId, kind: query.kind })
           const mine = new Map<SessionId, boolean>()
-          return yield* Effect.filter(open, (entry): Effect.Effect<boolean, TransportFailure> => {
+          return yield* Effect.filter(open, (entry) => {
             const sessionId = entry.callback.sessionId
             const known = mine.get(sessionId)
             if (known !== undefined) return Effect.succeed(known)

@@ -4,12 +4,13 @@ import { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
 import {
   AnswerMismatch,
   CallbackNotOpen,
+  LimitExceeded,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
 } from "@parley/core/ParleyError"
 import * as Principal from "@parley/core/Principal"
-import { ProtocolApi, SendMessage } from "@parley/core/ProtocolApi"
+import { MessageTooLong, PayloadTooLarge, ProtocolApi, SendMessage, TooManyRequests } from "@parley/core/ProtocolApi"
 import type { AnswerRequest, Service } from "@parley/core/Transport"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
@@ -75,15 +76,37 @@ const describe = (error: unknown): string => {
   return String(error)
 }
 
+/** The server's refusal of a request over one of its limits, as the typed `LimitExceeded`. */
+const limitOf = (method: string, error: unknown): LimitExceeded | undefined => {
+  const at = { module: "HttpTransport", method }
+  if (error instanceof PayloadTooLarge) {
+    return new LimitExceeded({ ...at, limit: "bodyBytes", max: error.limit, description: error.message })
+  }
+  if (error instanceof MessageTooLong) {
+    return new LimitExceeded({ ...at, limit: "messageLength", max: error.limit, description: error.message })
+  }
+  if (error instanceof TooManyRequests) {
+    return new LimitExceeded({
+      ...at,
+      limit: error.what === "requests" ? "requestsInFlight" : "sessionsPerMinute",
+      max: error.limit,
+      retryAfter: error.retryAfter,
+      description: error.message
+    })
+  }
+  return undefined
+}
+
 /**
- * Keeps the errors whose tag is in `keep` (the method's typed errors, decoded from the server's body) and turns
- * every other one (a refused key, a body limit, a decode failure, a network error) into a `TransportFailure`.
+ * Keeps the errors whose tag is in `keep` (the method's typed errors, decoded from the server's body), turns the
+ * server's refusals for its limits into `LimitExceeded` and every other error (a refused key, a decode failure, a
+ * network error) into a `TransportFailure`.
  */
 const typed = <K extends string>(method: string, keep: ReadonlyArray<K>) =>
 <A, E, R>(
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, Extract<E, { readonly _tag: K }> | TransportFailure, R> =>
-  Effect.mapError(effect, (error): Extract<E, { readonly _tag: K }> | TransportFailure => {
+): Effect.Effect<A, Extract<E, { readonly _tag: K }> | LimitExceeded | TransportFailure, R> =>
+  Effect.mapError(effect, (error): Extract<E, { readonly _tag: K }> | LimitExceeded | TransportFailure => {
     if (
       typeof error === "object" && error !== null && "_tag" in error &&
       (keep as ReadonlyArray<string>).includes((error as Tagged)._tag)
@@ -91,7 +114,8 @@ const typed = <K extends string>(method: string, keep: ReadonlyArray<K>) =>
       return error as Extract<E, { readonly _tag: K }>
     }
     if (error instanceof TransportFailure) return error
-    return new TransportFailure({ module: "HttpTransport", method, description: describe(error) })
+    return limitOf(method, error) ??
+      new TransportFailure({ module: "HttpTransport", method, description: describe(error) })
   })
 
 /** The statuses of a gateway or of a server that is unavailable: the request may or may not have reached the engine. */

@@ -48,7 +48,7 @@ export const make = (
     /** Completes the sign-ins an answer carries credentials for (`signIn.ts`). */
     readonly completeSignIn: ReturnType<typeof SignIn.make>
   }
-): Transport.Service => {
+): Transport.Unlimited => {
   const { owner, runsWork, store } = core
   const { marked, validate } = definitions
   const options = definitions
@@ -138,7 +138,7 @@ export const make = (
       return new SessionInfo({ sessionId: treeId, agent: agent.name, createdAt, cursor: 0 }, noValidation)
     })
 
-  const service: Transport.Service = {
+  const service: Transport.Unlimited = {
     createSession,
     getSession: (sessionId) =>
       core.withTree("getSession", sessionId, (actor, id) => {
