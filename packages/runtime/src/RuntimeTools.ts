@@ -18,7 +18,10 @@
  * and a typed failure with its `failure` schema — a failure the model sees, not the end of the turn. A defect ends
  * the turn `Failed`. A handler that returns `KeepCallbackOpen` gives a failure result (nobody else can answer).
  * After a restart, a call that started and has no result is reported to the model as interrupted, unless the tool
- * is idempotent (`annotations: ToolAnnotations.idempotent`): then it runs again.
+ * is idempotent (`annotations: ToolAnnotations.idempotent`): then it runs again. The engine begins a handler only while
+ * its lease on the tree holds by the clock; the one window left (a pause right as the handler begins, outlasting the
+ * lease) is closed by passing the call's `callback.request.toolCallId` — the same across steps issued again and
+ * recoveries — to the backend as its idempotency key: the effect then happens once.
  *
  * @example
  * ```ts

@@ -449,6 +449,68 @@ describe("Leases: one owner per tree", () => {
       })
   )
 
+  it.live(
+    "a tool is begun only while the lease holds by the clock: with the heartbeat failing, the engine claims the tree " +
+      "again and the call is settled interrupted, never run",
+    () =>
+      Effect.gen(function*() {
+        for (const failing of [false, true]) {
+          const memory = yield* SessionStore.makeMemory
+          let beats = 0
+          const store: SessionStore.Services = {
+            ...memory,
+            leases: {
+              ...memory.leases,
+              // The first heartbeat goes through; with `failing`, every later one fails (a store the engine cannot
+              // reach, or a process too starved to renew): the lease lapses 300 ms after it began.
+              heartbeat: (owner, ttl) =>
+                beats++ > 0 && failing
+                  ? Effect.fail(new SessionStore.StoreError({ method: "heartbeat", description: "unreachable" }))
+                  : memory.leases.heartbeat(owner, ttl)
+            }
+          }
+          let runs = 0
+          const counted = Tool.make("lookup_price", {
+            description: "Price of one product.",
+            parameters: { product: Schema.String },
+            success: Schema.Struct({ price: Schema.String })
+          }, () => {
+            runs++
+            return { price: "1,200 EUR" }
+          })
+          const allowed = Agent.make({ ...pricerOptions, permissionMode: "allow", tools: [counted] })
+          // The model's first step takes longer than the lease: the tool call comes after the lease began to lapse.
+          const model = yield* ScriptedModel.fromFunction((call) =>
+            ScriptedModel.toolResults(call).length === 0
+              ? Effect.as(Effect.sleep("700 millis"), ScriptedModel.toolCall("lookup_price", { product: "Atlas" }))
+              : pricerBrain(call)
+          )
+          const a = yield* start(
+            store,
+            model,
+            { owner: "engine-a", leaseTtl: "300 millis" },
+            RuntimeTools.layer(counted)
+          )
+          const state = yield* a.provide(Effect.timeout(Agent.run(allowed, "How much is the Atlas?"), "20 seconds"))
+          assert.strictEqual(state._tag, "Completed", String(failing))
+          const sessionId = state.sessionId
+          const events = yield* memory.eventLog.read(sessionId, 0)
+          const completed = events.flatMap((event) => event._tag === "ToolCallCompleted" ? [event] : [])
+          assert.strictEqual(completed.length, 1)
+          if (failing) {
+            assert.strictEqual(runs, 0, "the tool never ran")
+            assert.isTrue(completed[0].isFailure)
+            assert.match(JSON.stringify(completed[0].result), /may or may not have run/)
+          } else {
+            assert.strictEqual(runs, 1)
+            assert.isFalse(completed[0].isFailure)
+          }
+          yield* a.stop
+        }
+      }),
+    { timeout: 60_000 }
+  )
+
   it.effect("lease upkeep runs on the wall clock: an hour of simulated time costs no heartbeat and no take-over scan", () =>
     Effect.gen(function*() {
       const memory = yield* SessionStore.makeMemory
@@ -464,6 +526,12 @@ describe("Leases: one owner per tree", () => {
       }
       const model = yield* ScriptedModel.fromFunction(() => ScriptedModel.text("Hello."))
       const a = yield* start(store, model, { owner: "engine-a", leaseTtl: "10 seconds" })
+      // The first take-over scan runs in the background once the engine started: wait for it (a loaded machine may
+      // take a while), then count.
+      yield* within(
+        "the first scan",
+        Effect.repeat(TestClock.withLive(Effect.sleep("10 millis")), { until: () => scans > 0 })
+      )
       yield* TestClock.withLive(Effect.sleep("20 millis"))
       const before = [beats, scans]
       yield* TestClock.adjust("1 hour")

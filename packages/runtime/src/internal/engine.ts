@@ -142,6 +142,7 @@ const makeWith = (
       runsWork: options?.runsWork ?? true,
       placed: placed ? new Set<SessionId>() : undefined,
       leaseTtl: Duration.fromInputUnsafe(options?.leaseTtl ?? "10 seconds"),
+      liveness: { validUntil: placed ? Infinity : 0 },
       snapshotEvery: Math.max(0, options?.snapshotEvery ?? Snapshots.defaultEvery),
       work: Work.make({ live, runtimeTools, toolsOf, modelOf }),
       live

@@ -72,8 +72,12 @@ export interface Tree {
   readonly state: TreeState.TreeState
   /** Hands the work's result to the tree's actor (keyed: reported work is not started again). */
   readonly report: (key: string, command: Command) => Effect.Effect<void>
-  /** Whether the engine still holds the lease the work started under (it was not deposed meanwhile). */
-  readonly owned: () => boolean
+  /**
+   * Whether the work may begin its side effect now: the engine still holds the lease the work started under (it was
+   * not deposed meanwhile) and, by the clock at this instant, that lease still holds (`Liveness`). A lease that may have
+   * lapsed makes the engine claim the tree again, which settles the call as a new owner would.
+   */
+  readonly mayStart: Effect.Effect<boolean>
 }
 
 /** What a runtime tool's run reports: the result the model gets. */
@@ -308,10 +312,10 @@ export const make = (deps: {
         result: `There is no tool named ${call.name}.`
       })
     }
-    // The last look before the side effect: an engine deposed since it recorded the start does not begin the call
-    // (the new owner's recovery reports it as interrupted). What this cannot see — a pause from here on — is the
-    // window durability.md describes.
-    const guarded = Effect.suspend(() => tree.owned() ? Effect.asSome(run) : Effect.succeedNone)
+    // The last look before the side effect: an engine deposed since it recorded the start, or whose lease may have
+    // lapsed by the clock, does not begin the call (the next owner's recovery reports it as interrupted). What this
+    // cannot see — a pause from here on, within the margin — is the window durability.md describes.
+    const guarded = Effect.flatMap(tree.mayStart, (may) => may ? Effect.asSome(run) : Effect.succeedNone)
     return guarded.pipe(
       Effect.flatMap((outcome) => {
         if (Option.isNone(outcome)) return Effect.void

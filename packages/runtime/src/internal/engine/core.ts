@@ -11,7 +11,7 @@ import type { TurnEvent } from "@parley/core/TurnEvent"
 import type * as SessionStore from "@parley/log/SessionStore"
 import type * as TreeState from "@parley/log/TreeState"
 import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import type * as FiberMap from "effect/FiberMap"
@@ -112,11 +112,26 @@ export interface Settings {
    */
   readonly placed: Set<SessionId> | undefined
   readonly leaseTtl: Duration.Duration
+  /** Until when the engine's heartbeat keeps its leases, by the wall clock (`Liveness`). */
+  readonly liveness: Liveness
   readonly snapshotEvery: number
   readonly work: Work.Work
   /** The live-only events (streamed deltas) of this process's model steps, for its readers. */
   readonly live: Live.Live
 }
+
+/**
+ * Until when (epoch millis, wall clock) the engine's leases hold for certain: the start of the last heartbeat that
+ * succeeded, plus the lease's time-to-live. Another engine may claim this one's trees once it has passed, so a tool is
+ * begun only before it (less a margin). Infinite under placement (the cluster's shard lease fences the trees); 0 until
+ * the first heartbeat succeeded.
+ */
+export interface Liveness {
+  validUntil: number
+}
+
+/** How long before `Liveness.validUntil` the engine stops beginning tools: a sixth of the lease's time-to-live. */
+export const startMargin = (leaseTtl: Duration.Duration) => Duration.toMillis(leaseTtl) / 6
 
 /** `mailbox.ts`: commands into an actor's mailbox, processed by the fiber that finds it idle. */
 export interface Mailboxes {

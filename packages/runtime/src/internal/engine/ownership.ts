@@ -23,9 +23,18 @@ export const beat = (core: Core): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { leaseTtl, owner, runsWork, store } = core
     if (!runsWork || core.placed !== undefined) return
-    const renew = store.leases.heartbeat(owner, leaseTtl).pipe(
-      Effect.catch((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
-    )
+    // A renewal that succeeded keeps the leases until its start plus the time-to-live (what `Liveness` says).
+    const renew = Effect.suspend(() => {
+      const started = Date.now()
+      return store.leases.heartbeat(owner, leaseTtl).pipe(
+        Effect.tap(() =>
+          Effect.sync(() => {
+            core.liveness.validUntil = Math.max(core.liveness.validUntil, started + Duration.toMillis(leaseTtl))
+          })
+        ),
+        Effect.catch((error) => Effect.logWarning(`the engine ${owner} could not renew its leases`, error))
+      )
+    })
     yield* renew
     yield* Effect.addFinalizer(() =>
       store.leases.retire(owner).pipe(

@@ -5,6 +5,7 @@
  * `reconcile`, then a snapshot when one is due), and `depose` (a lost lease: the work stops, the actor follows).
  */
 import type { TurnEvent } from "@parley/core/TurnEvent"
+import type * as SessionStore from "@parley/log/SessionStore"
 import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
@@ -14,7 +15,7 @@ import * as Telemetry from "../telemetry.js"
 import { startedBy } from "../toolCalls.js"
 import type * as Work from "../work.js"
 import type { Actor, Core, Reconciler } from "./core.js"
-import { sequence } from "./core.js"
+import { sequence, startMargin } from "./core.js"
 
 export const make = (core: Core): Reconciler => {
   const { owner, snapshotEvery, store } = core
@@ -42,10 +43,38 @@ export const make = (core: Core): Reconciler => {
       treeId: actor.treeId,
       state: actor.state,
       report: (key, command) => core.report(actor, key, command),
-      // Deposed since the work started (its lease lost): a tool not begun yet is not begun at all.
-      owned: () => lease !== undefined && actor.lease === lease && !actor.closed
+      mayStart: Effect.suspend(() => {
+        // Deposed since the work started (its lease lost): a tool not begun yet is not begun at all.
+        if (lease === undefined || actor.lease !== lease || actor.closed) return Effect.succeed(false)
+        if (Date.now() + startMargin(core.leaseTtl) < core.liveness.validUntil) return Effect.succeed(true)
+        // The lease may have lapsed (the heartbeat late or failing, the process paused): another engine may own the
+        // tree by now. Claiming it again settles the call as any new owner does (interrupted, or run again when
+        // idempotent), in the actor's scope: the claim stops this work.
+        return Effect.as(Effect.forkIn(reclaim(actor, lease), actor.scope), false)
+      })
     }
   }
+
+  /**
+   * Claims the tree again after its lease may have lapsed: the work stops, and with the new lease (a raised epoch) the
+   * tree resumes as any new owner's does; when another engine holds it now, this one follows.
+   */
+  const reclaim = (actor: Actor, lease: SessionStore.Lease) =>
+    Effect.gen(function*() {
+      if (actor.lease !== lease || actor.closed) return
+      yield* Effect.logWarning(
+        `the engine ${owner} did not begin a tool of tree ${actor.treeId}: its lease may have lapsed (the last ` +
+          "heartbeat that succeeded is too old); it claims the tree again"
+      )
+      actor.lease = undefined
+      actor.reported.clear()
+      yield* stop(actor, [...actor.work].map(([key]) => key))
+      const claimed = yield* Effect.orElseSucceed(store.leases.claim(actor.treeId, owner), () => Option.none())
+      if (Option.isNone(claimed) || actor.closed || actor.lease !== undefined) return yield* reconcile(actor)
+      actor.lease = claimed.value
+      actor.resumed = false
+      yield* core.offer(actor, { _tag: "Resume" })
+    })
 
   /**
    * A work item (`run`, given the tree it reports to) in a span of its own when the tree is traced: a child of its
