@@ -157,7 +157,7 @@ describe.concurrent("examples", () => {
     }), { timeout: 90_000 })
 
   it.live(
-    "main.ts (npm run demo) says it runs offline, then prints each guide's walkthrough; the README shows its first lines",
+    "main.ts (npm run demo) says it runs offline, then prints each guide's walkthrough; the callbacks guide shows its first lines",
     () =>
       Effect.gen(function*() {
         const stdout = yield* output("main.ts")
@@ -172,10 +172,10 @@ describe.concurrent("examples", () => {
         )
         assert.isAtLeast(callbacks, 0, "the callbacks walkthrough under its header")
         assert.isAbove(subagents, callbacks, "the subagent approvals walkthrough under its header, after a blank line")
-        // the README's "npm run demo" block: the first lines of what it prints
-        const readme = fs.readFileSync(path.join(repoDir, "README.md"), "utf8")
-        const shown = /^```\n\$ npm run demo\n([\s\S]*?)\n```$/m.exec(readme)
-        assert.isNotNull(shown, "README.md shows `$ npm run demo` and what it prints")
+        // the callbacks guide's "npm run demo" block: the first lines of what it prints
+        const guide = fs.readFileSync(path.join(repoDir, "docs", "guides", "callbacks.md"), "utf8")
+        const shown = /^```\n\$ npm run demo\n([\s\S]*?)\n```$/m.exec(guide)
+        assert.isNotNull(shown, "docs/guides/callbacks.md shows `$ npm run demo` and what it prints")
         const lines = (shown?.[1] ?? "").split("\n").filter((line) => line !== "…")
         assert.isAtLeast(lines.length, 8)
         assert.deepStrictEqual(lines, stdout.split("\n").slice(0, lines.length))

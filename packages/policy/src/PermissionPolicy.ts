@@ -276,16 +276,30 @@ export const decodeUnknown = (input: unknown): Effect.Effect<PermissionPolicy, P
 // ===== Utils =====
 
 /**
+ * What `validate` may know besides the policy: `toolIds`, the tools its agent can call. A pattern without a
+ * namespace (`get_location`) is then refused with the closest of them ("did you mean client.get_location?",
+ * `ToolPattern.closest`); without them, with the pattern as its shape would be namespaced.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ValidateOptions {
+  readonly toolIds?: ReadonlyArray<string> | undefined
+}
+
+/**
  * The load-time check. Fails with `PolicyInvalid` listing every issue, each naming the rule and the pattern
  * (`rules[1].tools[0] "client..x": empty segment; …`): malformed patterns (empty, empty segment, `**`, bad
- * characters), unknown namespaces, wrong segment counts, unknown `agents.<x>` builtins, rules without patterns and
- * decisions that are not `allow`, `deny` or `ask`.
+ * characters), unknown or missing namespaces (with "did you mean …?"), wrong segment counts, unknown `agents.<x>`
+ * builtins, rules without patterns and decisions that are not `allow`, `deny` or `ask`.
  *
  * @since 0.1.0
  * @category Utils
  */
-export const validate = (policy: PermissionPolicy): Effect.Effect<PermissionPolicy, PolicyInvalid> =>
-  checked(policy, "validate")
+export const validate = (
+  policy: PermissionPolicy,
+  options: ValidateOptions = {}
+): Effect.Effect<PermissionPolicy, PolicyInvalid> => checked(policy, "validate", [], options.toolIds)
 
 /**
  * What the policy decides for a tool id, and what decided it: the first rule with a matching pattern

@@ -24,6 +24,7 @@
  * @since 0.1.0
  */
 import * as Ids from "@parley/core/Ids"
+import * as Suggestion from "@parley/core/Suggestion"
 import { dual } from "effect/Function"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -96,15 +97,61 @@ const quote = (value: string): string => JSON.stringify(value)
 const issue = (pattern: string, why: string): Result.Result<never, string> => Result.fail(`${quote(pattern)}: ${why}`)
 
 /**
+ * The tool id among `toolIds` closest to `pattern`, if one is close enough to be a slip: by edit distance to the whole
+ * id (`client.get_locaton`), or, when the pattern does not start with a namespace (`get_location`,
+ * `gmail.latest_email`), to the id without its namespace and leading segments (`get_location`, `latest_email`).
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const closest = (pattern: string, toolIds: ReadonlyArray<string>): string | undefined => {
+  const whole = Suggestion.closest(pattern, toolIds)
+  if (whole !== undefined || isNamespace(pattern.split(".")[0])) return whole
+  // the id's names without its namespace: connector.gmail.latest_email → gmail.latest_email, latest_email
+  const names = toolIds.flatMap((id) => {
+    const segments = id.split(".")
+    return segments.slice(1).map((_, from) => ({ id, name: segments.slice(from + 1).join(".") }))
+  })
+  const name = Suggestion.closest(pattern, names.map((candidate) => candidate.name))
+  return names.find((candidate) => candidate.name === name)?.id
+}
+
+/**
+ * The pattern with the namespace its shape calls for, when it has none or a misspelt one: a bare name is a client
+ * tool or a builtin (`get_location` → `client.get_location`, `spawn` → `agents.spawn`); a namespace one slip from a
+ * real one is that one, when the segment count fits (`Client.get_location` → `client.get_location`).
+ */
+const withNamespace = (segments: ReadonlyArray<string>): string | undefined => {
+  if (segments.length === 1) return `${isBuiltin(segments[0]) ? "agents" : "client"}.${segments[0]}`
+  const namespace = Suggestion.closest(segments[0].toLowerCase(), Ids.toolNamespaces)
+  return namespace !== undefined && isNamespace(namespace) && segmentCounts[namespace] === segments.length
+    ? [namespace, ...segments.slice(1)].join(".")
+    : undefined
+}
+
+/**
+ * What `parse` may know besides the pattern: `toolIds`, the ids the pattern is meant for (the tools its agent can
+ * call). A pattern without a namespace then suggests the closest of them (`closest`) instead of guessing.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ParseOptions {
+  readonly toolIds?: ReadonlyArray<string> | undefined
+}
+
+/**
  * Checks and compiles a tool pattern. The `Left` is one issue, naming the pattern and what is wrong with it:
  * an empty pattern, an empty segment, `**`, a character other than letters, digits, `_`, `-` and `*` (or a segment
  * starting with `_` or `-`), an unknown or wildcard namespace, the wrong number of segments for the namespace, or
- * `agents.<x>` where `x` is neither a builtin nor `*`.
+ * `agents.<x>` where `x` is neither a builtin nor `*`. A pattern without a namespace (`get_location`) is a near miss
+ * like a typo: its issue asks "did you mean client.get_location?", naming the closest of `options.toolIds` when they
+ * are given, else the pattern with the namespace its shape calls for.
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const parse = (pattern: string): Result.Result<ToolPattern, string> => {
+export const parse = (pattern: string, options: ParseOptions = {}): Result.Result<ToolPattern, string> => {
   if (pattern.length === 0) {
     return issue(pattern, "an empty pattern matches no tool; write a tool id such as client.get_location")
   }
@@ -127,11 +174,18 @@ export const parse = (pattern: string): Result.Result<ToolPattern, string> => {
   }
   const namespace = segments[0]
   if (!isNamespace(namespace)) {
+    // `*` alone or before a dot stands for a namespace; in a bare name (`get_*`) it is part of a tool's name
+    if (namespace === "*" || (namespace.includes("*") && segments.length > 1)) {
+      return issue(
+        pattern,
+        `the namespace cannot be a wildcard; write client, agents or connector (the policy default covers every tool)`
+      )
+    }
+    const suggestion = options.toolIds === undefined ? withNamespace(segments) : closest(pattern, options.toolIds)
     return issue(
       pattern,
-      namespace.includes("*")
-        ? `the namespace cannot be a wildcard; write client, agents or connector (the policy default covers every tool)`
-        : `unknown namespace ${quote(namespace)}; tool ids start with client, agents or connector`
+      `${segments.length === 1 ? "no namespace" : `unknown namespace ${quote(namespace)}`}; tool ids start with ` +
+        `client, agents or connector${suggestion === undefined ? "" : `: did you mean ${suggestion}?`}`
     )
   }
   if (segments.length !== segmentCounts[namespace]) {

@@ -269,6 +269,27 @@ describe("PermissionPolicy.validate", () => {
       for (const issue of error.issues) assert.include(error.message, issue)
     }))
 
+  it.effect("a rule without the client. namespace asks \"did you mean\", from the agent's tools when given", () =>
+    Effect.gen(function*() {
+      const policy = new PermissionPolicy.PermissionPolicy({
+        default: "allow",
+        rules: [rule(["get_location"], "deny"), rule(["latest_email"], "ask")]
+      })
+      const alone = yield* PermissionPolicy.validate(policy).pipe(Effect.flip)
+      assert.deepStrictEqual(alone.issues, [
+        "rules[0].tools[0] \"get_location\": no namespace; tool ids start with client, agents or connector: did you mean client.get_location?",
+        "rules[1].tools[0] \"latest_email\": no namespace; tool ids start with client, agents or connector: did you mean client.latest_email?"
+      ])
+      const withTools = yield* PermissionPolicy.validate(policy, {
+        toolIds: ["client.get_location", "connector.gmail.latest_email"]
+      }).pipe(Effect.flip)
+      assert.deepStrictEqual(withTools.issues, [
+        "rules[0].tools[0] \"get_location\": no namespace; tool ids start with client, agents or connector: did you mean client.get_location?",
+        "rules[1].tools[0] \"latest_email\": no namespace; tool ids start with client, agents or connector: did you mean connector.gmail.latest_email?"
+      ])
+      assert.strictEqual(PermissionPolicy.closestTool("get_location", ["client.get_location"]), "client.get_location")
+    }))
+
   it.effect("make fails with the same issues", () =>
     Effect.gen(function*() {
       const error = yield* PermissionPolicy.make({
@@ -312,7 +333,7 @@ describe("PermissionPolicy.decodeUnknown", () => {
         rules: [{ tools: ["client.*", "nope"], decision: "deny" }]
       }).pipe(Effect.flip)
       assert.deepStrictEqual(error.issues.length, 1)
-      assert.isTrue(error.issues[0].startsWith("rules[0].tools[1] \"nope\": unknown namespace"), error.issues[0])
+      assert.isTrue(error.issues[0].startsWith("rules[0].tools[1] \"nope\": no namespace"), error.issues[0])
     }))
 })
 

@@ -64,6 +64,7 @@ describe("ToolPattern.parse", () => {
     ["Client.get_location", "unknown namespace \"Client\""],
     ["*.get_location", "namespace cannot be a wildcard"],
     ["c*.get_location", "namespace cannot be a wildcard"],
+    ["*", "namespace cannot be a wildcard"],
     ["client.a.b", "wrong segment count: client tool ids have 2 segments"],
     ["agents.spawn.now", "wrong segment count: agents tool ids have 2 segments"],
     ["connector.gmail", "wrong segment count: connector tool ids have 3 segments"],
@@ -84,6 +85,56 @@ describe("ToolPattern.parse", () => {
           assert.include(result.failure, why, pattern)
         }
       }
+    }))
+})
+
+describe("a pattern without a namespace, or a misspelt one, is a near miss", () => {
+  // [pattern, the last words]
+  const guessed: ReadonlyArray<readonly [pattern: string, suggestion: string | undefined]> = [
+    ["get_location", "did you mean client.get_location?"],
+    ["get_*", "did you mean client.get_*?"],
+    ["spawn", "did you mean agents.spawn?"],
+    ["Client.get_location", "did you mean client.get_location?"],
+    ["agent.spawn", "did you mean agents.spawn?"],
+    ["conector.gmail.latest_email", "did you mean connector.gmail.latest_email?"],
+    ["tools.get_location", undefined]
+  ]
+
+  it.effect("without the agent's tools, it names the pattern with the namespace its shape calls for", () =>
+    Effect.sync(() => {
+      for (const [pattern, suggestion] of guessed) {
+        const result = ToolPattern.parse(pattern)
+        assert.isTrue(Result.isFailure(result), pattern)
+        if (Result.isFailure(result)) {
+          assert.include(result.failure, "tool ids start with client, agents or connector", pattern)
+          if (suggestion === undefined) assert.notInclude(result.failure, "did you mean", pattern)
+          else assert.isTrue(result.failure.endsWith(suggestion), result.failure)
+        }
+      }
+      assert.deepStrictEqual(
+        ToolPattern.parse("get_location"),
+        Result.fail(
+          "\"get_location\": no namespace; tool ids start with client, agents or connector: did you mean client.get_location?"
+        )
+      )
+    }))
+
+  it.effect("with the agent's tools, it names the closest of them, by its name without the namespace", () =>
+    Effect.sync(() => {
+      const toolIds = ["client.get_location", "connector.gmail.latest_email", "agents.spawn"]
+      const suggested = (pattern: string) => {
+        const result = ToolPattern.parse(pattern, { toolIds })
+        return Result.isFailure(result) ? /did you mean (\S+)\?$/.exec(result.failure)?.[1] : "parsed"
+      }
+      assert.strictEqual(suggested("get_location"), "client.get_location")
+      assert.strictEqual(suggested("get_locaton"), "client.get_location")
+      assert.strictEqual(suggested("latest_email"), "connector.gmail.latest_email")
+      assert.strictEqual(suggested("gmail.latest_email"), "connector.gmail.latest_email")
+      assert.strictEqual(suggested("tools.get_location"), "client.get_location")
+      assert.strictEqual(suggested("send_invoice"), undefined, "nothing close: no suggestion")
+      assert.strictEqual(suggested("client.get_location"), "parsed")
+      assert.strictEqual(ToolPattern.closest("client.get_locaton", toolIds), "client.get_location")
+      assert.strictEqual(ToolPattern.closest("client.send_email", toolIds), undefined)
     }))
 })
 

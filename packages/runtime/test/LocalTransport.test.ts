@@ -181,6 +181,17 @@ describe("a permission policy checked against the agent's tools when a session s
       )
     }).pipe(Effect.provide(runtime)))
 
+  it.effect("a rule without the namespace is PolicyInvalid, with the closest tool id the agent can call", () =>
+    Effect.gen(function*() {
+      const bare = yield* Effect.flip(Agent.run(withPolicy([PermissionPolicy.rule("get_location", "deny")]), "Hi"))
+      assert.strictEqual(bare._tag, "PolicyInvalid")
+      assert.include(bare.message, "rules[0].tools[0] \"get_location\": no namespace")
+      assert.include(bare.message, "did you mean client.get_location?")
+      const mail = withPolicy([PermissionPolicy.rule("latest_email", "deny")], { connectors: ["gmail"] })
+      const connector = yield* Effect.flip(Agent.run(mail, "Hi"))
+      assert.include(connector.message, "did you mean connector.gmail.latest_email?")
+    }).pipe(Effect.provide(runtime)))
+
   it.effect("rules naming a subagent's tool, a builtin, a declared connector's tool, or a wildcard matching nothing pass", () =>
     Effect.gen(function*() {
       const researcher = Agent.make({ name: "researcher", model: "m", instructions: "Research.", tools: [getLocation] })

@@ -1,6 +1,5 @@
 /** A policy checked against the tools its agent can call (re-exported by `PermissionPolicy`). */
 import type * as Permissions from "@parley/core/Permissions"
-import * as Suggestion from "@parley/core/Suggestion"
 import * as Result from "effect/Result"
 import * as ToolPattern from "../ToolPattern.js"
 import { quote } from "./validation.js"
@@ -33,13 +32,14 @@ export interface ToolCheck {
 }
 
 /**
- * The callable tool id closest to `pattern` (by edit distance), if one is close enough to be a typo.
+ * The callable tool id closest to `pattern` (by edit distance), if one is close enough to be a typo; a pattern
+ * without a namespace (`get_location`) is compared with the ids' names (`client.get_location`): `ToolPattern.closest`.
  *
  * @since 0.1.0
  * @category Utils
  */
 export const closestTool = (pattern: string, toolIds: ReadonlyArray<string>): string | undefined =>
-  Suggestion.closest(pattern, toolIds)
+  ToolPattern.closest(pattern, toolIds)
 
 /**
  * Checks a (valid) policy against the tools its agent can call. A rule pattern without a wildcard that names no

@@ -12,10 +12,14 @@ export const quote = (value: unknown): string => JSON.stringify(value)
 
 const isDecision = Schema.is(Permissions.Decision)
 
-/** The issues of a policy's (or a bound's) default and rules, each path after `at` (`bounds[0].`). */
+/**
+ * The issues of a policy's (or a bound's) default and rules, each path after `at` (`bounds[0].`); `toolIds`, when
+ * known, are what a pattern without a namespace is compared with.
+ */
 const issuesOf = (
   policy: { readonly default: Permissions.Decision; readonly rules: ReadonlyArray<Permissions.PermissionRule> },
-  at = ""
+  at: string,
+  toolIds: ReadonlyArray<string> | undefined
 ): Array<string> => {
   const issues: Array<string> = []
   if (!isDecision(policy.default)) {
@@ -29,7 +33,7 @@ const issuesOf = (
       issues.push(`${at}rules[${index}]: no tool patterns, so the rule matches nothing`)
     }
     rule.tools.forEach((pattern, position) => {
-      const parsed = ToolPattern.parse(pattern)
+      const parsed = ToolPattern.parse(pattern, { toolIds })
       if (Result.isFailure(parsed)) {
         issues.push(`${at}rules[${index}].tools[${position}] ${parsed.failure}`)
       }
@@ -38,17 +42,18 @@ const issuesOf = (
   return issues
 }
 
-const allIssuesOf = (policy: PermissionPolicy): Array<string> => [
-  ...issuesOf(policy),
-  ...(policy.bounds ?? []).flatMap((bound, index) => issuesOf(bound, `bounds[${index}] (${bound.by}) `))
+const allIssuesOf = (policy: PermissionPolicy, toolIds: ReadonlyArray<string> | undefined): Array<string> => [
+  ...issuesOf(policy, "", toolIds),
+  ...(policy.bounds ?? []).flatMap((bound, index) => issuesOf(bound, `bounds[${index}] (${bound.by}) `, toolIds))
 ]
 
 export const checked = (
   policy: PermissionPolicy,
   method: string,
-  earlier: ReadonlyArray<string> = []
+  earlier: ReadonlyArray<string> = [],
+  toolIds?: ReadonlyArray<string>
 ): Effect.Effect<PermissionPolicy, PolicyInvalid> => {
-  const issues = [...earlier, ...allIssuesOf(policy)]
+  const issues = [...earlier, ...allIssuesOf(policy, toolIds)]
   return issues.length === 0
     ? Effect.succeed(policy)
     : Effect.fail(new PolicyInvalid({ module: "PermissionPolicy", method, issues }))

@@ -76,11 +76,13 @@ export const make = (models: Models.Service, connectors: Connectors.Service) => 
         Effect.flatMap((encoded) => Schema.decodeUnknownEffect(AgentSpecSchema)(encoded, { reportInput: true })),
         Effect.mapError((error) => invalid(agent, describeIssues(error)))
       )
-      if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions)
+      // What the tree can call: a pattern without a namespace (`get_location`) is refused with the closest of them.
+      const tools = ownPolicy ? callable(agent) : undefined
+      if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions, { toolIds: tools?.toolIds })
       yield* Effect.fromResult(resolveTools(agent, connectors))
-      if (agent.permissions !== undefined && ownPolicy) {
+      if (agent.permissions !== undefined && tools !== undefined) {
         // A rule naming a tool the tree cannot call decides nothing: almost always a typo, refused with the closest id.
-        const found = Policy.checkTools(agent.permissions, { agent: agent.name, ...callable(agent) })
+        const found = Policy.checkTools(agent.permissions, { agent: agent.name, ...tools })
         yield* Effect.forEach(found.warnings, (warning) => Effect.logWarning(`Agent ${agent.name}: ${warning}`))
         if (found.issues.length > 0) {
           return yield* new PolicyInvalid({ module: "Agent", method: "checkPolicy", issues: found.issues })
