@@ -83,6 +83,16 @@ const serve = (load: Effect.Effect<Extras>) =>
       Flag.withDescription("The log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
       Flag.optional
     ),
+    // Serve.logLevels, written here: the server's modules load only when `serve` runs.
+    logLevel: Flag.Literals("log-level", ["error", "warn", "info", "debug"] satisfies ReadonlyArray<Serve.LogLevel>)
+      .pipe(
+        Flag.withMetavar("LEVEL"),
+        Flag.withDescription(
+          "What the server logs: warnings and errors by default (PARLEY_LOG_LEVEL, else warn); info adds a line per " +
+            "request."
+        ),
+        Flag.optional
+      ),
     cluster: Flag.String("cluster").pipe(
       Flag.withMetavar("HOST:PORT"),
       Flag.withDescription(
@@ -109,6 +119,7 @@ const serve = (load: Effect.Effect<Extras>) =>
         host: Option.getOrElse(given.host, () => defaults.host),
         database: Option.getOrElse(given.database, () => defaults.database),
         logFormat: Option.getOrElse(given.logFormat, () => defaults.logFormat),
+        logLevel: Option.getOrElse(given.logLevel, () => defaults.logLevel),
         cluster: Option.getOrElse(given.cluster, () => defaults.cluster),
         acceptDefinitions: given.acceptDefinitions || defaults.acceptDefinitions
       }
@@ -141,6 +152,7 @@ const serve = (load: Effect.Effect<Extras>) =>
       Command.withExamples([
         { command: "parley serve", description: "on http://127.0.0.1:8787, sessions in ./.parley/sessions.db" },
         { command: "parley serve --port 9000 --database /var/lib/parley/sessions.db" },
+        { command: "parley serve --log-level info", description: "a log line per request too" },
         { command: "parley serve --database postgres://parley@db/parley", description: "sessions in PostgreSQL" }
       ])
     )

@@ -333,12 +333,12 @@ describe("parley", { concurrent: false }, () => {
         const dir = yield* Fixture.tempDir
         const database = path.join(dir, "elsewhere.db")
         const server = yield* Fixture.spawnParley(
-          ["serve", "--port", "0", "--database", database, "--log-format", "json"],
+          ["serve", "--port", "0", "--database", database, "--log-format", "json", "--log-level", "info"],
           { PARLEY_API_KEY: "" },
           dir
         )
         yield* server.waitFor("npx parley callbacks list")
-        const url = /session app: (\S+)\//.exec(server.stdout())?.[1] ?? ""
+        const url = /session app: (\S+)\/#key=/.exec(server.stdout())?.[1] ?? ""
         assert.include(server.stdout(), `Parley server on ${url} (${database})`)
         assert.include(server.stdout(), `API key (kept in ${path.join(dir, ".parley", "api-key")})`)
         assert.isTrue(fs.existsSync(database))
