@@ -9,7 +9,8 @@
  * - Models: the agents' real models (`@parley/mistral`) when `MISTRAL_API_KEY` is set, the guides' scripted brains
  *   otherwise; the demo `gmail` mailbox as connector (see `shared/demo.ts`).
  * - The session app at `/`; the API reference at `/docs`.
- * - Logs: one line per request, logfmt (`PARLEY_LOG_FORMAT=json` for JSON).
+ * - Quiet: after the banner (the session app's URL with the local key in its fragment, one click away), only warnings
+ *   and errors; `PARLEY_LOG_LEVEL=info` adds a line per request, in logfmt (`PARLEY_LOG_FORMAT=json` for JSON).
  * - SIGINT / SIGTERM: the event streams close (clients resume by cursor), in-flight appends finish, leases are
  *   released; open callbacks stay open for the next start.
  *

@@ -39,6 +39,7 @@ describe.concurrent("API reference", () => {
       "mcp",
       "mistral",
       "policy",
+      "react",
       "runtime",
       "server",
       "store-sql",

@@ -1,6 +1,7 @@
 /**
  * The `parley` command, on `effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
- * `cluster status`, `demo`.
+ * `grants list|revoke`, `cluster status`, `demo`. Every command has `--help`: a description, its usage, each argument
+ * and flag described, examples.
  * Every command but `serve` and `demo` talks to a server through `HttpTransport` (`--url`, `--key`, or `PARLEY_URL`
  * / `PARLEY_API_KEY`; by default the local server and the key in `.parley/api-key`).
  *
@@ -31,7 +32,9 @@ import * as Option from "effect/Option"
 import * as path from "node:path"
 import * as Answer from "./internal/answer.js"
 import * as Cluster from "./internal/cluster.js"
-import { CliError } from "./internal/connection.js"
+import { CliError } from "./internal/errors.js"
+import * as Grants from "./internal/grants.js"
+import * as Help from "./internal/help.js"
 import * as Read from "./internal/read.js"
 import type * as Serve from "./Serve.js"
 
@@ -58,21 +61,42 @@ const loadServe = Effect.promise(() => import("./Serve.js"))
 const serve = (load: Effect.Effect<Extras>) =>
   Command.make("serve", {
     port: Flag.Int("port").pipe(
-      Flag.withDescription("The port (default: PARLEY_PORT, else 8787)."),
+      Flag.withMetavar("PORT"),
+      Flag.withDescription("The port to listen on; 0 picks a free one (default: PARLEY_PORT, else 8787)."),
       Flag.optional
     ),
-    host: Flag.String("host").pipe(Flag.withDescription("The host (default 127.0.0.1)."), Flag.optional),
+    host: Flag.String("host").pipe(
+      Flag.withMetavar("HOST"),
+      Flag.withDescription("The address to listen on (default: PARLEY_HOST, else 127.0.0.1: this machine only)."),
+      Flag.optional
+    ),
     database: Flag.String("database").pipe(
-      Flag.withDescription("A SQLite file, or a postgres:// URL (default: .parley/sessions.db)."),
+      Flag.withMetavar("FILE|URL"),
+      Flag.withDescription(
+        "Where sessions are kept: a SQLite file, or a postgres:// URL (default: PARLEY_DATABASE_URL, else " +
+          ".parley/sessions.db)."
+      ),
       Flag.optional
     ),
     logFormat: Flag.Literals("log-format", ["logfmt", "json", "pretty"]).pipe(
-      Flag.withDescription("The request log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
+      Flag.withMetavar("FORMAT"),
+      Flag.withDescription("The log's format (default: PARLEY_LOG_FORMAT, else logfmt)."),
       Flag.optional
     ),
+    // Serve.logLevels, written here: the server's modules load only when `serve` runs.
+    logLevel: Flag.Literals("log-level", ["error", "warn", "info", "debug"] satisfies ReadonlyArray<Serve.LogLevel>)
+      .pipe(
+        Flag.withMetavar("LEVEL"),
+        Flag.withDescription(
+          "What the server logs: warnings and errors by default (PARLEY_LOG_LEVEL, else warn); info adds a line per " +
+            "request."
+        ),
+        Flag.optional
+      ),
     cluster: Flag.String("cluster").pipe(
+      Flag.withMetavar("HOST:PORT"),
       Flag.withDescription(
-        "host:port: run as a runner of the cluster of the PostgreSQL --database, listening there for the other " +
+        "Run as a runner of the cluster of the PostgreSQL --database, listening at HOST:PORT for the other " +
           "runners (default: PARLEY_CLUSTER_RUNNER, else no cluster)."
       ),
       Flag.optional
@@ -95,6 +119,7 @@ const serve = (load: Effect.Effect<Extras>) =>
         host: Option.getOrElse(given.host, () => defaults.host),
         database: Option.getOrElse(given.database, () => defaults.database),
         logFormat: Option.getOrElse(given.logFormat, () => defaults.logFormat),
+        logLevel: Option.getOrElse(given.logLevel, () => defaults.logLevel),
         cluster: Option.getOrElse(given.cluster, () => defaults.cluster),
         acceptDefinitions: given.acceptDefinitions || defaults.acceptDefinitions
       }
@@ -118,7 +143,19 @@ const serve = (load: Effect.Effect<Extras>) =>
       return yield* Serve.launch(settings, extras.demo ?? noDemo).pipe(
         Effect.mapError((error) => new CliError({ message: `the server did not start: ${error.message}`, exitCode: 1 }))
       )
-    })).pipe(Command.withDescription("Run a Parley server (the session app at /), with the demo agents here."))
+    })).pipe(
+      Command.withDescription(
+        "Run a Parley server: the API, and the session app at / (in the Parley repository, with its demo agents; " +
+          "elsewhere, the agents' real models: set MISTRAL_API_KEY). It prints the app's URL and the API key."
+      ),
+      Command.withShortDescription("Run a Parley server (the session app at /)."),
+      Command.withExamples([
+        { command: "parley serve", description: "on http://127.0.0.1:8787, sessions in ./.parley/sessions.db" },
+        { command: "parley serve --port 9000 --database /var/lib/parley/sessions.db" },
+        { command: "parley serve --log-level info", description: "a log line per request too" },
+        { command: "parley serve --database postgres://parley@db/parley", description: "sessions in PostgreSQL" }
+      ])
+    )
 
 const demo = (load: Effect.Effect<Extras>) =>
   Command.make("demo", {}, () =>
@@ -132,7 +169,12 @@ const demo = (load: Effect.Effect<Extras>) =>
           })
         )
         : extras.walkthrough)).pipe(
-      Command.withDescription("Run the guides' walkthrough (narrated) over HTTP, against a server it starts.")
+      Command.withDescription(
+        "Run the guides' walkthrough, narrated: a server it starts, and a program that talks to it over HTTP " +
+          "(in a clone of the Parley repository)."
+      ),
+      Command.withShortDescription("Run the guides' walkthrough, narrated."),
+      Command.withExamples([{ command: "parley demo" }])
     )
 
 /**
@@ -144,12 +186,19 @@ const demo = (load: Effect.Effect<Extras>) =>
 export const command = (extras: Effect.Effect<Extras> = Effect.succeed({})) =>
   Command.make("parley").pipe(
     Command.withDescription("See what waits in Parley sessions, answer it, watch it happen."),
+    Command.withExamples([
+      { command: "parley serve", description: "run a server, with the session app" },
+      { command: "parley callbacks list", description: "what waits for an answer, across sessions" },
+      { command: "parley answer cb_1a2b allow", description: "answer one" },
+      { command: "parley events ses_9f8e --follow", description: "watch a session" }
+    ]),
     Command.withSubcommands([
       serve(extras),
       Read.sessions,
       Read.callbacks,
       Answer.command,
       Read.events,
+      Grants.command,
       Cluster.command,
       demo(extras)
     ])
@@ -197,5 +246,6 @@ export const run = (
       return Console.error(`parley: ${String(error)}`).pipe(Effect.as(1))
     }),
     Effect.provideService(CliOutput.Presenter, presenter),
+    Effect.provide(Help.layer),
     Effect.provide(NodeServices.layer)
   )

@@ -2,7 +2,9 @@
  * The local Parley server of `parley serve`, `npm start` and `npm run serve`: `ParleyServer.layerSqlite` (or
  * `layerPg`) with its settings read from the environment, the local API key created when none is given, the models
  * chosen (the agents' real models when `MISTRAL_API_KEY` is set, the demo's scripted brains otherwise) and what it
- * serves announced on stdout: the session app's URL, the key and where it is kept, the `parley callbacks list` hint.
+ * serves announced on stdout: the session app's URL (with the local key in its fragment, `/#key=…`: one click opens
+ * the app, the key never reaches a request), the key and where it is kept, the `parley callbacks list` hint. Then it
+ * is quiet: warnings and errors only, unless `logLevel` asks for more (`info`: a line per request).
  *
  * | setting | variable | default |
  * |---|---|---|
@@ -12,6 +14,7 @@
  * | `database` | `PARLEY_DATABASE_URL` | `<dataDir>/sessions.db`; `postgres://…` keeps sessions in PostgreSQL |
  * | `apiKeys` | `PARLEY_API_KEYS` | one local key, created in `<dataDir>/api-key` (mode 0600) |
  * | `logFormat` | `PARLEY_LOG_FORMAT` | `logfmt` (`json`, `pretty`) |
+ * | `logLevel` | `PARLEY_LOG_LEVEL` | `warn`: warnings and errors; `info` adds a line per request, `debug` more; `error` only errors |
  * | `acceptDefinitions` | `PARLEY_ACCEPT_DEFINITIONS` | `false`; `true` lets a key's holder start sessions of definitions of its own (the server's agents still cannot be widened) |
  * | `cluster` | `PARLEY_CLUSTER_RUNNER` | none; `host:port` makes the server a runner of the cluster of its PostgreSQL database (`ClusterServer` of `@parley/cluster`), listening there for the other runners |
  *
@@ -47,6 +50,8 @@ import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import type * as EffectLogLevel from "effect/LogLevel"
+import * as References from "effect/References"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import type * as SocketServer from "effect/socket/SocketServer"
@@ -84,6 +89,8 @@ export interface Settings {
   /** `key:tenant,key2:tenant2`; when empty, the local key of `<dataDir>/api-key`. */
   readonly apiKeys?: string | undefined
   readonly logFormat: LogFormat
+  /** What is logged (default `warn`: warnings and errors; `info` adds a line per request). */
+  readonly logLevel?: LogLevel | undefined
   /**
    * Whether a client may start a session of an agent definition of its own (default `false`: only the served agents,
    * whose policies a client can only narrow).
@@ -103,6 +110,23 @@ export interface Settings {
 export type LogFormat = "logfmt" | "json" | "pretty"
 
 /**
+ * The levels a server logs at, from the quietest: `error`, `warn` (the default: what a person needs), `info` (a line
+ * per request), `debug`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export const logLevels = ["error", "warn", "info", "debug"] as const
+
+/**
+ * @since 0.1.0
+ * @category Models
+ */
+export type LogLevel = typeof logLevels[number]
+
+const isLogLevel = (value: string | undefined): value is LogLevel => logLevels.some((level) => level === value)
+
+/**
  * The settings of the environment (see the module's table), `dataDir` defaulting to `defaultDataDir`.
  *
  * @since 0.1.0
@@ -118,6 +142,7 @@ export const settingsFromEnv = (
   database: nonEmpty(env.PARLEY_DATABASE_URL),
   apiKeys: nonEmpty(env.PARLEY_API_KEYS),
   logFormat: env.PARLEY_LOG_FORMAT === "json" ? "json" : env.PARLEY_LOG_FORMAT === "pretty" ? "pretty" : "logfmt",
+  logLevel: logLevelOf(env.PARLEY_LOG_LEVEL),
   acceptDefinitions: env.PARLEY_ACCEPT_DEFINITIONS?.trim().toLowerCase() === "true",
   cluster: nonEmpty(env.PARLEY_CLUSTER_RUNNER)
 })
@@ -132,6 +157,12 @@ export const parseRunner = (text: string): { readonly host: string; readonly por
   const match = /^([^:\s]+):(\d{1,5})$/.exec(text.trim())
   const port = match === null ? NaN : Number(match[2])
   return match === null || port < 1 || port > 65535 ? undefined : { host: match[1], port }
+}
+
+/** `PARLEY_LOG_LEVEL`, in any case (`INFO`); `warn` when unset or not a level. */
+const logLevelOf = (value: string | undefined): LogLevel => {
+  const level = value?.trim().toLowerCase()
+  return isLogLevel(level) ? level : "warn"
 }
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value.trim() === "" ? undefined : value)
@@ -233,18 +264,34 @@ export const layer = (
       yield* Console.log(
         `  models: ${live ? "MISTRAL_API_KEY is set: the agents' real models" : "the guides' scripted brains"}`
       )
-      yield* Console.log(`  session app: ${url}/`)
+      yield* Console.log(`  session app: ${url}/${local === undefined ? "" : `#key=${local.key}`}`)
       yield* Console.log(`  API reference: ${url}/docs (OpenAPI: ${url}/openapi.json)`)
       if (local !== undefined) yield* Console.log(`  API key (kept in ${local.file}): ${local.key}`)
       else yield* Console.log(`  API keys: ${keys.length} from PARLEY_API_KEYS`)
       yield* Console.log(`  what waits for an answer: npx parley callbacks list`)
+      yield* Console.log(`  logs: ${logged[settings.logLevel ?? "warn"]}`)
     }))
     return announce.pipe(Layer.provide(server))
   }))
 
+/** What the banner says of the log, at each level. */
+const logged: Record<LogLevel, string> = {
+  error: "errors only (PARLEY_LOG_LEVEL=info: a line per request)",
+  warn: "warnings and errors only (PARLEY_LOG_LEVEL=info: a line per request)",
+  info: "a line per request, warnings and errors",
+  debug: "everything, down to debug"
+}
+
+const minimumLevels: Record<LogLevel, EffectLogLevel.LogLevel> = {
+  error: "Error",
+  warn: "Warn",
+  info: "Info",
+  debug: "Debug"
+}
+
 /**
- * Runs the server of `layer` until interrupted (Ctrl-C under `NodeRuntime.runMain`), its request log in the settings'
- * format.
+ * Runs the server of `layer` until interrupted (Ctrl-C under `NodeRuntime.runMain`), logging at the settings' level
+ * (default `warn`) in their format.
  *
  * @since 0.1.0
  * @category Constructors
@@ -253,7 +300,10 @@ export const launch = (
   settings: Settings,
   demo: Demo
 ): Effect.Effect<never, ParleyServer.StartError | SocketServer.SocketServerError> =>
-  Layer.launch(layer(settings, demo)).pipe(Effect.provide(logger(settings.logFormat)))
+  Layer.launch(layer(settings, demo)).pipe(
+    Effect.provide(logger(settings.logFormat)),
+    Effect.provideService(References.MinimumLogLevel, minimumLevels[settings.logLevel ?? "warn"])
+  )
 
 /**
  * The request log's format.

@@ -15,3 +15,19 @@ describe("Serve.settingsFromEnv", () => {
       assert.strictEqual(accepts(" TRUE "), true)
     }))
 })
+
+describe("Serve.settingsFromEnv: PARLEY_LOG_LEVEL", () => {
+  it.effect("warn unless it names a level (in any case): the request log is behind info", () =>
+    Effect.sync(() => {
+      const level = (value: string | undefined) =>
+        Serve.settingsFromEnv({ PARLEY_LOG_LEVEL: value }, ".parley").logLevel
+      assert.strictEqual(level(undefined), "warn")
+      assert.strictEqual(level(""), "warn")
+      assert.strictEqual(level("verbose"), "warn")
+      assert.strictEqual(level("info"), "info")
+      assert.strictEqual(level(" INFO "), "info")
+      assert.strictEqual(level("debug"), "debug")
+      assert.strictEqual(level("error"), "error")
+      assert.deepStrictEqual(Serve.logLevels, ["error", "warn", "info", "debug"])
+    }))
+})

@@ -7,8 +7,22 @@ import * as Cards from "./cards.js"
 import type { Callback, Event, OpenCallback } from "./dom.js"
 import { $, button, subject, text } from "./dom.js"
 
+/** What this tab remembers (its session, its answers); the key is the browser's: entered once, not per tab. */
 const store = window.sessionStorage
-let key = store.getItem("parley.key") ?? ""
+const keys = window.localStorage
+
+/**
+ * The key of the link `npm start` prints (`/#key=…`): kept, then taken out of the address bar, so that it is neither
+ * bookmarked nor shared with the URL. A fragment never reaches the server: no request, no log line carries it.
+ */
+const fromLink = () => {
+  const given = new URLSearchParams(window.location.hash.slice(1)).get("key")
+  if (given === null || given.trim() === "") return
+  keys.setItem("parley.key", given.trim())
+  window.history.replaceState(null, "", window.location.pathname + window.location.search)
+}
+fromLink()
+let key = keys.getItem("parley.key") ?? ""
 const answeredHere = new Set<string>(JSON.parse(store.getItem("parley.answered") ?? "[]") as Array<string>)
 
 const request = async (method: string, path: string, body?: unknown) => {
@@ -257,7 +271,7 @@ const resolved = (event: Event) => {
 $("key-form").addEventListener("submit", (event) => {
   event.preventDefault()
   key = $<HTMLInputElement>("key-input").value.trim()
-  store.setItem("parley.key", key)
+  keys.setItem("parley.key", key)
   void start()
 })
 

@@ -4,7 +4,9 @@
  * disappears within a second, the page saying it was answered elsewhere; (5) keyboard only, with the agents list
  * answered late (no app before the key is entered, no "Start session" before the agents are listed); (3) a client
  * tool's form refuses an invalid value, shows the server's 422, then sends a valid result; a sign-in, Connect per
- * source; (4) a reload mid-turn shows every event once. Each test saves a screenshot under `test-output/app/`.
+ * source; (4) a reload mid-turn shows every event once; (6) the link `npm start` prints (`/#key=…`) opens the app
+ * without asking for the key, which a second tab does not ask for either. Each test saves a screenshot under
+ * `test-output/app/`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -131,6 +133,25 @@ describe("session app", { concurrent: false }, () => {
         )
         yield* promise(() => finalAnswer(page, "Deployed the api."))
         yield* App.screenshot(page, "2-answered-elsewhere")
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.live(
+    "(6) the link npm start prints (/#key=…) opens the app without asking, once per browser",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* App.start
+        const browser = yield* App.browser
+        const page = yield* promise(() => browser.newPage())
+        yield* promise(() => page.goto(`${url}/#key=${App.key}`))
+        yield* promise(() => page.getByRole("button", { name: "Start session" }).waitFor())
+        assert.isTrue(yield* promise(() => page.getByLabel("API key").isHidden()), "no key asked for")
+        assert.strictEqual(page.url(), `${url}/`, "the key taken out of the address bar")
+        const second = yield* promise(() => browser.newPage())
+        yield* promise(() => second.goto(url))
+        yield* promise(() => second.getByRole("button", { name: "Start session" }).waitFor())
+        assert.isTrue(yield* promise(() => second.getByLabel("API key").isHidden()), "a second tab: not asked again")
       }),
     { timeout: 120_000 }
   )

@@ -1,8 +1,9 @@
 /**
- * `parley answer <callback-id> allow | deny [--reason] | --result <json> | --connected <source> --denied <source>`:
- * the answer is built, then validated against the callback's kind and the JSON Schema of the answer it expects
- * (`OpenCallback.answerSchema`) before anything is sent. A mismatch prints the schema and the one reason, and exits 2.
- * With no verdict on a terminal, it asks.
+ * `parley answer <callback-id> allow [--arguments <json>] | deny [--reason] | --result <json> | --connected <source>
+ * --denied <source>`, with `--remember` (approvals) and `--label`: the answer is built, then validated against the
+ * callback's kind and the JSON Schema of the answer it expects (`OpenCallback.answerSchema`) before anything is sent.
+ * A mismatch prints the one reason and how to answer that kind, and exits 2; `--schema` prints the JSON Schema (and
+ * sends nothing). With no verdict on a terminal, it asks.
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Answer from "@parley/core/Answer"
@@ -20,15 +21,15 @@ import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Connection from "./connection.js"
-import { CliError } from "./connection.js"
+import { CliError } from "./errors.js"
 import * as Format from "./format.js"
 
 const usage = (message: string, hint?: string) => new CliError({ message, hint, exitCode: 2 })
 
-const parseJson = (text: string) =>
+const parseJson = (flag: string, text: string) =>
   Effect.try({
     try: (): unknown => JSON.parse(text),
-    catch: (error) => usage(`--result is not JSON: ${error instanceof Error ? error.message : String(error)}`)
+    catch: (error) => usage(`${flag} is not JSON: ${error instanceof Error ? error.message : String(error)}`)
   })
 
 const sources = (values: ReadonlyArray<string>) =>
@@ -45,6 +46,8 @@ const signInAnswer = (open: OpenCallback, connected: ReadonlyArray<string>, deni
 interface Given {
   readonly verdict: Option.Option<string>
   readonly reason: Option.Option<string>
+  readonly arguments: Option.Option<string>
+  readonly remember: Option.Option<Answer.Remember>
   readonly result: Option.Option<string>
   readonly failure: boolean
   readonly connected: ReadonlyArray<string>
@@ -64,18 +67,36 @@ const answerOf = (open: OpenCallback, given: Given): Effect.Effect<Answer.Answer
     if (kinds > 1) {
       return yield* usage("give one verdict: allow | deny, --result <json>, or --connected / --denied")
     }
-    if (Option.isSome(given.verdict)) {
-      switch (given.verdict.value) {
+    const verdict = Option.getOrUndefined(given.verdict)
+    if (Option.isSome(given.reason) && verdict !== "deny") return yield* usage("--reason goes with deny")
+    if (Option.isSome(given.arguments) && verdict !== "allow") {
+      return yield* usage("--arguments goes with allow: the call runs with the arguments given")
+    }
+    if (Option.isSome(given.remember) && verdict === undefined) {
+      return yield* usage("--remember goes with allow or deny: an approval's answer")
+    }
+    if (verdict !== undefined) {
+      // Only the fields given: an approval's `arguments`, even undefined, would be edited arguments.
+      const remember = Option.isSome(given.remember) ? { remember: given.remember.value } : {}
+      switch (verdict) {
         case "allow":
-          return new Answer.AllowApproval()
+          return new Answer.AllowApproval({
+            ...(Option.isSome(given.arguments)
+              ? { arguments: yield* parseJson("--arguments", given.arguments.value) }
+              : {}),
+            ...remember
+          })
         case "deny":
-          return new Answer.DenyApproval({ reason: Option.getOrUndefined(given.reason) })
+          return new Answer.DenyApproval({
+            ...(Option.isSome(given.reason) ? { reason: given.reason.value } : {}),
+            ...remember
+          })
         default:
-          return yield* usage(`unknown verdict "${given.verdict.value}": allow or deny`)
+          return yield* usage(`unknown verdict "${verdict}": allow or deny`)
       }
     }
     if (Option.isSome(given.result)) {
-      const result = yield* parseJson(given.result.value)
+      const result = yield* parseJson("--result", given.result.value)
       return new Answer.ClientToolResult({ isFailure: given.failure, result })
     }
     if (kinds === 1) return signInAnswer(open, connected, denied)
@@ -141,11 +162,27 @@ export const mismatch = (open: OpenCallback, answer: Answer.Answer): string | un
   return error === undefined ? "the answer does not match" : `${error.instancePath || "the answer"} ${error.message}`
 }
 
+/** How to answer a callback of this kind: the hint of a mismatch. */
+const howTo = (open: OpenCallback): string => {
+  const callback = open.callback
+  switch (callback._tag) {
+    case "OpenApproval":
+      return "answer an approval with allow [--arguments '<json>'] or deny [--reason …], and --remember to keep it"
+    case "OpenClientToolCall":
+      return `answer a client tool with --result '<json>', the result of ${callback.request.tool.id} (--failure: ` +
+        "a tool error)"
+    case "OpenSignIn":
+      return `answer a sign-in with --connected / --denied <source> (${subject(open)})`
+  }
+}
+
+const subject = (open: OpenCallback) => Format.subject(open.callback)
+
 const callbackId = Argument.String("callback-id").pipe(
-  Argument.withDescription("The callback's id (callbacks list).")
+  Argument.withDescription("The callback's id (cb_…, as callbacks list shows).")
 )
 const verdict = Argument.String("allow|deny").pipe(
-  Argument.withDescription("The verdict of an approval: allow or deny."),
+  Argument.withDescription("An approval's verdict: allow or deny."),
   Argument.optional
 )
 
@@ -153,8 +190,29 @@ export const command = Command.make("answer", {
   ...Connection.options,
   callbackId,
   verdict,
-  reason: Flag.String("reason").pipe(Flag.withDescription("Why it is denied (with deny)."), Flag.optional),
+  reason: Flag.String("reason").pipe(
+    Flag.withMetavar("TEXT"),
+    Flag.withDescription("With deny: why, as the model reads it."),
+    Flag.optional
+  ),
+  arguments: Flag.String("arguments").pipe(
+    Flag.withMetavar("JSON"),
+    Flag.withDescription(
+      "With allow: the call's arguments as you edited them, as JSON (checked against the tool's parameters); the " +
+        "call runs with them."
+    ),
+    Flag.optional
+  ),
+  remember: Flag.Literals("remember", Answer.Remember.literals).pipe(
+    Flag.withMetavar("SCOPE"),
+    Flag.withDescription(
+      "With allow or deny: answer later calls of the same tool so too, without asking: in this session, or in its " +
+        "whole tree (subagents included). parley grants list shows them."
+    ),
+    Flag.optional
+  ),
   result: Flag.String("result").pipe(
+    Flag.withMetavar("JSON"),
     Flag.withDescription("A client tool's result, as JSON (checked against the tool's success schema)."),
     Flag.optional
   ),
@@ -163,12 +221,25 @@ export const command = Command.make("answer", {
     Flag.withDefault(false)
   ),
   connected: Flag.String("connected").pipe(
-    Flag.withDescription("A sign-in's source to connect (repeat, or comma-separated)."),
+    Flag.withMetavar("SOURCE"),
+    Flag.withDescription("A sign-in's source to connect (repeat it, or separate with commas)."),
     Flag.atLeast(0)
   ),
   denied: Flag.String("denied").pipe(
-    Flag.withDescription("A sign-in's source to deny (repeat, or comma-separated)."),
+    Flag.withMetavar("SOURCE"),
+    Flag.withDescription("A sign-in's source to deny (repeat it, or separate with commas)."),
     Flag.atLeast(0)
+  ),
+  label: Flag.String("label").pipe(
+    Flag.withMetavar("WHO"),
+    Flag.withDescription(
+      "Who answers, recorded with the answer (a name, an e-mail address): the session app shows \"answered by WHO\"."
+    ),
+    Flag.optional
+  ),
+  schema: Flag.Boolean("schema").pipe(
+    Flag.withDescription("Print the JSON Schema of the answer the callback expects, and send nothing."),
+    Flag.withDefault(false)
   )
 }, (given) =>
   Effect.gen(function*() {
@@ -183,14 +254,36 @@ export const command = Command.make("answer", {
             exitCode: 1
           })
         }
+        if (given.schema) return yield* Console.log(JSON.stringify(open.answerSchema, null, 2))
         const answer = yield* answerOf(open, given)
         const reason = mismatch(open, answer)
         if (reason !== undefined) {
-          yield* Console.error(`the answer does not fit ${open.callback.kind} ${Format.subject(open.callback)}:`)
-          yield* Console.error(JSON.stringify(open.answerSchema, null, 2))
-          return yield* new CliError({ message: `nothing was sent: ${reason}`, exitCode: 2 })
+          return yield* new CliError({
+            message: `nothing was sent: ${reason}`,
+            hint: `${howTo(open)}; \`parley answer ${open.callback.id} --schema\` prints the answer it expects`,
+            exitCode: 2
+          })
         }
-        yield* Inbox.answer(open, answer).pipe(Effect.provideService(Transport, transport))
-        yield* Console.log(`answered ${open.callback.id} (${open.callback.kind} ${Format.subject(open.callback)})`)
+        yield* Inbox.answer(open, answer, { label: Option.getOrUndefined(given.label) }).pipe(
+          Effect.provideService(Transport, transport)
+        )
+        yield* Console.log(`answered ${open.callback.id} (${open.callback.kind} ${subject(open)})`)
       }))
-  })).pipe(Command.withDescription("Answer an open callback by id; checked against the answer it expects first."))
+  })).pipe(
+    Command.withDescription(
+      "Answer an open callback by id: an approval, a client tool's result, a sign-in. The answer is checked " +
+        "against the one the callback expects first: if it does not fit, nothing is sent."
+    ),
+    Command.withShortDescription("Answer an open callback by id."),
+    Command.withExamples([
+      { command: "parley answer cb_1a2b allow" },
+      { command: "parley answer cb_1a2b deny --reason \"not on a Friday\"" },
+      {
+        command: "parley answer cb_1a2b allow --arguments '{\"amount\":40}' --remember session --label alice",
+        description: "allow with edited arguments, and later calls of the tool in this session"
+      },
+      { command: "parley answer cb_3c4d --result '{\"city\":\"Lyon\"}'", description: "a client tool's result" },
+      { command: "parley answer cb_5e6f --connected gmail", description: "a sign-in" },
+      { command: "parley answer cb_1a2b --schema", description: "the JSON Schema of the answer it expects" }
+    ])
+  )

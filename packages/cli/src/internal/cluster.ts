@@ -15,7 +15,7 @@ import * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Schema from "effect/Schema"
 import * as Connection from "./connection.js"
-import { CliError } from "./connection.js"
+import { CliError, explain } from "./errors.js"
 import * as Format from "./format.js"
 
 const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`
@@ -38,7 +38,7 @@ const fetchStatus = (connection: Connection.Connection) =>
           exitCode: 1
         })
       }
-      return Connection.explain(connection)(Connection.transportError(error))
+      return explain(connection)(error)
     })
   )
 
@@ -73,12 +73,16 @@ const status = Command.make("status", {
         count(found.trees, "tree")
       } in memory`
     )
-  })).pipe(Command.withDescription("The cluster's runners, their shards, and the asked runner's trees."))
+  })).pipe(
+    Command.withDescription("The cluster's runners, their shards, and the asked runner's trees."),
+    Command.withExamples([{ command: "parley cluster status --url http://10.0.0.5:8787" }])
+  )
 
 /**
  * `parley cluster status`.
  */
 export const command = Command.make("cluster").pipe(
   Command.withDescription("See a cluster of `parley serve --cluster` servers."),
+  Command.withExamples([{ command: "parley cluster status" }]),
   Command.withSubcommands([status])
 )

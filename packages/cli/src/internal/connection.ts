@@ -1,7 +1,7 @@
 /**
  * Which server a command talks to and with which key (`--url` / `PARLEY_URL`, `--key` / `PARLEY_API_KEY`, else the
- * local server and the key `parley serve` keeps in `.parley/api-key`), the `Transport` to it, and the one-line errors
- * (each with the hint that fixes it) that every command fails with.
+ * local server and the key `parley serve` keeps in `.parley/api-key`), and the `Transport` and `ProtocolApi` client
+ * to it, their errors `explain`ed.
  */
 import type { SessionId } from "@parley/core/Ids"
 import { ProtocolApi } from "@parley/core/ProtocolApi"
@@ -10,12 +10,10 @@ import type * as TransportModule from "@parley/core/Transport"
 import { TurnEvent } from "@parley/core/TurnEvent"
 import * as HttpTransport from "@parley/transport-http/HttpTransport"
 import * as Flag from "effect/cli/Flag"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as HttpApiClient from "effect/http-api/HttpApiClient"
 import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
-import * as HttpClientError from "effect/http/HttpClientError"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -23,22 +21,18 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 import * as path from "node:path"
-
-/** A command's failure: one line, the hint that fixes it, and the exit code (1 failure, 2 usage or validation). */
-export class CliError extends Data.TaggedError("CliError")<{
-  readonly message: string
-  readonly hint?: string | undefined
-  readonly exitCode: 1 | 2
-}> {}
+import { CliError, explain } from "./errors.js"
 
 export const defaultUrl = "http://127.0.0.1:8787"
 
 export const options = {
   url: Flag.String("url").pipe(
+    Flag.withMetavar("URL"),
     Flag.withDescription(`The server's URL (default: PARLEY_URL, else ${defaultUrl}).`),
     Flag.optional
   ),
   key: Flag.Redacted("key").pipe(
+    Flag.withMetavar("KEY"),
     Flag.withDescription(
       "The API key (default: PARLEY_API_KEY, else the local key `parley serve` keeps in .parley/api-key)."
     ),
@@ -101,31 +95,6 @@ export const withTransport = <A, E>(
     Effect.mapError(explain(connection))
   )
 
-/**
- * Any error of a request, as the one line a person reads: an unreachable server names the URL and `parley serve`; a
- * refused key says where the key came from; the server's typed errors keep their message.
- */
-export const explain = (connection: Connection) => (error: unknown): CliError => {
-  if (error instanceof CliError) return error
-  const message = typeof error === "object" && error !== null && "message" in error ? String(error.message) : ""
-  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : ""
-  if (/Unauthorized|401|valid API key is required/.test(message)) {
-    return new CliError({
-      message: `the server at ${connection.url} refused the API key (from ${connection.keySource})`,
-      hint: "use the key the server printed at start (kept in its .parley/api-key), via --key or PARLEY_API_KEY",
-      exitCode: 1
-    })
-  }
-  if (tag === "TransportFailure" && /fetch failed|ECONNREFUSED|Transport error|RequestError/i.test(message)) {
-    return new CliError({
-      message: `cannot reach a Parley server at ${connection.url}`,
-      hint: "start one with `parley serve` (or `npm start`), or point --url / PARLEY_URL at yours",
-      exitCode: 1
-    })
-  }
-  return new CliError({ message: message === "" ? String(error) : message, exitCode: 1 })
-}
-
 const apiClient = (connection: Connection) =>
   HttpApiClient.make(ProtocolApi, {
     baseUrl: connection.url,
@@ -141,14 +110,8 @@ export const withApi = <A, E>(
 ): Effect.Effect<A, CliError> =>
   Effect.flatMap(apiClient(connection), use).pipe(
     Effect.provide(FetchHttpClient.layer),
-    Effect.mapError((error) => explain(connection)(transportError(error)))
+    Effect.mapError(explain(connection))
   )
-
-/** A request that never reached the server is a `TransportFailure` (as the transport reports it). */
-export const transportError = (error: unknown) =>
-  HttpClientError.isHttpClientError(error) && error.response === undefined
-    ? { _tag: "TransportFailure", message: `fetch failed: ${error.message}` }
-    : error
 
 const decodeEvent = Schema.decodeUnknownResult(Schema.fromJsonString(TurnEvent))
 
@@ -161,15 +124,13 @@ export const storedEvents = (connection: Connection, sessionId: SessionId, from:
       HttpClientRequest.bearerToken(connection.key)
     )
     const response = yield* client.execute(request).pipe(
-      Effect.mapError((cause) =>
-        explain(connection)({ _tag: "TransportFailure", message: `fetch failed: ${String(cause)}` })
-      )
+      Effect.mapError(explain(connection))
     )
     const text = yield* response.text.pipe(Effect.mapError(explain(connection)))
     if (response.status === 401) return yield* explain(connection)({ message: "Unauthorized" })
     if (response.status === 404) {
       return yield* new CliError({
-        message: `no session ${sessionId} (for this key)`,
+        message: `no session ${sessionId} for this key`,
         hint: "`parley sessions list` shows the sessions of this key",
         exitCode: 1
       })

@@ -1,6 +1,7 @@
 /**
  * How the commands print: aligned tables, short JSON, durations, one line per event; coloured on a terminal (unless
- * `NO_COLOR`), plain when piped (or `FORCE_COLOR` forces colours).
+ * `NO_COLOR`, or `TERM=dumb`), plain when piped (unless `FORCE_COLOR` forces colours): the rule of `effect/cli`'s
+ * `TerminalCapabilities`, which the help follows.
  */
 import type { Callback } from "@parley/core/Callback"
 import * as Principal from "@parley/core/Principal"
@@ -12,8 +13,10 @@ export const colours = (
   env: { readonly [name: string]: string | undefined } = process.env,
   isTTY = process.stdout.isTTY === true
 ): boolean => {
+  if (env.TERM === "dumb") return false
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false
-  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== "" && env.FORCE_COLOR !== "0") return true
+  const force = env.FORCE_COLOR?.toLowerCase()
+  if (force !== undefined && force !== "" && force !== "0" && force !== "false") return true
   return isTTY
 }
 

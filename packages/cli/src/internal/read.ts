@@ -15,12 +15,12 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Connection from "./connection.js"
-import { CliError } from "./connection.js"
+import { CliError } from "./errors.js"
 import * as Format from "./format.js"
 
 const sessionIdArg = Argument.String("session-id").pipe(
   Argument.withSchema(SessionId),
-  Argument.withDescription("A session's id (sessions list).")
+  Argument.withDescription("The session's id (ses_…, as sessions list shows).")
 )
 
 const list = Command.make("list", { ...Connection.options }, (given) =>
@@ -37,7 +37,11 @@ const list = Command.make("list", { ...Connection.options }, (given) =>
         DateTime.formatIso(session.createdAt)
       ])
     ))
-  })).pipe(Command.withDescription("The sessions of this key, newest first."))
+  })).pipe(
+    Command.withDescription("The sessions of this key, newest first: id, agent, parent session, creation time."),
+    Command.withShortDescription("The sessions of this key, newest first."),
+    Command.withExamples([{ command: "parley sessions list" }])
+  )
 
 interface TurnRow {
   readonly turnId: string
@@ -90,10 +94,15 @@ const show = Command.make(
         waiting.length === 0 ? "no open callbacks" : Format.callbackTable(waiting, Date.now())
       )
     })
-).pipe(Command.withDescription("A session: its turns and their states, and the callbacks its tree waits on."))
+).pipe(
+  Command.withDescription("A session: its turns and their states, and the callbacks its tree waits on."),
+  Command.withExamples([{ command: "parley sessions show ses_9f8e" }])
+)
 
 export const sessions = Command.make("sessions").pipe(
-  Command.withDescription("The sessions of this key."),
+  Command.withDescription("The sessions of this key: list them, or show one's turns and what it waits on."),
+  Command.withShortDescription("The sessions of this key."),
+  Command.withExamples([{ command: "parley sessions list" }, { command: "parley sessions show ses_9f8e" }]),
   Command.withSubcommands([list, show])
 )
 
@@ -103,11 +112,19 @@ const callbacksList = Command.make("list", {
   ...Connection.options,
   session: Flag.String("session").pipe(
     Flag.withSchema(SessionId),
-    Flag.withDescription("Only this session's callbacks."),
+    Flag.withMetavar("SESSION-ID"),
+    Flag.withDescription("Only this session's own callbacks (not its subagents')."),
     Flag.optional
   ),
-  kind: Flag.Literals("kind", Kind.literals).pipe(Flag.withDescription("Only this kind."), Flag.optional),
-  json: Flag.Boolean("json").pipe(Flag.withDescription("Print the OpenCallbacks as JSON."), Flag.withDefault(false))
+  kind: Flag.Literals("kind", Kind.literals).pipe(
+    Flag.withMetavar("KIND"),
+    Flag.withDescription("Only callbacks of this kind."),
+    Flag.optional
+  ),
+  json: Flag.Boolean("json").pipe(
+    Flag.withDescription("Print them as JSON: each callback and the JSON Schema of the answer it expects."),
+    Flag.withDefault(false)
+  )
 }, (given) =>
   Effect.gen(function*() {
     const connection = yield* Connection.resolve(given)
@@ -122,10 +139,22 @@ const callbacksList = Command.make("list", {
     yield* Console.log(
       Format.dim(`answer one: parley answer <ID> allow | deny | --result '<json>' | --connected <src>`)
     )
-  })).pipe(Command.withDescription("Everything that waits for an answer, across the sessions of this key."))
+  })).pipe(
+    Command.withDescription(
+      "Everything that waits for an answer, across the sessions of this key: approvals, client tools, sign-ins."
+    ),
+    Command.withShortDescription("Everything that waits for an answer."),
+    Command.withExamples([
+      { command: "parley callbacks list" },
+      { command: "parley callbacks list --kind approval --session ses_9f8e" },
+      { command: "parley callbacks list --json", description: "for a program: with each answer's JSON Schema" }
+    ])
+  )
 
 export const callbacks = Command.make("callbacks").pipe(
-  Command.withDescription("The callbacks open across sessions."),
+  Command.withDescription("The callbacks open across sessions: what waits for an answer (parley answer gives one)."),
+  Command.withShortDescription("The callbacks open across sessions."),
+  Command.withExamples([{ command: "parley callbacks list" }]),
   Command.withSubcommands([callbacksList])
 )
 
@@ -154,7 +183,8 @@ export const events = Command.make("events", {
   ...Connection.options,
   sessionId: sessionIdArg,
   from: Flag.Int("from").pipe(
-    Flag.withDescription("Start at this seq (the events before are skipped: resume where you stopped)."),
+    Flag.withMetavar("SEQ"),
+    Flag.withDescription("Start at this seq, skipping the events before: resume where you stopped (default: 0)."),
     Flag.withDefault(0)
   ),
   follow: Flag.Boolean("follow").pipe(
@@ -178,4 +208,10 @@ export const events = Command.make("events", {
     }
     yield* Connection.withTransport(connection, (transport) =>
       transport.events(given.sessionId, given.from).pipe(Stream.runForEach(print)))
-  })).pipe(Command.withDescription("A session's events, one line each: stored ones, or --follow them live."))
+  })).pipe(
+    Command.withDescription("A session's events, one line each: the stored ones, or --follow them live."),
+    Command.withExamples([
+      { command: "parley events ses_9f8e" },
+      { command: "parley events ses_9f8e --from 12 --follow", description: "from seq 12 on, live" }
+    ])
+  )
