@@ -52,7 +52,17 @@ const startServer = (env: { readonly [name: string]: string } = {}) =>
         })
         return child
       }),
-      (child) => Effect.sync(() => child.kill("SIGKILL"))
+      // Ctrl-C, which tsx passes on to the server it runs (a SIGKILL would stop tsx and leave the server running),
+      // then SIGKILL if it has not exited within 10 seconds.
+      (child) =>
+        Effect.suspend(() => {
+          if (child.exitCode !== null || child.signalCode !== null) return Effect.void
+          child.kill("SIGINT")
+          return Deferred.await(exited).pipe(
+            Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.sync(() => child.kill("SIGKILL")) }),
+            Effect.asVoid
+          )
+        })
     )
     const banner = yield* Deferred.await(ready).pipe(Effect.timeout("60 seconds"))
     const url = /session app: (http:\/\/127\.0\.0\.1:\d+)\//.exec(banner)?.[1] ?? ""
