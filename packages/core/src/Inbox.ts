@@ -24,20 +24,12 @@ import type { Answer } from "./Answer.js"
 import type { Callback } from "./Callback.js"
 import type { CallbackId } from "./Ids.js"
 import * as Ids from "./Ids.js"
-import type {
-  AnswerMismatch,
-  CallbackAlreadyAnswered,
-  InvalidId,
-  LimitExceeded,
-  SessionNotFound,
-  TransportFailure,
-  TurnNotFound
-} from "./ParleyError.js"
+import type { LimitExceeded, TransportFailure } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
 import { CallbackNotOpen } from "./ParleyError.js"
 import * as Principal from "./Principal.js"
 import type { ListOpenFilter, OpenCallback } from "./Transport.js"
-import type { Transport } from "./Transport.js"
+import type { AnswerError, Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
 import type { Service as TransportService } from "./Transport.js"
 import type { AnswerOptions } from "./Turn.js"
@@ -76,19 +68,7 @@ export const answer = (
   open: OpenCallback | Callback | CallbackId | string,
   answer: Answer,
   options?: AnswerOptions
-): Effect.Effect<
-  void,
-  | AnswerMismatch
-  | CallbackNotOpen
-  | CallbackAlreadyAnswered
-  | InvalidId
-  | SessionNotFound
-  | TurnNotFound
-  | TransportFailure
-  | LimitExceeded
-  | RuntimeMissing,
-  Transport
-> =>
+): Effect.Effect<void, AnswerError | RuntimeMissing, Transport> =>
   Effect.gen(function*() {
     const transport = yield* transportFor("Inbox", "answer")
     const callback = typeof open !== "string"

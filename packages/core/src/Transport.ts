@@ -167,6 +167,23 @@ export interface RevokeGrantRequest {
 }
 
 /**
+ * The errors an answer can meet: it does not fit (`AnswerMismatch`), the callback is not open or another answer won,
+ * a malformed id, an unknown session or turn, or the transport's own (`TransportFailure`, `LimitExceeded`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type AnswerError =
+  | AnswerMismatch
+  | CallbackNotOpen
+  | CallbackAlreadyAnswered
+  | InvalidId
+  | SessionNotFound
+  | TurnNotFound
+  | TransportFailure
+  | LimitExceeded
+
+/**
  * @since 0.1.0
  * @category Models
  */
@@ -221,19 +238,7 @@ export interface Service {
    * `requestId` (see `AnswerRequest`) the winner's retries succeed too. A malformed request id fails with `InvalidId`,
    * and nothing is sent.
    */
-  readonly answer: (
-    request: AnswerRequest
-  ) => Effect.Effect<
-    void,
-    | AnswerMismatch
-    | CallbackNotOpen
-    | CallbackAlreadyAnswered
-    | InvalidId
-    | SessionNotFound
-    | TurnNotFound
-    | TransportFailure
-    | LimitExceeded
-  >
+  readonly answer: (request: AnswerRequest) => Effect.Effect<void, AnswerError>
   /**
    * The grants in force for the session (`ApprovalGranted` not revoked): its own and its tree's; for a root session,
    * every grant of its tree.

@@ -38,18 +38,11 @@ import type { Callback } from "./Callback.js"
 import type * as CallbackHandler from "./CallbackHandler.js"
 import type { CallbackId, SessionId, TurnId } from "./Ids.js"
 import * as internal from "./internal/turnResult.js"
-import type {
-  AnswerMismatch,
-  CallbackAlreadyAnswered,
-  CallbackNotOpen,
-  InvalidId,
-  SessionNotFound,
-  TurnNotFound
-} from "./ParleyError.js"
+import type { AnswerMismatch, SessionNotFound, TurnNotFound } from "./ParleyError.js"
 import type { RuntimeMissing } from "./ParleyError.js"
 import type { HandlerFailed, LimitExceeded, TransportFailure } from "./ParleyError.js"
 import * as Principal from "./Principal.js"
-import type { Transport } from "./Transport.js"
+import type { AnswerError, Transport } from "./Transport.js"
 import { transportFor } from "./Transport.js"
 import type { TurnEvent } from "./TurnEvent.js"
 import type { Blocked, TurnState } from "./TurnState.js"
@@ -143,19 +136,7 @@ export const answer = (
   callbackId: CallbackId,
   answer: Answer,
   options?: AnswerOptions
-): Effect.Effect<
-  void,
-  | AnswerMismatch
-  | CallbackNotOpen
-  | CallbackAlreadyAnswered
-  | InvalidId
-  | SessionNotFound
-  | TurnNotFound
-  | TransportFailure
-  | LimitExceeded
-  | RuntimeMissing,
-  Transport
-> =>
+): Effect.Effect<void, AnswerError | RuntimeMissing, Transport> =>
   Effect.flatMap(
     transportFor("Turn", "answer"),
     (transport) =>

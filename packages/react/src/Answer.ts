@@ -32,18 +32,8 @@
  */
 import type * as CoreAnswer from "@parley/core/Answer"
 import type { Callback } from "@parley/core/Callback"
-import type {
-  AnswerMismatch,
-  CallbackAlreadyAnswered,
-  CallbackNotOpen,
-  InvalidId,
-  LimitExceeded,
-  SessionNotFound,
-  TransportFailure,
-  TurnNotFound
-} from "@parley/core/ParleyError"
 import * as Principal from "@parley/core/Principal"
-import type { OpenCallback } from "@parley/core/Transport"
+import type { AnswerError as TransportAnswerError, OpenCallback } from "@parley/core/Transport"
 import { Transport } from "@parley/core/Transport"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -56,15 +46,7 @@ import * as ParleyClient from "./ParleyClient.js"
  * @since 0.1.0
  * @category Models
  */
-export type AnswerError =
-  | AnswerMismatch
-  | CallbackNotOpen
-  | CallbackAlreadyAnswered
-  | InvalidId
-  | SessionNotFound
-  | TurnNotFound
-  | TransportFailure
-  | LimitExceeded
+export type AnswerError = TransportAnswerError
 
 /**
  * @since 0.1.0
