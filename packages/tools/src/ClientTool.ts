@@ -54,6 +54,7 @@ import type * as Answer from "@parley/core/Answer"
 import type * as Callback from "@parley/core/Callback"
 import type { AnswerMismatch, InvalidId } from "@parley/core/ParleyError"
 import type * as ToolSpec from "@parley/core/ToolSpec"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { Pipeable } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
@@ -61,18 +62,6 @@ import type * as Schema from "effect/Schema"
 import * as InternalDecoding from "./internal/decoding.js"
 import * as InternalJsonSchema from "./internal/jsonSchema.js"
 import * as InternalMake from "./internal/make.js"
-import type {
-  ClientToolHandler,
-  Handler,
-  ParametersInput,
-  ParametersOf,
-  ParametersSchema,
-  ResultSchema,
-  RunFunction,
-  RunResult,
-  ToolAnswer
-} from "./internal/models.js"
-import type { NotThisTool } from "./internal/notThisTool.js"
 import * as InternalRun from "./internal/run.js"
 import type * as ToolAnnotations from "./ToolAnnotations.js"
 
@@ -90,13 +79,106 @@ export const TypeId: unique symbol = InternalMake.TypeId
  */
 export type TypeId = typeof TypeId
 
+// ===== The schemas of a tool and the code that answers its calls =====
+
 /**
- * The schemas of a tool (`ParametersSchema`, `ResultSchema`, `ParametersInput`, `ParametersOf`) and the code that
- * answers its calls (`HandlerResult`, `Handler`, `RunResult`, `RunFunction`, `ToolAnswer`, `ClientToolHandler`).
+ * The schema of a tool's parameters: decoded and encoded, an object, and needing no services. A `Schema.Struct`
+ * (or a `Schema.Class`) fits.
  *
  * @since 0.1.0
+ * @category Models
  */
-export * from "./internal/models.js"
+export interface ParametersSchema extends Schema.Codec<object, object> {}
+
+/**
+ * The schema of a tool's success value or typed failure: a schema that needs no services.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ResultSchema extends Schema.Codec<unknown, unknown> {}
+
+/**
+ * What `make` accepts as `parameters`: the fields of a `Schema.Struct` (`{ precision: Schema.String }`), or a
+ * schema whose decoded and encoded types are objects (`Schema.Struct(...)`, a `Schema.Class`).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type ParametersInput = Schema.Struct.Fields | ParametersSchema
+
+/**
+ * The parameters schema `make` builds from its input: the schema itself, or `Schema.Struct(fields)`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type ParametersOf<P extends ParametersInput> = P extends ParametersSchema ? P
+  : P extends Schema.Struct.Fields ? Schema.Struct<P> extends ParametersSchema ? Schema.Struct<P> : never
+  : never
+
+/**
+ * What a tool's code returns: the success value (decoded side), `KeepCallbackOpen` to leave the call to someone
+ * else, or an `Effect` of either whose typed failure is the tool's failure.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type HandlerResult<S, F, R = never> = S | KeepCallbackOpen | Effect.Effect<S | KeepCallbackOpen, F, R>
+
+/**
+ * A tool's code: the decoded parameters (and the callback, for its ids) in, a `HandlerResult` out.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type Handler<P, S, F, R = never> = (
+  params: P,
+  callback: Callback.OpenClientToolCall
+) => HandlerResult<S, F, R>
+
+/**
+ * What `run` succeeds with for a function whose results are `Out`: the `ClientToolResult` to send, and
+ * `KeepCallbackOpen` only when the function can return it (a function that never does gives an answer
+ * `Turn.answer` takes as it is).
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type RunResult<Out> = Answer.ClientToolResult | (KeepCallbackOpen extends Out ? KeepCallbackOpen : never)
+
+/**
+ * The function `run` takes: like `Handler`, with its result type `Out` kept so that `RunResult` can tell whether
+ * it may keep the callback open.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type RunFunction<P, Out, F, R = never> = (
+  params: P,
+  callback: Callback.OpenClientToolCall
+) => Out | Effect.Effect<Out, F, R>
+
+/**
+ * How one tool's calls are answered: made by `tool.answer(fn)`, combined by `ClientTool.answers`.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ToolAnswer {
+  readonly tool: Any
+  readonly handle: (callback: Callback.OpenClientToolCall) => Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen>
+}
+
+/**
+ * A `clientTool` handler: it fits the `clientTool` slot of a `CallbackHandler.Handlers` record.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export type ClientToolHandler = (
+  callback: Callback.OpenClientToolCall
+) => Effect.Effect<Answer.ClientToolResult | KeepCallbackOpen>
 
 /**
  * A client tool: a name, a description, Effect Schemas for its parameters, success value and failure, and hints.
@@ -179,12 +261,34 @@ export type Success<T extends Any> = Schema.Schema.Type<T["success"]>
  */
 export type Failure<T extends Any> = Schema.Schema.Type<T["failure"]>
 
+// ===== The error of run given a callback that is not a call of its tool =====
+
 /**
- * The error of `run` given a callback that is not a call of its tool (`NotThisTool`).
+ * `run` was given a callback that is not a call of its tool: an approval, a sign-in, or a call of another client
+ * tool. Nothing ran. A program answering every callback by id catches it to leave the callback open for another
+ * client (`Effect.catchTag("NotThisTool", () => Effect.void)`) or to try another tool.
  *
  * @since 0.1.0
+ * @category Errors
  */
-export * from "./internal/notThisTool.js"
+export class NotThisTool extends Data.TaggedError("NotThisTool")<{
+  /** The id of the tool `run` was called on (`client.<name>`). */
+  readonly toolId: string
+  /** The callback it was given. */
+  readonly callback: Callback.Callback
+}> {
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    const what = this.callback._tag === "OpenClientToolCall"
+      ? `a call of ${this.callback.request.tool.id}`
+      : this.callback.kind === "approval"
+      ? "an approval"
+      : "a sign-in"
+    return `callback ${this.callback.id} is ${what}, not a call of ${this.toolId}`
+  }
+}
 
 // ===== Guards =====
 

@@ -8,8 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { Any, ClientToolHandler, Handler, HandlerResult, RunResult, ToolAnswer } from "../ClientTool.js"
+import { NotThisTool } from "../ClientTool.js"
 import { decodeArguments, describe } from "./decoding.js"
-import { NotThisTool } from "./notThisTool.js"
 
 const keep = new Answer.KeepCallbackOpen()
 
