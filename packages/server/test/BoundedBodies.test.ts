@@ -97,12 +97,23 @@ describe("bounded request bodies", () => {
         assert.isAtMost(refusal.issues[0].path.length, 8, "the path is cut short")
         assert.isBelow(reply.text.length, 1_000)
       }
+      // The path names the keys (unescaped) and indices that lead to the level past the limit.
+      const located = yield* request(answer, {
+        method: "POST",
+        key: keys.alice,
+        raw: `{"_tag":"ClientToolResult","isFailure":true,"result":{"skip":[[1]],"a\\"b":[1,{"c":2},${nested(80)}]}}`
+      })
+      assert.strictEqual(located.status, 400, located.text)
+      assert.deepStrictEqual(
+        (located.json as { issues: Array<{ path: Array<string | number> }> }).issues[0].path,
+        ["result", "a\"b", 2, 0, 0, 0, 0, 0]
+      )
       assert.deepStrictEqual(yield* storedLog(base, keys.alice, sessionId), before)
-      // A result well inside the limit is the call's answer.
+      // A result well inside the limit is the call's answer, however many brackets its strings hold.
       const accepted = yield* request(answer, {
         method: "POST",
         key: keys.alice,
-        raw: `{"_tag":"ClientToolResult","isFailure":true,"result":${nested(60)}}`
+        raw: `{"_tag":"ClientToolResult","isFailure":true,"result":[${nested(60)},"${"[".repeat(5_000)}\\"{{"]}`
       })
       assert.strictEqual(accepted.status, 204, accepted.text)
     }))

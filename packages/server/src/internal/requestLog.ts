@@ -46,25 +46,67 @@ const refused = (issue: { readonly path: ReadonlyArray<string | number>; readonl
 const mediaType = (header: string) => (header.split(";")[0] ?? "").trim().toLowerCase()
 
 /**
- * Where a JSON value nests deeper than `maxDepth` (its first `maxPath` keys), walked without recursion: a hostile
- * value is measured before anything recursive (Schema's decoding) sees it.
+ * Where a JSON text nests deeper than `maxDepth`: the path (its first `maxPath` keys and indices) to the first value
+ * that opens a level past it, or `undefined`. Read from the text in one pass, before anything parses it: `JSON.parse`
+ * of a hostile body nested thousands deep costs a hundred times its length (1.3 ms for 10 KB nested 5,000 deep,
+ * 9 µs for 10 KB of a string), and Schema's decoding is recursive. Brackets inside strings are skipped with them; a
+ * text that is not JSON is left to the parse that follows.
  */
-const tooDeep = (value: unknown, maxDepth: number): ReadonlyArray<string | number> | undefined => {
-  const stack: Array<
-    { readonly value: unknown; readonly depth: number; readonly path: ReadonlyArray<string | number> }
-  > = [{ value, depth: 0, path: [] }]
-  while (stack.length > 0) {
-    const { depth, path, value: node } = stack.pop()!
-    if (node === null || typeof node !== "object") continue
-    if (depth >= maxDepth) return path
-    const entries: Array<readonly [string | number, unknown]> = Array.isArray(node)
-      ? node.map((item, index) => [index, item] as const)
-      : Object.entries(node)
-    for (const [key, item] of entries) {
-      stack.push({ value: item, depth: depth + 1, path: path.length < maxPath ? [...path, key] : path })
+const tooDeep = (text: string, maxDepth: number): ReadonlyArray<string | number> | undefined => {
+  /** The key or index of the value being read in each of the first `maxPath` open containers. */
+  const path: Array<string | number> = []
+  const inArray: Array<boolean> = []
+  let depth = 0
+  let lastString = ""
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i)
+    if (char === QUOTE) {
+      const start = i + 1
+      let escaped = false
+      for (i = start; i < text.length; i++) {
+        const inner = text.charCodeAt(i)
+        if (inner === QUOTE) break
+        if (inner === BACKSLASH) {
+          escaped = true
+          i++
+        }
+      }
+      // Only a key of the first levels is ever named.
+      if (depth > 0 && depth <= maxPath && !inArray[depth - 1]) lastString = keyOf(text.slice(start, i), escaped)
+    } else if (char === OPEN_OBJECT || char === OPEN_ARRAY) {
+      if (depth >= maxDepth) return path.slice(0, Math.min(depth, maxPath))
+      if (depth < maxPath) {
+        inArray[depth] = char === OPEN_ARRAY
+        path[depth] = 0
+      }
+      depth++
+    } else if (char === CLOSE_OBJECT || char === CLOSE_ARRAY) {
+      if (depth > 0) depth--
+    } else if (depth > 0 && depth <= maxPath) {
+      if (char === COLON && !inArray[depth - 1]) path[depth - 1] = lastString
+      else if (char === COMMA && inArray[depth - 1]) path[depth - 1] = (path[depth - 1] as number) + 1
     }
   }
   return undefined
+}
+
+const QUOTE = 34
+const BACKSLASH = 92
+const OPEN_OBJECT = 123
+const CLOSE_OBJECT = 125
+const OPEN_ARRAY = 91
+const CLOSE_ARRAY = 93
+const COLON = 58
+const COMMA = 44
+
+/** A key as written between its quotes, unescaped when it has escapes (as written when they are not JSON's). */
+const keyOf = (raw: string, escaped: boolean): string => {
+  if (!escaped) return raw
+  try {
+    return JSON.parse(`"${raw}"`) as string
+  } catch {
+    return raw
+  }
 }
 
 /** How much of the path to a too-deep value a refusal names. */
@@ -87,13 +129,17 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, limits: Limits)
       })
     }
     if (text.success.length === 0) return undefined
+    const path = tooDeep(text.success, limits.maxJsonDepth)
+    if (path !== undefined) {
+      return refused({
+        path: path.map((key) => (typeof key === "string" && key.length > 100 ? `${key.slice(0, 99)}…` : key)),
+        message: `the body nests deeper than the server accepts (${limits.maxJsonDepth} levels)`
+      })
+    }
     const parsed = yield* Effect.result(Effect.try(() => JSON.parse(text.success) as unknown))
-    if (Result.isFailure(parsed)) return refused({ path: [], message: "the request body could not be read as JSON" })
-    const path = tooDeep(parsed.success, limits.maxJsonDepth)
-    return path === undefined ? undefined : refused({
-      path: path.map((key) => (typeof key === "string" && key.length > 100 ? `${key.slice(0, 99)}…` : key)),
-      message: `the body nests deeper than the server accepts (${limits.maxJsonDepth} levels)`
-    })
+    return Result.isFailure(parsed)
+      ? refused({ path: [], message: "the request body could not be read as JSON" })
+      : undefined
   })
 
 /** The limits of a request's body. */
