@@ -20,7 +20,17 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 // A cycle (Answer's validation fails with `AnswerMismatch`), read lazily: only `Schema.suspend` touches it.
 import { Answer } from "./Answer.js"
-import { common, suffix, where } from "./internal/errorFields.js"
+
+/** The fields and message helpers every Parley error shares. */
+const common = {
+  module: Schema.String,
+  method: Schema.String,
+  description: Schema.optional(Schema.String),
+  cause: Schema.optional(Schema.Defect())
+}
+
+const where = (error: { readonly module: string; readonly method: string }) => `${error.module}.${error.method}`
+const suffix = (description: string | undefined) => (description === undefined ? "" : `: ${description}`)
 
 // =============================================================================
 // The brand every Parley error carries

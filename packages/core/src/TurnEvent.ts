@@ -28,10 +28,17 @@ import * as Schema from "effect/Schema"
 import { Answer, Remember } from "./Answer.js"
 import { Callback } from "./Callback.js"
 import { CallbackId, RequestId, SessionId, ToolId, TurnId } from "./Ids.js"
-import { common } from "./internal/eventFields.js"
 import { NonNegativeInt, withDefault } from "./internal/schemaFields.js"
 import { Principal } from "./Principal.js"
 import { Final } from "./TurnState.js"
+
+/** The fields every event carries. */
+const common = {
+  sessionId: SessionId,
+  turnId: TurnId,
+  seq: NonNegativeInt,
+  at: Schema.DateTimeUtcFromString
+}
 
 // =============================================================================
 // The version of the event schemas and the upcasting path
