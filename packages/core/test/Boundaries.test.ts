@@ -9,9 +9,13 @@ const srcDir = path.join(import.meta.dirname, "..", "src")
 
 describe("@parley/core's boundary", () => {
   it("exports no TreeState and no snapshot codec", () => {
-    for (const name of ["TreeState", "Snapshot", "SessionStore", "StoreError"]) assert.notProperty(Core, name)
+    for (const name of ["TreeState", "Snapshot", "SnapshotCodec", "SessionStore", "StoreError"]) {
+      assert.notProperty(Core, name)
+    }
     for (const [name, module] of Object.entries(Core)) {
-      for (const codec of ["encodeSnapshot", "decodeSnapshot", "snapshotVersion", "evolve", "fold"]) {
+      for (
+        const codec of ["encodeSnapshot", "decodeSnapshot", "snapshotVersion", "encode", "decode", "evolve", "fold"]
+      ) {
         assert.notProperty(module, codec, `${name}.${codec}`)
       }
     }

@@ -1,5 +1,5 @@
 /**
- * Snapshots of trees' projections: `save` keeps the latest snapshot of a tree (`Snapshot.encodeSnapshot`, taken at a
+ * Snapshots of trees' projections: `save` keeps the latest snapshot of a tree (`SnapshotCodec.encode`, taken at a
  * `seq`), never an older one; `load` returns it, so a long tree is loaded from it and the events after it. A snapshot
  * is a cache of the log's fold, never the truth: a driver may drop it.
  *
@@ -26,7 +26,7 @@ import type { StoreError } from "./StoreError.js"
 
 /**
  * A snapshot of a tree's projection, as a driver keeps it: the state after the events before `seq`, as JSON text
- * (`Snapshot.encodeSnapshot`), and the layout it was written with (`Snapshot.snapshotVersion`).
+ * (`SnapshotCodec.encode`), and the layout it was written with (`SnapshotCodec.version`).
  *
  * @since 0.1.0
  * @category Models

@@ -30,12 +30,12 @@ export * as Secrets from "./Secrets.js"
 export * as SessionStore from "./SessionStore.js"
 
 /**
- * A snapshot of a tree's projection as JSON text (`encodeSnapshot` / `decodeSnapshot`, `snapshotVersion`): the
+ * A snapshot of a tree's projection as JSON text (`encode` / `decode`, `version`): the
  * engine's storage format, loaded with the events after it.
  *
  * @since 0.1.0
  */
-export * as Snapshot from "./Snapshot.js"
+export * as SnapshotCodec from "./SnapshotCodec.js"
 
 /**
  * Snapshots of trees' projections: the latest per tree (`save`, `load`), a cache of the log's fold.

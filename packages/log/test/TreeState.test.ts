@@ -10,7 +10,7 @@ import {
   TurnEvent,
   TurnState
 } from "@parley/core"
-import { Snapshot, TreeState } from "@parley/log"
+import { SnapshotCodec, TreeState } from "@parley/log"
 import { Arbitrary, DateTime, HashMap, Result, Schema } from "effect"
 
 // Snapshots of the projection: a state encoded to JSON and decoded back is the same state, and folding the rest of a
@@ -333,9 +333,9 @@ const queries = (state: TreeState.TreeState) => ({
 })
 
 const roundTrip = (state: TreeState.TreeState): TreeState.TreeState => {
-  const json = Snapshot.encodeSnapshot(state)
+  const json = SnapshotCodec.encode(state)
   if (Result.isFailure(json)) return assert.fail(`the state does not encode: ${json.failure.message}`)
-  const decoded = Snapshot.decodeSnapshot(json.success)
+  const decoded = SnapshotCodec.decode(json.success)
   if (Result.isFailure(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.failure.message}`)
   return decoded.success
 }
@@ -540,9 +540,9 @@ describe("TreeState snapshots", () => {
   })
 
   it("the encoded form: HashMaps as [key, value] entries, fields left undefined left out", () => {
-    const json = Snapshot.encodeSnapshot(TreeState.fold(header, log.slice(0, 1)))
+    const json = SnapshotCodec.encode(TreeState.fold(header, log.slice(0, 1)))
     if (Result.isFailure(json)) return assert.fail(json.failure.message)
-    const encoded = JSON.parse(json.success) as Snapshot.TreeStateEncoded
+    const encoded = JSON.parse(json.success) as SnapshotCodec.TreeStateEncoded
     assert.strictEqual(encoded.nextSeq, 1)
     assert.deepStrictEqual(encoded.sessions.map(([id]) => id), [root])
     assert.deepStrictEqual(encoded.turns.map(([id]) => id), [turn1])
@@ -579,13 +579,13 @@ describe("TreeState snapshots", () => {
   })
 
   it("a snapshot that is not a state does not decode", () => {
-    assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot("not json")))
-    assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot(JSON.stringify({ treeId: root, nextSeq: 3 }))))
-    const json = Snapshot.encodeSnapshot(TreeState.fold(header, log))
+    assert.isTrue(Result.isFailure(SnapshotCodec.decode("not json")))
+    assert.isTrue(Result.isFailure(SnapshotCodec.decode(JSON.stringify({ treeId: root, nextSeq: 3 }))))
+    const json = SnapshotCodec.encode(TreeState.fold(header, log))
     if (Result.isFailure(json)) return assert.fail(json.failure.message)
     const broken = json.success.replace(/"status":"running"/, "\"status\":\"paused\"")
     assert.notStrictEqual(broken, json.success)
-    assert.isTrue(Result.isFailure(Snapshot.decodeSnapshot(broken)))
+    assert.isTrue(Result.isFailure(SnapshotCodec.decode(broken)))
   })
 
   it.prop(

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnState } from "@parley/core"
 import { Agent, Answer, Permissions, Session, ToolSpec, Turn } from "@parley/core"
-import { Snapshot, TreeState } from "@parley/log"
+import { SnapshotCodec, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import { Duration, Effect, Layer, Logger, Option } from "effect"
@@ -169,7 +169,7 @@ describe("Snapshots", () => {
       // Six greetings of 5 events, then the question: the snapshots follow the log 10 events at a time at least.
       assert.isAbove(length, 30)
       const snapshot = yield* snapshotAt(memory, blocked, length - 10)
-      assert.strictEqual(snapshot.version, Snapshot.snapshotVersion)
+      assert.strictEqual(snapshot.version, SnapshotCodec.version)
       const { reads, store } = counting(memory)
       const final = yield* answerInB(store, blocked, 10)
       assert.strictEqual(stateAs(final, "Completed").text, EXPECTED)
@@ -183,7 +183,7 @@ describe("Snapshots", () => {
       const store = yield* SessionStore.makeMemory
       const { blocked, length } = yield* runUntilBlocked(store, 3, 1)
       const snapshot = yield* snapshotAt(store, blocked, length)
-      const restored = Snapshot.decodeSnapshot(snapshot.state)
+      const restored = SnapshotCodec.decode(snapshot.state)
       assert.isTrue(restored._tag === "Success")
       const header = Option.getOrThrow(yield* store.eventLog.getTree(blocked.sessionId))
       const folded = TreeState.fold(header, yield* store.eventLog.read(blocked.sessionId, 0))

@@ -11,7 +11,7 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { AgentSpec, Ids, Transport, TurnEvent, TurnState } from "@parley/core"
-import { Snapshot, TreeState } from "@parley/log"
+import { SnapshotCodec, TreeState } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
@@ -115,10 +115,10 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     const foldAll = performance.now() - foldStart
     const prefix = TreeState.fold(header, events.slice(0, length - behind))
     const encodeStart = performance.now()
-    const json = Result.getOrThrow(Snapshot.encodeSnapshot(prefix))
+    const json = Result.getOrThrow(SnapshotCodec.encode(prefix))
     const encode = performance.now() - encodeStart
     const decodeStart = performance.now()
-    const decoded = Result.getOrThrow(Snapshot.decodeSnapshot(json))
+    const decoded = Result.getOrThrow(SnapshotCodec.decode(json))
     const decode = performance.now() - decodeStart
     const [readRest, rest] = yield* time(store.eventLog.read(treeId, decoded.nextSeq))
     if (TreeState.foldFrom(decoded, rest).nextSeq !== whole.nextSeq) throw new Error("the snapshot does not fold on")
@@ -126,7 +126,7 @@ const bench = (name: string, layer: Layer.Layer<SessionStore.SessionStore, unkno
     // A fresh engine's load, without and with the snapshot.
     const replayed = yield* engineLoad(store)
     const [save] = yield* time(
-      store.snapshots.save(treeId, { seq: prefix.nextSeq, version: Snapshot.snapshotVersion, state: json })
+      store.snapshots.save(treeId, { seq: prefix.nextSeq, version: SnapshotCodec.version, state: json })
     )
     const fromSnapshot = yield* engineLoad(store)
 

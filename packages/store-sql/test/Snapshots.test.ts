@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TurnState } from "@parley/core"
 import { Agent, Answer, Session, Turn } from "@parley/core"
-import { Snapshot } from "@parley/log"
+import { SnapshotCodec } from "@parley/log"
 import { Connectors, LocalTransport, Models, RuntimeTools, SessionStore } from "@parley/runtime"
 import { SqlStore } from "@parley/store-sql"
 import { ScriptedModel } from "@parley/testing"
@@ -100,7 +100,7 @@ describe("Snapshots on SQLite", () => {
         }).pipe(
           Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.fail(new Error("no recent snapshot")) })
         )
-        assert.strictEqual(snapshot.version, Snapshot.snapshotVersion)
+        assert.strictEqual(snapshot.version, SnapshotCodec.version)
 
         // Engine B, over another store on the same file, counting what it reads.
         const storeB = yield* open

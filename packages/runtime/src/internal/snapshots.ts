@@ -5,7 +5,7 @@
  * not fit the tree) is ignored with a warning and the log replayed from `seq` 0; a failed save is only logged.
  */
 import type * as SessionStore from "@parley/log/SessionStore"
-import * as Snapshot from "@parley/log/Snapshot"
+import * as SnapshotCodec from "@parley/log/SnapshotCodec"
 import * as TreeState from "@parley/log/TreeState"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -26,12 +26,12 @@ const usable = (
   tree: SessionStore.StoredTree,
   snapshot: SessionStore.Snapshot
 ): Result.Result<TreeState.TreeState, string> => {
-  if (snapshot.version !== Snapshot.snapshotVersion) {
-    return Result.fail(`it has version ${snapshot.version}, this engine reads version ${Snapshot.snapshotVersion}`)
+  if (snapshot.version !== SnapshotCodec.version) {
+    return Result.fail(`it has version ${snapshot.version}, this engine reads version ${SnapshotCodec.version}`)
   }
   return Result.flatMap(
     Result.mapError(
-      Snapshot.decodeSnapshot(snapshot.state),
+      SnapshotCodec.decode(snapshot.state),
       (error) => `it does not decode: ${error.message}`
     ),
     (state) =>
@@ -75,7 +75,7 @@ export const restore = (
 /** Saves a snapshot of `state`; a failure is logged, never raised. */
 export const save = (store: SessionStore.Services, state: TreeState.TreeState): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const json = Snapshot.encodeSnapshot(state)
+    const json = SnapshotCodec.encode(state)
     if (Result.isFailure(json)) {
       return Effect.logWarning(
         `the state of tree ${state.treeId} at seq ${state.nextSeq} does not encode: no snapshot`,
@@ -84,7 +84,7 @@ export const save = (store: SessionStore.Services, state: TreeState.TreeState): 
     }
     return store.snapshots.save(state.treeId, {
       seq: state.nextSeq,
-      version: Snapshot.snapshotVersion,
+      version: SnapshotCodec.version,
       state: json.success
     })
   }).pipe(

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { AgentSpec, Ids, TurnEvent } from "@parley/core"
 import { Answer, ParleyError } from "@parley/core"
-import { Snapshot, TreeState } from "@parley/log"
+import { SnapshotCodec, TreeState } from "@parley/log"
 import { Ajv } from "ajv"
 import { Arbitrary, DateTime, Duration, HashMap, Result, Schema } from "effect"
 import type { Command, Decision } from "../../src/internal/decide.js"
@@ -454,9 +454,9 @@ export const fitsAnswerSchema = (
 ): boolean => ajv.validate(TreeState.answerSchema(state, callback), encodeAnswer(value))
 
 const roundTrip = (state: TreeState.TreeState): TreeState.TreeState => {
-  const json = Snapshot.encodeSnapshot(state)
+  const json = SnapshotCodec.encode(state)
   if (Result.isFailure(json)) return assert.fail(`the state does not encode: ${json.failure.message}`)
-  const decoded = Snapshot.decodeSnapshot(json.success)
+  const decoded = SnapshotCodec.decode(json.success)
   if (Result.isFailure(decoded)) return assert.fail(`the snapshot does not decode: ${decoded.failure.message}`)
   return decoded.success
 }

@@ -94,7 +94,7 @@ const addLeases = Effect.gen(function*() {
 const addSnapshots = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
 
-  // The latest snapshot of each tree's projection: the state (JSON, `Snapshot.encodeSnapshot`) after the events
+  // The latest snapshot of each tree's projection: the state (JSON, `SnapshotCodec.encode`) after the events
   // before `seq`, and the layout `version` it was written with. A cache of the log's fold, never the truth.
   yield* sql`CREATE TABLE parley_snapshots (
     tree_id TEXT PRIMARY KEY,

@@ -5,7 +5,7 @@
  * After every scenario that succeeds, the oracle checks the projection: for each tree the scenario created, the
  * transport's log folded with `TreeState.fold` must agree with what the transport reports of every turn in it (open
  * callbacks, state, cursors) and of every session (its parent). It also checks snapshots of the projection: the fold
- * encoded and decoded (`Snapshot.encodeSnapshot` / `decodeSnapshot`) is the same state, and so is the fold of the
+ * encoded and decoded (`SnapshotCodec.encode` / `decode`) is the same state, and so is the fold of the
  * log's rest from the snapshot of a prefix, at a few points of the log.
  */
 import { assert } from "@effect/vitest"
@@ -13,7 +13,7 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import type { SessionId } from "@parley/core/Ids"
 import * as Transport from "@parley/core/Transport"
 import type { TurnEvent } from "@parley/core/TurnEvent"
-import * as Snapshot from "@parley/log/Snapshot"
+import * as SnapshotCodec from "@parley/log/SnapshotCodec"
 import * as TreeState from "@parley/log/TreeState"
 import type * as Tool from "@parley/tools/Tool"
 import type * as LanguageModel from "effect/ai/LanguageModel"
@@ -75,9 +75,9 @@ const plain = (state: TreeState.TreeState) => {
 }
 
 const roundTrip = (state: TreeState.TreeState, where: string): TreeState.TreeState => {
-  const json = Snapshot.encodeSnapshot(state)
+  const json = SnapshotCodec.encode(state)
   if (Result.isFailure(json)) return assert.fail(`${where}: the state does not encode: ${json.failure.message}`)
-  const decoded = Snapshot.decodeSnapshot(json.success)
+  const decoded = SnapshotCodec.decode(json.success)
   if (Result.isFailure(decoded)) {
     return assert.fail(`${where}: the snapshot does not decode: ${decoded.failure.message}`)
   }

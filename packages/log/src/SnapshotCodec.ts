@@ -1,14 +1,14 @@
 /**
  * The snapshot codec of a tree's projection: a `TreeState` is a value of the schema `TreeState` (its `HashMap`s
- * encoded as arrays of entries), `encodeSnapshot` writes it as JSON text and `decodeSnapshot` reads it back, so a long
+ * encoded as arrays of entries), `encode` writes it as JSON text and `decode` reads it back, so a long
  * tree is loaded from a stored snapshot and the events after it (`TreeState.foldFrom`) instead of from `seq` 0.
- * `snapshotVersion` names the layout. This is the engine's storage format: it lives beside the store, not in the
+ * `version` names the layout. This is the engine's storage format: it lives beside the store, not in the
  * client package.
  *
  * @example
  * ```ts
  * import { AgentSpec, Ids } from "@parley/core"
- * import { Snapshot, TreeState } from "@parley/log"
+ * import { SnapshotCodec, TreeState } from "@parley/log"
  * import { DateTime, Result } from "effect"
  *
  * const state = TreeState.fold({
@@ -16,8 +16,8 @@
  *   agent: AgentSpec.make({ name: "assistant" }),
  *   createdAt: DateTime.makeUnsafe(0)
  * }, [])
- * const json = Result.getOrThrow(Snapshot.encodeSnapshot(state))
- * const restored = Result.getOrThrow(Snapshot.decodeSnapshot(json))
+ * const json = Result.getOrThrow(SnapshotCodec.encode(state))
+ * const restored = Result.getOrThrow(SnapshotCodec.decode(json))
  * console.log(restored.nextSeq === state.nextSeq) // true
  * ```
  *
@@ -170,34 +170,32 @@ export type TreeStateEncoded = typeof TreeStateSchema.Encoded
 export const TreeState: Schema.Codec<TreeStateModule.TreeState, TreeStateEncoded> = TreeStateSchema
 
 /**
- * The layout of snapshots that `encodeSnapshot` writes. It is raised whenever the layout of `TreeState` or the meaning
+ * The layout of snapshots that `encode` writes. It is raised whenever the layout of `TreeState` or the meaning
  * of `evolve` changes: a snapshot of another version is ignored and the log replayed from its start.
  *
  * @since 0.1.0
  * @category Schemas
  */
-export const snapshotVersion = 5
+export const version = 5
 
 const TreeStateJson = Schema.fromJsonString(TreeStateSchema)
 const encodeJson = Schema.encodeResult(TreeStateJson)
 const decodeJson = Schema.decodeUnknownResult(TreeStateJson)
 
 /**
- * A state as JSON text, to store beside its log (a snapshot of version `snapshotVersion`), so a tree is later loaded
+ * A state as JSON text, to store beside its log (a snapshot of version `version`), so a tree is later loaded
  * from it and the events after `state.nextSeq` instead of from its whole log.
  *
  * @since 0.1.0
  * @category Schemas
  */
-export const encodeSnapshot = (state: TreeStateModule.TreeState): Result.Result<string, Schema.SchemaError> =>
-  encodeJson(state)
+export const encode = (state: TreeStateModule.TreeState): Result.Result<string, Schema.SchemaError> => encodeJson(state)
 
 /**
- * A state back from the JSON text `encodeSnapshot` wrote (of the same `snapshotVersion`): `foldFrom` it with the
+ * A state back from the JSON text `encode` wrote (of the same `version`): `foldFrom` it with the
  * events from its `nextSeq` on.
  *
  * @since 0.1.0
  * @category Schemas
  */
-export const decodeSnapshot = (json: string): Result.Result<TreeStateModule.TreeState, Schema.SchemaError> =>
-  decodeJson(json)
+export const decode = (json: string): Result.Result<TreeStateModule.TreeState, Schema.SchemaError> => decodeJson(json)
