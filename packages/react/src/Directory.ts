@@ -228,7 +228,10 @@ const readSessions = (limit: number) => (store: Store.Store<Sessions>) =>
 export interface SessionsOptions {
   /** At most this many (default 20, at most 100). */
   readonly limit?: number | undefined
-  /** How often to read them again (default 5000 ms); at once when a session is started or a message sent here. */
+  /**
+   * How often to read them again (default 5000 ms); sooner (at most once a second) when a session is started, a
+   * message sent or a callback opened, resolved or answered here.
+   */
   readonly refreshMillis?: number | undefined
 }
 
@@ -252,6 +255,8 @@ export const useSessions = (options?: SessionsOptions): Sessions => {
         yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
         for (;;) {
           yield* readSessions(limit)(store)
+          // Read at most once a second however often they may have changed (each read reads every session's log).
+          yield* Effect.sleep(Math.min(1000, refresh))
           yield* Queue.take(wake).pipe(Effect.timeoutOption(refresh))
         }
       }).pipe(Effect.scoped),
