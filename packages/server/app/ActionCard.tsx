@@ -120,26 +120,26 @@ const Approval = (props: { readonly callback: Extract<CoreCallback.Callback, { _
           {editing ? "Keep the agent's arguments" : "Edit arguments"}
         </button>
       </div>
-      <div className="field">
-        <label htmlFor={`${id}-remember`}>Remember</label>
-        <select
-          id={`${id}-remember`}
-          value={remember}
-          onChange={(event) => setRemember(event.target.value as "" | CoreAnswer.Remember)}
-        >
-          <option value="">Only this call</option>
-          <option value="session">For this session</option>
-          <option value="tree">For this session and its subagents</option>
-        </select>
-      </div>
-      <div className="row">
+      <div className="decide">
+        <div className="field">
+          <label htmlFor={`${id}-remember`}>Remember</label>
+          <select
+            id={`${id}-remember`}
+            value={remember}
+            onChange={(event) => setRemember(event.target.value as "" | CoreAnswer.Remember)}
+          >
+            <option value="">Only this call</option>
+            <option value="session">For this session</option>
+            <option value="tree">For this session and its subagents</option>
+          </select>
+        </div>
         <button type="button" className="allow" disabled={pending} onClick={allow}>Allow</button>
       </div>
-      <div className="field">
-        <label htmlFor={`${id}-reason`}>Reason (if you deny)</label>
-        <input id={`${id}-reason`} value={reason} onChange={(event) => setReason(event.target.value)} />
-      </div>
-      <div className="row">
+      <div className="decide">
+        <div className="field grow">
+          <label htmlFor={`${id}-reason`}>Reason (if you deny)</label>
+          <input id={`${id}-reason`} value={reason} onChange={(event) => setReason(event.target.value)} />
+        </div>
         <button type="button" className="deny" disabled={pending} onClick={deny}>Deny</button>
       </div>
       {pending && <p className="muted" aria-live="polite">Sending…</p>}
