@@ -43,6 +43,8 @@ export const permissions = new PermissionPolicy.PermissionPolicy({
 
 export const assistant = Agent.make({
   name: "assistant",
+  description: "Tells you where you are (it asks before reading your location) and what your latest email is about " +
+    "(it asks you to sign in to Gmail). Try: \"Where am I, and what is my latest email about?\"",
   model: "mistral-large-latest",
   instructions: "Use your tools. Answer in one short sentence.",
   tools: [getLocation],

@@ -39,6 +39,8 @@ export const researcher = Agent.make({
 
 export const agent = Agent.make({
   name: "shop",
+  description: "Answers what our products cost: one researcher subagent per product named \"the …\", each asking " +
+    "before it looks a price up. Try: \"What do the Atlas and the Nova cost?\"; \"What does the Atlas cost?\"",
   model: "mistral-large-latest",
   permissionMode: "ask",
   instructions: "You answer questions about our products. Start one researcher per product, wait for every result, " +
@@ -86,6 +88,8 @@ export const deployer = Agent.make({
 /** An ops assistant: starts a deployer when asked to deploy, and does not wait for it. */
 export const ops = Agent.make({
   name: "ops",
+  description: "An ops assistant: asked to deploy, it starts a deployer subagent (whose deploy asks for approval) " +
+    "and does not wait for it; anything else, it reports on CI. Try: \"Deploy the service\"; \"How is CI?\"",
   model: "mistral-large-latest",
   permissionMode: "ask",
   instructions: "Start a deployer when asked to deploy; do not wait for it. Answer in one short sentence.",

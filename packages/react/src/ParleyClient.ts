@@ -20,11 +20,17 @@
  *
  * @since 0.1.0
  */
+import { ProtocolApi } from "@parley/core/ProtocolApi"
 import type { Transport } from "@parley/core/Transport"
 import * as HttpTransport from "@parley/transport-http/HttpTransport"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientError from "effect/http/HttpClientError"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
+import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { ReactNode } from "react"
 import { createContext, createElement, useContext } from "react"
@@ -32,12 +38,22 @@ import type * as Connection from "./Connection.js"
 import * as Store from "./internal/store.js"
 
 /**
- * What the hooks' effects need: the `Transport`.
+ * The protocol's own client (`HttpApiClient` of core's `ProtocolApi`) for what the `Transport` port does not cover:
+ * the sessions of the key (`sessions.list`) and the agents the server offers (`agents.list`). Same key, same
+ * connection state as the transport's requests.
+ *
+ * @since 0.1.0
+ * @category Context
+ */
+export class Api extends Context.Service<Api, HttpApiClient.ForApi<typeof ProtocolApi>>()("@parley/react/Api") {}
+
+/**
+ * What the hooks' effects need: the `Transport`, and the protocol's client (`Api`).
  *
  * @since 0.1.0
  * @category Models
  */
-export type Services = Transport
+export type Services = Transport | Api
 
 /**
  * @since 0.1.0
@@ -69,6 +85,13 @@ export interface Options {
   readonly apiKey: string
   /** Passed to `HttpTransport.layer`: how long to wait between reconnections (default: 50 ms doubling to 2 s). */
   readonly reconnect?: HttpTransport.Options["reconnect"]
+  /** Passed to `HttpTransport.layer`: how long a message or an answer is sent again before it fails (default 1 minute). */
+  readonly sendRetryFor?: HttpTransport.Options["sendRetryFor"]
+  /**
+   * Where the request ids of the answers sent from here are kept (default: a new `Map`, gone with the page). An app
+   * that says "answered here" after a reload gives one backed by the tab's storage (`sessionStorage`).
+   */
+  readonly sentAnswers?: Map<string, string> | undefined
 }
 
 /**
@@ -97,20 +120,33 @@ export const make = (options: Options): ParleyClient => {
           : Effect.void
       )
     )
-  const runtime = ManagedRuntime.make(
-    HttpTransport.layer({
-      url: options.url,
-      apiKey: options.apiKey,
-      reconnect: options.reconnect,
-      transformClient: observed
+  const api = Layer.effect(
+    Api,
+    Effect.gen(function*() {
+      const base = (yield* HttpClient.HttpClient).pipe(
+        HttpClient.mapRequest(HttpClientRequest.bearerToken(options.apiKey))
+      )
+      return yield* HttpApiClient.makeWith(ProtocolApi, { httpClient: observed(base), baseUrl: options.url })
     })
+  ).pipe(Layer.provide(FetchHttpClient.layer))
+  const runtime = ManagedRuntime.make(
+    Layer.merge(
+      HttpTransport.layer({
+        url: options.url,
+        apiKey: options.apiKey,
+        reconnect: options.reconnect,
+        sendRetryFor: options.sendRetryFor,
+        transformClient: observed
+      }),
+      api
+    )
   )
   return {
     url: options.url,
     runtime,
     connection,
     inboxChanged: Store.make(0),
-    sentAnswers: new Map(),
+    sentAnswers: options.sentAnswers ?? new Map(),
     dispose: () => runtime.dispose()
   }
 }

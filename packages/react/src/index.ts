@@ -14,6 +14,14 @@ export * as Answer from "./Answer.js"
 export * as Connection from "./Connection.js"
 
 /**
+ * What a session app lists and starts: the agents (with example prompts), the sessions with title, agent, time and
+ * state, a new session, a message sent (once however often it is retried), the grants and their revocation.
+ *
+ * @since 0.1.0
+ */
+export * as Directory from "./Directory.js"
+
+/**
  * What waits for an answer: the open callbacks of every session of the key, or of one session.
  *
  * @since 0.1.0

@@ -1,8 +1,8 @@
 /**
- * The session app's assets, served at `/` (`index.html`) and `/app/` (`app.js`, `app.css`). In the repository the
- * app's sources (`app/`) are bundled with esbuild when the server starts (so `npm start` and the tests always serve
- * the current app); a published package serves the bundle its build wrote to `dist/app/` (`scripts/buildApp.mjs`).
- * No CDN: the page works offline.
+ * The session app's assets, served at `/` (`index.html`) and `/app/` (`app.js`, `app.css`). The app is React on
+ * `@parley/react` (`app/main.tsx`). In the repository its sources (`app/`) are bundled with esbuild on first use (so
+ * `npm start` and the tests always serve the current app); a published package serves the bundle its build wrote to
+ * `dist/app/` (`scripts/buildApp.mjs`, with the same options: `bundleOptions`). No CDN: the page works offline.
  */
 import * as Effect from "effect/Effect"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -22,23 +22,33 @@ interface Esbuild {
   readonly build: (options: object) => Promise<{ readonly outputFiles: ReadonlyArray<{ readonly text: string }> }>
 }
 
-/** Bundles `app/main.ts` (and what it imports) into one minified ES module. */
+/**
+ * How the app is bundled (here and by `scripts/buildApp.mjs`): one minified ES module for the browser, React in
+ * production mode, the workspace's packages from their sources (the `@parley/source` condition).
+ */
+export const bundleOptions = (dir: string) => ({
+  entryPoints: [`${dir}/main.tsx`],
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  jsx: "automatic",
+  conditions: ["@parley/source"],
+  define: { "process.env.NODE_ENV": "\"production\"" },
+  minify: true,
+  legalComments: "none",
+  logLevel: "silent"
+})
+
+/** Bundles `app/main.tsx` (and what it imports: React, `@parley/react`) into one minified ES module. */
 export const bundle = async (dir: string): Promise<string> => {
   const esbuild = (await import("esbuild")) as unknown as Esbuild
-  const result = await esbuild.build({
-    entryPoints: [`${dir}/main.ts`],
-    bundle: true,
-    write: false,
-    format: "esm",
-    target: "es2020",
-    minify: true,
-    legalComments: "none"
-  })
+  const result = await esbuild.build({ ...bundleOptions(dir), write: false })
   return result.outputFiles[0].text
 }
 
 const load = Effect.promise(async (): Promise<Assets> => {
-  if (fs.existsSync(`${sources}main.ts`)) {
+  if (fs.existsSync(`${sources}main.tsx`)) {
     return {
       html: fs.readFileSync(`${sources}index.html`, "utf8"),
       css: fs.readFileSync(`${sources}app.css`, "utf8"),
