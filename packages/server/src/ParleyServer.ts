@@ -81,6 +81,7 @@ import * as Redacted from "effect/Redacted"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import * as Access from "./internal/access.js"
+import * as AgUi from "./internal/agUi.js"
 import * as AiSdk from "./internal/aiSdk.js"
 import * as Auth from "./internal/auth.js"
 import * as DrainingServer from "./internal/drainingServer.js"
@@ -210,7 +211,7 @@ export const layerSessionsSql: Layer.Layer<
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
 /** The protocol (or an extension's API) with the front-ends' routes. */
-const withFrontEnds = (api: HttpApi.Constraint) => (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup)
+const withFrontEnds = (api: HttpApi.Constraint) => (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup, AgUi.AgUiGroup)
 
 const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
   Layer.unwrap(Effect.gen(function*() {
@@ -218,6 +219,11 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
     const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
+    const frontEnds = {
+      maxMessageLength: options.maxMessageLength ?? 100_000,
+      maxStreams: options.maxStreamsPerKey ?? 1_000,
+      shutdown
+    }
     const groups = Layer.mergeAll(
       Handlers.sessions(transport, tenants, access, runtimeTools, {
         served: options.agents ?? [],
@@ -238,11 +244,8 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
         shutdown
       }),
       // The front-ends' protocols: the AI SDK's UI message stream (useChat) and AG-UI.
-      AiSdk.group(transport, access, {
-        maxMessageLength: options.maxMessageLength ?? 100_000,
-        maxStreams: options.maxStreamsPerKey ?? 1_000,
-        shutdown
-      })
+      AiSdk.group(transport, access, frontEnds),
+      AgUi.group(transport, access, frontEnds)
     )
     // An extension's API is `ProtocolApi` with more groups: it is served as the protocol, its groups' handlers given.
     const api = withFrontEnds(options.extension?.api ?? ProtocolApi)
