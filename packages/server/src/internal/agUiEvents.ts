@@ -70,7 +70,10 @@ export const makeTranslator = (
 ) => {
   const callbacks = new Map<string, Callback>(open.map((callback) => [callback.id, callback]))
   const messages = new Set<string>()
-  const tools = new Set<string>()
+  // The tool calls of the callbacks open when the run starts: the client has them from the run before.
+  const tools = new Set<string>(
+    open.flatMap((callback) => (callback._tag === "OpenSignIn" ? [] : [callback.request.toolCallId]))
+  )
   let step: string | undefined
   let steps = 0
   const snapshot = (): Event => ({
