@@ -81,6 +81,8 @@ import * as Redacted from "effect/Redacted"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import * as Access from "./internal/access.js"
+import * as AgUi from "./internal/agUi.js"
+import * as AiSdk from "./internal/aiSdk.js"
 import * as Auth from "./internal/auth.js"
 import * as DrainingServer from "./internal/drainingServer.js"
 import * as Handlers from "./internal/handlers.js"
@@ -208,12 +210,20 @@ export const layerSessionsSql: Layer.Layer<
  */
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
+/** The protocol (or an extension's API) with the front-ends' routes. */
+const withFrontEnds = (api: HttpApi.Constraint) => (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup, AgUi.AgUiGroup)
+
 const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
   Layer.unwrap(Effect.gen(function*() {
     const transport = Served.make(yield* Transport)
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
     const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
+    const frontEnds = {
+      maxMessageLength: options.maxMessageLength ?? 100_000,
+      maxStreams: options.maxStreamsPerKey ?? 1_000,
+      shutdown
+    }
     const groups = Layer.mergeAll(
       Handlers.sessions(transport, tenants, access, runtimeTools, {
         served: options.agents ?? [],
@@ -232,10 +242,13 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
         maxStreams: options.maxStreamsPerKey ?? 1_000,
         heartbeat: Duration.fromInputUnsafe(options.heartbeat ?? "15 seconds"),
         shutdown
-      })
+      }),
+      // The front-ends' protocols: the AI SDK's UI message stream (useChat) and AG-UI.
+      AiSdk.group(transport, access, frontEnds),
+      AgUi.group(transport, access, frontEnds)
     )
     // An extension's API is `ProtocolApi` with more groups: it is served as the protocol, its groups' handlers given.
-    const api = (options.extension?.api ?? ProtocolApi) as typeof ProtocolApi
+    const api = withFrontEnds(options.extension?.api ?? ProtocolApi)
     const extension: Layer.Layer<never, E, R | Authorization> = options.extension?.groups ?? Layer.empty
     return HttpApiBuilder.layer(api, { openapiPath: "/openapi.json" }).pipe(
       Layer.provide(Layer.merge(groups, extension)),
@@ -289,7 +302,7 @@ export const layer = <E = never, R = never>(
         router.add("GET", "/app/app.css", app.css)
       ])
     )
-    const api = (options.extension?.api ?? ProtocolApi) as typeof ProtocolApi
+    const api = withFrontEnds(options.extension?.api ?? ProtocolApi)
     return HttpRouter.serve(
       Layer.mergeAll(
         apiLayer(options, shutdown),
