@@ -35,6 +35,7 @@ import {
   TooManyRequests,
   TooManyStreams
 } from "@parley/core/ProtocolApi"
+import type { SubagentStarted } from "@parley/core/TurnEvent"
 import * as AgUiSchema from "effect/ai/AgUiSchema"
 import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -162,6 +163,22 @@ const contentText = (content: unknown): string =>
 // Handler
 // =============================================================================
 
+/**
+ * The subagents of the turn started in its stored events from `from` (its `TurnQueued`) to `to` (the `seq` the next
+ * event gets) and not ended there, in the order they started: a run that continues the turn starts their segments.
+ */
+const workingSubagents = (transport: Served.Served, root: SessionId, from: number, to: number) =>
+  transport.events(root, from).pipe(
+    Stream.takeUntil((event) => event.seq >= to - 1),
+    Stream.filter((event) => event.seq < to),
+    Stream.runFold(() => new Map<string, SubagentStarted>(), (working, event) => {
+      if (event._tag === "SubagentStarted") working.set(event.childSessionId, event)
+      if (event._tag === "SubagentEnded") working.delete(event.childSessionId)
+      return working
+    }),
+    Effect.map((working) => [...working.values()])
+  )
+
 const decodeInput = Schema.decodeUnknownEffect(AgUiSchema.RunAgentInput)
 const isSessionId = Schema.is(SessionId)
 
@@ -219,7 +236,8 @@ export const group = (transport: Served.Served, access: Access, options: Options
                     )
                   )
                 }
-                return { turnId, from: now.cursor, open: now.callbacks }
+                const working = yield* workingSubagents(transport, root, running.value.from, now.cursor)
+                return { turnId, from: now.cursor, open: now.callbacks, working }
               }
             }
             const last = input.messages.at(-1)
@@ -233,9 +251,9 @@ export const group = (transport: Served.Served, access: Access, options: Options
             const ref = yield* transport.sendMessage(root, text, {
               requestId: /^[\x21-\x7E]{1,120}$/.test(last!.id) ? `ag-ui:${last!.id}` : undefined
             })
-            return { turnId: ref.turnId, from: ref.cursor, open: [] as ReadonlyArray<Callback> }
+            return { turnId: ref.turnId, from: ref.cursor, open: [] as ReadonlyArray<Callback>, working: [] }
           }).pipe(Effect.onError(() => release))
-          const translator = Events.makeTranslator(input, root, started.turnId, started.open)
+          const translator = Events.makeTranslator(input, root, started.turnId, started.open, started.working)
           const follow = { root, turnId: started.turnId, from: started.from, endOnBlockFrom: started.from }
           const frames = Stream.make(translator.start()).pipe(
             Stream.concat(Stream.map(TurnStream.follow(transport, follow, options.shutdown), translator.event)),

@@ -8,15 +8,18 @@
  *   outcome: one interrupt per open callback, its id the callback's; `GET /callbacks` lists the answer each expects).
  * - Each model step is a `STEP_STARTED` … `STEP_FINISHED` (`step-<n>`), its text `TEXT_MESSAGE_*`; a tool call is
  *   `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`, its result `TOOL_CALL_RESULT`.
- * - A subagent is `SUBAGENT_STARTED` / `SUBAGENT_FINISHED` (`subagentRunId`: the child session); the child's own
- *   text and tool calls carry its `subagentRunId`.
+ * - A subagent is `SUBAGENT_STARTED` / `SUBAGENT_FINISHED` (`subagentRunId`: the child session, `parentSubagentRunId`
+ *   the subagent that started it); the child's own text and tool calls carry its `subagentRunId`. A run ends each
+ *   subagent's segment before it finishes: one still working when the run waits on callbacks (or when the turn ends
+ *   and it goes on, started without `agents.wait`) ends it `suspended`, naming the interrupts it raised itself, and
+ *   the next run of the turn starts it again with the same id.
  * - Callbacks are interrupts: a client resumes them with `resume` entries (`{ approved, reason? }` for an approval,
  *   the tool's result for a client tool, `{ connected, denied }` for a sign-in; `cancelled` denies). A client tool
  *   call is a frontend tool call too: a client without interrupts answers it with a `tool` message (its `content`
  *   the result as JSON).
  */
 import type { Callback } from "@parley/core/Callback"
-import type { TurnEvent } from "@parley/core/TurnEvent"
+import type { SubagentStarted, TurnEvent } from "@parley/core/TurnEvent"
 import type * as AgUiSchema from "effect/ai/AgUiSchema"
 
 // =============================================================================
@@ -61,14 +64,20 @@ export const interruptOf = (callback: Callback): AgUiSchema.Interrupt => ({
   metadata: { sessionId: callback.sessionId, turnId: callback.rootTurnId ?? callback.turnId }
 })
 
-/** Makes the events of one run, event by event. `open` is the callbacks open when the run starts. */
+/**
+ * Makes the events of one run, event by event. `open` is the callbacks open when the run starts, `working` the
+ * subagents of the turn that started before it and have not ended (in the order they started).
+ */
 export const makeTranslator = (
   input: { readonly threadId: string; readonly runId: string },
   root: string,
   turnId: string,
-  open: ReadonlyArray<Callback>
+  open: ReadonlyArray<Callback>,
+  working: ReadonlyArray<SubagentStarted> = []
 ) => {
   const callbacks = new Map<string, Callback>(open.map((callback) => [callback.id, callback]))
+  // The subagents whose segment of this run is open, in the order they started: a parent before its children.
+  const active = new Set<string>()
   const messages = new Set<string>()
   // The tool calls of the callbacks open when the run starts: the client has them from the run before.
   const tools = new Set<string>(
@@ -99,7 +108,37 @@ export const makeTranslator = (
     out.push({ type: "TOOL_CALL_END", toolCallId: call.toolCallId, ...sub(sessionId) })
   }
 
-  const start = (): Array<Event> => [{ type: "RUN_STARTED", threadId: input.threadId, runId: input.runId }, snapshot()]
+  const startSubagent = (out: Array<Event>, started: SubagentStarted) => {
+    if (active.has(started.childSessionId)) return
+    active.add(started.childSessionId)
+    out.push({
+      type: "SUBAGENT_STARTED",
+      subagentRunId: started.childSessionId,
+      name: started.agent,
+      description: started.task,
+      ...(active.has(started.sessionId) ? { parentSubagentRunId: started.sessionId } : {}),
+      ...(started.toolCallId === undefined ? {} : { parentToolCallId: started.toolCallId })
+    })
+  }
+  /** Ends the open segments, children first: each subagent `suspended`, with the interrupts it raised itself. */
+  const suspendSubagents = (out: Array<Event>, interrupts: ReadonlyArray<AgUiSchema.Interrupt>) => {
+    for (const subagentRunId of [...active].reverse()) {
+      const own = interrupts.filter((interrupt) => callbacks.get(interrupt.id)?.sessionId === subagentRunId)
+      out.push({
+        type: "SUBAGENT_FINISHED",
+        subagentRunId,
+        outcome: { type: "suspended", interruptIds: own.map((interrupt) => interrupt.id) }
+      })
+    }
+    active.clear()
+  }
+
+  const start = (): Array<Event> => {
+    const out: Array<Event> = [{ type: "RUN_STARTED", threadId: input.threadId, runId: input.runId }]
+    for (const started of working) startSubagent(out, started)
+    out.push(snapshot())
+    return out
+  }
 
   const event = (event: TurnEvent): Array<Event> => {
     const out: Array<Event> = []
@@ -184,16 +223,11 @@ export const makeTranslator = (
         break
       }
       case "SubagentStarted": {
-        out.push({
-          type: "SUBAGENT_STARTED",
-          subagentRunId: event.childSessionId,
-          name: event.agent,
-          description: event.task,
-          ...(event.toolCallId === undefined ? {} : { parentToolCallId: event.toolCallId })
-        })
+        startSubagent(out, event)
         break
       }
       case "SubagentEnded": {
+        if (!active.delete(event.childSessionId)) break
         if (event.state._tag === "Failed") {
           out.push({ type: "SUBAGENT_ERROR", subagentRunId: event.childSessionId, message: text(event.state.error) })
         } else {
@@ -212,6 +246,7 @@ export const makeTranslator = (
           const callback = callbacks.get(id)
           return callback === undefined ? [] : [interruptOf(callback)]
         })
+        suspendSubagents(out, waiting)
         const [first, ...rest] = waiting
         out.push({
           type: "RUN_FINISHED",
@@ -224,6 +259,7 @@ export const makeTranslator = (
       case "TurnEnded": {
         if (!own || event.turnId !== turnId) break
         endStep(out)
+        suspendSubagents(out, [])
         const state = event.state
         if (state._tag === "Failed") {
           out.push({ type: "RUN_ERROR", message: text(state.error) })
