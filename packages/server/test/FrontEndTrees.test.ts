@@ -271,6 +271,7 @@ describe("subagents and sign-ins over AG-UI", () => {
         assert.strictEqual(second.outcome?.type, "interrupt")
         const deploy = second.outcome!.interrupts!.find((interrupt) => interrupt.toolCallId === childCall!.toolCallId)
         assert.isDefined(deploy, JSON.stringify(second.outcome))
+        assert.strictEqual((deploy as { subagentRunId?: string }).subagentRunId, childRun, "raised by the subagent")
         const suspended = second.events.find((event) => event.type === "SUBAGENT_FINISHED")
         assert.deepStrictEqual(
           [suspended?.subagentRunId, suspended?.outcome],
@@ -337,6 +338,7 @@ describe("subagents and sign-ins over AG-UI", () => {
       const signIn = first.outcome!.interrupts![0]
       assert.strictEqual(signIn.reason, "sign_in")
       assert.isUndefined(signIn.toolCallId)
+      assert.isUndefined((signIn as { subagentRunId?: string }).subagentRunId, "raised by the root")
       const requests = yield* request(`${base}/callbacks`, { key: App.key })
       const open = (requests.json as Array<{ callback: { id: string; requests?: Array<{ id: string }> } }>)
         .map((entry) => entry.callback).find((callback) => callback.id === signIn.id)

@@ -13,7 +13,7 @@
  *   subagent's segment before it finishes: one still working when the run waits on callbacks (or when the turn ends
  *   and it goes on, started without `agents.wait`) ends it `suspended`, naming the interrupts it raised itself, and
  *   the next run of the turn starts it again with the same id.
- * - Callbacks are interrupts: a client resumes them with `resume` entries (`{ approved, reason? }` for an approval,
+ * - Callbacks are interrupts (`subagentRunId` on those a subagent raised): a client resumes them with `resume` entries (`{ approved, reason? }` for an approval,
  *   the tool's result for a client tool, `{ connected, denied }` for a sign-in; `cancelled` denies). A client tool
  *   call is a frontend tool call too: a client without interrupts answers it with a `tool` message (its `content`
  *   the result as JSON).
@@ -50,8 +50,9 @@ const described = (callback: Callback) => ({
     })
 })
 
-/** An interrupt of the run for an open callback. */
-export const interruptOf = (callback: Callback): AgUiSchema.Interrupt => ({
+/** An interrupt of the run for an open callback (`subagentRunId`: the subagent that raised it, not the root). */
+export const interruptOf = (callback: Callback, root: string): AgUiSchema.Interrupt => ({
+  ...(callback.sessionId === root ? {} : { subagentRunId: callback.sessionId }),
   id: callback.id,
   reason: reasonOf(callback),
   message: callback._tag === "OpenApproval"
@@ -244,7 +245,7 @@ export const makeTranslator = (
         endStep(out)
         const waiting = event.callbackIds.flatMap((id) => {
           const callback = callbacks.get(id)
-          return callback === undefined ? [] : [interruptOf(callback)]
+          return callback === undefined ? [] : [interruptOf(callback, root)]
         })
         suspendSubagents(out, waiting)
         const [first, ...rest] = waiting
