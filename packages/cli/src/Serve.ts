@@ -13,6 +13,8 @@
  * | `dataDir` | `PARLEY_DATA_DIR` | `.parley` (the caller's folder) |
  * | `database` | `PARLEY_DATABASE_URL` | `<dataDir>/sessions.db`; `postgres://…` keeps sessions in PostgreSQL |
  * | `apiKeys` | `PARLEY_API_KEYS` | one local key, created in `<dataDir>/api-key` (mode 0600) |
+ * | `linkSecret` | `PARLEY_LINK_SECRET` | the answer links' signing key, created in `<dataDir>/link-secret` (mode 0600) |
+ * | `publicUrl` | `PARLEY_PUBLIC_URL` | where answer links point; default: the origin of the request that made them |
  * | `logFormat` | `PARLEY_LOG_FORMAT` | `logfmt` (`json`, `pretty`) |
  * | `logLevel` | `PARLEY_LOG_LEVEL` | `warn`: warnings and errors; `info` adds a line per request, `debug` more; `error` only errors |
  * | `acceptDefinitions` | `PARLEY_ACCEPT_DEFINITIONS` | `false`; `true` lets a key's holder start sessions of definitions of its own (the server's agents still cannot be widened) |
@@ -51,6 +53,7 @@ import * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import type * as EffectLogLevel from "effect/LogLevel"
+import * as Redacted from "effect/Redacted"
 import * as References from "effect/References"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
@@ -88,6 +91,10 @@ export interface Settings {
   readonly database?: string | undefined
   /** `key:tenant,key2:tenant2`; when empty, the local key of `<dataDir>/api-key`. */
   readonly apiKeys?: string | undefined
+  /** The key answer links are signed with (at least 32 characters); when empty, `<dataDir>/link-secret`'s. */
+  readonly linkSecret?: string | undefined
+  /** Where answer links point (`https://parley.example.com`); default: the origin of the request that made them. */
+  readonly publicUrl?: string | undefined
   readonly logFormat: LogFormat
   /** What is logged (default `warn`: warnings and errors; `info` adds a line per request). */
   readonly logLevel?: LogLevel | undefined
@@ -141,6 +148,8 @@ export const settingsFromEnv = (
   dataDir: env.PARLEY_DATA_DIR ?? defaultDataDir,
   database: nonEmpty(env.PARLEY_DATABASE_URL),
   apiKeys: nonEmpty(env.PARLEY_API_KEYS),
+  linkSecret: nonEmpty(env.PARLEY_LINK_SECRET),
+  publicUrl: nonEmpty(env.PARLEY_PUBLIC_URL),
   logFormat: env.PARLEY_LOG_FORMAT === "json" ? "json" : env.PARLEY_LOG_FORMAT === "pretty" ? "pretty" : "logfmt",
   logLevel: logLevelOf(env.PARLEY_LOG_LEVEL),
   acceptDefinitions: env.PARLEY_ACCEPT_DEFINITIONS?.trim().toLowerCase() === "true",
@@ -191,6 +200,23 @@ export const localKey = (dataDir: string): Effect.Effect<{ readonly key: string;
     return { key: fs.readFileSync(file, "utf8").trim(), file }
   })
 
+/**
+ * The answer links' signing key of a data folder, `<dataDir>/link-secret`: created (mode 0600) when missing, so the
+ * links a server made still open after it restarts.
+ *
+ * @since 0.1.0
+ * @category Constructors
+ */
+export const localLinkSecret = (dataDir: string): Effect.Effect<string> =>
+  Effect.sync(() => {
+    fs.mkdirSync(dataDir, { recursive: true })
+    const file = path.join(dataDir, "link-secret")
+    if (!fs.existsSync(file)) {
+      fs.writeFileSync(file, `${crypto.randomBytes(32).toString("base64url")}\n`, { mode: 0o600 })
+    }
+    return fs.readFileSync(file, "utf8").trim()
+  })
+
 /** Whether the agents run on their real models: `MISTRAL_API_KEY` is set. */
 const isLive = () => (process.env.MISTRAL_API_KEY ?? "") !== ""
 
@@ -219,6 +245,10 @@ export const layer = (
       agents: demo.agents,
       acceptDefinitions: settings.acceptDefinitions ?? false,
       connectors: demo.connectors ?? [Connectors.demoMailbox()],
+      links: {
+        secret: Redacted.make(settings.linkSecret ?? (yield* localLinkSecret(settings.dataDir))),
+        baseUrl: settings.publicUrl
+      },
       port: settings.port,
       host: settings.host
     }

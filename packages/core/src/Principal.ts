@@ -7,7 +7,9 @@
  *   a ticket);
  * - `Grant { id }`: a remembered grant decided the call without asking (see `ApprovalGranted`);
  * - `Policy { rule }`: the permission policy decided a call without asking (on its `ToolCallStarted`'s `decidedBy`);
- * - `ApiKey { tenant, keyId }`: an answer posted to the server with an API key.
+ * - `ApiKey { tenant, keyId }`: an answer posted to the server with an API key;
+ * - `Link { tenant, linkId, person? }`: an answer confirmed through one of the server's answer links (no key: the
+ *   link is the capability; `person` is whom the link was made for, when it was made for someone).
  *
  * @example
  * ```ts
@@ -77,22 +79,35 @@ export class ApiKey extends Schema.TaggedClass<ApiKey>("@parley/core/Principal/A
 }) {}
 
 /**
+ * The server took the answer from one of its answer links: `linkId` names the link (never the link itself, which is
+ * the capability), `person` whom it was made for (none: anyone holding it), `tenant` the tenant that made it.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Link extends Schema.TaggedClass<Link>("@parley/core/Principal/Link")("Link", {
+  tenant: Schema.String,
+  linkId: Schema.String,
+  person: Schema.optional(Schema.String)
+}) {}
+
+/**
  * @since 0.1.0
  * @category Models
  */
-export type Principal = Handler | Client | Grant | Policy | ApiKey
+export type Principal = Handler | Client | Grant | Policy | ApiKey | Link
 
 /**
  * @since 0.1.0
  * @category Schemas
  */
 export const Principal: Schema.Union<
-  readonly [typeof Handler, typeof Client, typeof Grant, typeof Policy, typeof ApiKey]
-> = Schema.Union([Handler, Client, Grant, Policy, ApiKey])
+  readonly [typeof Handler, typeof Client, typeof Grant, typeof Policy, typeof ApiKey, typeof Link]
+> = Schema.Union([Handler, Client, Grant, Policy, ApiKey, Link])
 
 /**
  * One line for logs and narrations: `approveReads`, `by id`, `by id (alice)`, `grant grant_3e0f…`, `policy rules[0]
- * client.*: allow`, `key k1 of acme`, `approveReads (key k1 of acme)`.
+ * client.*: allow`, `key k1 of acme`, `approveReads (key k1 of acme)`, `alice (link lnk_… of acme)`.
  *
  * @since 0.1.0
  * @category Utils
@@ -111,6 +126,10 @@ export const describe = (principal: Principal): string => {
       return principal.onBehalfOf === undefined
         ? `key ${principal.keyId} of ${principal.tenant}`
         : `${describe(principal.onBehalfOf)} (key ${principal.keyId} of ${principal.tenant})`
+    case "Link":
+      return principal.person === undefined
+        ? `link ${principal.linkId} of ${principal.tenant}`
+        : `${principal.person} (link ${principal.linkId} of ${principal.tenant})`
   }
 }
 

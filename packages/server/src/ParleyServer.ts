@@ -83,6 +83,7 @@ import type * as SqlError from "effect/sql/SqlError"
 import * as Access from "./internal/access.js"
 import * as AgUi from "./internal/agUi.js"
 import * as AiSdk from "./internal/aiSdk.js"
+import * as AnswerLinks from "./internal/answerLinks.js"
 import * as Auth from "./internal/auth.js"
 import * as DrainingServer from "./internal/drainingServer.js"
 import * as Handlers from "./internal/handlers.js"
@@ -151,6 +152,13 @@ export interface Options {
    * by it (`PermissionPolicy.bounded(…, "server", floor)`: each call's decision is the strictest of the two).
    */
   readonly policyFloor?: PermissionPolicy | undefined
+  /**
+   * Answer links (default: none; `POST …/callbacks/:callbackId/links` then answers 501 `AnswerLinksOff`): signed,
+   * single-use, expiring URLs that answer one callback without an API key — `secret` signs them (keep it as secret as
+   * the keys), `baseUrl` is where they point (default: the origin of the request that made them), `ttl` how long
+   * they live (default 24 hours, at most 30 days). See `docs/guides/answer-links.md`.
+   */
+  readonly links?: AnswerLinks.Options | undefined
 }
 
 /**
@@ -187,20 +195,36 @@ export interface WithExtension<E = never, R = never> {
 export const SessionTenants: typeof Sessions.SessionTenants = Sessions.SessionTenants
 
 /**
+ * The server's answer links (see `Options.links`): its table next to the sessions' (`parley_server_links`).
+ *
+ * @since 0.1.0
+ * @category Context
+ */
+export const AnswerLinksTable: typeof AnswerLinks.AnswerLinks = AnswerLinks.AnswerLinks
+
+/**
+ * The server's own tables in memory: which tenant owns which session, and the answer links.
+ *
  * @since 0.1.0
  * @category Layers
  */
-export const layerSessionsMemory: Layer.Layer<Sessions.SessionTenants> = Sessions.layerMemory
+export const layerSessionsMemory: Layer.Layer<Sessions.SessionTenants | AnswerLinks.AnswerLinks> = Layer.merge(
+  Sessions.layerMemory,
+  AnswerLinks.layerMemory
+)
 
 /**
+ * The server's own tables on the `SqlClient` in context (the store's database): which tenant owns which session, and
+ * the answer links.
+ *
  * @since 0.1.0
  * @category Layers
  */
 export const layerSessionsSql: Layer.Layer<
-  Sessions.SessionTenants,
+  Sessions.SessionTenants | AnswerLinks.AnswerLinks,
   TransportFailure,
   SqlClient.SqlClient
-> = Sessions.layerSql
+> = Layer.merge(Sessions.layerSql, AnswerLinks.layerSql)
 
 /**
  * Parses `key:tenant,key2:tenant2` (the format of `PARLEY_API_KEYS`); a key without `:tenant` belongs to `default`.
@@ -210,13 +234,15 @@ export const layerSessionsSql: Layer.Layer<
  */
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
-/** The protocol (or an extension's API) with the front-ends' routes. */
-const withFrontEnds = (api: HttpApi.Constraint) => (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup, AgUi.AgUiGroup)
+/** The protocol (or an extension's API) with the server's own routes: the front-ends' and the answer links'. */
+const withFrontEnds = (api: HttpApi.Constraint) =>
+  (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup, AgUi.AgUiGroup, AnswerLinks.AnswerLinksGroup)
 
 const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
   Layer.unwrap(Effect.gen(function*() {
     const transport = Served.make(yield* Transport)
     const tenants = yield* Sessions.SessionTenants
+    const links = yield* AnswerLinks.AnswerLinks
     const access = Access.make(transport, tenants)
     const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
     const frontEnds = {
@@ -245,7 +271,8 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       }),
       // The front-ends' protocols: the AI SDK's UI message stream (useChat) and AG-UI.
       AiSdk.group(transport, access, frontEnds),
-      AgUi.group(transport, access, frontEnds)
+      AgUi.group(transport, access, frontEnds),
+      AnswerLinks.group(transport, access, links, options.links)
     )
     // An extension's API is `ProtocolApi` with more groups: it is served as the protocol, its groups' handlers given.
     const api = withFrontEnds(options.extension?.api ?? ProtocolApi)
@@ -286,7 +313,7 @@ export const layer = <E = never, R = never>(
 ): Layer.Layer<
   never,
   E,
-  Transport | Sessions.SessionTenants | HttpServer.HttpServer | PlatformServices | R
+  Transport | Sessions.SessionTenants | AnswerLinks.AnswerLinks | HttpServer.HttpServer | PlatformServices | R
 > =>
   Layer.unwrap(Effect.gen(function*() {
     const shutdown = yield* Deferred.make<void>()
@@ -302,12 +329,14 @@ export const layer = <E = never, R = never>(
         router.add("GET", "/app/app.css", app.css)
       ])
     )
+    const linkPages = AnswerLinks.pages(Served.make(yield* Transport), yield* AnswerLinks.AnswerLinks, options.links)
     const api = withFrontEnds(options.extension?.api ?? ProtocolApi)
     return HttpRouter.serve(
       Layer.mergeAll(
         apiLayer(options, shutdown),
         HttpApiScalar.layer(api, { path: "/docs" }),
         sessionApp,
+        linkPages,
         RequestLog.layer({
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
           maxJsonDepth: options.maxJsonDepth ?? 64,
@@ -321,7 +350,7 @@ export const layer = <E = never, R = never>(
       E,
       // An extension's generic `E` and `R` come back through `HttpRouter`'s request markers, which TypeScript
       // cannot simplify for a type parameter: the same types, spelled plainly.
-      Transport | Sessions.SessionTenants | HttpServer.HttpServer | PlatformServices | R
+      Transport | Sessions.SessionTenants | AnswerLinks.AnswerLinks | HttpServer.HttpServer | PlatformServices | R
     >
   }))
 
@@ -444,7 +473,7 @@ const serverOn = (
   )
   return layer(options).pipe(
     // The API checks a client's definitions against the runtime tools the engine has.
-    Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql))]),
+    Layer.provide([engine, runtimeTools, layerSessionsSql.pipe(Layer.provide(sql))]),
     Layer.provideMerge(layerHttpServer(options))
   )
 }

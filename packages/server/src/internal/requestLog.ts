@@ -33,6 +33,7 @@ export const routeOf = (url: string) => {
     .replace(/\/ses_[^/]+/g, "/:sessionId")
     .replace(/\/turn_[^/]+/g, "/:turnId")
     .replace(/\/cb_[^/]+/g, "/:callbackId")
+    .replace(/^\/l\/[^/]+/, "/l/:link")
 }
 
 /** A 400 with the typed body of every other decode failure (`HttpApiDecodeError`). */
