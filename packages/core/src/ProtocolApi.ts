@@ -456,6 +456,64 @@ export const AnswerParams = Schema.Struct({
   requestId: Schema.optionalKey(Schema.String)
 })
 
+/**
+ * Which open callbacks one answer goes to (`POST /callbacks/answer`): every condition given must hold. `tool` is a
+ * tool's id or name (`client.get_location`, `get_location`) or, for a sign-in, a source (`gmail`); `sessionId` the
+ * callback's own session; `treeId` a root session, its subagents' callbacks included; `olderThan` seconds since the
+ * callback opened.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const CallbackFilter = Schema.Struct({
+  tool: Schema.optionalKey(Schema.String),
+  sessionId: Schema.optionalKey(SessionId),
+  treeId: Schema.optionalKey(SessionId),
+  kind: Schema.optionalKey(Kind),
+  olderThan: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+})
+
+/**
+ * The body of `POST /callbacks/answer`: one answer for every open callback of the tenant that `filter` matches, each
+ * answered as if by its own request (judged, recorded and reported one by one). At least one condition is needed
+ * (`{}` would answer everything). `dryRun` lists what would be answered and sends nothing.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const AnswerManyRequest = Schema.Struct({
+  filter: CallbackFilter.check(
+    Schema.makeFilter((filter) => Object.keys(filter).length > 0 || "name at least one condition")
+  ),
+  answer: Answer,
+  label: Schema.optionalKey(Schema.String),
+  dryRun: Schema.optionalKey(Schema.Boolean)
+})
+
+/**
+ * One line of a batch answer's report: the callback, and whether it was answered or refused (with the error's tag
+ * and why: `AnswerMismatch` when the answer does not fit it, `CallbackAlreadyAnswered` when someone was first).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const AnswerManyLine = Schema.Struct({
+  callbackId: CallbackId,
+  sessionId: SessionId,
+  turnId: TurnId,
+  kind: Kind,
+  subject: Schema.String,
+  outcome: Schema.Literals(["answered", "refused", "matched"]),
+  error: Schema.optionalKey(Schema.String),
+  reason: Schema.optionalKey(Schema.String)
+})
+
+/**
+ * @since 0.1.0
+ * @category Schemas
+ */
+export const AnswerManyReport = Schema.Struct({ results: Schema.Array(AnswerManyLine) })
+
 // =============================================================================
 // Groups
 // =============================================================================
@@ -600,6 +658,16 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
       success: Schema.Array(OpenCallback),
       error: anyRoute
     }),
+    HttpApiEndpoint.post("answerMany", "/callbacks/answer", {
+      payload: AnswerManyRequest,
+      success: AnswerManyReport,
+      error: anyRoute
+    }).annotate(
+      OpenApi.Description,
+      "One answer to every open callback of the tenant the filter matches (tool, session, tree, kind, age), each " +
+        "judged and recorded as if answered by its own request; one report line per callback (answered, or refused " +
+        "and why). `dryRun` only lists them."
+    ),
     HttpApiEndpoint.post("answer", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/answer", {
       params: callbackPath,
       query: AnswerParams,

@@ -2,11 +2,19 @@
  * The handlers of `ProtocolApi`'s JSON routes over the `Transport`: every lookup is scoped to the request's tenant.
  */
 import type { AgentSpec } from "@parley/core/AgentSpec"
+import type { Callback } from "@parley/core/Callback"
 import type { SessionId } from "@parley/core/Ids"
 import * as Ids from "@parley/core/Ids"
-import { AgentInvalid } from "@parley/core/ParleyError"
+import { AgentInvalid, type TransportFailure } from "@parley/core/ParleyError"
 import { ApiKey, Client, Handler } from "@parley/core/Principal"
-import { MessageTooLong, ProtocolApi, SessionPage, Tenant } from "@parley/core/ProtocolApi"
+import {
+  type AnswerManyLine as AnswerManyLineSchema,
+  type CallbackFilter,
+  MessageTooLong,
+  ProtocolApi,
+  SessionPage,
+  Tenant
+} from "@parley/core/ProtocolApi"
 import type { ToolSpec } from "@parley/core/ToolSpec"
 import type { TurnSnapshot } from "@parley/core/Transport"
 import type * as RuntimeTools from "@parley/runtime/RuntimeTools"
@@ -179,24 +187,104 @@ export const turns = (transport: Served.Served, access: Access, limits: Limits, 
           )
         })))
 
-export const callbacks = (transport: Served.Served, access: Access) =>
-  HttpApiBuilder.group(ProtocolApi, "callbacks", (handlers) =>
+type AnswerManyLine = typeof AnswerManyLineSchema.Type
+
+/** What a callback asks about, in a report line: its tool's id, or a sign-in's sources. */
+const subjectOf = (callback: Callback) =>
+  callback._tag === "OpenSignIn"
+    ? callback.requests.map((request) => request.source).join(", ")
+    : callback.request.tool.id
+
+/** Whether `filter` matches the callback (its root session `root`, at `now` in epoch millis). */
+const matches = (filter: typeof CallbackFilter.Type, callback: Callback, root: SessionId, now: number) =>
+  (filter.kind === undefined || callback.kind === filter.kind) &&
+  (filter.sessionId === undefined || callback.sessionId === filter.sessionId) &&
+  (filter.treeId === undefined || root === filter.treeId) &&
+  (filter.olderThan === undefined || now - callback.openedAt.epochMilliseconds >= filter.olderThan * 1000) &&
+  (filter.tool === undefined || (callback._tag === "OpenSignIn"
+    ? callback.requests.some((request) => request.source === filter.tool)
+    : callback.request.tool.id === filter.tool || callback.request.tool.name === filter.tool))
+
+export const callbacks = (transport: Served.Served, access: Access) => {
+  /** The tenant's open callbacks (of one session, of one kind), each with its root session. */
+  const openOf = (tenant: string, filter: { readonly sessionId?: SessionId; readonly kind?: Callback["kind"] }) =>
+    Effect.gen(function*() {
+      if (filter.sessionId !== undefined && !(yield* access.isOwned(tenant, filter.sessionId))) return []
+      const open = yield* transport.listOpen({ sessionId: filter.sessionId, kind: filter.kind })
+      const mine = new Map<SessionId, boolean>()
+      return yield* Effect.filter(open, (entry) => {
+        const sessionId = entry.callback.sessionId
+        const known = mine.get(sessionId)
+        if (known !== undefined) return Effect.succeed(known)
+        return Effect.tap(
+          access.isOwned(tenant, sessionId),
+          (owned) => Effect.sync(() => mine.set(sessionId, owned))
+        )
+      })
+    })
+  return HttpApiBuilder.group(ProtocolApi, "callbacks", (handlers) =>
     handlers
       .handle("listOpen", ({ query }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          if (query.sessionId !== undefined && !(yield* access.isOwned(tenant.id, query.sessionId))) return []
-          const open = yield* transport.listOpen({ sessionId: query.sessionId, kind: query.kind })
-          const mine = new Map<SessionId, boolean>()
-          return yield* Effect.filter(open, (entry) => {
-            const sessionId = entry.callback.sessionId
-            const known = mine.get(sessionId)
-            if (known !== undefined) return Effect.succeed(known)
-            return Effect.tap(
-              access.isOwned(tenant.id, sessionId),
-              (owned) => Effect.sync(() => mine.set(sessionId, owned))
-            )
+          return yield* openOf(tenant.id, query)
+        }))
+      .handle("answerMany", ({ payload }) =>
+        Effect.gen(function*() {
+          const tenant = yield* Tenant
+          const { filter } = payload
+          const open = yield* openOf(tenant.id, { sessionId: filter.sessionId, kind: filter.kind })
+          const now = Date.now()
+          const chosen: Array<{ readonly callback: Callback; readonly root: SessionId }> = []
+          for (const entry of open) {
+            const root = yield* Effect.orElseSucceed(access.rootOf(entry.callback.sessionId), () => undefined)
+            if (root !== undefined && matches(filter, entry.callback, root, now)) {
+              chosen.push({ callback: entry.callback, root })
+            }
+          }
+          const answeredBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            onBehalfOf: new Client({ label: payload.label })
           })
+          // One request's answer per callback, one tree at a time in the order they opened; the trees side by side.
+          const trees = new Map<SessionId, Array<{ readonly callback: Callback; readonly root: SessionId }>>()
+          for (const entry of chosen) trees.set(entry.root, [...(trees.get(entry.root) ?? []), entry])
+          const lines = yield* Effect.forEach(
+            trees.values(),
+            (entries) =>
+              Effect.forEach(entries, ({ callback, root }): Effect.Effect<AnswerManyLine, TransportFailure> => {
+                const line = {
+                  callbackId: callback.id,
+                  sessionId: callback.sessionId,
+                  turnId: callback.turnId,
+                  kind: callback.kind,
+                  subject: subjectOf(callback)
+                }
+                if (payload.dryRun === true) return Effect.succeed({ ...line, outcome: "matched" as const })
+                return transport.answer({
+                  sessionId: root,
+                  turnId: callback.rootTurnId ?? callback.turnId,
+                  callbackId: callback.id,
+                  answer: payload.answer,
+                  answeredBy
+                }).pipe(
+                  Effect.as({ ...line, outcome: "answered" as const }),
+                  Effect.catchIf(
+                    (error) => error._tag !== "TransportFailure",
+                    (error) =>
+                      Effect.succeed({
+                        ...line,
+                        outcome: "refused" as const,
+                        error: error._tag,
+                        reason: "reason" in error && typeof error.reason === "string" ? error.reason : error.message
+                      })
+                  )
+                )
+              }),
+            { concurrency: 8 }
+          )
+          return { results: lines.flat() }
         }))
       .handle("answer", ({ params, payload, query }) =>
         Effect.gen(function*() {
@@ -215,6 +303,7 @@ export const callbacks = (transport: Served.Served, access: Access) =>
             transport.answer({ ...params, answer: payload, answeredBy, requestId: query.requestId })
           )
         })))
+}
 
 /**
  * Where a stream starts: right after the `Last-Event-ID` header's `seq` (`ProtocolApi.LastEventId` checked it: digits
