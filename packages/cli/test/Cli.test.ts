@@ -226,6 +226,66 @@ describe("parley", { concurrent: false }, () => {
   )
 
   it.live(
+    "answer with a filter: one answer to every callback it matches, a line each; --dry-run sends nothing",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* Fixture.tempDir
+        const server = yield* Fixture.start(path.join(dir, "sessions.db"))
+        const transport = yield* Fixture.transport(server.url)
+        const first = yield* blockedTurn(transport)
+        const second = yield* blockedTurn(transport)
+        const env = { PARLEY_URL: server.url }
+
+        const dry = yield* Fixture.parley(["answer", "allow", "--tool", "client.get_location", "--dry-run"], env)
+        assert.strictEqual(dry.code, 0, dry.stderr)
+        const wouldBe = dry.stdout.trim().split("\n")
+        assert.strictEqual(wouldBe.length, 2, dry.stdout)
+        for (const line of wouldBe) {
+          assert.match(line, /^would answer cb_\S+ \(approval client\.get_location, session ses_/)
+        }
+        assert.strictEqual((yield* transport.listOpen()).length, 2, "a dry run sends nothing")
+
+        const one = yield* Fixture.parley(
+          ["answer", "allow", "--session", first.session.sessionId, "--kind", "approval", "--label", "alice"],
+          env
+        )
+        assert.strictEqual(one.code, 0, one.stderr)
+        assert.strictEqual(
+          one.stdout.trim(),
+          `answered ${first.approval.callback.id} (approval client.get_location, session ${first.session.sessionId})`
+        )
+        const tool = yield* waitOpen(transport, first.session.sessionId, "client_tool")
+        // The approval of the second session, and the first session's client tool: the approval's answer does not
+        // fit the client tool, which is refused (exit 1) and stays open.
+        const both = yield* Fixture.parley(["answer", "allow", "--tool", "get_location"], env)
+        assert.strictEqual(both.code, 1, both.stdout)
+        assert.include(both.stdout, `answered ${second.approval.callback.id} (approval client.get_location`)
+        assert.match(
+          both.stdout,
+          new RegExp(`refused  ${tool.callback.id} \\(client_tool client\\.get_location.*\\): `)
+        )
+        assert.include(both.stderr, "1 of 2 callbacks refused the answer")
+        assert.isDefined((yield* transport.listOpen()).find((open) => open.callback.id === tool.callback.id))
+
+        const results = yield* Fixture.parley(
+          ["answer", "--result", "{\"city\":\"Lyon\"}", "--kind", "client_tool", "--older-than", "0s"],
+          env
+        )
+        assert.strictEqual(results.code, 0, results.stderr)
+        assert.include(results.stdout, `answered ${tool.callback.id} (client_tool client.get_location`)
+        const none = yield* Fixture.parley(["answer", "allow", "--older-than", "2h"], env)
+        assert.strictEqual(none.stdout.trim(), "no open callback matches")
+        const badAge = yield* Fixture.parley(["answer", "allow", "--older-than", "soon"], env)
+        assert.strictEqual(badAge.code, 2)
+        assert.include(badAge.stderr, "--older-than soon is not a duration")
+        const noId = yield* Fixture.parley(["answer"], env)
+        assert.strictEqual(noId.code, 2)
+        assert.include(noId.stderr, "no callback id given")
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.live(
     "errors are one line and a hint: an unreachable server, a refused key, a bad option (exit 2)",
     () =>
       Effect.gen(function*() {

@@ -7,7 +7,9 @@
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import * as Answer from "@parley/core/Answer"
+import { type SessionId, SessionId as SessionIdSchema } from "@parley/core/Ids"
 import * as Inbox from "@parley/core/Inbox"
+import type * as ProtocolApi from "@parley/core/ProtocolApi"
 import type { OpenCallback } from "@parley/core/Transport"
 import { Transport } from "@parley/core/Transport"
 import { Ajv } from "ajv"
@@ -43,6 +45,15 @@ const signInAnswer = (open: OpenCallback, connected: ReadonlyArray<string>, deni
   return new Answer.SignInAnswer({ connected: connected.map(idOf), denied: denied.map(idOf) })
 }
 
+interface Filters {
+  readonly tool: Option.Option<string>
+  readonly session: Option.Option<SessionId>
+  readonly tree: Option.Option<SessionId>
+  readonly kind: Option.Option<"approval" | "client_tool" | "sign_in">
+  readonly olderThan: Option.Option<string>
+  readonly dryRun: boolean
+}
+
 interface Given {
   readonly verdict: Option.Option<string>
   readonly reason: Option.Option<string>
@@ -54,8 +65,11 @@ interface Given {
   readonly denied: ReadonlyArray<string>
 }
 
-/** The answer the options give, or (none given, on a terminal) the one a person picks. */
-const answerOf = (open: OpenCallback, given: Given): Effect.Effect<Answer.Answer, CliError> =>
+/**
+ * The answer the options give, or (none given, on a terminal) the one a person picks. Without `open` (a batch: many
+ * callbacks at once) a sign-in's sources and the terminal's question are refused: both need the one callback.
+ */
+const answerOf = (open: OpenCallback | undefined, given: Given): Effect.Effect<Answer.Answer, CliError> =>
   Effect.gen(function*() {
     const connected = sources(given.connected)
     const denied = sources(given.denied)
@@ -98,6 +112,12 @@ const answerOf = (open: OpenCallback, given: Given): Effect.Effect<Answer.Answer
     if (Option.isSome(given.result)) {
       const result = yield* parseJson("--result", given.result.value)
       return new Answer.ClientToolResult({ isFailure: given.failure, result })
+    }
+    if (open === undefined) {
+      return yield* usage(
+        kinds === 1 ? "a sign-in is answered one at a time: give its callback id" : "no verdict given",
+        "add allow | deny [--reason …] or --result '<json>' to answer every callback the filter matches"
+      )
     }
     if (kinds === 1) return signInAnswer(open, connected, denied)
     if (process.stdin.isTTY !== true) {
@@ -179,8 +199,66 @@ const howTo = (open: OpenCallback): string => {
 const subject = (open: OpenCallback) => Format.subject(open.callback)
 
 const callbackId = Argument.String("callback-id").pipe(
-  Argument.withDescription("The callback's id (cb_…, as callbacks list shows).")
+  Argument.withDescription(
+    "The callback's id (cb_…, as callbacks list shows); with --tool, --session, --tree, --kind or --older-than, " +
+      "none: the verdict comes first."
+  ),
+  Argument.optional
 )
+
+/** `--older-than`: `90`, `90s`, `15m`, `2h`, `1d`, in seconds. */
+const secondsOf = (text: string): number | undefined => {
+  const match = /^(\d+)\s*([smhd]?)$/.exec(text.trim())
+  if (match === null) return undefined
+  const unit = { "": 1, s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as "" | "s" | "m" | "h" | "d"]
+  return Number(match[1]) * unit
+}
+
+/** Answers every open callback the filter matches through `POST /callbacks/answer`: a line per callback. */
+const answerMany = (
+  connection: Connection.Connection,
+  given: Given & Filters & { readonly label: Option.Option<string> },
+  verdict: Option.Option<string>
+) =>
+  Effect.gen(function*() {
+    const olderThan = Option.map(given.olderThan, (text) => ({ text, seconds: secondsOf(text) }))
+    if (Option.isSome(olderThan) && olderThan.value.seconds === undefined) {
+      return yield* usage(`--older-than ${olderThan.value.text} is not a duration`, "say 90, 90s, 15m, 2h or 1d")
+    }
+    const answer = yield* answerOf(undefined, { ...given, verdict })
+    const filter = {
+      ...Option.match(given.tool, { onNone: () => ({}), onSome: (tool) => ({ tool }) }),
+      ...Option.match(given.session, { onNone: () => ({}), onSome: (sessionId) => ({ sessionId }) }),
+      ...Option.match(given.tree, { onNone: () => ({}), onSome: (treeId) => ({ treeId }) }),
+      ...Option.match(given.kind, { onNone: () => ({}), onSome: (kind) => ({ kind }) }),
+      ...(Option.isSome(olderThan) ? { olderThan: olderThan.value.seconds! } : {})
+    }
+    const report = yield* Connection.withApi(connection, (client) =>
+      client.callbacks.answerMany({
+        payload: {
+          filter: filter as typeof ProtocolApi.CallbackFilter.Type,
+          answer,
+          ...(Option.isSome(given.label) ? { label: given.label.value } : {}),
+          ...(given.dryRun ? { dryRun: true } : {})
+        }
+      }))
+    if (report.results.length === 0) return yield* Console.log("no open callback matches")
+    for (const line of report.results) {
+      const what = `${line.callbackId} (${line.kind} ${line.subject}, session ${line.sessionId})`
+      yield* Console.log(
+        line.outcome === "refused"
+          ? `refused  ${what}: ${line.reason ?? line.error ?? "refused"}`
+          : `${line.outcome === "matched" ? "would answer" : "answered"} ${what}`
+      )
+    }
+    const refused = report.results.filter((line) => line.outcome === "refused").length
+    if (refused > 0) {
+      return yield* new CliError({
+        message: `${refused} of ${report.results.length} callbacks refused the answer`,
+        exitCode: 1
+      })
+    }
+  })
 const verdict = Argument.String("allow|deny").pipe(
   Argument.withDescription("An approval's verdict: allow or deny."),
   Argument.optional
@@ -240,16 +318,67 @@ export const command = Command.make("answer", {
   schema: Flag.Boolean("schema").pipe(
     Flag.withDescription("Print the JSON Schema of the answer the callback expects, and send nothing."),
     Flag.withDefault(false)
+  ),
+  tool: Flag.String("tool").pipe(
+    Flag.withMetavar("TOOL"),
+    Flag.withDescription(
+      "Answer every open callback of this tool (its id or name; a sign-in's source) instead of one by id."
+    ),
+    Flag.optional
+  ),
+  session: Flag.String("session").pipe(
+    Flag.withSchema(SessionIdSchema),
+    Flag.withMetavar("SESSION"),
+    Flag.withDescription("Answer every open callback of this session (ses_…) instead of one by id."),
+    Flag.optional
+  ),
+  tree: Flag.String("tree").pipe(
+    Flag.withSchema(SessionIdSchema),
+    Flag.withMetavar("SESSION"),
+    Flag.withDescription("Answer every open callback of this root session's tree, its subagents' too."),
+    Flag.optional
+  ),
+  kind: Flag.Literals("kind", ["approval", "client_tool", "sign_in"]).pipe(
+    Flag.withMetavar("KIND"),
+    Flag.withDescription("Answer every open callback of this kind: approval, client_tool or sign_in."),
+    Flag.optional
+  ),
+  olderThan: Flag.String("older-than").pipe(
+    Flag.withMetavar("AGE"),
+    Flag.withDescription("Answer every open callback that has waited at least this long: 90s, 15m, 2h, 1d."),
+    Flag.optional
+  ),
+  dryRun: Flag.Boolean("dry-run").pipe(
+    Flag.withDescription("With a filter: list the callbacks it matches, and send nothing."),
+    Flag.withDefault(false)
   )
 }, (given) =>
   Effect.gen(function*() {
     const connection = yield* Connection.resolve(given)
+    const filtered = [given.tool, given.session, given.tree, given.kind, given.olderThan].some(Option.isSome)
+    if (filtered) {
+      // A batch: the first word is the verdict (`parley answer allow --tool …`).
+      if (Option.isSome(given.verdict)) {
+        return yield* usage("with a filter, give no callback id: the verdict comes first")
+      }
+      return yield* answerMany(connection, given, given.callbackId)
+    }
+    if (given.dryRun) {
+      return yield* usage("--dry-run goes with a filter (--tool, --session, --tree, --kind, --older-than)")
+    }
+    if (Option.isNone(given.callbackId)) {
+      return yield* usage(
+        "no callback id given",
+        "`parley callbacks list` shows the open ones; --tool, --session, --tree, --kind or --older-than answer many"
+      )
+    }
+    const id = given.callbackId.value
     yield* Connection.withTransport(connection, (transport) =>
       Effect.gen(function*() {
-        const open = (yield* transport.listOpen()).find((entry) => entry.callback.id === given.callbackId)
+        const open = (yield* transport.listOpen()).find((entry) => entry.callback.id === id)
         if (open === undefined) {
           return yield* new CliError({
-            message: `callback ${given.callbackId} is not open: answered, expired or cancelled, or unknown to this key`,
+            message: `callback ${id} is not open: answered, expired or cancelled, or unknown to this key`,
             hint: "`parley callbacks list` shows the open ones",
             exitCode: 1
           })
@@ -272,7 +401,9 @@ export const command = Command.make("answer", {
   })).pipe(
     Command.withDescription(
       "Answer an open callback by id: an approval, a client tool's result, a sign-in. The answer is checked " +
-        "against the one the callback expects first: if it does not fit, nothing is sent."
+        "against the one the callback expects first: if it does not fit, nothing is sent. With a filter (--tool, " +
+        "--session, --tree, --kind, --older-than) one answer goes to every open callback it matches, each judged " +
+        "as if answered alone, a line each."
     ),
     Command.withShortDescription("Answer an open callback by id."),
     Command.withExamples([
@@ -284,6 +415,14 @@ export const command = Command.make("answer", {
       },
       { command: "parley answer cb_3c4d --result '{\"city\":\"Lyon\"}'", description: "a client tool's result" },
       { command: "parley answer cb_5e6f --connected gmail", description: "a sign-in" },
-      { command: "parley answer cb_1a2b --schema", description: "the JSON Schema of the answer it expects" }
+      { command: "parley answer cb_1a2b --schema", description: "the JSON Schema of the answer it expects" },
+      {
+        command: "parley answer allow --tool client.get_location --session ses_9f8e --label alice",
+        description: "every open approval of the tool in the session: a line per callback"
+      },
+      {
+        command: "parley answer deny --kind approval --older-than 1h --dry-run",
+        description: "what would be denied: every approval waiting for an hour or more"
+      }
     ])
   )
