@@ -101,6 +101,8 @@ export interface Row {
 
 export interface Service {
   readonly insert: (rows: ReadonlyArray<Row>) => Effect.Effect<void, TransportFailure>
+  /** `insert`, leaving the rows whose id is taken as they are (the links of a webhook's redelivery). */
+  readonly insertMissing: (rows: ReadonlyArray<Row>) => Effect.Effect<void, TransportFailure>
   readonly get: (id: string) => Effect.Effect<Option.Option<Row>, TransportFailure>
   /** open → used; whether this call did it. */
   readonly claim: (id: string) => Effect.Effect<boolean, TransportFailure>
@@ -130,6 +132,7 @@ export const layerMemory: Layer.Layer<AnswerLinks> = Layer.sync(AnswerLinks, () 
   }
   return {
     insert: (entries) => Effect.sync(() => entries.forEach((row) => rows.set(row.id, row))),
+    insertMissing: (entries) => Effect.sync(() => entries.forEach((row) => rows.has(row.id) || rows.set(row.id, row))),
     get: (id) => Effect.sync(() => Option.fromNullishOr(rows.get(id))),
     claim: (id) => Effect.sync(() => move(id, "open", "used")),
     release: (id) => Effect.sync(() => void move(id, "used", "open")),
@@ -186,23 +189,31 @@ export const layerSql: Layer.Layer<AnswerLinks, TransportFailure, SqlClient.SqlC
       orElse: () => create
     }).pipe(Effect.mapError(failure("links")))
     const moved = (rows: ReadonlyArray<unknown>) => rows.length > 0
+    const values = (rows: ReadonlyArray<Row>) =>
+      sql.insert(rows.map((row): Record<string, unknown> => ({
+        id: row.id,
+        tenant: row.tenant,
+        session_id: row.sessionId,
+        turn_id: row.turnId,
+        callback_id: row.callbackId,
+        kind: row.kind,
+        person: row.person ?? null,
+        expires_at: row.expiresAt,
+        state: row.state
+      })) as [Record<string, unknown>, ...Array<Record<string, unknown>>])
     return {
       insert: (rows) =>
-        rows.length === 0 ?
-          Effect.void :
-          sql`INSERT INTO parley_server_links ${
-            sql.insert(rows.map((row): Record<string, unknown> => ({
-              id: row.id,
-              tenant: row.tenant,
-              session_id: row.sessionId,
-              turn_id: row.turnId,
-              callback_id: row.callbackId,
-              kind: row.kind,
-              person: row.person ?? null,
-              expires_at: row.expiresAt,
-              state: row.state
-            })) as [Record<string, unknown>, ...Array<Record<string, unknown>>])
-          }`.pipe(Effect.asVoid, Effect.mapError(failure("createLinks"))),
+        rows.length === 0 ? Effect.void : sql`INSERT INTO parley_server_links ${values(rows)}`.pipe(
+          Effect.asVoid,
+          Effect.mapError(failure("createLinks"))
+        ),
+      insertMissing: (rows) =>
+        rows.length === 0
+          ? Effect.void
+          : sql`INSERT INTO parley_server_links ${values(rows)} ON CONFLICT (id) DO NOTHING`.pipe(
+            Effect.asVoid,
+            Effect.mapError(failure("createLinks"))
+          ),
       get: (id) =>
         sql<SqlRow>`SELECT * FROM parley_server_links WHERE id = ${id}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), rowOf)),
@@ -341,6 +352,67 @@ export class AnswerLinksGroup extends HttpApiGroup.make("answerLinks")
 const kindsOf = (callback: Callback): ReadonlyArray<Kind> =>
   callback._tag === "OpenApproval" ? ["allow", "deny"] : ["answer"]
 
+/** The rows of new links for a callback (named by its root session and turn), one per kind. */
+const rowsOf = (
+  options: Options,
+  at: Pick<Row, "tenant" | "sessionId" | "turnId" | "callbackId">,
+  kinds: ReadonlyArray<Kind>,
+  more: {
+    readonly person?: string | undefined
+    readonly expiresIn?: number | undefined
+    readonly id: (kind: Kind) => string
+  }
+): ReadonlyArray<Row> => {
+  const ttl = more.expiresIn === undefined
+    ? Duration.min(Duration.fromInputUnsafe(options.ttl ?? "24 hours"), maxTtl)
+    : Duration.seconds(more.expiresIn)
+  const expiresAt = Date.now() + Duration.toMillis(ttl)
+  return kinds.map((kind) => ({ ...at, id: more.id(kind), kind, person: more.person, expiresAt, state: "open" }))
+}
+
+/** The links as their maker gets them: with their URLs on `baseUrl` (the option's, else `origin`). */
+const made = (options: Options, rows: ReadonlyArray<Row>, origin: string): Array<typeof MadeLink.Type> => {
+  const base = (options.baseUrl ?? origin).replace(/\/+$/, "")
+  const secret = secretOf(options)
+  return rows.map((row) => ({
+    id: row.id,
+    answer: row.kind,
+    url: `${base}/l/${tokenOf(secret, row.id)}`,
+    expiresAt: new Date(row.expiresAt).toISOString(),
+    ...(row.person === undefined ? {} : { person: row.person })
+  }))
+}
+
+/**
+ * The links a webhook's `callback.opened` carries: one per answer of the callback, their ids derived from the
+ * callback (an HMAC under the links secret), so that a redelivery carries the same links, made once.
+ */
+export const forCallback = (
+  links: Service,
+  options: Options,
+  tenant: string,
+  callback: Callback,
+  root: SessionId,
+  origin: string
+): Effect.Effect<Array<typeof MadeLink.Type>, TransportFailure> => {
+  const secret = secretOf(options)
+  const idOf = (kind: Kind) =>
+    `lnk_${crypto.createHmac("sha256", secret).update(`parley-webhook-link:${callback.id}:${kind}`).digest("hex")}`
+      .slice(0, 28)
+  const rows = rowsOf(
+    options,
+    {
+      tenant,
+      sessionId: root,
+      turnId: callback.rootTurnId ?? callback.turnId,
+      callbackId: callback.id
+    },
+    kindsOf(callback),
+    { id: idOf }
+  )
+  return Effect.as(links.insertMissing(rows), made(options, rows, origin))
+}
+
 export const group = (transport: Served.Served, access: Access, links: Service, options: Options | undefined) =>
   HttpApiBuilder.group(ProtocolApi.add(AnswerLinksGroup), "answerLinks", (handlers) =>
     handlers
@@ -369,33 +441,19 @@ export const group = (transport: Served.Served, access: Access, links: Service, 
               description: `a ${callback.kind} callback is answered by ${allowed.join(" or ")} links, not ${wrong}`
             })
           }
-          const ttl = payload.expiresIn === undefined
-            ? Duration.min(Duration.fromInputUnsafe(options.ttl ?? "24 hours"), maxTtl)
-            : Duration.seconds(payload.expiresIn)
-          const expiresAt = Date.now() + Duration.toMillis(ttl)
-          const rows: Array<Row> = [...new Set(answers)].map((kind) => ({
-            id: newId(),
-            tenant: tenant.id,
-            sessionId: params.sessionId,
-            turnId: params.turnId,
-            callbackId: params.callbackId,
-            kind,
-            person: payload.person,
-            expiresAt,
-            state: "open"
-          }))
+          const rows = rowsOf(
+            options,
+            {
+              tenant: tenant.id,
+              sessionId: params.sessionId,
+              turnId: params.turnId,
+              callbackId: params.callbackId
+            },
+            [...new Set(answers)],
+            { person: payload.person, expiresIn: payload.expiresIn, id: newId }
+          )
           yield* links.insert(rows)
-          const base = options.baseUrl?.replace(/\/+$/, "") ?? `http://${request.headers["host"] ?? "127.0.0.1"}`
-          const secret = secretOf(options)
-          return {
-            links: rows.map((row) => ({
-              id: row.id,
-              answer: row.kind,
-              url: `${base}/l/${tokenOf(secret, row.id)}`,
-              expiresAt: new Date(row.expiresAt).toISOString(),
-              ...(row.person === undefined ? {} : { person: row.person })
-            }))
-          }
+          return { links: made(options, rows, `http://${request.headers["host"] ?? "127.0.0.1"}`) }
         }))
       .handle("revokeLink", ({ params }) =>
         Effect.gen(function*() {
