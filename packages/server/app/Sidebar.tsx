@@ -1,9 +1,12 @@
 /**
  * The side panel: a new session, what waits for an answer across the key's sessions (with counts, each opening its
- * session), and the sessions with their title, agent, time and state.
+ * session; approvals of one tool waiting in several places answered all at once), and the sessions with their title,
+ * agent, time and state.
  */
-import type { Callback as CoreCallback } from "@parley/core"
-import type { Directory } from "@parley/react"
+import { Answer as CoreAnswer } from "@parley/core"
+import type { Callback as CoreCallback, Transport } from "@parley/core"
+import { Answer, type Directory } from "@parley/react"
+import { useState } from "react"
 import * as Format from "./format.js"
 import * as Route from "./route.js"
 import { useWaiting } from "./waiting.js"
@@ -15,15 +18,55 @@ const subject = (callback: CoreCallback.Callback) =>
     ? `Approve ${callback.request.tool.name}`
     : `Run ${callback.request.tool.name}`
 
+/**
+ * The approvals of one tool waiting at once, answered together: each as if one by one (its own request, so each
+ * card says "answered here"); `onDone` says how many went through.
+ */
+const AllAtOnce = (props: {
+  readonly tool: string
+  readonly entries: ReadonlyArray<Transport.OpenCallback>
+  readonly onDone: (text: string) => void
+}) => {
+  const { answer } = Answer.useAnswer()
+  const [pending, setPending] = useState(false)
+  const all = (allow: boolean) => async () => {
+    setPending(true)
+    let answered = 0
+    for (const entry of props.entries) {
+      const result = await answer(entry, allow ? new CoreAnswer.AllowApproval() : new CoreAnswer.DenyApproval({}))
+      if (result._tag === "Success") answered++
+    }
+    setPending(false)
+    props.onDone(`${allow ? "Allowed" : "Denied"} ${answered} of ${props.entries.length} approvals of ${props.tool}`)
+  }
+  const count = props.entries.length
+  return (
+    <div className="all-at-once" role="group" aria-label={`All ${count} approvals of ${props.tool}`}>
+      <span>{count} × Approve {props.tool}</span>
+      <span className="decide">
+        <button type="button" className="allow" disabled={pending} onClick={all(true)}>Allow all {count}</button>
+        <button type="button" className="deny" disabled={pending} onClick={all(false)}>Deny all {count}</button>
+      </span>
+    </div>
+  )
+}
+
 export const Sidebar = (props: { readonly current: string | undefined; readonly sessions: Directory.Sessions }) => {
   const { open } = useWaiting()
   const { rootOf, sessions } = props.sessions
   const root = (sessionId: string) => rootOf.get(sessionId) ?? sessionId
   const waitingIn = new Map<string, number>()
+  const approvalsOf = new Map<string, Array<Transport.OpenCallback>>()
   for (const entry of open) {
     const id = root(entry.callback.sessionId)
     waitingIn.set(id, (waitingIn.get(id) ?? 0) + 1)
+    if (entry.callback._tag === "OpenApproval") {
+      const tool = entry.callback.request.tool.name
+      approvalsOf.set(tool, [...(approvalsOf.get(tool) ?? []), entry])
+    }
   }
+  const groups = [...approvalsOf].filter(([, entries]) => entries.length > 1)
+  const [batch, setBatch] = useState<string | undefined>(undefined)
   return (
     <nav className="sidebar" aria-label="Sessions">
       <a className="button primary new" href={Route.href({ _tag: "Home" })}>New session</a>
@@ -31,6 +74,8 @@ export const Sidebar = (props: { readonly current: string | undefined; readonly 
         <h2 id="inbox-title">
           Waiting for you <span className="count" aria-label={`${open.length} waiting`}>{open.length}</span>
         </h2>
+        {groups.map(([tool, entries]) => <AllAtOnce key={tool} tool={tool} entries={entries} onDone={setBatch} />)}
+        {batch === undefined ? null : <p className="muted" role="status">{batch}</p>}
         {open.length === 0
           ? <p className="muted">Nothing waits for an answer.</p>
           : (

@@ -155,6 +155,33 @@ describe("session app", { concurrent: false }, () => {
   )
 
   it.live(
+    "approvals of one tool waiting in two sessions: Allow all from the inbox, each card answered here",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* App.start
+        const page = yield* App.openApp(yield* App.browser, url)
+        const first = yield* App.startTurn(page, "deployer", "Deploy the api")
+        yield* promise(() => App.card(page, "approval client.deploy").waitFor())
+        const second = yield* App.startTurn(page, "deployer", "Deploy the api again")
+        yield* promise(() => App.card(page, "approval client.deploy").waitFor())
+        const group = page.getByRole("group", { name: "All 2 approvals of deploy" })
+        yield* promise(() => group.waitFor())
+        yield* App.screenshot(page, "7-all-at-once")
+        yield* promise(() => group.getByRole("button", { name: "Allow all 2" }).click())
+        yield* promise(() =>
+          page.getByRole("status").filter({ hasText: "Allowed 2 of 2 approvals of deploy" }).waitFor()
+        )
+        for (const sessionId of [first, second]) {
+          yield* promise(() => page.goto(`${url}/#/sessions/${sessionId}`))
+          yield* finalAnswer(page, "Deployed the api.")
+          assert.strictEqual(yield* resolution(App.card(page, "approval client.deploy")), "Allowed · answered here")
+        }
+        yield* promise(() => page.getByText("Nothing waits for an answer.").waitFor())
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.live(
     "a sign-in: Connect or Deny per source, sent once every source is decided",
     () =>
       Effect.gen(function*() {
