@@ -120,7 +120,7 @@ describe("the due-deadline index on SQLite", () => {
       assert.deepStrictEqual(before.map((row) => row.migration_id), [1, 2, 3, 4])
       yield* storeOf(SqlStore.layerSqlite({ filename }))
       const after = yield* sql<{ readonly migration_id: number }>`SELECT migration_id FROM parley_migrations`
-      assert.deepStrictEqual(after.map((row) => row.migration_id), [1, 2, 3, 4, 5, 6, 7])
+      assert.deepStrictEqual(after.map((row) => row.migration_id), [1, 2, 3, 4, 5, 6, 7, 8])
       const rows = yield* sql<{ readonly resolved: number; readonly answered: number }>`
         SELECT c.resolved, (SELECT COUNT(*) FROM parley_callback_resolutions r WHERE r.callback_id = c.callback_id)
           AS answered FROM parley_callbacks c ORDER BY c.seq`
