@@ -11,7 +11,7 @@
  * |---|---|
  * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode, a body with a field it does not know) | 400 |
  * | `Unauthorized` | 401 |
- * | `SessionNotFound`, `TurnNotFound` | 404 |
+ * | `SessionNotFound`, `TurnNotFound`, `DeliveryNotFound` | 404 |
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |
  * | `PayloadTooLarge`, `MessageTooLong` | 413 |
  * | `AnswerMismatch` | 422 |
@@ -75,6 +75,7 @@ import {
 import * as Suggestion from "./Suggestion.js"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "./Transport.js"
 import { ApprovalGranted, TurnEvent } from "./TurnEvent.js"
+import * as Webhook from "./Webhook.js"
 
 // =============================================================================
 // Errors of the protocol (beyond the core family)
@@ -634,13 +635,53 @@ export class AgentsGroup extends HttpApiGroup.make("agents")
 {}
 
 /**
+ * The body of `POST /webhooks/deliveries/redeliver`: the event to deliver again.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class RedeliverRequest extends Schema.Class<RedeliverRequest>("@parley/core/ProtocolApi/RedeliverRequest")({
+  eventId: Schema.String
+}) {}
+
+/**
+ * Webhooks: the tenant's delivery log (every delivery of its events to its endpoints: attempts, the last status, the
+ * next retry; or those of one event) and the redelivery of a past event by id. A server without webhooks has an empty
+ * log.
+ *
+ * @since 0.1.0
+ * @category Groups
+ */
+export class WebhooksGroup extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.get("deliveries", "/webhooks/deliveries", {
+      query: {
+        eventId: Schema.optionalKey(Schema.String),
+        limit: Schema.optionalKey(
+          Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 500 }))
+        )
+      },
+      success: Schema.Array(Webhook.Delivery),
+      error: anyRoute
+    }),
+    HttpApiEndpoint.post("redeliver", "/webhooks/deliveries/redeliver", {
+      payload: RedeliverRequest,
+      success: Schema.Array(Webhook.Delivery),
+      error: [Webhook.DeliveryNotFound.pipe(HttpApiSchema.status(404)), ...anyRoute]
+    })
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Description, "Webhook deliveries of the tenant's events: the delivery log, redelivery by id.")
+{}
+
+/**
  * The whole protocol.
  *
  * @since 0.1.0
  * @category Models
  */
 export class ProtocolApi extends HttpApi.make("parley")
-  .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup)
+  .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup, WebhooksGroup)
   .middleware(DecodeErrors)
   .middleware(Incidents)
   // Bodies are strict, as the answer schemas the server advertises say (`additionalProperties: false`): a misspelt
