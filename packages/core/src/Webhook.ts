@@ -31,7 +31,7 @@
  * const receive = (headers: Record<string, string | undefined>, body: string) =>
  *   Effect.gen(function*() {
  *     yield* Webhook.verify({ secrets: ["whsec_dev"], header: headers["parley-signature"], body })
- *     const payload = yield* Webhook.decode(body)
+ *     const payload = yield* Webhook.decodePayload(body)
  *     if (payload.event._tag === "CallbackOpened") console.log("asks:", payload.event.callback.id)
  *   })
  * ```
@@ -109,7 +109,7 @@ export class Payload extends Schema.Class<Payload>("@parley/core/Webhook/Payload
 }) {}
 
 const PayloadJson = Schema.fromJsonString(Payload)
-const decodePayload = Schema.decodeUnknownEffect(PayloadJson)
+const decodeJson = Schema.decodeUnknownEffect(PayloadJson)
 
 /**
  * A webhook's body, as JSON text (what the server sends).
@@ -117,17 +117,17 @@ const decodePayload = Schema.decodeUnknownEffect(PayloadJson)
  * @since 0.1.0
  * @category Constructors
  */
-export const encode: (payload: Payload) => string = Schema.encodeSync(PayloadJson)
+export const encodePayload: (payload: Payload) => string = Schema.encodeSync(PayloadJson)
 
 /**
- * Decodes a webhook's body (after `verify`).
+ * Decodes a webhook's body (after `verify`): a body that is no `Payload` is `SignatureInvalid` (`malformed`).
  *
  * @since 0.1.0
  * @category Constructors
  */
-export const decode = (body: string): Effect.Effect<Payload, SignatureInvalid> =>
+export const decodePayload = (body: string): Effect.Effect<Payload, SignatureInvalid> =>
   Effect.mapError(
-    decodePayload(body),
+    decodeJson(body),
     (error) =>
       new SignatureInvalid({ module: "Webhook", method: "decode", reason: "malformed", description: error.message })
   )
