@@ -54,6 +54,8 @@ import type { TransportFailure } from "@parley/core/ParleyError"
 import type { PermissionPolicy } from "@parley/core/Permissions"
 import { type Authorization, DecodeErrors, ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
+import type * as Webhook from "@parley/core/Webhook"
+import * as Outbox from "@parley/log/Outbox"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Connectors from "@parley/runtime/Connectors"
 import type * as Engine from "@parley/runtime/Engine"
@@ -76,6 +78,7 @@ import * as HttpRouter from "effect/http/HttpRouter"
 import type * as HttpServer from "effect/http/HttpServer"
 import type * as HttpServerError from "effect/http/HttpServerError"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Path from "effect/Path"
 import * as Redacted from "effect/Redacted"
 import type * as SqlClient from "effect/sql/SqlClient"
@@ -92,6 +95,7 @@ import * as Served from "./internal/served.js"
 import * as Sessions from "./internal/sessions.js"
 import * as Sse from "./internal/sse.js"
 import * as WebApp from "./internal/webApp.js"
+import * as Deliveries from "./internal/webhooks.js"
 
 /**
  * An API key and the tenant it belongs to.
@@ -151,6 +155,51 @@ export interface Options {
    * by it (`PermissionPolicy.bounded(…, "server", floor)`: each call's decision is the strictest of the two).
    */
   readonly policyFloor?: PermissionPolicy | undefined
+  /**
+   * Webhooks (default: none): the tenants' endpoints, each POSTed the `callback.opened`, `callback.resolved` and
+   * `turn.ended` of its tenant's sessions, signed (`Webhook` of `@parley/core`), from the store's outbox (written with
+   * the events: at least once, in order per tree, retried on a backoff). `GET /webhooks/deliveries` is the delivery log,
+   * `POST /webhooks/deliveries/redeliver` sends a past event again.
+   */
+  readonly webhooks?: Webhooks | undefined
+}
+
+/**
+ * A webhook endpoint of a tenant.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface WebhookEndpoint {
+  /** Names the endpoint in the delivery log; keep it stable across restarts (default: its `url`). */
+  readonly id?: string | undefined
+  /** The tenant whose sessions' events it gets. */
+  readonly tenant: string
+  readonly url: string
+  /** The secret it signs with, or several while rotating (each request then carries one signature per secret). */
+  readonly secret: Redacted.Redacted<string> | string | ReadonlyArray<Redacted.Redacted<string> | string>
+  /** The kinds it takes (default: all three). */
+  readonly events?: ReadonlyArray<Webhook.Kind> | undefined
+}
+
+/**
+ * The server's webhooks: its endpoints and how it delivers to them.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Webhooks {
+  readonly endpoints: ReadonlyArray<WebhookEndpoint>
+  /** How long one request may take before it counts as failed (default 10 seconds). */
+  readonly timeout?: Duration.Input | undefined
+  /** How often the outbox is looked at while there is nothing to do (default 200 ms). */
+  readonly poll?: Duration.Input | undefined
+  /** The first retry's delay (default 1 second), doubled after each failure up to `maxBackoff`. */
+  readonly backoff?: Duration.Input | undefined
+  /** The longest delay between two attempts (default 5 minutes). */
+  readonly maxBackoff?: Duration.Input | undefined
+  /** Requests in flight at once, across endpoints (default 32). */
+  readonly concurrency?: number | undefined
 }
 
 /**
@@ -219,6 +268,7 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     const tenants = yield* Sessions.SessionTenants
     const access = Access.make(transport, tenants)
     const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
+    const outbox = yield* Effect.serviceOption(Outbox.Outbox)
     const frontEnds = {
       maxMessageLength: options.maxMessageLength ?? 100_000,
       maxStreams: options.maxStreamsPerKey ?? 1_000,
@@ -238,6 +288,7 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       ),
       Handlers.callbacks(transport, access),
       Handlers.agents(options.agents ?? []),
+      Deliveries.group(outbox),
       Sse.events(transport, access, {
         maxStreams: options.maxStreamsPerKey ?? 1_000,
         heartbeat: Duration.fromInputUnsafe(options.heartbeat ?? "15 seconds"),
@@ -263,6 +314,23 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       ])
     )
   }))
+
+/**
+ * The webhooks' deliverer, when the server has endpoints: over the store's outbox (in context: the all-in-one layers
+ * give it the engine's store).
+ */
+const deliverer = (options: Options): Layer.Layer<never, never, Sessions.SessionTenants> =>
+  options.webhooks === undefined || options.webhooks.endpoints.length === 0
+    ? Layer.empty
+    : Layer.effectDiscard(Effect.gen(function*() {
+      const outbox = yield* Effect.serviceOption(Outbox.Outbox)
+      if (Option.isNone(outbox)) {
+        return yield* Effect.die(
+          new Error("ParleyServer: webhooks need the store's Outbox in context (provide the store to the server too)")
+        )
+      }
+      yield* Deliveries.start(outbox.value, yield* Sessions.SessionTenants, options.webhooks!)
+    }))
 
 /**
  * What serving files and the OpenAPI document needs from the platform (`NodeHttpServer.layer` provides it).
@@ -308,6 +376,7 @@ export const layer = <E = never, R = never>(
         apiLayer(options, shutdown),
         HttpApiScalar.layer(api, { path: "/docs" }),
         sessionApp,
+        deliverer(options),
         RequestLog.layer({
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
           maxJsonDepth: options.maxJsonDepth ?? 64,
@@ -444,7 +513,8 @@ const serverOn = (
   )
   return layer(options).pipe(
     // The API checks a client's definitions against the runtime tools the engine has.
-    Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql))]),
+    // The store too: the webhooks' deliverer and delivery log read its outbox (the same store as the engine's).
+    Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql)), store]),
     Layer.provideMerge(layerHttpServer(options))
   )
 }
