@@ -77,18 +77,31 @@ export class ApiKey extends Schema.TaggedClass<ApiKey>("@parley/core/Principal/A
 }) {}
 
 /**
+ * A person answered through a signed answer link (`POST …/callbacks/:id/links` made it) of this tenant: the link's id,
+ * and the person it was made for, when it named one (a link needs no key: the signature is what the server checked).
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Link extends Schema.TaggedClass<Link>("@parley/core/Principal/Link")("Link", {
+  tenant: Schema.String,
+  linkId: Schema.String,
+  person: Schema.optional(Schema.String)
+}) {}
+
+/**
  * @since 0.1.0
  * @category Models
  */
-export type Principal = Handler | Client | Grant | Policy | ApiKey
+export type Principal = Handler | Client | Grant | Policy | ApiKey | Link
 
 /**
  * @since 0.1.0
  * @category Schemas
  */
 export const Principal: Schema.Union<
-  readonly [typeof Handler, typeof Client, typeof Grant, typeof Policy, typeof ApiKey]
-> = Schema.Union([Handler, Client, Grant, Policy, ApiKey])
+  readonly [typeof Handler, typeof Client, typeof Grant, typeof Policy, typeof ApiKey, typeof Link]
+> = Schema.Union([Handler, Client, Grant, Policy, ApiKey, Link])
 
 /**
  * One line for logs and narrations: `approveReads`, `by id`, `by id (alice)`, `grant grant_3e0f…`, `policy rules[0]
@@ -111,6 +124,10 @@ export const describe = (principal: Principal): string => {
       return principal.onBehalfOf === undefined
         ? `key ${principal.keyId} of ${principal.tenant}`
         : `${describe(principal.onBehalfOf)} (key ${principal.keyId} of ${principal.tenant})`
+    case "Link":
+      return principal.person === undefined
+        ? `link ${principal.linkId} of ${principal.tenant}`
+        : `${principal.person} (link ${principal.linkId} of ${principal.tenant})`
   }
 }
 

@@ -58,6 +58,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { AgentSpec } from "./AgentSpec.js"
 import { Answer } from "./Answer.js"
+import * as AnswerLink from "./AnswerLink.js"
 import { Kind } from "./Callback.js"
 import { CallbackId, SessionId, TurnId } from "./Ids.js"
 import {
@@ -635,6 +636,37 @@ export class AgentsGroup extends HttpApiGroup.make("agents")
 {}
 
 /**
+ * Answer links: made for an open approval (one URL per answer, signed, single-use, expiring, optionally for a named
+ * person), and revoked by id. Following one needs no key (the server's `/links/…` pages, outside this API).
+ *
+ * @since 0.1.0
+ * @category Groups
+ */
+export class LinksGroup extends HttpApiGroup.make("links")
+  .add(
+    HttpApiEndpoint.post("create", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/links", {
+      params: callbackPath,
+      payload: AnswerLink.CreateLinks,
+      success: AnswerLink.AnswerLinks.pipe(HttpApiSchema.status(201)),
+      error: [
+        AnswerLink.LinksUnavailable.pipe(HttpApiSchema.status(400)),
+        callbackNotOpen,
+        sessionNotFound,
+        turnNotFound,
+        ...anyRoute
+      ]
+    }),
+    HttpApiEndpoint.post("revoke", "/links/:linkId/revoke", {
+      params: { linkId: Schema.String },
+      success: HttpApiSchema.NoContent,
+      error: anyRoute
+    })
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Description, "Answer links: signed one-click answers to an approval, without a key.")
+{}
+
+/**
  * The body of `POST /webhooks/deliveries/redeliver`: the event to deliver again.
  *
  * @since 0.1.0
@@ -681,7 +713,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
  * @category Models
  */
 export class ProtocolApi extends HttpApi.make("parley")
-  .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup, WebhooksGroup)
+  .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup, WebhooksGroup, LinksGroup)
   .middleware(DecodeErrors)
   .middleware(Incidents)
   // Bodies are strict, as the answer schemas the server advertises say (`additionalProperties: false`): a misspelt

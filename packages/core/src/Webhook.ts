@@ -14,8 +14,9 @@
  *   UTF-8 text `${t}.${body}` (the timestamp, a dot, then the raw body exactly as received), in lowercase hex. During
  *   a secret's rotation the server signs with each of the endpoint's secrets: one `v1=` per secret.
  *
- * The body is a `Payload`: `{ id, type, treeId, sessionId, turnId, seq, event }`, `event` the encoded `TurnEvent`
- * (a `CallbackOpened` carries the callback with its request).
+ * The body is a `Payload`: `{ id, type, treeId, sessionId, turnId, seq, event, links? }`, `event` the encoded
+ * `TurnEvent` (a `CallbackOpened` carries the callback with its request); `links`, on the `callback.opened` of an
+ * approval when the server has a links secret, the answer links (`AnswerLink`) a person can follow without a key.
  *
  * **Checking it.** `verify` (an `Effect`) and `isValid` (a `Promise<boolean>`, for a receiver without Effect) accept
  * a request when one of its `v1` signatures is that of one of the given secrets (pass the old and the new one while
@@ -41,6 +42,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { Link } from "./AnswerLink.js"
 import { SessionId, TurnId } from "./Ids.js"
 import { TypeId } from "./ParleyError.js"
 import { TurnEvent } from "./TurnEvent.js"
@@ -105,7 +107,9 @@ export class Payload extends Schema.Class<Payload>("@parley/core/Webhook/Payload
   sessionId: SessionId,
   turnId: TurnId,
   seq: Schema.Number,
-  event: TurnEvent
+  event: TurnEvent,
+  /** On `callback.opened` of an approval, when the server makes answer links: one per answer. */
+  links: Schema.optionalKey(Schema.Array(Link))
 }) {}
 
 const PayloadJson = Schema.fromJsonString(Payload)

@@ -137,3 +137,10 @@ export * as TurnState from "./TurnState.js"
  * @since 0.1.0
  */
 export * as Webhook from "./Webhook.js"
+
+/**
+ * Answer links: signed, single-use, expiring URLs that answer one approval without a key.
+ *
+ * @since 0.1.0
+ */
+export * as AnswerLink from "./AnswerLink.js"

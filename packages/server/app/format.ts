@@ -18,6 +18,8 @@ export const who = (principal: Principal | undefined): string | undefined => {
       return `the policy (${principal.rule})`
     case "ApiKey":
       return who(principal.onBehalfOf) ?? `a program with the key ${principal.keyId}`
+    case "Link":
+      return principal.person ?? "someone with an answer link"
     default:
       return undefined
   }

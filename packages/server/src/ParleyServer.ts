@@ -90,6 +90,7 @@ import * as Auth from "./internal/auth.js"
 import * as DrainingServer from "./internal/drainingServer.js"
 import * as Handlers from "./internal/handlers.js"
 import * as Incidents from "./internal/incidents.js"
+import * as Links from "./internal/links.js"
 import * as RequestLog from "./internal/requestLog.js"
 import * as Served from "./internal/served.js"
 import * as Sessions from "./internal/sessions.js"
@@ -162,6 +163,26 @@ export interface Options {
    * `POST /webhooks/deliveries/redeliver` sends a past event again.
    */
   readonly webhooks?: Webhooks | undefined
+  /**
+   * Answer links (default: none): with a secret, `POST …/callbacks/:callbackId/links` makes signed, single-use,
+   * expiring URLs that answer an approval without a key (`/links/…`: a confirmation page, a GET never answers), and
+   * the webhooks' `callback.opened` of an approval carries them when `baseUrl` is given (`AnswerLink` of
+   * `@parley/core`).
+   */
+  readonly links?: AnswerLinks | undefined
+}
+
+/**
+ * The server's answer links.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface AnswerLinks {
+  /** The key links are signed with (HMAC-SHA256); changing it voids every link made before. */
+  readonly secret: Redacted.Redacted<string> | string
+  /** The server's public URL, the links' base (default: the origin of the request that makes them). */
+  readonly baseUrl?: string | undefined
 }
 
 /**
@@ -262,7 +283,11 @@ export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 /** The protocol (or an extension's API) with the front-ends' routes. */
 const withFrontEnds = (api: HttpApi.Constraint) => (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup, AgUi.AgUiGroup)
 
-const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
+const apiLayer = <E, R>(
+  options: Options & WithExtension<E, R>,
+  shutdown: Deferred.Deferred<void>,
+  revocations: Links.Revocations
+) =>
   Layer.unwrap(Effect.gen(function*() {
     const transport = Served.make(yield* Transport)
     const tenants = yield* Sessions.SessionTenants
@@ -289,6 +314,13 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       Handlers.callbacks(transport, access),
       Handlers.agents(options.agents ?? []),
       Deliveries.group(outbox),
+      Links.group(
+        transport,
+        access,
+        options.links === undefined ? undefined : Links.make(options.links),
+        revocations,
+        options.links?.baseUrl
+      ),
       Sse.events(transport, access, {
         maxStreams: options.maxStreamsPerKey ?? 1_000,
         heartbeat: Duration.fromInputUnsafe(options.heartbeat ?? "15 seconds"),
@@ -315,6 +347,14 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     )
   }))
 
+/** The answer links' pages (`/links/…`, no key). */
+const linkPages = (links: AnswerLinks, revocations: Links.Revocations) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const transport = Served.make(yield* Transport)
+    const access = Access.make(transport, yield* Sessions.SessionTenants)
+    return Links.pages(transport, access, Links.make(links), revocations)
+  }))
+
 /**
  * The webhooks' deliverer, when the server has endpoints: over the store's outbox (in context: the all-in-one layers
  * give it the engine's store).
@@ -329,7 +369,10 @@ const deliverer = (options: Options): Layer.Layer<never, never, Sessions.Session
           new Error("ParleyServer: webhooks need the store's Outbox in context (provide the store to the server too)")
         )
       }
-      yield* Deliveries.start(outbox.value, yield* Sessions.SessionTenants, options.webhooks!)
+      const links = options.links?.baseUrl === undefined
+        ? undefined
+        : { links: Links.make(options.links), baseUrl: options.links.baseUrl }
+      yield* Deliveries.start(outbox.value, yield* Sessions.SessionTenants, options.webhooks!, links)
     }))
 
 /**
@@ -358,6 +401,7 @@ export const layer = <E = never, R = never>(
 > =>
   Layer.unwrap(Effect.gen(function*() {
     const shutdown = yield* Deferred.make<void>()
+    const revocations = Links.revocationsMemory()
     // Built after the HTTP server, so its finalizer runs before the server's close (which waits for every open
     // connection): the streams end and new requests are refused (503, the connection closed), so the server does
     // not wait on clients that reconnect.
@@ -373,7 +417,8 @@ export const layer = <E = never, R = never>(
     const api = withFrontEnds(options.extension?.api ?? ProtocolApi)
     return HttpRouter.serve(
       Layer.mergeAll(
-        apiLayer(options, shutdown),
+        apiLayer(options, shutdown, revocations),
+        options.links === undefined ? Layer.empty : linkPages(options.links, revocations),
         HttpApiScalar.layer(api, { path: "/docs" }),
         sessionApp,
         deliverer(options),

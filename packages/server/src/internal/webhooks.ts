@@ -28,6 +28,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { WebhookEndpoint, Webhooks } from "../ParleyServer.js"
+import * as Links from "./links.js"
 import type * as Sessions from "./sessions.js"
 
 export type Endpoint = WebhookEndpoint
@@ -78,18 +79,38 @@ export const deliveryOf = (delivery: Outbox.Delivery): Webhook.Delivery => {
 }
 
 /** The body of a claimed delivery. */
-export const payloadOf = (claimed: Outbox.Claimed): string =>
-  Webhook.encodePayload(
+export const payloadOf = (claimed: Outbox.Claimed, links?: LinkMaker | undefined): string => {
+  const { event } = claimed
+  // An approval's links: the same on every redelivery (their id and expiry come from the callback).
+  const answerLinks = links !== undefined && event._tag === "CallbackOpened" && event.callback._tag === "OpenApproval"
+    ? Links.linksOf(links.links, links.baseUrl, {
+      l: links.links.idFor(event.callback.id, undefined),
+      t: claimed.tenant,
+      s: event.sessionId,
+      u: event.turnId,
+      c: event.callback.id,
+      e: event.callback.expiresAt?.epochMilliseconds ?? event.callback.openedAt.epochMilliseconds + 24 * 3600 * 1000
+    }).links
+    : undefined
+  return Webhook.encodePayload(
     new Webhook.Payload({
       id: claimed.eventId,
       type: claimed.kind,
       treeId: claimed.treeId,
-      sessionId: claimed.event.sessionId,
-      turnId: claimed.event.turnId,
+      sessionId: event.sessionId,
+      turnId: event.turnId,
       seq: claimed.seq,
-      event: claimed.event
+      event,
+      ...(answerLinks === undefined ? {} : { links: answerLinks })
     })
   )
+}
+
+/** How the deliverer makes an approval's answer links. */
+export interface LinkMaker {
+  readonly links: Links.Links
+  readonly baseUrl: string
+}
 
 /**
  * Starts the deliverer in the scope: it runs until the scope closes (the requests in flight are cut then; their
@@ -98,7 +119,8 @@ export const payloadOf = (claimed: Outbox.Claimed): string =>
 export const start = (
   outbox: Outbox.Service,
   tenants: Sessions.Service,
-  options: Options
+  options: Options,
+  links?: LinkMaker | undefined
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const endpoints = options.endpoints.map(resolve)
@@ -144,7 +166,7 @@ export const start = (
             nextAttemptAt: (yield* Clock.currentTimeMillis) + maxBackoff
           })
         }
-        const body = payloadOf(claimed)
+        const body = payloadOf(claimed, links)
         const signature = yield* Webhook.sign({ secrets: endpoint.secrets, body })
         const request = HttpClientRequest.post(endpoint.url).pipe(
           HttpClientRequest.setHeaders({
