@@ -278,11 +278,14 @@ export const pages = (
         )
       }).pipe(Effect.catch(() => Effect.succeed(shown(unknown()))))
 
-    const tokenOf = (request: HttpServerRequest.HttpServerRequest) =>
-      decodeURIComponent(new URL(request.url, "http://x").pathname.split("/").pop() ?? "")
+    // (A wildcard route: a token is longer than the router's longest path parameter.)
+    const tokenOf = (request: HttpServerRequest.HttpServerRequest) => {
+      const path = new URL(request.url, "http://x").pathname
+      return path.startsWith("/links/") ? decodeURIComponent(path.slice("/links/".length)) : ""
+    }
 
     return Effect.all([
-      router.add("GET", "/links/:token", (request) =>
+      router.add("GET", "/links/*", (request) =>
         Effect.gen(function*() {
           const found = yield* look(tokenOf(request))
           if (found._tag === "Page") return found.page
@@ -296,7 +299,7 @@ export const pages = (
               `<form method="post"><button type="submit">${verb}</button></form>`
           )
         })),
-      router.add("POST", "/links/:token", (request) =>
+      router.add("POST", "/links/*", (request) =>
         Effect.gen(function*() {
           const found = yield* look(tokenOf(request))
           if (found._tag === "Page") return found.page
