@@ -8,20 +8,20 @@
  *
  * Run it: `npx tsx --conditions=@parley/source examples/deliver-callbacks/main.ts`
  */
-import { Agent, Answer, Session, Transport, Turn, Webhook } from "@parley/core"
+import { Agent, Principal, Session, Turn, Webhook } from "@parley/core"
 import { Models } from "@parley/runtime"
 import { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { Tool } from "@parley/tools"
 import { HttpTransport } from "@parley/transport-http"
-import { Console, Context, Deferred, Effect, Layer, Queue, Redacted, Schedule, Schema } from "effect"
-import { HttpServer } from "effect/http"
+import { Console, Deferred, Effect, Layer, Queue, Redacted, Schedule, Schema } from "effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { describeState, isEntry } from "../shared/entry.js"
 
 const apiKey = "dev-key-deliver-callbacks"
 const secret = "whsec_deliver_callbacks_example"
+const linksSecret = "links_deliver_callbacks_example"
 
 /** A tool the server runs; the policy asks before each call. */
 const sendEmail = Tool.make("send_email", {
@@ -38,8 +38,29 @@ const mailer = Agent.make({
   permissionMode: "ask"
 })
 
-/** Ids are random: the guide prints them without their random part. */
-const masked = (line: string) => line.replace(/\b(ses|turn|cb)_[0-9a-f]+/g, "$1_…")
+/** Ids, ports and link tokens change with every run: the guide prints them without their random part. */
+const masked = (line: string) =>
+  line.replace(/\b(ses|turn|cb|lnk)_[0-9a-f]+/g, "$1_…").replace(/127\.0\.0\.1:\d+/g, "127.0.0.1:…").replace(
+    /\/links\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g,
+    "/links/…"
+  )
+
+/** A free port of 127.0.0.1 (the server's: its answer links name it, so it is chosen before the server starts). */
+const freePort = Effect.callback<number>((resume) => {
+  const probe = createServer()
+  probe.listen(0, "127.0.0.1", () => {
+    const { port } = probe.address() as AddressInfo
+    probe.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+/** A page of an answer link: its status and its title. */
+const visit = (url: string, method: "GET" | "POST") =>
+  Effect.promise(async () => {
+    const response = await fetch(url, { method })
+    const title = /<title>(.*?)<\/title>/.exec(await response.text())?.[1] ?? ""
+    return `HTTP ${response.status} "${title}"`
+  })
 
 /** One request the receiver got, and how to answer it (an HTTP status). */
 interface Request {
@@ -101,17 +122,21 @@ const receive = (request: Request, ended: Deferred.Deferred<void>) =>
       const { arguments: args, tool } = event.callback.request
       yield* Console.log(`  approval: ${tool.id} ${JSON.stringify(args)}`)
       yield* Console.log(masked(`  asked by session ${event.sessionId}, turn ${event.turnId}`))
-      // The person said yes: answered through the API, by the callback's id.
-      yield* Effect.flatMap(Transport.Transport, (transport) =>
-        transport.answer({
-          sessionId: event.sessionId,
-          turnId: event.turnId,
-          callbackId: event.callback.id,
-          answer: new Answer.AllowApproval()
-        }))
-      yield* Console.log("  answered: allow")
+      for (const link of payload.links ?? []) yield* Console.log(masked(`  ${link.answer}: ${link.url}`))
+      // The person follows the allow link: its page asks to confirm (a GET answers nothing), the page's button answers.
+      const allow = (payload.links ?? []).find((link) => link.answer === "allow")
+      // (The webhook is answered first: the receiver takes its next request once the person is done.)
+      request.respond(204)
+      if (allow !== undefined) {
+        yield* Console.log(`  the person opens the allow link: ${yield* visit(allow.url, "GET")}`)
+        yield* Console.log(`  and confirms it: ${yield* visit(allow.url, "POST")}`)
+      }
+      return
     }
-    if (event._tag === "CallbackResolved") yield* Console.log(`  resolution: ${event.resolution}`)
+    if (event._tag === "CallbackResolved") {
+      const by = event.answeredBy === undefined ? "nobody recorded" : Principal.describe(event.answeredBy)
+      yield* Console.log(masked(`  ${event.resolution} by ${by}`))
+    }
     if (event._tag === "TurnEnded") {
       yield* Console.log(`  the turn ended: ${describeState(event.state)}`)
       yield* Deferred.succeed(ended, undefined)
@@ -122,14 +147,16 @@ const receive = (request: Request, ended: Deferred.Deferred<void>) =>
 export const program = Effect.gen(function*() {
   yield* Console.log("=== deliver-callbacks ===")
   const receiver = yield* startReceiver
+  const port = yield* freePort
+  const url = `http://127.0.0.1:${port}`
   // The server: the mailer agent, its send_email tool, one tenant's key and its webhook endpoint.
   const model = yield* ScriptedModel.make([
     ScriptedModel.toolCall("send_email", { to: "team@example.com", subject: "Lunch at noon" }),
     ScriptedModel.text("Sent.")
   ])
-  const server = yield* Layer.build(ParleyServer.layerSqlite({
+  yield* Layer.build(ParleyServer.layerSqlite({
     filename: process.env.PARLEY_SESSIONS_DB ?? ":memory:",
-    port: 0,
+    port,
     log: false,
     keys: [{ key: Redacted.make(apiKey), tenant: "acme" }],
     agents: [mailer.spec],
@@ -137,10 +164,10 @@ export const program = Effect.gen(function*() {
     models: Models.single(model.languageModel),
     webhooks: {
       endpoints: [{ id: "approvals-bot", tenant: "acme", url: receiver.url, secret: Redacted.make(secret) }]
-    }
+    },
+    // Answer links: the webhook of an approval carries one URL per answer, signed, single-use, no key needed.
+    links: { secret: Redacted.make(linksSecret), baseUrl: url }
   }))
-  const address = Context.get(server, HttpServer.HttpServer).address
-  const url = `http://127.0.0.1:${"port" in address ? address.port : 0}`
   const api = yield* Layer.build(HttpTransport.layer({ url, apiKey: Redacted.make(apiKey) }))
 
   // The receiver runs beside the program, one request at a time (the server sends a tree's events in order).
@@ -151,7 +178,7 @@ export const program = Effect.gen(function*() {
     )
   )
 
-  // The program starts a turn and waits: the receiver answers the approval it is sent.
+  // The program starts a turn and waits: the person answers through the link the receiver showed.
   const state = yield* Effect.gen(function*() {
     const session = yield* Agent.startSession(mailer)
     const turn = yield* Session.sendMessage(session, "Tell the team lunch is at noon.")
