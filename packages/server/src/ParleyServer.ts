@@ -81,7 +81,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Path from "effect/Path"
 import * as Redacted from "effect/Redacted"
-import type * as SqlClient from "effect/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import * as Access from "./internal/access.js"
 import * as AgUi from "./internal/agUi.js"
@@ -401,7 +401,11 @@ export const layer = <E = never, R = never>(
 > =>
   Layer.unwrap(Effect.gen(function*() {
     const shutdown = yield* Deferred.make<void>()
-    const revocations = Links.revocationsMemory()
+    // Revoked answer links: on the tenants' database when the server is given its SqlClient (`layerSqlite`, `layerPg`).
+    const database = yield* Effect.serviceOption(SqlClient.SqlClient)
+    const revocations = Option.isSome(database) && options.links !== undefined
+      ? yield* Effect.orDie(Links.revocationsSql(database.value))
+      : Links.revocationsMemory()
     // Built after the HTTP server, so its finalizer runs before the server's close (which waits for every open
     // connection): the streams end and new requests are refused (503, the connection closed), so the server does
     // not wait on clients that reconnect.
@@ -559,7 +563,8 @@ const serverOn = (
   return layer(options).pipe(
     // The API checks a client's definitions against the runtime tools the engine has.
     // The store too: the webhooks' deliverer and delivery log read its outbox (the same store as the engine's).
-    Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql)), store]),
+    // And the tenants' database: answer links' revocations are kept there.
+    Layer.provide([engine, runtimeTools, Sessions.layerSql.pipe(Layer.provide(sql)), store, sql]),
     Layer.provideMerge(layerHttpServer(options))
   )
 }

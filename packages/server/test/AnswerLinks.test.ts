@@ -148,10 +148,14 @@ describe("answer links", () => {
   )
 
   it.live(
-    "a link of a callback answered otherwise says who answered; a revoked link is unknown",
+    "a link of a callback answered otherwise says who answered; a revoked link is unknown, on every server",
     () =>
       Effect.gen(function*() {
-        const url = yield* serve()
+        const database = sqliteDatabase(yield* Effect.orDie(sqliteFile))
+        const url = yield* startServer(database, (yield* ScriptedModel.fromFunction(brain)).languageModel, {
+          runtimeTools: [],
+          server: { links: { secret } }
+        })
         const first = yield* blockedOn(url)
         const path = { sessionId: first.turn.sessionId, turnId: first.turn.turnId, callbackId: first.approval.id }
         const links = (yield* createLinks(url, path, {})).json as AnswerLink.AnswerLinks
@@ -175,6 +179,14 @@ describe("answer links", () => {
         assert.strictEqual(revoked.status, 204)
         assert.isTrue(isUnknown(yield* follow(revocable.links[0].url)))
         assert.isTrue(isUnknown(yield* follow(revocable.links[0].url, "POST")))
+        // Kept in the database: another server on it (a restart, a second instance) knows the link revoked.
+        const model = yield* ScriptedModel.fromFunction(brain)
+        const other = yield* startServer(database, model.languageModel, {
+          runtimeTools: [],
+          server: { links: { secret } }
+        })
+        assert.isTrue(isUnknown(yield* follow(revocable.links[0].url.replace(url, other))))
+        assert.strictEqual((yield* follow(links.links[0].url.replace(url, other))).status, 410)
       }),
     { timeout: 60_000 }
   )

@@ -30,6 +30,8 @@ import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as SqlClient from "effect/sql/SqlClient"
+import type * as SqlError from "effect/sql/SqlError"
 import * as Stream from "effect/Stream"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import type { Access } from "./access.js"
@@ -127,6 +129,39 @@ export const revocationsMemory = (): Revocations => {
     isRevoked: (linkId) => Effect.sync(() => revoked.has(linkId))
   }
 }
+
+/**
+ * Revocations on the `SqlClient` given (the tenants' database: they outlive a restart). A failure to read them is a
+ * revoked link (it answers as unknown), never a link that works.
+ */
+export const revocationsSql = (sql: SqlClient.SqlClient): Effect.Effect<Revocations, SqlError.SqlError> =>
+  Effect.gen(function*() {
+    const create = sql`CREATE TABLE IF NOT EXISTS parley_server_link_revocations (
+      link_id TEXT PRIMARY KEY,
+      tenant TEXT NOT NULL
+    )`
+    yield* sql.onDialectOrElse({
+      pg: () =>
+        sql.withTransaction(
+          Effect.andThen(sql`SELECT pg_advisory_xact_lock(hashtext('parley_server_link_revocations'))`, create)
+        ),
+      orElse: () => create
+    })
+    return {
+      revoke: (tenant, linkId) =>
+        sql`INSERT INTO parley_server_link_revocations (link_id, tenant) VALUES (${linkId}, ${tenant})
+          ON CONFLICT (link_id) DO NOTHING`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      isRevoked: (linkId) =>
+        sql<{ readonly link_id: string }>`SELECT link_id FROM parley_server_link_revocations
+          WHERE link_id = ${linkId}`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orElseSucceed(() => true)
+        )
+    }
+  })
 
 const defaultLifetime = 24 * 3600 * 1000
 
