@@ -9,7 +9,7 @@
  *
  * | error | status |
  * |---|---|
- * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode, a body with a field it does not know) | 400 |
+ * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `LinksUnavailable`, `HttpApiDecodeError` (a request that does not decode, a body with a field it does not know) | 400 |
  * | `Unauthorized` | 401 |
  * | `SessionNotFound`, `TurnNotFound`, `DeliveryNotFound` | 404 |
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |

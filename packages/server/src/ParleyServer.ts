@@ -18,6 +18,13 @@
  *   servers of `layerSqlite` / `layerPg` hold connections to `deadlines` (408). A refused request changes no log.
  * - **Incidents**: a defect answers a 500 `InternalError` and a failure of the engine a 503 `TransportFailure` without
  *   its cause; each names an incident id, under which the server logs the cause.
+ * - **Webhooks** (`webhooks`): each tenant's endpoints are POSTed its sessions' `callback.opened`, `callback.resolved`
+ *   and `turn.ended` from the store's outbox (written with the events: at least once, in order per tree, retried),
+ *   signed as `Webhook` of `@parley/core` describes; `GET /webhooks/deliveries` is the delivery log,
+ *   `POST /webhooks/deliveries/redeliver` sends an event again.
+ * - **Answer links** (`links`): signed, single-use, expiring URLs that answer an approval without a key
+ *   (`AnswerLink` of `@parley/core`): made through the API and carried by an approval's webhook; `/links/<token>`
+ *   confirms on a page, a GET never answers.
  * - **Logs**: one structured line per request (method, route, status, ms, tenant, key id); never keys, bodies or
  *   query strings. Pick the format at the edge (`Logger.json`, `Logger.logFmt`).
  * - **Shutdown**: when the layer's scope closes the event streams end (clients resume by cursor), every new request
