@@ -83,30 +83,40 @@ export const make = ({ awaitingLock, sql, transaction }: Database): Outbox.Servi
           }
         })
       ),
+    // Read first, outside any transaction: an idle deliverer's poll writes nothing (no lock, no sync). The due ones
+    // are then pushed on in one unsynced transaction (a claim lost in a crash is only a delivery made again), each only
+    // if no other deliverer claimed it meanwhile.
     claim: (now, limit, leaseMillis) =>
-      inTransaction(
-        "claim deliveries",
-        "claim",
-        Effect.gen(function*() {
-          const rows = yield* sql<DeliveryRow & { readonly version: number | string; readonly event: string }>`
-            SELECT ${sql.literal(columns)}, e.version, e.event
-            FROM parley_deliveries d JOIN parley_events e ON e.tree_id = d.tree_id AND e.seq = d.seq
-            WHERE d.delivered_at IS NULL AND d.next_attempt_at <= ${now}
-            AND NOT EXISTS (SELECT 1 FROM parley_deliveries p WHERE p.endpoint = d.endpoint
-              AND p.tree_id = d.tree_id AND p.delivered_at IS NULL AND p.seq < d.seq)
-            ORDER BY d.next_attempt_at, d.tree_id, d.seq LIMIT ${limit}`
-          const claimed: Array<Outbox.Claimed> = []
-          for (const row of rows) {
-            const event = decodeEvent("claim", row.tree_id as SessionId, row)
-            if (Result.isFailure(event)) return yield* Effect.fail(event.failure)
-            const until = now + leaseMillis
-            yield* sql`UPDATE parley_deliveries SET next_attempt_at = ${until}
-              WHERE tree_id = ${row.tree_id} AND seq = ${row.seq} AND endpoint = ${row.endpoint}`
-            claimed.push({ ...deliveryOf(row), nextAttemptAt: until, event: event.success })
-          }
-          return claimed
-        })
-      ),
+      Effect.gen(function*() {
+        const rows = yield* sql<DeliveryRow & { readonly version: number | string; readonly event: string }>`
+          SELECT ${sql.literal(columns)}, e.version, e.event
+          FROM parley_deliveries d JOIN parley_events e ON e.tree_id = d.tree_id AND e.seq = d.seq
+          WHERE d.delivered_at IS NULL AND d.next_attempt_at <= ${now}
+          AND NOT EXISTS (SELECT 1 FROM parley_deliveries p WHERE p.endpoint = d.endpoint
+            AND p.tree_id = d.tree_id AND p.delivered_at IS NULL AND p.seq < d.seq)
+          ORDER BY d.next_attempt_at, d.tree_id, d.seq LIMIT ${limit}`.pipe(
+          Effect.mapError(storeError("claim", "could not read the due deliveries"))
+        )
+        if (rows.length === 0) return []
+        const until = now + leaseMillis
+        return yield* transaction(() =>
+          Effect.gen(function*() {
+            const claimed: Array<Outbox.Claimed> = []
+            for (const row of rows) {
+              const event = decodeEvent("claim", row.tree_id as SessionId, row)
+              if (Result.isFailure(event)) return yield* Effect.fail(event.failure)
+              const taken = yield* sql`UPDATE parley_deliveries SET next_attempt_at = ${until}
+                WHERE tree_id = ${row.tree_id} AND seq = ${row.seq} AND endpoint = ${row.endpoint}
+                AND delivered_at IS NULL AND next_attempt_at = ${row.next_attempt_at} RETURNING seq`
+              if (taken.length > 0) claimed.push({ ...deliveryOf(row), nextAttemptAt: until, event: event.success })
+            }
+            return claimed
+          }), { synced: false }).pipe(
+            Effect.mapError((error) =>
+              error instanceof StoreError ? error : storeError("claim", "could not claim deliveries")(error)
+            )
+          )
+      }),
     record: (eventId, endpoint, attempt) => {
       const key = Outbox.parseEventId(eventId)
       if (key === undefined) return Effect.void
