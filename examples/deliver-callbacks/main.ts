@@ -155,7 +155,8 @@ export const program = Effect.gen(function*() {
     ScriptedModel.text("Sent.")
   ])
   yield* Layer.build(ParleyServer.layerSqlite({
-    filename: process.env.PARLEY_SESSIONS_DB ?? ":memory:",
+    // A database of its own, in memory (npm run demo runs it beside the other guides' programs).
+    filename: ":memory:",
     port,
     log: false,
     keys: [{ key: Redacted.make(apiKey), tenant: "acme" }],
