@@ -7,6 +7,7 @@
  */
 import { Console, Effect } from "effect"
 import * as Callbacks from "./callbacks/main.js"
+import * as DeliverCallbacks from "./deliver-callbacks/main.js"
 import { isEntry } from "./shared/entry.js"
 import { modelDescription } from "./shared/runtime.js"
 import * as SubagentApprovals from "./subagent-approvals/main.js"
@@ -18,7 +19,10 @@ export const main = Effect.all([
   Callbacks.main,
   Console.log(""),
   Console.log("# Subagent approvals (docs/guides/subagent-approvals.md)"),
-  SubagentApprovals.main
+  SubagentApprovals.main,
+  Console.log(""),
+  Console.log("# Deliver callbacks (docs/guides/deliver-callbacks.md)"),
+  DeliverCallbacks.program
 ], { discard: true })
 
 if (isEntry(import.meta.url)) Effect.runPromise(main)

@@ -1,6 +1,6 @@
 /**
  * The `parley` command, on `effect/cli`: `serve`, `sessions list|show`, `callbacks list`, `answer`, `events`,
- * `grants list|revoke`, `cluster status`, `demo`. Every command has `--help`: a description, its usage, each argument
+ * `grants list|revoke`, `webhooks deliveries|redeliver`, `cluster status`, `demo`. Every command has `--help`: a description, its usage, each argument
  * and flag described, examples.
  * Every command but `serve` and `demo` talks to a server through `HttpTransport` (`--url`, `--key`, or `PARLEY_URL`
  * / `PARLEY_API_KEY`; by default the local server and the key in `.parley/api-key`).
@@ -36,6 +36,7 @@ import { CliError } from "./internal/errors.js"
 import * as Grants from "./internal/grants.js"
 import * as Help from "./internal/help.js"
 import * as Read from "./internal/read.js"
+import * as Webhooks from "./internal/webhooks.js"
 import type * as Serve from "./Serve.js"
 
 /**
@@ -199,6 +200,7 @@ export const command = (extras: Effect.Effect<Extras> = Effect.succeed({})) =>
       Answer.command,
       Read.events,
       Grants.command,
+      Webhooks.command,
       Cluster.command,
       demo(extras)
     ])

@@ -11,13 +11,14 @@
  * |---|---|
  * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode, a body with a field it does not know) | 400 |
  * | `Unauthorized` | 401 |
- * | `SessionNotFound`, `TurnNotFound` | 404 |
+ * | `SessionNotFound`, `TurnNotFound`, `DeliveryNotFound`, `LinkNotFound` | 404 |
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |
  * | `PayloadTooLarge`, `MessageTooLong` | 413 |
  * | `AnswerMismatch` | 422 |
  * | a body of another media type than `application/json` | 415 |
  * | `TooManyStreams`, `TooManyRequests` (with `Retry-After`) | 429 |
  * | `InternalError` (a defect of the server: the body names an incident the server logged) | 500 |
+ * | `AnswerLinksOff` (the server has no links secret) | 501 |
  * | `TransportFailure` (its description short, never its cause) | 503 |
  *
  * A body is judged after the session its path names, as in-process: an unknown or foreign session is a 404
@@ -58,6 +59,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { AgentSpec } from "./AgentSpec.js"
 import { Answer } from "./Answer.js"
+import * as AnswerLink from "./AnswerLink.js"
 import { Kind } from "./Callback.js"
 import { CallbackId, SessionId, TurnId } from "./Ids.js"
 import {
@@ -75,6 +77,7 @@ import {
 import * as Suggestion from "./Suggestion.js"
 import { OpenCallback, SessionInfo, TurnRef, TurnSnapshot } from "./Transport.js"
 import { ApprovalGranted, TurnEvent } from "./TurnEvent.js"
+import * as Webhook from "./Webhook.js"
 
 // =============================================================================
 // Errors of the protocol (beyond the core family)
@@ -702,13 +705,86 @@ export class AgentsGroup extends HttpApiGroup.make("agents")
 {}
 
 /**
+ * Answer links: made for an open callback (one URL per answer, signed, single-use, expiring, optionally for a named
+ * person), and revoked by id. Following one needs no key (the server's `/l/…` pages, outside this API).
+ *
+ * @since 0.1.0
+ * @category Groups
+ */
+export class LinksGroup extends HttpApiGroup.make("links")
+  .add(
+    HttpApiEndpoint.post("create", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/links", {
+      params: callbackPath,
+      payload: AnswerLink.CreateLinks,
+      success: AnswerLink.Links.pipe(HttpApiSchema.status(201)),
+      error: [AnswerLink.AnswerLinksOff, callbackNotOpen, sessionNotFound, turnNotFound, ...anyRoute]
+    }).annotate(
+      OpenApi.Description,
+      "Answer links for an open callback: one URL per answer (`allow`, `deny`, or `answer` for a form), each " +
+        "single-use and expiring, optionally for a named person. Following one shows a confirmation page; " +
+        "confirming answers the callback. The URLs are in this response only."
+    ),
+    HttpApiEndpoint.delete("revoke", "/links/:linkId", {
+      params: { linkId: Schema.String },
+      success: HttpApiSchema.NoContent,
+      error: [AnswerLink.LinkNotFound, ...anyRoute]
+    }).annotate(
+      OpenApi.Description,
+      "Revokes an open answer link: following it then shows the page of an unknown link."
+    )
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Description, "Answer links: callbacks answered by people who hold no API key.")
+{}
+
+/**
+ * The body of `POST /webhooks/deliveries/redeliver`: the event to deliver again.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class RedeliverRequest extends Schema.Class<RedeliverRequest>("@parley/core/ProtocolApi/RedeliverRequest")({
+  eventId: Schema.String
+}) {}
+
+/**
+ * Webhooks: the tenant's delivery log (every delivery of its events to its endpoints: attempts, the last status, the
+ * next retry; or those of one event) and the redelivery of a past event by id. A server without webhooks has an empty
+ * log.
+ *
+ * @since 0.1.0
+ * @category Groups
+ */
+export class WebhooksGroup extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.get("deliveries", "/webhooks/deliveries", {
+      query: {
+        eventId: Schema.optionalKey(Schema.String),
+        limit: Schema.optionalKey(
+          Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 500 }))
+        )
+      },
+      success: Schema.Array(Webhook.Delivery),
+      error: anyRoute
+    }),
+    HttpApiEndpoint.post("redeliver", "/webhooks/deliveries/redeliver", {
+      payload: RedeliverRequest,
+      success: Schema.Array(Webhook.Delivery),
+      error: [Webhook.DeliveryNotFound.pipe(HttpApiSchema.status(404)), ...anyRoute]
+    })
+  )
+  .middleware(Authorization)
+  .annotate(OpenApi.Description, "Webhook deliveries of the tenant's events: the delivery log, redelivery by id.")
+{}
+
+/**
  * The whole protocol.
  *
  * @since 0.1.0
  * @category Models
  */
 export class ProtocolApi extends HttpApi.make("parley")
-  .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup)
+  .add(SessionsGroup, TurnsGroup, EventsGroup, CallbacksGroup, AgentsGroup, WebhooksGroup, LinksGroup)
   .middleware(DecodeErrors)
   .middleware(Incidents)
   // Bodies are strict, as the answer schemas the server advertises say (`additionalProperties: false`): a misspelt

@@ -130,3 +130,17 @@ export * as TurnEvent from "./TurnEvent.js"
  * @since 0.1.0
  */
 export * as TurnState from "./TurnState.js"
+
+/**
+ * Webhooks: the payload a receiver gets, the signature scheme (`sign`, `verify`, `isValid`) and the delivery log.
+ *
+ * @since 0.1.0
+ */
+export * as Webhook from "./Webhook.js"
+
+/**
+ * Answer links: signed, single-use, expiring URLs that answer one approval without a key.
+ *
+ * @since 0.1.0
+ */
+export * as AnswerLink from "./AnswerLink.js"

@@ -48,6 +48,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as internal from "./internal/eventLog.js"
 import type { Lease } from "./Leases.js"
+import type * as Outbox from "./Outbox.js"
 import type { LeaseLost, ResolutionConflict, SeqConflict, StoreError } from "./StoreError.js"
 
 /**
@@ -214,6 +215,8 @@ export interface AppendRows {
   }>
   /** How many turns the events queue less how many they end. */
   readonly openTurns: number
+  /** The events the webhook outbox reports (`Outbox.kindOf`): the driver writes their entries in the same write. */
+  readonly reported: ReadonlyArray<{ readonly seq: number; readonly kind: Outbox.Kind }>
   /** Whether the last event is a `TurnBlocked`: the tree then waits on callbacks only (`Leases.claimPaused`). */
   readonly paused: boolean
   /** The lease the tree's owner and epoch must still match, when the append is made under one. */

@@ -1,7 +1,7 @@
 /**
  * The log layer's services in one: `EventLog` (a tree's append-only log, its fan-out and `changes`), `Leases` (who
- * runs a tree's work), `Snapshots` (the latest snapshot of a tree's projection) and `Secrets` (a tree's connector
- * credentials). A store — the memory one here, `@parley/store-sql`'s SQLite and PostgreSQL ones — is ONE layer that
+ * runs a tree's work), `Snapshots` (the latest snapshot of a tree's projection), `Secrets` (a tree's connector
+ * credentials) and `Outbox` (the webhook deliveries, written with the events they report). A store — the memory one here, `@parley/store-sql`'s SQLite and PostgreSQL ones — is ONE layer that
  * provides the four (`Layer.Layer<SessionStore>`), built over its driver; a program picks it at the edge and never
  * names the parts.
  *
@@ -36,6 +36,7 @@ import type * as Stream from "effect/Stream"
 import * as EventLog from "./EventLog.js"
 import * as memory from "./internal/memoryDriver.js"
 import * as Leases from "./Leases.js"
+import * as Outbox from "./Outbox.js"
 import * as Secrets from "./Secrets.js"
 import * as Snapshots from "./Snapshots.js"
 import * as StoreErrors from "./StoreError.js"
@@ -46,7 +47,7 @@ import * as StoreErrors from "./StoreError.js"
  * @since 0.1.0
  * @category Context
  */
-export type SessionStore = EventLog.EventLog | Leases.Leases | Snapshots.Snapshots | Secrets.Secrets
+export type SessionStore = EventLog.EventLog | Leases.Leases | Snapshots.Snapshots | Secrets.Secrets | Outbox.Outbox
 
 /**
  * The four services as one record.
@@ -59,6 +60,7 @@ export interface Services {
   readonly leases: Leases.Service
   readonly snapshots: Snapshots.Service
   readonly secrets: Secrets.Service
+  readonly outbox: Outbox.Service
 }
 
 /**
@@ -71,7 +73,8 @@ export const services: Effect.Effect<Services, never, SessionStore> = Effect.all
   eventLog: Effect.service(EventLog.EventLog),
   leases: Effect.service(Leases.Leases),
   snapshots: Effect.service(Snapshots.Snapshots),
-  secrets: Effect.service(Secrets.Secrets)
+  secrets: Effect.service(Secrets.Secrets),
+  outbox: Effect.service(Outbox.Outbox)
 })
 
 /**
@@ -84,7 +87,8 @@ export const get = (context: Context.Context<SessionStore>): Services => ({
   eventLog: Context.get(context, EventLog.EventLog),
   leases: Context.get(context, Leases.Leases),
   snapshots: Context.get(context, Snapshots.Snapshots),
-  secrets: Context.get(context, Secrets.Secrets)
+  secrets: Context.get(context, Secrets.Secrets),
+  outbox: Context.get(context, Outbox.Outbox)
 })
 
 /**
@@ -97,7 +101,8 @@ export const context = (services: Services): Context.Context<SessionStore> =>
   Context.make(EventLog.EventLog, services.eventLog).pipe(
     Context.add(Leases.Leases, services.leases),
     Context.add(Snapshots.Snapshots, services.snapshots),
-    Context.add(Secrets.Secrets, services.secrets)
+    Context.add(Secrets.Secrets, services.secrets),
+    Context.add(Outbox.Outbox, services.outbox)
   )
 
 /**
@@ -120,6 +125,7 @@ export interface MemoryDriver {
   readonly leases: Leases.Service
   readonly snapshots: Snapshots.Service
   readonly secrets: Secrets.Service
+  readonly outbox: Outbox.Service
 }
 
 /**
@@ -137,10 +143,10 @@ export const makeMemoryDriver: Effect.Effect<MemoryDriver> = memory.make
  * @category Constructors
  */
 export const makeMemory: Effect.Effect<Services> = Effect.gen(function*() {
-  const { driver, leases, secrets, snapshots } = yield* memory.make
+  const { driver, leases, outbox, secrets, snapshots } = yield* memory.make
   // The memory driver follows no other process: the scope `make` starts its `follow` in holds nothing.
   const eventLog = yield* Effect.scoped(EventLog.make(driver))
-  return { eventLog, leases, snapshots, secrets }
+  return { eventLog, leases, snapshots, secrets, outbox }
 }).pipe(Effect.orDie)
 
 /**

@@ -15,6 +15,14 @@ export * as EventLog from "./EventLog.js"
 export * as Leases from "./Leases.js"
 
 /**
+ * The webhook outbox: entries written with the events they report, their deliveries per endpoint (`claim`, `record`,
+ * `list`, `redeliver`).
+ *
+ * @since 0.1.0
+ */
+export * as Outbox from "./Outbox.js"
+
+/**
  * Secrets of trees (a connector's credentials, as ciphertext): `save`, `load`, `delete`.
  *
  * @since 0.1.0

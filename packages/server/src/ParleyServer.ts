@@ -18,6 +18,14 @@
  *   servers of `layerSqlite` / `layerPg` hold connections to `deadlines` (408). A refused request changes no log.
  * - **Incidents**: a defect answers a 500 `InternalError` and a failure of the engine a 503 `TransportFailure` without
  *   its cause; each names an incident id, under which the server logs the cause.
+ * - **Webhooks** (`webhooks`): each tenant's endpoints are POSTed its sessions' `callback.opened`, `callback.resolved`
+ *   and `turn.ended` from the store's outbox (written with the events: at least once, in order per tree, retried),
+ *   signed as `Webhook` of `@parley/core` describes; `GET /webhooks/deliveries` is the delivery log,
+ *   `POST /webhooks/deliveries/redeliver` sends an event again.
+ * - **Answer links** (`links`): signed, single-use, expiring URLs that answer a callback without a key — `allow` /
+ *   `deny` for an approval, a form for a client tool's result or a sign-in (`AnswerLink` of `@parley/core`): made
+ *   through the API and carried by a callback's webhook; `/l/<id>.<signature>` confirms on a page, a GET never
+ *   answers.
  * - **Logs**: one structured line per request (method, route, status, ms, tenant, key id); never keys, bodies or
  *   query strings. Pick the format at the edge (`Logger.json`, `Logger.logFmt`).
  * - **Shutdown**: when the layer's scope closes the event streams end (clients resume by cursor), every new request
@@ -54,6 +62,8 @@ import type { TransportFailure } from "@parley/core/ParleyError"
 import type { PermissionPolicy } from "@parley/core/Permissions"
 import { type Authorization, DecodeErrors, ProtocolApi } from "@parley/core/ProtocolApi"
 import { Transport } from "@parley/core/Transport"
+import type * as Webhook from "@parley/core/Webhook"
+import * as Outbox from "@parley/log/Outbox"
 import type * as SessionStore from "@parley/log/SessionStore"
 import * as Connectors from "@parley/runtime/Connectors"
 import type * as Engine from "@parley/runtime/Engine"
@@ -73,9 +83,10 @@ import * as HttpApiScalar from "effect/http-api/HttpApiScalar"
 import type * as Etag from "effect/http/Etag"
 import type * as HttpPlatform from "effect/http/HttpPlatform"
 import * as HttpRouter from "effect/http/HttpRouter"
-import type * as HttpServer from "effect/http/HttpServer"
+import * as HttpServer from "effect/http/HttpServer"
 import type * as HttpServerError from "effect/http/HttpServerError"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Path from "effect/Path"
 import * as Redacted from "effect/Redacted"
 import type * as SqlClient from "effect/sql/SqlClient"
@@ -93,6 +104,7 @@ import * as Served from "./internal/served.js"
 import * as Sessions from "./internal/sessions.js"
 import * as Sse from "./internal/sse.js"
 import * as WebApp from "./internal/webApp.js"
+import * as Deliveries from "./internal/webhooks.js"
 
 /**
  * An API key and the tenant it belongs to.
@@ -153,12 +165,58 @@ export interface Options {
    */
   readonly policyFloor?: PermissionPolicy | undefined
   /**
+   * Webhooks (default: none): the tenants' endpoints, each POSTed the `callback.opened`, `callback.resolved` and
+   * `turn.ended` of its tenant's sessions, signed (`Webhook` of `@parley/core`), from the store's outbox (written with
+   * the events: at least once, in order per tree, retried on a backoff). `GET /webhooks/deliveries` is the delivery log,
+   * `POST /webhooks/deliveries/redeliver` sends a past event again.
+   */
+  readonly webhooks?: Webhooks | undefined
+  /**
    * Answer links (default: none; `POST …/callbacks/:callbackId/links` then answers 501 `AnswerLinksOff`): signed,
    * single-use, expiring URLs that answer one callback without an API key — `secret` signs them (keep it as secret as
    * the keys), `baseUrl` is where they point (default: the origin of the request that made them), `ttl` how long
-   * they live (default 24 hours, at most 30 days). See `docs/guides/answer-links.md`.
+   * they live (default 24 hours, at most 30 days). A webhook's `callback.opened` carries the callback's links (on
+   * `baseUrl`, else the server's own address). See `docs/guides/answer-links.md`.
    */
   readonly links?: AnswerLinks.Options | undefined
+}
+
+/**
+ * A webhook endpoint of a tenant.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface WebhookEndpoint {
+  /** Names the endpoint in the delivery log; keep it stable across restarts (default: its `url`). */
+  readonly id?: string | undefined
+  /** The tenant whose sessions' events it gets. */
+  readonly tenant: string
+  readonly url: string
+  /** The secret it signs with, or several while rotating (each request then carries one signature per secret). */
+  readonly secret: Redacted.Redacted<string> | string | ReadonlyArray<Redacted.Redacted<string> | string>
+  /** The kinds it takes (default: all three). */
+  readonly events?: ReadonlyArray<Webhook.Kind> | undefined
+}
+
+/**
+ * The server's webhooks: its endpoints and how it delivers to them.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface Webhooks {
+  readonly endpoints: ReadonlyArray<WebhookEndpoint>
+  /** How long one request may take before it counts as failed (default 10 seconds). */
+  readonly timeout?: Duration.Input | undefined
+  /** How often the outbox is looked at while there is nothing to do (default 200 ms). */
+  readonly poll?: Duration.Input | undefined
+  /** The first retry's delay (default 1 second), doubled after each failure up to `maxBackoff`. */
+  readonly backoff?: Duration.Input | undefined
+  /** The longest delay between two attempts (default 5 minutes). */
+  readonly maxBackoff?: Duration.Input | undefined
+  /** Requests in flight at once, across endpoints (default 32). */
+  readonly concurrency?: number | undefined
 }
 
 /**
@@ -235,8 +293,7 @@ export const layerSessionsSql: Layer.Layer<
 export const parseKeys: (text: string) => ReadonlyArray<ApiKey> = Auth.parseKeys
 
 /** The protocol (or an extension's API) with the server's own routes: the front-ends' and the answer links'. */
-const withFrontEnds = (api: HttpApi.Constraint) =>
-  (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup, AgUi.AgUiGroup, AnswerLinks.AnswerLinksGroup)
+const withFrontEnds = (api: HttpApi.Constraint) => (api as typeof ProtocolApi).add(AiSdk.AiSdkGroup, AgUi.AgUiGroup)
 
 const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferred.Deferred<void>) =>
   Layer.unwrap(Effect.gen(function*() {
@@ -245,6 +302,7 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
     const links = yield* AnswerLinks.AnswerLinks
     const access = Access.make(transport, tenants)
     const runtimeTools = yield* Effect.serviceOption(RuntimeTools.RuntimeTools)
+    const outbox = yield* Effect.serviceOption(Outbox.Outbox)
     const frontEnds = {
       maxMessageLength: options.maxMessageLength ?? 100_000,
       maxStreams: options.maxStreamsPerKey ?? 1_000,
@@ -264,6 +322,8 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       ),
       Handlers.callbacks(transport, access),
       Handlers.agents(options.agents ?? []),
+      Deliveries.group(outbox),
+      AnswerLinks.group(transport, access, links, options.links),
       Sse.events(transport, access, {
         maxStreams: options.maxStreamsPerKey ?? 1_000,
         heartbeat: Duration.fromInputUnsafe(options.heartbeat ?? "15 seconds"),
@@ -271,8 +331,7 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       }),
       // The front-ends' protocols: the AI SDK's UI message stream (useChat) and AG-UI.
       AiSdk.group(transport, access, frontEnds),
-      AgUi.group(transport, access, frontEnds),
-      AnswerLinks.group(transport, access, links, options.links)
+      AgUi.group(transport, access, frontEnds)
     )
     // An extension's API is `ProtocolApi` with more groups: it is served as the protocol, its groups' handlers given.
     const api = withFrontEnds(options.extension?.api ?? ProtocolApi)
@@ -290,6 +349,37 @@ const apiLayer = <E, R>(options: Options & WithExtension<E, R>, shutdown: Deferr
       ])
     )
   }))
+
+/**
+ * The webhooks' deliverer, when the server has endpoints: over the store's outbox (in context: the all-in-one layers
+ * give it the engine's store).
+ */
+const deliverer = (
+  options: Options
+): Layer.Layer<never, never, Sessions.SessionTenants | AnswerLinks.AnswerLinks | HttpServer.HttpServer> =>
+  options.webhooks === undefined || options.webhooks.endpoints.length === 0
+    ? Layer.empty
+    : Layer.effectDiscard(Effect.gen(function*() {
+      const outbox = yield* Effect.serviceOption(Outbox.Outbox)
+      if (Option.isNone(outbox)) {
+        return yield* Effect.die(
+          new Error("ParleyServer: webhooks need the store's Outbox in context (provide the store to the server too)")
+        )
+      }
+      // A callback's links point at the server's public URL (`links.baseUrl`), else at its port on this machine.
+      const address = (yield* HttpServer.HttpServer).address
+      const origin = address._tag === "UnixPathAddress" ? "http://localhost" : `http://127.0.0.1:${address.port}`
+      const table = yield* AnswerLinks.AnswerLinks
+      const links = options.links
+      yield* Deliveries.start(
+        outbox.value,
+        yield* Sessions.SessionTenants,
+        options.webhooks!,
+        links === undefined ? undefined : {
+          make: (tenant, callback, root) => AnswerLinks.forCallback(table, links, tenant, callback, root, origin)
+        }
+      )
+    }))
 
 /**
  * What serving files and the OpenAPI document needs from the platform (`NodeHttpServer.layer` provides it).
@@ -337,6 +427,7 @@ export const layer = <E = never, R = never>(
         HttpApiScalar.layer(api, { path: "/docs" }),
         sessionApp,
         linkPages,
+        deliverer(options),
         RequestLog.layer({
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
           maxJsonDepth: options.maxJsonDepth ?? 64,
@@ -473,7 +564,8 @@ const serverOn = (
   )
   return layer(options).pipe(
     // The API checks a client's definitions against the runtime tools the engine has.
-    Layer.provide([engine, runtimeTools, layerSessionsSql.pipe(Layer.provide(sql))]),
+    // The store too: the webhooks' deliverer and delivery log read its outbox (the same store as the engine's).
+    Layer.provide([engine, runtimeTools, layerSessionsSql.pipe(Layer.provide(sql)), store]),
     Layer.provideMerge(layerHttpServer(options))
   )
 }

@@ -5,7 +5,7 @@
  * its tenants' definitions, and then it runs under the server's policy floor.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Agent, Answer, CallbackHandler } from "@parley/core"
+import { Agent, Answer, CallbackHandler, Transport } from "@parley/core"
 import type { Callback } from "@parley/core"
 import { PermissionPolicy } from "@parley/policy"
 import type { ParleyServer } from "@parley/server"
@@ -155,4 +155,22 @@ describe("the server owns the agents it serves", () => {
       }),
     60_000
   )
+})
+
+describe("an Agent posted whole, not its .spec", () => {
+  it.effect("is a typed 400 naming `spec` (over plain HTTP and through HttpTransport), never a 500", () =>
+    Effect.gen(function*() {
+      const url = yield* serve({ agents: [locator.spec] })
+      const reply = yield* postSession(url, JSON.parse(JSON.stringify(locator)))
+      assert.strictEqual(reply.status, 400)
+      assert.strictEqual(reply.body._tag, "HttpApiDecodeError")
+      assert.deepStrictEqual(reply.body.issues, [{ path: ["spec"], message: "Expected no excess property" }])
+      const viaTransport = yield* Effect.flip(
+        Effect.flatMap(Transport.Transport, (transport) => transport.createSession(locator as never)).pipe(
+          Effect.provide(HttpTransport.layer({ url, apiKey: Redacted.make(keys.alice) }))
+        )
+      )
+      assert.strictEqual(viaTransport._tag, "TransportFailure")
+      assert.include(viaTransport.message, "spec")
+    }))
 })

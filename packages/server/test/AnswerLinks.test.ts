@@ -4,11 +4,14 @@
  * result; the reader agent a sign-in to the demo `gmail` connector.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type { Webhook } from "@parley/core"
+import type { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, Logger, References } from "effect"
 import { brain, locator } from "./fixtures/agents.js"
 import * as App from "./fixtures/appServer.js"
 import { request } from "./fixtures/http.js"
+import { startReceiver } from "./fixtures/receiver.js"
 import { keys, pgDatabase, pgSchema, sqliteDatabase, sqliteFile, startServer } from "./fixtures/servers.js"
 
 const secret = "test-links-secret-0123456789abcdef0123"
@@ -22,12 +25,12 @@ const brains = (call: ScriptedModel.Call): ScriptedModel.Reply => {
     : ScriptedModel.text(results[0].isFailure ? "I could not read your inbox." : "Your latest email is about lunch.")
 }
 
-const server = (links: boolean = true, log = false) =>
+const server = (links: boolean = true, log = false, more: Partial<ParleyServer.Options> = {}) =>
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(brains)
     return yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, {
       runtimeTools: [],
-      server: { agents: [locator.spec, App.reader.spec], log, ...(links ? { links: { secret } } : {}) }
+      server: { agents: [locator.spec, App.reader.spec], log, ...(links ? { links: { secret } } : {}), ...more }
     })
   })
 
@@ -199,6 +202,43 @@ describe("answer links", () => {
         assert.strictEqual((yield* resolutions(base, at.sessionId)).length, 1)
       }),
     { timeout: 90_000 }
+  )
+
+  it.live(
+    "a webhook's callback.opened carries the callback's links, the same on a redelivery; following one answers",
+    () =>
+      Effect.gen(function*() {
+        const receiver = yield* startReceiver()
+        const base = yield* server(true, false, {
+          webhooks: { endpoints: [{ tenant: "alice", url: receiver.url, secret: "whsec" }], poll: "20 millis" }
+        })
+        const at = yield* blocked(base, "locator")
+        yield* receiver.waitFor(1)
+        const [opened] = (yield* receiver.payloads("whsec")) as ReadonlyArray<Webhook.Payload>
+        assert.strictEqual(opened.type, "callback.opened")
+        const links = opened.links ?? []
+        assert.deepStrictEqual(links.map((link) => link.answer), ["allow", "deny"])
+        assert.isTrue(links[0].url.startsWith(`${base}/l/lnk_`), links[0].url)
+
+        const again = yield* request(`${base}/webhooks/deliveries/redeliver`, {
+          method: "POST",
+          key: keys.alice,
+          body: { eventId: opened.id }
+        })
+        assert.strictEqual(again.status, 200, again.text)
+        yield* receiver.waitFor(2)
+        const redelivered = ((yield* receiver.payloads("whsec")) as ReadonlyArray<Webhook.Payload>)
+          .filter((payload) => payload.id === opened.id)
+        assert.strictEqual(redelivered.length, 2)
+        assert.deepStrictEqual(redelivered[1].links, links, "the same links, made once")
+
+        assert.strictEqual((yield* confirm(links[0].url)).status, 200)
+        const resolved = yield* resolutions(base, at.sessionId)
+        assert.strictEqual(resolved[0].answeredBy?._tag, "Link")
+        assert.strictEqual(resolved[0].answeredBy?.linkId, links[0].id)
+        yield* waitBlocked(base, at)
+      }),
+    { timeout: 60_000 }
   )
 
   it.live("the request log and the event log name a link's id, never its signature", () =>

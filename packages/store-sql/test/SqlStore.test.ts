@@ -178,7 +178,7 @@ describe("SqlStore on SQLite", () => {
       )
       assert.strictEqual(second._tag, "SqlError")
       const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM parley_migrations`
-      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2, 3, 4, 5, 6, 7])
+      assert.deepStrictEqual(migrations.map((row) => row.migration_id), [1, 2, 3, 4, 5, 6, 7, 8])
     }))
 
   it.effect("snapshots: one row per tree in parley_snapshots, the latest", () =>

@@ -20,7 +20,8 @@
  * (stored then live, gap-free under racing writers, from any cursor, of a missing tree), live-only deltas (delivered
  * to the tails that passed their step, never stored), `changes`, leases (`claim`, unconditional too, `heartbeat`,
  * `retire`, appends fenced by a lease: `LeaseLost`), `unfinished`, `listOpen`, snapshots (`Snapshots.save` / `load`: the latest
- * per tree, never moving backwards), and two stores over one database (`read`, `tail`, `changes`, races, resolutions,
+ * per tree, never moving backwards), the webhook outbox (entries written with their events, routing, claims in
+ * order per endpoint and tree, retries, the delivery log, redelivery), and two stores over one database (`read`, `tail`, `changes`, races, resolutions,
  * leases, open callbacks and snapshots across them).
  *
  * The services are `@parley/log`'s own `SessionStore.Services` (`Store`): this package depends on `@parley/log`,
@@ -47,6 +48,7 @@ import type * as Fixtures from "./internal/sessionStoreSuite/fixtures.js"
 import { leases } from "./internal/sessionStoreSuite/leases.js"
 import { live } from "./internal/sessionStoreSuite/live.js"
 import { log } from "./internal/sessionStoreSuite/log.js"
+import { outbox } from "./internal/sessionStoreSuite/outbox.js"
 import { processes } from "./internal/sessionStoreSuite/processes.js"
 import { secrets } from "./internal/sessionStoreSuite/secrets.js"
 import { snapshots } from "./internal/sessionStoreSuite/snapshots.js"
@@ -88,4 +90,5 @@ export const suite = (
     processes(makeDatabase)
     snapshots(makeDatabase)
     secrets(makeDatabase)
+    outbox(makeDatabase)
   })

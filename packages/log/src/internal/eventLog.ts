@@ -16,6 +16,7 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import type { AppendRows, Change, Driver, Durability, Service, Written } from "../EventLog.js"
 import type { Lease } from "../Leases.js"
+import * as Outbox from "../Outbox.js"
 import { SeqConflict, StoreError } from "../StoreError.js"
 import * as Fanout from "./fanout.js"
 
@@ -29,6 +30,7 @@ export const rowsOf = (
   const sessions: Array<AppendRows["sessions"][number]> = []
   const opened: Array<AppendRows["opened"][number]> = []
   const resolved: Array<AppendRows["resolved"][number]> = []
+  const reported: Array<AppendRows["reported"][number]> = []
   let openTurns = 0
   let lastSession: SessionId | undefined
   for (const event of events) {
@@ -39,6 +41,8 @@ export const rowsOf = (
         sessions.push({ sessionId: event.sessionId, seq: event.seq })
       }
     }
+    const kind = Outbox.kindOf(event)
+    if (kind !== undefined) reported.push({ seq: event.seq, kind })
     switch (event._tag) {
       case "TurnQueued": {
         openTurns++
@@ -75,6 +79,7 @@ export const rowsOf = (
     opened,
     resolved,
     openTurns,
+    reported,
     paused: events.length > 0 && events[events.length - 1]._tag === "TurnBlocked",
     fence,
     durability

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Driver, OpenCallbackRow, StoredTree, Written } from "../EventLog.js"
 import type * as Leases from "../Leases.js"
+import * as Outbox from "../Outbox.js"
 import type * as Secrets from "../Secrets.js"
 import type { MemoryDriver } from "../SessionStore.js"
 import type * as Snapshots from "../Snapshots.js"
@@ -46,6 +47,12 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
   const owners = new Map<string, number>()
   /** Secrets of trees by tree and name: ciphertext, as `Credentials` gives it. */
   const secrets = new Map<string, string>()
+  /** The outbox's entries not routed yet, in the order they were appended. */
+  const unrouted: Array<Outbox.Entry> = []
+  /** Entries routed, by event id. */
+  const routed = new Set<string>()
+  /** Deliveries in the order they were made, each replaced whole when it changes. */
+  const deliveries: Array<Outbox.Delivery> = []
   const isAlive = (owner: string | undefined, now: number) => owner !== undefined && (owners.get(owner) ?? 0) > now
   const read = (treeId: SessionId, from: number) => Effect.sync(() => logs.get(treeId)?.events.slice(from) ?? [])
 
@@ -100,6 +107,7 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
           open.delete(callbackId)
           expiries.delete(callbackId)
         }
+        for (const { kind, seq } of rows.reported) unrouted.push({ treeId, seq, kind })
         log.openTurns += rows.openTurns
         log.paused = rows.paused
         return keptAsValues
@@ -182,5 +190,91 @@ export const make: Effect.Effect<MemoryDriver> = Effect.sync(() => {
     delete: (treeId, name) => Effect.sync(() => void secrets.delete(`${treeId}\u0000${name}`))
   }
 
-  return { driver, leases, snapshots, secrets: secretsService }
+  const eventAt = (treeId: SessionId, seq: number) => logs.get(treeId)?.events[seq]
+  const outbox: Outbox.Service = {
+    unrouted: (limit) => Effect.sync(() => unrouted.slice(0, Math.max(0, limit))),
+    route: (entry, targets, now) =>
+      Effect.sync(() => {
+        const id = Outbox.eventId(entry.treeId, entry.seq)
+        const i = unrouted.findIndex((other) => other.treeId === entry.treeId && other.seq === entry.seq)
+        if (i !== -1) unrouted.splice(i, 1)
+        if (routed.has(id)) return
+        routed.add(id)
+        for (const target of targets) {
+          if (deliveries.some((d) => d.eventId === id && d.endpoint === target.endpoint)) continue
+          deliveries.push({
+            ...entry,
+            ...target,
+            eventId: id,
+            attempts: 0,
+            lastStatus: undefined,
+            lastError: undefined,
+            nextAttemptAt: now,
+            deliveredAt: undefined,
+            createdAt: now
+          })
+        }
+      }),
+    claim: (now, limit, leaseMillis) =>
+      Effect.sync(() => {
+        const heads = new Map<string, number>()
+        deliveries.forEach((delivery, i) => {
+          if (delivery.deliveredAt !== undefined) return
+          const key = `${delivery.endpoint}\u0000${delivery.treeId}`
+          const head = heads.get(key)
+          if (head === undefined || deliveries[head].seq > delivery.seq) heads.set(key, i)
+        })
+        const due = Array.from(heads.values())
+          .filter((i) => (deliveries[i].nextAttemptAt ?? Infinity) <= now)
+          .sort((a, b) => (deliveries[a].nextAttemptAt ?? 0) - (deliveries[b].nextAttemptAt ?? 0) || a - b)
+          .slice(0, Math.max(0, limit))
+        return due.flatMap((i) => {
+          const event = eventAt(deliveries[i].treeId, deliveries[i].seq)
+          if (event === undefined) return []
+          deliveries[i] = { ...deliveries[i], nextAttemptAt: now + leaseMillis }
+          return [{ ...deliveries[i], event }]
+        })
+      }),
+    record: (eventId, endpoint, attempt) =>
+      Effect.sync(() => {
+        const i = deliveries.findIndex((d) => d.eventId === eventId && d.endpoint === endpoint)
+        if (i === -1) return
+        const delivery = deliveries[i]
+        deliveries[i] = attempt._tag === "Delivered"
+          ? {
+            ...delivery,
+            attempts: delivery.attempts + 1,
+            lastStatus: attempt.status,
+            lastError: undefined,
+            nextAttemptAt: undefined,
+            deliveredAt: attempt.at
+          }
+          : {
+            ...delivery,
+            attempts: delivery.attempts + 1,
+            lastStatus: attempt.status,
+            lastError: attempt.error,
+            nextAttemptAt: attempt.nextAttemptAt
+          }
+      }),
+    list: (tenant, options) =>
+      Effect.sync(() =>
+        deliveries
+          .filter((d) => d.tenant === tenant && (options?.eventId === undefined || d.eventId === options.eventId))
+          .reverse()
+          .slice(0, Math.max(0, options?.limit ?? 100))
+      ),
+    redeliver: (tenant, eventId, now) =>
+      Effect.sync(() => {
+        const reset: Array<Outbox.Delivery> = []
+        deliveries.forEach((d, i) => {
+          if (d.tenant !== tenant || d.eventId !== eventId) return
+          deliveries[i] = { ...d, deliveredAt: undefined, nextAttemptAt: now }
+          reset.push(deliveries[i])
+        })
+        return reset
+      })
+  }
+
+  return { driver, leases, snapshots, secrets: secretsService, outbox }
 })

@@ -18,35 +18,16 @@
  *   and a content security policy that forbids framing.
  */
 import { AllowApproval, type Answer, ClientToolResult, DenyApproval, SignInAnswer } from "@parley/core/Answer"
+import * as AnswerLink from "@parley/core/AnswerLink"
 import type { Callback } from "@parley/core/Callback"
-import { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
-import {
-  AnswerMismatch,
-  CallbackAlreadyAnswered,
-  CallbackNotOpen,
-  SessionNotFound,
-  TransportFailure,
-  TurnNotFound
-} from "@parley/core/ParleyError"
+import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
+import { AnswerMismatch, CallbackAlreadyAnswered, CallbackNotOpen, TransportFailure } from "@parley/core/ParleyError"
 import { describe as describePrincipal, Link, type Principal } from "@parley/core/Principal"
-import {
-  Authorization,
-  DecodeErrors,
-  HttpApiDecodeError,
-  Incidents,
-  PayloadTooLarge,
-  ProtocolApi,
-  Tenant,
-  TooManyRequests
-} from "@parley/core/ProtocolApi"
+import { ProtocolApi, Tenant } from "@parley/core/ProtocolApi"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
-import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
-import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
-import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
-import * as OpenApi from "effect/http-api/OpenApi"
 import * as HttpRouter from "effect/http/HttpRouter"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -54,7 +35,6 @@ import * as UrlParams from "effect/http/UrlParams"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Schema from "effect/Schema"
 import * as SqlClient from "effect/sql/SqlClient"
 import * as Stream from "effect/Stream"
 import * as crypto from "node:crypto"
@@ -83,7 +63,7 @@ const maxTtl = Duration.days(30)
 // =============================================================================
 
 /** What a link answers, and with what. */
-export type Kind = "allow" | "deny" | "answer"
+export type Kind = AnswerLink.LinkAnswer
 
 export interface Row {
   readonly id: string
@@ -269,85 +249,6 @@ const newId = () => `lnk_${crypto.randomBytes(12).toString("hex")}`
 // The API: making and revoking links
 // =============================================================================
 
-/**
- * The server has no links secret (`links` option; `PARLEY_LINK_SECRET` or `.parley/link-secret` for `parley serve`).
- */
-export class AnswerLinksOff extends Schema.TaggedError<AnswerLinksOff>("@parley/server/AnswerLinksOff")(
-  "AnswerLinksOff",
-  {},
-  { httpApiStatus: 501 }
-) {
-  override get message(): string {
-    return "this server makes no answer links: it has no links secret (the server's `links` option)"
-  }
-}
-
-/** No link of this tenant with this id is open (unknown, another tenant's, used, expired or revoked alike). */
-export class LinkNotFound extends Schema.TaggedError<LinkNotFound>("@parley/server/LinkNotFound")(
-  "LinkNotFound",
-  { linkId: Schema.String },
-  { httpApiStatus: 404 }
-) {
-  override get message(): string {
-    return `no open link ${this.linkId}`
-  }
-}
-
-/** An answer link as its maker gets it: the URL is shown once, never again. */
-export const MadeLink = Schema.Struct({
-  id: Schema.String,
-  answer: Schema.Literals(["allow", "deny", "answer"]),
-  url: Schema.String,
-  expiresAt: Schema.String,
-  person: Schema.optionalKey(Schema.String)
-})
-
-const LinksRequest = Schema.Struct({
-  /** The answers to make links for (default: `allow` and `deny` for an approval, `answer` otherwise). */
-  answers: Schema.optionalKey(Schema.Array(Schema.Literals(["allow", "deny", "answer"])).check(Schema.isMinLength(1))),
-  /** Whom the links are for: recorded as the answer's `answeredBy` (`Principal.Link`). */
-  person: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))),
-  /** How long the links live, in seconds (default: the server's, 24 hours; at most 30 days). */
-  expiresIn: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 30 * 24 * 3600 })))
-})
-
-const anyRoute = [TransportFailure.pipe(HttpApiSchema.status(503)), PayloadTooLarge, TooManyRequests] as const
-
-export class AnswerLinksGroup extends HttpApiGroup.make("answerLinks")
-  .add(
-    HttpApiEndpoint.post("createLinks", "/sessions/:sessionId/turns/:turnId/callbacks/:callbackId/links", {
-      params: { sessionId: SessionId, turnId: TurnId, callbackId: CallbackId },
-      payload: LinksRequest,
-      success: Schema.Struct({ links: Schema.Array(MadeLink) }).pipe(HttpApiSchema.status(201)),
-      error: [
-        HttpApiDecodeError,
-        AnswerLinksOff,
-        CallbackNotOpen.pipe(HttpApiSchema.status(409)),
-        SessionNotFound.pipe(HttpApiSchema.status(404)),
-        TurnNotFound.pipe(HttpApiSchema.status(404)),
-        ...anyRoute
-      ]
-    }).annotate(
-      OpenApi.Description,
-      "Answer links for an open callback: one URL per answer (`allow`, `deny`, or `answer` for a form), each " +
-        "single-use and expiring, optionally for a named person. Following one shows a confirmation page; " +
-        "confirming answers the callback. The URLs are in this response only."
-    ),
-    HttpApiEndpoint.delete("revokeLink", "/links/:linkId", {
-      params: { linkId: Schema.String },
-      success: HttpApiSchema.NoContent,
-      error: [HttpApiDecodeError, LinkNotFound, ...anyRoute]
-    }).annotate(
-      OpenApi.Description,
-      "Revokes an open answer link: following it then shows the page of an unknown link."
-    )
-  )
-  .middleware(Authorization)
-  .middleware(DecodeErrors)
-  .middleware(Incidents)
-  .annotate(OpenApi.Description, "Answer links: callbacks answered by people who hold no API key.")
-{}
-
 /** The kinds of link a callback can be answered by. */
 const kindsOf = (callback: Callback): ReadonlyArray<Kind> =>
   callback._tag === "OpenApproval" ? ["allow", "deny"] : ["answer"]
@@ -361,31 +262,36 @@ const rowsOf = (
     readonly person?: string | undefined
     readonly expiresIn?: number | undefined
     readonly id: (kind: Kind) => string
+    /** When the links' life starts, epoch millis (default: now). */
+    readonly from?: number | undefined
   }
 ): ReadonlyArray<Row> => {
   const ttl = more.expiresIn === undefined
     ? Duration.min(Duration.fromInputUnsafe(options.ttl ?? "24 hours"), maxTtl)
     : Duration.seconds(more.expiresIn)
-  const expiresAt = Date.now() + Duration.toMillis(ttl)
+  const expiresAt = (more.from ?? Date.now()) + Duration.toMillis(ttl)
   return kinds.map((kind) => ({ ...at, id: more.id(kind), kind, person: more.person, expiresAt, state: "open" }))
 }
 
 /** The links as their maker gets them: with their URLs on `baseUrl` (the option's, else `origin`). */
-const made = (options: Options, rows: ReadonlyArray<Row>, origin: string): Array<typeof MadeLink.Type> => {
+const made = (options: Options, rows: ReadonlyArray<Row>, origin: string): Array<AnswerLink.Link> => {
   const base = (options.baseUrl ?? origin).replace(/\/+$/, "")
   const secret = secretOf(options)
-  return rows.map((row) => ({
-    id: row.id,
-    answer: row.kind,
-    url: `${base}/l/${tokenOf(secret, row.id)}`,
-    expiresAt: new Date(row.expiresAt).toISOString(),
-    ...(row.person === undefined ? {} : { person: row.person })
-  }))
+  return rows.map((row) =>
+    new AnswerLink.Link({
+      id: row.id,
+      answer: row.kind,
+      url: `${base}/l/${tokenOf(secret, row.id)}`,
+      expiresAt: new Date(row.expiresAt).toISOString(),
+      ...(row.person === undefined ? {} : { person: row.person })
+    })
+  )
 }
 
 /**
  * The links a webhook's `callback.opened` carries: one per answer of the callback, their ids derived from the
- * callback (an HMAC under the links secret), so that a redelivery carries the same links, made once.
+ * callback (an HMAC under the links secret) and their life from when it opened, so that a redelivery carries the
+ * same links, made once.
  */
 export const forCallback = (
   links: Service,
@@ -394,7 +300,7 @@ export const forCallback = (
   callback: Callback,
   root: SessionId,
   origin: string
-): Effect.Effect<Array<typeof MadeLink.Type>, TransportFailure> => {
+): Effect.Effect<ReadonlyArray<AnswerLink.Link>, TransportFailure> => {
   const secret = secretOf(options)
   const idOf = (kind: Kind) =>
     `lnk_${crypto.createHmac("sha256", secret).update(`parley-webhook-link:${callback.id}:${kind}`).digest("hex")}`
@@ -408,18 +314,18 @@ export const forCallback = (
       callbackId: callback.id
     },
     kindsOf(callback),
-    { id: idOf }
+    { id: idOf, from: callback.openedAt.epochMilliseconds }
   )
   return Effect.as(links.insertMissing(rows), made(options, rows, origin))
 }
 
 export const group = (transport: Served.Served, access: Access, links: Service, options: Options | undefined) =>
-  HttpApiBuilder.group(ProtocolApi.add(AnswerLinksGroup), "answerLinks", (handlers) =>
+  HttpApiBuilder.group(ProtocolApi, "links", (handlers) =>
     handlers
-      .handle("createLinks", ({ params, payload, request }) =>
+      .handle("create", ({ params, payload, request }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
-          if (options === undefined) return yield* new AnswerLinksOff()
+          if (options === undefined) return yield* new AnswerLink.AnswerLinksOff()
           yield* access.owned(tenant.id, params.sessionId)
           const snapshot = yield* transport.snapshot(params.sessionId, params.turnId)
           const callback = snapshot.callbacks.find((open) => open.id === params.callbackId)
@@ -453,13 +359,15 @@ export const group = (transport: Served.Served, access: Access, links: Service, 
             { person: payload.person, expiresIn: payload.expiresIn, id: newId }
           )
           yield* links.insert(rows)
-          return { links: made(options, rows, `http://${request.headers["host"] ?? "127.0.0.1"}`) }
+          return new AnswerLink.Links({
+            links: made(options, rows, `http://${request.headers["host"] ?? "127.0.0.1"}`)
+          })
         }))
-      .handle("revokeLink", ({ params }) =>
+      .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
           const tenant = yield* Tenant
           const revoked = yield* links.revoke(tenant.id, params.linkId)
-          if (!revoked) return yield* new LinkNotFound({ linkId: params.linkId })
+          if (!revoked) return yield* new AnswerLink.LinkNotFound({ linkId: params.linkId })
         })))
 
 // =============================================================================

@@ -26,9 +26,13 @@ export interface RequestInfo {
 
 export class CurrentRequest extends Context.Service<CurrentRequest, RequestInfo>()("@parley/server/CurrentRequest") {}
 
-/** The route of a path, ids replaced by their kind (`/sessions/:sessionId/turns/:turnId`). */
+/**
+ * The route of a path, ids replaced by their kind (`/sessions/:sessionId/turns/:turnId`); an answer link's token is
+ * never logged (`/links/:token`).
+ */
 export const routeOf = (url: string) => {
   const path = url.split("?")[0] ?? url
+  if (path.startsWith("/links/") && !path.endsWith("/revoke")) return "/links/:token"
   return path
     .replace(/\/ses_[^/]+/g, "/:sessionId")
     .replace(/\/turn_[^/]+/g, "/:turnId")

@@ -74,7 +74,7 @@ export const makeFramer = () => {
  * The stored end of the tree's log (`undefined` for a tree with no events yet): the cursor its runtime reports, or —
  * from a transport that does not say — the cursor of the snapshot of the turn of its first stored event.
  */
-const storedEnd = (transport: Served.Served, root: SessionId) =>
+export const storedEnd = (transport: Served.Served, root: SessionId) =>
   Effect.gen(function*() {
     const { cursor } = yield* transport.getSession(root)
     if (cursor !== undefined) return cursor === 0 ? undefined : cursor

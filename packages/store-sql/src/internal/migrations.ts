@@ -152,6 +152,45 @@ const dueDeadlines = Effect.gen(function*() {
     WHERE resolved = 0 AND expires_at IS NOT NULL`
 })
 
+// The webhook outbox. An entry is one event the webhooks report (`callback.opened`, `callback.resolved`, `turn.ended`),
+// written by the append that stores the event, in its transaction: `routed` once a deliverer gave it its deliveries.
+// A delivery is an entry for one endpoint of a tenant: its attempts, the last status and error, when it is due next
+// (epoch millis) and when it was delivered. Order per endpoint and tree is the deliverer's query: the earliest
+// undelivered delivery of each (endpoint, tree) only.
+const outbox = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const withoutRowId = sql.onDialectOrElse({
+    sqlite: () => sql.literal("WITHOUT ROWID"),
+    orElse: () => sql.literal("")
+  })
+  const bigint = sql.onDialectOrElse({ pg: () => sql.literal("BIGINT"), orElse: () => sql.literal("INTEGER") })
+  yield* sql`CREATE TABLE parley_outbox (
+    tree_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    routed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tree_id, seq)
+  ) ${withoutRowId}`
+  yield* sql`CREATE INDEX parley_outbox_unrouted ON parley_outbox (tree_id, seq) WHERE routed = 0`
+  yield* sql`CREATE TABLE parley_deliveries (
+    tree_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    endpoint TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_status INTEGER,
+    last_error TEXT,
+    next_attempt_at ${bigint},
+    delivered_at ${bigint},
+    created_at ${bigint} NOT NULL,
+    PRIMARY KEY (tree_id, seq, endpoint)
+  ) ${withoutRowId}`
+  yield* sql`CREATE INDEX parley_deliveries_pending ON parley_deliveries (endpoint, tree_id, seq)
+    WHERE delivered_at IS NULL`
+  yield* sql`CREATE INDEX parley_deliveries_tenant ON parley_deliveries (tenant, created_at)`
+})
+
 export const loader: Migrator.Loader = Migrator.fromRecord({
   "0001_create_tables": createTables,
   "0002_leases": addLeases,
@@ -159,5 +198,6 @@ export const loader: Migrator.Loader = Migrator.fromRecord({
   "0004_change_numbers": changeNumbers,
   "0005_secrets": addSecrets,
   "0006_paused_trees": pausedTrees,
-  "0007_due_deadlines": dueDeadlines
+  "0007_due_deadlines": dueDeadlines,
+  "0008_outbox": outbox
 })

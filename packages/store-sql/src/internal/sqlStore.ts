@@ -5,7 +5,8 @@
  *   appends by other processes (`sqliteChanges.ts` / `pgChanges.ts`) — under `@parley/log`'s `EventLog.make`,
  *   which adds the in-process fan-out and `changes`;
  * - `leases.ts`: owners, claims, recovery's lists;
- * - `trees.ts`: snapshots and secrets.
+ * - `trees.ts`: snapshots and secrets;
+ * - `outbox.ts`: the webhook outbox's routing, claims and delivery log (its entries are the appends' own rows).
  */
 import * as EventLog from "@parley/log/EventLog"
 import type { Services } from "@parley/log/SessionStore"
@@ -16,6 +17,7 @@ import type * as SqlClient from "effect/sql/SqlClient"
 import * as Database from "./database.js"
 import * as Driver from "./driver.js"
 import * as Leases from "./leases.js"
+import * as Outbox from "./outbox.js"
 import * as Trees from "./trees.js"
 import * as Writes from "./writes.js"
 
@@ -41,6 +43,7 @@ export const make = (
       eventLog,
       leases: Leases.make(database),
       snapshots: Trees.snapshots(database),
-      secrets: Trees.secrets(database)
+      secrets: Trees.secrets(database),
+      outbox: Outbox.make(database)
     }
   })

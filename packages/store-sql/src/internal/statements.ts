@@ -21,6 +21,8 @@ export interface Statements {
   readonly insertCallbacks: (rows: number) => string
   /** Marks callbacks resolved (`parley_callbacks.resolved`, for the due-deadline index); params: their ids. */
   readonly markResolved: (rows: number) => string
+  /** The webhook outbox's entries of an append (`parley_outbox`). */
+  readonly insertOutbox: (rows: number) => string
   readonly insertTree: string
   readonly insertRootSession: string
 }
@@ -29,6 +31,7 @@ const eventColumns = ["tree_id", "seq", "session_id", "turn_id", "tag", "version
 const resolutionColumns = ["callback_id", "tree_id", "seq", "resolution"] as const
 const sessionColumns = ["session_id", "tree_id", "seq"] as const
 const callbackColumns = ["callback_id", "tree_id", "session_id", "turn_id", "kind", "seq", "expires_at"] as const
+const outboxColumns = ["tree_id", "seq", "kind"] as const
 const treeColumns = ["tree_id", "version", "agent", "created_at", "next_seq"] as const
 
 export const eventRow = (
@@ -92,6 +95,7 @@ export const make = (dialect: Dialect): Statements => {
     insertCallbacks: rowsOf("parley_callbacks", callbackColumns, " ON CONFLICT (callback_id) DO NOTHING"),
     markResolved: (rows) =>
       text(`UPDATE parley_callbacks SET resolved = 1 WHERE callback_id IN (${Array(rows).fill("?").join(", ")})`),
+    insertOutbox: rowsOf("parley_outbox", outboxColumns, " ON CONFLICT (tree_id, seq) DO NOTHING"),
     insertTree: rowsOf("parley_trees", treeColumns, " ON CONFLICT (tree_id) DO NOTHING")(1),
     insertRootSession: rowsOf("parley_sessions", sessionColumns, " ON CONFLICT (session_id) DO NOTHING")(1)
   }

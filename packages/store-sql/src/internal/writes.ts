@@ -134,6 +134,11 @@ const writeOne = (database: Database, reads: Reads, channel: string) => {
       for (const chunk of Statements.chunksOf(rows)) {
         yield* run(connection, statements.insertEvents(chunk.length), chunk.flatMap(Statements.eventRow))
       }
+      // The webhook outbox's entries, in the transaction of the events they report.
+      const reported = write.append.reported.map(({ kind, seq }) => [treeId, seq, kind] as ReadonlyArray<unknown>)
+      for (const chunk of Statements.chunksOf(reported)) {
+        yield* run(connection, statements.insertOutbox(chunk.length), chunk.flat())
+      }
       // A session already filed (under another tree) keeps its tree: only the ones filed here are remembered.
       const filed: Array<string> = []
       const sessionRows = write.append.sessions.flatMap(({ sessionId, seq }) =>
