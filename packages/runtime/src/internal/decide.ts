@@ -43,7 +43,7 @@ import { Completed } from "@parley/core/TurnState"
 import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
 import * as Result from "effect/Result"
-import { checkClientToolResult, checkEdit } from "./jsonSchema.js"
+import { checkClientToolResult, checkEdit, checkRememberWhen } from "./jsonSchema.js"
 import { settleWait } from "./subagentTools.js"
 import { advance, authorize, execute, openSignIn, startCall, startedBy, toolOf } from "./toolCalls.js"
 import type { Env, Seed } from "./tx.js"
@@ -160,6 +160,15 @@ const validateAnswer = (
   const kind = Result.flatMap(
     Answers.validateSync(callback, answer),
     (): Result.Result<TreeState.CallbackRecord | "repeated", AnswerMismatch> => {
+      if (
+        callback._tag === "OpenApproval" && (answer._tag === "AllowApproval" || answer._tag === "DenyApproval") &&
+        answer.rememberWhen !== undefined
+      ) {
+        const agent = tx.session(callback.sessionId)?.agent
+        const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
+        const scoped = checkRememberWhen(callback, tool?.spec.parameters, answer.rememberWhen)
+        if (Result.isFailure(scoped)) return Result.fail(scoped.failure)
+      }
       if (callback._tag === "OpenApproval" && answer._tag === "AllowApproval" && answer.arguments !== undefined) {
         const agent = tx.session(callback.sessionId)?.agent
         const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
@@ -185,7 +194,10 @@ const pendingStep = (tx: Tx, command: { readonly turnId: TurnId; readonly messag
   const turn = tx.turn(command.turnId)
   return turn !== undefined && turn.modelPending && turn.step?.messageId === command.messageId ? turn : undefined
 }
-/** An approval answered with `remember` becomes a grant of its tool id, for its session or its whole tree. */
+/**
+ * An approval answered with `remember` becomes a grant of its tool id, for its session or its whole tree; with
+ * `rememberWhen`, only for the calls whose arguments meet its conditions.
+ */
 const remember = (tx: Tx, callback: Callback, answer: Answer, answeredBy: Principal | undefined) => {
   if (callback._tag !== "OpenApproval") return
   if (answer._tag !== "AllowApproval" && answer._tag !== "DenyApproval") return
@@ -200,6 +212,7 @@ const remember = (tx: Tx, callback: Callback, answer: Answer, answeredBy: Princi
       toolPattern: callback.request.tool.id,
       decision: answer._tag === "AllowApproval" ? "allow" : "deny",
       scope,
+      ...(answer.rememberWhen === undefined || answer.rememberWhen.length === 0 ? {} : { when: answer.rememberWhen }),
       grantedBy: answeredBy ?? new Client({}),
       callbackId: callback.id
     }, noValidation)

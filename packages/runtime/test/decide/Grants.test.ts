@@ -148,7 +148,7 @@ rules("RevokeGrant", [
     then: appends(ev("GrantRevoked", { grantId: grantAt(7), revokedBy: new Principal.Client({ label: "ops" }) })),
     and: (state) => {
       assert.deepStrictEqual(state.grants, [])
-      assert.isUndefined(TreeState.grantFor(state, state.treeId, "client.charge"))
+      assert.isUndefined(TreeState.grantFor(state, state.treeId, "client.charge", {}))
     }
   },
   {
