@@ -261,7 +261,9 @@ export const describe = (condition: ArgumentCondition): string => {
         ? `${pointer} in ${condition.min}..${condition.max}`
         : condition.min !== undefined
         ? `${pointer} >= ${condition.min}`
-        : `${pointer} <= ${condition.max}`
+        : condition.max !== undefined
+        ? `${pointer} <= ${condition.max}`
+        : `${pointer} within no range`
   }
 }
 
@@ -280,7 +282,7 @@ export const issues = (condition: ArgumentCondition): ReadonlyArray<string> => {
   if (Result.isFailure(pointer)) found.push(pointer.failure)
   if (condition._tag === "Bound") {
     if (condition.min === undefined && condition.max === undefined) {
-      found.push(`${describe(condition)}: a Bound gives min, max or both`)
+      found.push(`${condition.pointer}: a Bound gives min, max or both`)
     } else if (condition.min !== undefined && condition.max !== undefined && condition.min > condition.max) {
       found.push(`${condition.pointer}: min ${condition.min} is above max ${condition.max}, so no number is within`)
     }

@@ -417,15 +417,35 @@ describe("PermissionPolicy.checkTools", () => {
       assert.deepStrictEqual(found.warnings, [])
     }))
 
-  it.effect("a wildcard matching nothing passes; a connector whose tools are not known yet is a warning", () =>
+  it.effect("a wildcard matching no callable tool is an issue naming the closest pattern that matches one", () =>
     Effect.sync(() => {
       const found = PermissionPolicy.checkTools(
-        policy(PermissionPolicy.rule(["client.*_report", "connector.slack.*", "connector.drive.search"], "deny")),
+        policy(
+          PermissionPolicy.rule(["connector.gmial.*", "client.get_*"], "deny"),
+          PermissionPolicy.rule("agents.*", "ask"),
+          PermissionPolicy.rule("client.*_report", "allow")
+        ),
+        callable
+      )
+      assert.deepStrictEqual(found.issues, [
+        "rules[0].tools[0] \"connector.gmial.*\" matches no tool agent \"assistant\" can call; did you mean connector.gmail.* (connector.gmail.latest_email)?",
+        "rules[1].tools[0] \"agents.*\" matches no tool agent \"assistant\" can call (its tools: client.get_location, connector.gmail.latest_email)",
+        "rules[2].tools[0] \"client.*_report\" matches no tool agent \"assistant\" can call (its tools: client.get_location, connector.gmail.latest_email)"
+      ])
+      assert.deepStrictEqual(found.warnings, [])
+    }))
+
+  it.effect("a pattern under a connector whose tools are not known yet is a warning, exact or wildcard", () =>
+    Effect.sync(() => {
+      const found = PermissionPolicy.checkTools(
+        policy(PermissionPolicy.rule(["connector.drive.search", "connector.drive.*", "connector.*.list"], "deny")),
         callable
       )
       assert.deepStrictEqual(found.issues, [])
       assert.deepStrictEqual(found.warnings, [
-        "rules[0].tools[2] \"connector.drive.search\": the tools of connector drive are not known yet, so this pattern is not checked against them"
+        "rules[0].tools[0] \"connector.drive.search\": the tools of connector drive are not known yet, so this pattern is not checked against them",
+        "rules[0].tools[1] \"connector.drive.*\": the tools of connector drive are not known yet, so this pattern is not checked against them",
+        "rules[0].tools[2] \"connector.*.list\": the tools of connector drive are not known yet, so this pattern is not checked against them"
       ])
     }))
 
