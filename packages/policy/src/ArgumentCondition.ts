@@ -392,7 +392,11 @@ export const checkParameters = (
       return [
         known.length === 0
           ? `${condition.pointer}: ${at === "" ? "the arguments" : at} ${
-            /^(0|[1-9][0-9]*)$/.test(token) ? "is not an array" : "has no fields"
+            /^(0|[1-9][0-9]*)$/.test(token)
+              ? at === "" ? "are not an array" : "is not an array"
+              : at === ""
+              ? "have no fields"
+              : "has no fields"
           }, so there is no ${pointerOf(tokens.slice(0, depth + 1))}`
           : `${condition.pointer}: no field ${quote(token)} in ${at === "" ? "the arguments" : at}${
             closest === undefined
