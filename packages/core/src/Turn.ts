@@ -145,7 +145,7 @@ export const answer = (
         turnId: turn.turnId,
         callbackId,
         answer,
-        answeredBy: new Principal.Client({ label: options?.label }),
+        answeredBy: new Principal.Client(options?.label === undefined ? {} : { label: options.label }),
         requestId: options?.requestId
       })
   )
