@@ -643,14 +643,16 @@ describe("PermissionPolicy.checkTools", () => {
         policy(
           PermissionPolicy.rule(["connector.gmial.*", "client.get_*"], "deny"),
           PermissionPolicy.rule("agents.*", "ask"),
-          PermissionPolicy.rule("client.*_report", "allow")
+          PermissionPolicy.rule("client.*_report", "allow"),
+          PermissionPolicy.rule("client.gte_*", "allow")
         ),
         callable
       )
       assert.deepStrictEqual(found.issues, [
         "rules[0].tools[0] \"connector.gmial.*\" matches no tool agent \"assistant\" can call; did you mean connector.gmail.* (connector.gmail.latest_email)?",
         "rules[1].tools[0] \"agents.*\" matches no tool agent \"assistant\" can call (its tools: client.get_location, connector.gmail.latest_email)",
-        "rules[2].tools[0] \"client.*_report\" matches no tool agent \"assistant\" can call (its tools: client.get_location, connector.gmail.latest_email)"
+        "rules[2].tools[0] \"client.*_report\" matches no tool agent \"assistant\" can call (its tools: client.get_location, connector.gmail.latest_email)",
+        "rules[3].tools[0] \"client.gte_*\" matches no tool agent \"assistant\" can call; did you mean client.get_* (client.get_location)?"
       ])
       assert.deepStrictEqual(found.warnings, [])
     }))

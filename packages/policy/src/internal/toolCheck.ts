@@ -47,10 +47,23 @@ export const closestTool = (pattern: string, toolIds: ReadonlyArray<string>): st
   ToolPattern.closest(pattern, toolIds)
 
 /**
+ * A segment of an id in the shape of a pattern's segment: the pattern's own when it matches; for a segment with one
+ * `*` (`sned_*`), the id's segment with as many characters kept on each side of the `*` (`send_email` → `send_*`);
+ * else the id's segment.
+ */
+const reshaped = (own: string, segment: string): string => {
+  if (!own.includes("*")) return segment
+  if (segmentMatches(own, segment)) return own
+  const parts = own.split("*")
+  if (parts.length !== 2 || parts[0].length + parts[1].length > segment.length) return segment
+  return `${segment.slice(0, parts[0].length)}*${segment.slice(segment.length - parts[1].length)}`
+}
+
+/**
  * The pattern closest to a wildcard `pattern` that matches one of `toolIds`, with the id it matches: each id written
- * in the pattern's shape (its segments where the pattern's own `*` segments match them, the id's elsewhere:
- * `connector.gmial.*` against `connector.gmail.latest_email` gives `connector.gmail.*`), the closest of those by edit
- * distance, if it is close enough to be a typo.
+ * in the pattern's shape (`reshaped`, segment by segment: `connector.gmial.*` against `connector.gmail.latest_email`
+ * gives `connector.gmail.*`, `client.sned_*` against `client.send_email` gives `client.send_*`), the closest of those
+ * by edit distance, if it is close enough to be a typo.
  */
 const closestWildcard = (
   pattern: ToolPattern.ToolPattern,
@@ -60,10 +73,7 @@ const closestWildcard = (
   for (const id of toolIds) {
     const segments = id.split(".")
     if (segments.length !== pattern.segments.length) continue
-    const shaped = segments.map((segment, i) => {
-      const own = pattern.segments[i]
-      return own.includes("*") && segmentMatches(own, segment) ? own : segment
-    }).join(".")
+    const shaped = segments.map((segment, i) => reshaped(pattern.segments[i], segment)).join(".")
     if (!candidates.has(shaped)) candidates.set(shaped, id)
   }
   const best = Suggestion.closest(pattern.source, candidates.keys())
