@@ -11,7 +11,10 @@ import { program, Runtime } from "../approval-workflows/conditions.js"
 
 const folder = path.join(import.meta.dirname, "..", "approval-workflows")
 const expected = fs.readFileSync(path.join(folder, "expected-output.txt"), "utf8")
-const guide = fs.readFileSync(path.join(import.meta.dirname, "..", "..", "docs", "guides", "approval-workflows.md"), "utf8")
+const guide = fs.readFileSync(
+  path.join(import.meta.dirname, "..", "..", "docs", "guides", "approval-workflows.md"),
+  "utf8"
+)
 
 describe("approval-workflows/conditions.ts", () => {
   it.effect("prints expected-output.txt, which the guide shows as its output", () =>
