@@ -92,13 +92,32 @@ export const ArgumentCondition: Schema.Union<readonly [typeof Equals, typeof Glo
 ])
 
 // =============================================================================
+// Who may answer
+// =============================================================================
+
+/**
+ * Who may answer the approvals a rule opens: a principal holding one of `roles` (an API key's roles, or the roles a
+ * trusted in-process caller gives), or one named in `principals` (an API key's id, a program's label, a handler's
+ * name). Anyone else's answer fails with `NotAllowedToAnswer` and leaves the approval open. Without `approvers`,
+ * anyone who may reach the callback may answer it.
+ *
+ * @since 0.1.0
+ * @category Schemas
+ */
+export class Approvers extends Schema.Class<Approvers>("@parley/core/Permissions/Approvers")({
+  roles: withDefault(Schema.Array(Schema.String), () => []),
+  principals: withDefault(Schema.Array(Schema.String), () => [])
+}) {}
+
+// =============================================================================
 // Rules and policies
 // =============================================================================
 
 /**
  * A rule: the tool id patterns it matches (exact ids, or `*` within one dotted segment) and its decision.
  * `when` (optional) narrows it to the calls whose arguments meet every one of its conditions: a call that does not
- * is decided by the rules after it (or the default). `editable: false` (on an `ask` rule) refuses approvals that
+ * is decided by the rules after it (or the default). `approvers` (on an `ask` rule) says who may answer the
+ * approvals it opens (see `Approvers`). `editable: false` (on an `ask` rule) refuses approvals that
  * change the call's arguments (`AllowApproval({ arguments })`): the person may allow or deny the call as the model
  * made it, nothing else.
  *
@@ -109,6 +128,7 @@ export class PermissionRule extends Schema.Class<PermissionRule>("@parley/core/P
   tools: Schema.Array(Schema.String),
   decision: Decision,
   when: Schema.optional(Schema.Array(ArgumentCondition)),
+  approvers: Schema.optional(Approvers),
   editable: Schema.optional(Schema.Boolean)
 }) {}
 

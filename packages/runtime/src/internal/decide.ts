@@ -22,12 +22,15 @@ import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   GrantNotFound,
+  NotAllowedToAnswer,
   SessionNotFound,
   StepLimitReached,
   TurnNotFound
 } from "@parley/core/ParleyError"
 import type { AnswerMismatch } from "@parley/core/ParleyError"
+import { Approvers } from "@parley/core/Permissions"
 import type { Principal } from "@parley/core/Principal"
+import * as Principals from "@parley/core/Principal"
 import { Client } from "@parley/core/Principal"
 import { TurnRef } from "@parley/core/Transport"
 import type { Executor } from "@parley/core/TurnEvent"
@@ -156,6 +159,18 @@ const validateAnswer = (
   const callback = record.callback
   if (callback.sessionId === sessionId ? callback.turnId !== turnId : sessionId !== tx.state.treeId) {
     return Result.fail(notOpen(callbackId, `it belongs to turn ${callback.turnId} of session ${callback.sessionId}`))
+  }
+  // Who may answer comes before what the answer says: a principal the asking rule does not name changes nothing.
+  if (callback._tag === "OpenApproval" && !Principals.mayAnswer(command.answeredBy, callback.request.approvers)) {
+    return Result.fail(
+      new NotAllowedToAnswer({
+        module: "Turn",
+        method: "answer",
+        callbackId,
+        principal: command.answeredBy === undefined ? "an anonymous caller" : Principals.describe(command.answeredBy),
+        approvers: callback.request.approvers ?? new Approvers({})
+      })
+    )
   }
   const kind = Result.flatMap(
     Answers.validateSync(callback, answer),

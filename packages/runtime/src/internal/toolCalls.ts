@@ -200,7 +200,10 @@ export const authorize = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) =>
         tool: refOf(tool),
         toolCallId: call.toolCallId,
         arguments: call.arguments,
-        decidedBy: evaluation.decidedBy
+        decidedBy: evaluation.decidedBy,
+        ...(evaluation.decidedBy._tag === "RuleMatched" && evaluation.decidedBy.rule.approvers !== undefined
+          ? { approvers: evaluation.decidedBy.rule.approvers }
+          : {})
       }, noValidation)
     }, noValidation))
   // A grant in force (for these arguments, when it is scoped to some) answers at once, in the same append: the

@@ -20,6 +20,7 @@ import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   InvalidId,
+  NotAllowedToAnswer,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
@@ -70,6 +71,7 @@ export class AgUiGroup extends HttpApiGroup.make("agUi")
         InvalidId.pipe(HttpApiSchema.status(400)),
         MessageTooLong,
         AnswerMismatch.pipe(HttpApiSchema.status(422)),
+        NotAllowedToAnswer.pipe(HttpApiSchema.status(403)),
         SessionNotFound.pipe(HttpApiSchema.status(404)),
         TurnNotFound.pipe(HttpApiSchema.status(404)),
         TooManyStreams,

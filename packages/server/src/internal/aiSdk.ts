@@ -22,6 +22,7 @@ import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   InvalidId,
+  NotAllowedToAnswer,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
@@ -79,6 +80,7 @@ export class AiSdkGroup extends HttpApiGroup.make("aiSdk")
         InvalidId.pipe(HttpApiSchema.status(400)),
         MessageTooLong,
         AnswerMismatch.pipe(HttpApiSchema.status(422)),
+        NotAllowedToAnswer.pipe(HttpApiSchema.status(403)),
         ...streamErrors
       ]
     }).annotate(
