@@ -332,6 +332,8 @@ export class Tenant extends Context.Service<Tenant, {
   readonly id: string
   /** A short, non-secret name of the key (for logs and per-key limits). */
   readonly keyId: string
+  /** The key's roles (the server's configuration): who it may answer for, where a rule names `approvers`. */
+  readonly roles?: ReadonlyArray<string> | undefined
 }>()("@parley/core/ProtocolApi/Tenant") {}
 
 /**

@@ -167,7 +167,20 @@ export interface RuleInput {
   readonly tools: ReadonlyArray<string>
   readonly decision: Decision
   readonly when?: ReadonlyArray<ArgumentCondition.ArgumentCondition> | undefined
+  readonly approvers?: ApproversInput | undefined
   readonly editable?: boolean | undefined
+}
+
+/**
+ * Who may answer the approvals of a rule, as `rule` accepts it: roles and principals (API key ids, program labels,
+ * handler names), either or both.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ApproversInput {
+  readonly roles?: ReadonlyArray<string> | undefined
+  readonly principals?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -186,7 +199,8 @@ export interface MakeOptions {
 /**
  * A rule deciding `decision` for the tool ids that match any of `tools` (one pattern or several). It is checked
  * when the policy is (`make`, `validate`). `when` narrows it to the calls whose arguments meet every condition
- * (`ArgumentCondition`); `editable: false` forbids approvals with edited arguments for those tools.
+ * (`ArgumentCondition`); `approvers` (on an `ask` rule) says who may answer its approvals (roles, principals: anyone
+ * else's answer is `NotAllowedToAnswer`); `editable: false` forbids approvals with edited arguments for those tools.
  *
  * @example
  * ```ts
@@ -206,6 +220,7 @@ export const rule = (
   decision: Decision,
   options?: {
     readonly when?: ReadonlyArray<ArgumentCondition.ArgumentCondition> | undefined
+    readonly approvers?: ApproversInput | undefined
     readonly editable?: boolean | undefined
   }
 ): PermissionRule =>
@@ -213,6 +228,14 @@ export const rule = (
     tools: typeof tools === "string" ? [tools] : tools,
     decision,
     ...(options?.when === undefined ? {} : { when: options.when }),
+    ...(options?.approvers === undefined ? {} : {
+      approvers: options.approvers instanceof Permissions.Approvers
+        ? options.approvers
+        : new Permissions.Approvers({
+          roles: options.approvers.roles ?? [],
+          principals: options.approvers.principals ?? []
+        }, { disableChecks: true })
+    }),
     ...(options?.editable === undefined ? {} : { editable: options.editable })
   }, { disableChecks: true })
 
@@ -237,7 +260,7 @@ export const make = (options: MakeOptions = {}): Effect.Effect<PermissionPolicy,
     rules: (options.rules ?? []).map((input) =>
       input instanceof PermissionRule
         ? input
-        : rule(input.tools, input.decision, { when: input.when, editable: input.editable })
+        : rule(input.tools, input.decision, { when: input.when, approvers: input.approvers, editable: input.editable })
     )
   }, { disableChecks: true })
   return checked(policy, "make", contradiction)

@@ -39,6 +39,17 @@ const issuesOf = (
         issues.push(`${at}rules[${index}].tools[${position}] ${parsed.failure}`)
       }
     })
+    if (rule.approvers !== undefined) {
+      if (rule.decision !== "ask") {
+        issues.push(
+          `${at}rules[${index}]: approvers say who may answer an approval, and a rule deciding ${
+            quote(rule.decision)
+          } opens none`
+        )
+      } else if (rule.approvers.roles.length === 0 && rule.approvers.principals.length === 0) {
+        issues.push(`${at}rules[${index}]: approvers name no role and no principal, so nobody could answer`)
+      }
+    }
     ;(rule.when ?? []).forEach((condition, position) => {
       for (const issue of ArgumentCondition.issues(condition)) {
         issues.push(`${at}rules[${index}].when[${position}] ${issue}`)

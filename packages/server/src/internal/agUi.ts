@@ -183,7 +183,12 @@ export const group = (transport: Served.Served, access: Access, options: Options
           if (!isSessionId(input.threadId)) return yield* TurnStream.notFoundOf(input.threadId)
           const root = yield* TurnStream.ownedSession(transport, access, tenant, input.threadId, params.agent)
           const release = yield* streams.acquire(tenant.keyId)
-          const answeredBy = new ApiKey({ tenant: tenant.id, keyId: tenant.keyId, onBehalfOf: new Client({}) })
+          const answeredBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            ...(tenant.roles === undefined || tenant.roles.length === 0 ? {} : { roles: tenant.roles }),
+            onBehalfOf: new Client({})
+          })
           const started = yield* Effect.gen(function*() {
             const latest = yield* TurnStream.latestTurn(transport, root)
             const running = Option.filter(latest, (turn) => !turn.ended)

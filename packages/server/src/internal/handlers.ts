@@ -206,6 +206,7 @@ export const callbacks = (transport: Served.Served, access: Access) =>
           const answeredBy = new ApiKey({
             tenant: tenant.id,
             keyId: tenant.keyId,
+            ...(tenant.roles === undefined || tenant.roles.length === 0 ? {} : { roles: tenant.roles }),
             onBehalfOf: query.handler !== undefined
               ? new Handler({ name: query.handler })
               : new Client({ label: query.label })
