@@ -563,6 +563,25 @@ describe("PermissionPolicy conditions checked at load", () => {
       ])
     }))
 
+  it.effect("approvers: kept on an ask rule; refused on a rule that does not ask, or naming nobody", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.make({
+        rules: [rule("client.pay", "ask", { approvers: { roles: ["finance"] } })]
+      })
+      assert.deepStrictEqual(policy.rules[0].approvers?.roles, ["finance"])
+      assert.deepStrictEqual(policy.rules[0].approvers?.principals, [])
+      const error = yield* PermissionPolicy.make({
+        rules: [
+          rule("client.pay", "allow", { approvers: { roles: ["finance"] } }),
+          rule("client.pay", "ask", { approvers: {} })
+        ]
+      }).pipe(Effect.flip)
+      assert.deepStrictEqual(error.issues, [
+        `rules[0]: approvers say who may answer an approval, and a rule deciding "allow" opens none`,
+        "rules[1]: approvers name no role and no principal, so nobody could answer"
+      ])
+    }))
+
   it.effect("decodeUnknown reads conditions from JSON and checks them", () =>
     Effect.gen(function*() {
       const policy = yield* PermissionPolicy.decodeUnknown({
