@@ -67,8 +67,10 @@ export const schemaVersion = 5
  *   event reads as it is; a retry of an answer resolved before it was recorded is refused as already answered.
  * - 4 → 5: conditions on arguments: `PermissionRule` gained `when` (in an agent's definition and an approval's
  *   `decidedBy`), `RuleMatched` gained `when`, `AllowApproval` and `DenyApproval` gained `rememberWhen`, and
- *   `ApprovalGranted` gained `when` (a grant scoped to arguments). All optional, so a version-4 event reads as it is:
- *   its rules and grants hold for every call of their tools, as they did.
+ *   `ApprovalGranted` gained `when` (a grant scoped to arguments); and who may answer: `PermissionRule` and
+ *   `ApprovalRequest` gained `approvers`, `Principal.Client` and `Principal.ApiKey` gained `roles`. All optional, so a
+ *   version-4 event reads as it is: its rules and grants hold for every call of their tools, and anyone who reaches
+ *   its approvals may answer them, as before.
  */
 const upcasts: ReadonlyArray<(encoded: unknown) => unknown> = [
   (encoded) => encoded,
