@@ -33,6 +33,7 @@ import {
   CallbackNotOpen,
   GrantNotFound,
   InvalidId,
+  NotAllowedToAnswer,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
@@ -94,6 +95,7 @@ export const Answer = Rpc.make("Answer", {
   error: Schema.Union(
     [
       AnswerMismatch,
+      NotAllowedToAnswer,
       CallbackNotOpen,
       CallbackAlreadyAnswered,
       InvalidId,

@@ -22,6 +22,7 @@ import * as Schema from "effect/Schema"
 import type { Callback } from "./Callback.js"
 import { withDefault } from "./internal/schemaFields.js"
 import { AnswerMismatch } from "./ParleyError.js"
+import { ArgumentCondition } from "./Permissions.js"
 
 /**
  * How long an approval answer holds (`remember`): for later calls of the same tool id in the asking session
@@ -41,7 +42,9 @@ export type Remember = typeof Remember.Type
 /**
  * Allows the call. `arguments` (optional) are corrected arguments: checked against the tool's parameters like the
  * model's, the call then runs with them and the model sees the call as made with them. `remember` grants later calls
- * of the same tool without asking (see `Remember`).
+ * of the same tool without asking (see `Remember`); `rememberWhen` scopes that grant to the calls whose arguments
+ * meet every one of its conditions (`Permissions.ArgumentCondition`: "always allow this tool *with these
+ * arguments*"), and needs `remember`.
  *
  * @since 0.1.0
  * @category Schemas
@@ -49,19 +52,22 @@ export type Remember = typeof Remember.Type
 export class AllowApproval
   extends Schema.TaggedClass<AllowApproval>("@parley/core/Answer/AllowApproval")("AllowApproval", {
     arguments: Schema.optional(Schema.Unknown),
-    remember: Schema.optional(Remember)
+    remember: Schema.optional(Remember),
+    rememberWhen: Schema.optional(Schema.Array(ArgumentCondition))
   })
 {}
 
 /**
- * Denies the call, with a reason the model sees. `remember` denies later calls of the same tool without asking.
+ * Denies the call, with a reason the model sees. `remember` denies later calls of the same tool without asking;
+ * `rememberWhen` scopes that to the calls whose arguments meet its conditions, as on `AllowApproval`.
  *
  * @since 0.1.0
  * @category Schemas
  */
 export class DenyApproval extends Schema.TaggedClass<DenyApproval>("@parley/core/Answer/DenyApproval")("DenyApproval", {
   reason: Schema.optional(Schema.String),
-  remember: Schema.optional(Remember)
+  remember: Schema.optional(Remember),
+  rememberWhen: Schema.optional(Schema.Array(ArgumentCondition))
 }) {}
 
 /**
@@ -211,7 +217,7 @@ const signInIssues = (requested: ReadonlyArray<string>, answer: SignInAnswer): R
 }
 
 /**
- * Checks that `answer` fits `callback`: its kind, and for a sign-in that it names every requested source once and
+ * Checks that `answer` fits `callback`: its kind, `rememberWhen` only with `remember`, and for a sign-in that it names every requested source once and
  * nothing else. Returns the answer, or `AnswerMismatch`.
  *
  * @since 0.1.0
@@ -226,6 +232,14 @@ export const validateSync = (callback: Callback, answer: Answer): Result.Result<
       `${callback.kind === "approval" ? "an" : "a"} ${callback.kind} callback takes ${
         expected.join(" or ")
       }, not ${answer._tag}`
+    )
+  }
+  if (
+    (answer._tag === "AllowApproval" || answer._tag === "DenyApproval") && answer.rememberWhen !== undefined &&
+    answer.remember === undefined
+  ) {
+    return mismatch(
+      `rememberWhen scopes a grant, and ${answer._tag} without remember makes none; add remember: "session" or "tree"`
     )
   }
   if (callback._tag === "OpenSignIn" && answer._tag === "SignInAnswer") {

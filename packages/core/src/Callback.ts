@@ -75,7 +75,9 @@ export class ApprovalRequest extends Schema.Class<ApprovalRequest>("@parley/core
   tool: ToolRef,
   toolCallId: Schema.String,
   arguments: Schema.Unknown,
-  decidedBy: DecidedBy
+  decidedBy: DecidedBy,
+  /** Who may answer it (the asking rule's `approvers`); absent: anyone who may reach it. */
+  approvers: Schema.optional(Permissions.Approvers)
 }) {}
 
 /**

@@ -79,7 +79,10 @@ export const answer = (
       turnId: callback.turnId,
       callbackId: callback.id,
       answer,
-      answeredBy: new Principal.Client({ label: options?.label }),
+      answeredBy: new Principal.Client({
+        ...(options?.label === undefined ? {} : { label: options.label }),
+        ...(options?.roles === undefined ? {} : { roles: options.roles })
+      }),
       requestId: options?.requestId
     })
   })

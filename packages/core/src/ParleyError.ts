@@ -20,6 +20,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 // A cycle (Answer's validation fails with `AnswerMismatch`), read lazily: only `Schema.suspend` touches it.
 import { Answer } from "./Answer.js"
+import { Approvers } from "./Permissions.js"
 
 /** The fields and message helpers every Parley error shares. */
 const common = {
@@ -112,6 +113,36 @@ export class CallbackNotOpen
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${where(this)}: callback ${this.callbackId} is not open${suffix(this.description)}`
+  }
+}
+
+/**
+ * The answer came from a principal the callback does not let answer it (the asking rule's `approvers`): nothing was
+ * stored and the callback is still open. `principal` says who answered, `approvers` who may (HTTP 403).
+ *
+ * @since 0.1.0
+ * @category Errors
+ */
+export class NotAllowedToAnswer extends Schema.TaggedError<NotAllowedToAnswer>(
+  "@parley/core/ParleyError/NotAllowedToAnswer"
+)("NotAllowedToAnswer", {
+  ...common,
+  callbackId: Schema.String,
+  principal: Schema.String,
+  approvers: Approvers
+}) {
+  /**
+   * @since 0.1.0
+   */
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    const who = [
+      ...(this.approvers.roles.length === 0 ? [] : [`a principal with role ${this.approvers.roles.join(" or ")}`]),
+      ...this.approvers.principals
+    ]
+    return `${where(this)}: ${this.principal} may not answer callback ${this.callbackId}; ${
+      who.length === 0 ? "nobody may" : `it may be answered by ${who.join(", or ")}`
+    }; the callback is still open`
   }
 }
 
@@ -426,6 +457,7 @@ export type ParleyError =
   | AnswerMismatch
   | CallbackNotOpen
   | CallbackAlreadyAnswered
+  | NotAllowedToAnswer
   | GrantNotFound
   | SessionNotFound
   | TurnNotFound
@@ -449,6 +481,7 @@ export const ParleyError: Schema.Union<
     typeof AnswerMismatch,
     typeof CallbackNotOpen,
     typeof CallbackAlreadyAnswered,
+    typeof NotAllowedToAnswer,
     typeof GrantNotFound,
     typeof SessionNotFound,
     typeof TurnNotFound,
@@ -467,6 +500,7 @@ export const ParleyError: Schema.Union<
   AnswerMismatch,
   CallbackNotOpen,
   CallbackAlreadyAnswered,
+  NotAllowedToAnswer,
   GrantNotFound,
   SessionNotFound,
   TurnNotFound,

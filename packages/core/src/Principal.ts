@@ -40,7 +40,9 @@ export class Handler extends Schema.TaggedClass<Handler>("@parley/core/Principal
  * @category Schemas
  */
 export class Client extends Schema.TaggedClass<Client>("@parley/core/Principal/Client")("Client", {
-  label: Schema.optional(Schema.String)
+  label: Schema.optional(Schema.String),
+  /** The roles a trusted caller gives (an in-process program; over HTTP, only the key's roles count). */
+  roles: Schema.optional(Schema.Array(Schema.String))
 }) {}
 
 /**
@@ -75,6 +77,8 @@ export class Policy extends Schema.TaggedClass<Policy>("@parley/core/Principal/P
 export class ApiKey extends Schema.TaggedClass<ApiKey>("@parley/core/Principal/ApiKey")("ApiKey", {
   tenant: Schema.String,
   keyId: Schema.String,
+  /** The key's roles, from the server's configuration (what `approvers` checks; a claim in `onBehalfOf` does not count). */
+  roles: Schema.optional(Schema.Array(Schema.String)),
   onBehalfOf: Schema.optional(Schema.Union([Handler, Client]))
 }) {}
 
@@ -141,3 +145,52 @@ export const describe = (principal: Principal): string => {
  */
 export const claimed = (principal: Principal): Principal =>
   principal._tag === "ApiKey" && principal.onBehalfOf !== undefined ? principal.onBehalfOf : principal
+
+/**
+ * The roles a principal holds, as far as the party that checked it vouches for them: an API key's (the server's
+ * configuration), a program's own (`Client.roles`, in process); a handler, a grant or the policy hold none. What a
+ * client claims over HTTP (`ApiKey.onBehalfOf`) adds none: the key is what the server checked.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const rolesOf = (principal: Principal | undefined): ReadonlyArray<string> =>
+  principal?._tag === "ApiKey" || principal?._tag === "Client" ? principal.roles ?? [] : []
+
+/**
+ * The names a principal answers to in `approvers.principals`: an API key's id (`key_…`), a program's label, a
+ * handler's name, the person an answer link was made for.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const namesOf = (principal: Principal | undefined): ReadonlyArray<string> => {
+  switch (principal?._tag) {
+    case "ApiKey":
+      return [principal.keyId]
+    case "Client":
+      return principal.label === undefined ? [] : [principal.label]
+    case "Handler":
+      return [principal.name]
+    case "Link":
+      // The person the tenant's key made the link for: a name a trusted caller gave.
+      return principal.person === undefined ? [] : [principal.person]
+    default:
+      return []
+  }
+}
+
+/**
+ * Whether `principal` may answer what `approvers` guards: it holds one of their roles or is one of their principals.
+ * No approvers: anyone may.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const mayAnswer = (
+  principal: Principal | undefined,
+  approvers: { readonly roles: ReadonlyArray<string>; readonly principals: ReadonlyArray<string> } | undefined
+): boolean =>
+  approvers === undefined ||
+  rolesOf(principal).some((role) => approvers.roles.includes(role)) ||
+  namesOf(principal).some((name) => approvers.principals.includes(name))

@@ -11,6 +11,7 @@
  * |---|---|
  * | `InvalidId`, `AgentInvalid`, `PolicyInvalid`, `HttpApiDecodeError` (a request that does not decode, a body with a field it does not know) | 400 |
  * | `Unauthorized` | 401 |
+ * | `NotAllowedToAnswer` (the key's roles and id are not among the callback's `approvers`) | 403 |
  * | `SessionNotFound`, `TurnNotFound`, `DeliveryNotFound`, `LinkNotFound` | 404 |
  * | `CallbackNotOpen`, `CallbackAlreadyAnswered` | 409 |
  * | `PayloadTooLarge`, `MessageTooLong` | 413 |
@@ -69,6 +70,7 @@ import {
   CallbackNotOpen,
   GrantNotFound,
   InvalidId,
+  NotAllowedToAnswer,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
@@ -311,6 +313,7 @@ const grantNotFound = GrantNotFound.pipe(HttpApiSchema.status(404))
 const callbackNotOpen = CallbackNotOpen.pipe(HttpApiSchema.status(409))
 const callbackAlreadyAnswered = CallbackAlreadyAnswered.pipe(HttpApiSchema.status(409))
 const answerMismatch = AnswerMismatch.pipe(HttpApiSchema.status(422))
+const notAllowedToAnswer = NotAllowedToAnswer.pipe(HttpApiSchema.status(403))
 
 /**
  * What any route may answer: the runtime behind the server failed (503), the body was too large (413), the key is
@@ -332,6 +335,8 @@ export class Tenant extends Context.Service<Tenant, {
   readonly id: string
   /** A short, non-secret name of the key (for logs and per-key limits). */
   readonly keyId: string
+  /** The key's roles (the server's configuration): who it may answer for, where a rule names `approvers`. */
+  readonly roles?: ReadonlyArray<string> | undefined
 }>()("@parley/core/ProtocolApi/Tenant") {}
 
 /**
@@ -679,6 +684,7 @@ export class CallbacksGroup extends HttpApiGroup.make("callbacks")
       error: [
         invalidId,
         answerMismatch,
+        notAllowedToAnswer,
         callbackNotOpen,
         callbackAlreadyAnswered,
         sessionNotFound,

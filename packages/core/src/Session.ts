@@ -187,6 +187,6 @@ export const revokeGrant = (
       transport.revokeGrant({
         sessionId: session.id,
         grantId,
-        revokedBy: new Principal.Client({ label: options?.label })
+        revokedBy: new Principal.Client(options?.label === undefined ? {} : { label: options.label })
       })
   )

@@ -40,6 +40,7 @@ import type {
   GrantNotFound,
   InvalidId,
   LimitExceeded,
+  NotAllowedToAnswer,
   PolicyInvalid,
   SessionNotFound,
   TransportFailure,
@@ -167,7 +168,8 @@ export interface RevokeGrantRequest {
 }
 
 /**
- * The errors an answer can meet: it does not fit (`AnswerMismatch`), the callback is not open or another answer won,
+ * The errors an answer can meet: it does not fit (`AnswerMismatch`), its principal may not answer the callback
+ * (`NotAllowedToAnswer`), the callback is not open or another answer won,
  * a malformed id, an unknown session or turn, or the transport's own (`TransportFailure`, `LimitExceeded`).
  *
  * @since 0.1.0
@@ -175,6 +177,7 @@ export interface RevokeGrantRequest {
  */
 export type AnswerError =
   | AnswerMismatch
+  | NotAllowedToAnswer
   | CallbackNotOpen
   | CallbackAlreadyAnswered
   | InvalidId

@@ -145,7 +145,10 @@ export const answer = (
         turnId: turn.turnId,
         callbackId,
         answer,
-        answeredBy: new Principal.Client({ label: options?.label }),
+        answeredBy: new Principal.Client({
+          ...(options?.label === undefined ? {} : { label: options.label }),
+          ...(options?.roles === undefined ? {} : { roles: options.roles })
+        }),
         requestId: options?.requestId
       })
   )
@@ -155,12 +158,15 @@ export const answer = (
  * user who clicked "approve". `requestId` (1 to 128 printable ASCII characters, no spaces) is the caller's id of this
  * answer, recorded with it when it wins: answering again with the same id — a retry after a dropped connection, a
  * job run twice — then succeeds and adds nothing, where any other answer fails with `CallbackAlreadyAnswered`.
+ * `roles` are the roles of who answers, as this program vouches for them (`Client { roles }`): what a rule's
+ * `approvers` checks in process. Over HTTP they are not sent: the server counts its API key's roles.
  *
  * @since 0.1.0
  * @category Models
  */
 export interface AnswerOptions {
   readonly label?: string | undefined
+  readonly roles?: ReadonlyArray<string> | undefined
   readonly requestId?: string | undefined
 }
 

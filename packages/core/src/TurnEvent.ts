@@ -29,6 +29,7 @@ import { Answer, Remember } from "./Answer.js"
 import { Callback } from "./Callback.js"
 import { CallbackId, RequestId, SessionId, ToolId, TurnId } from "./Ids.js"
 import { NonNegativeInt, withDefault } from "./internal/schemaFields.js"
+import { ArgumentCondition } from "./Permissions.js"
 import { Principal } from "./Principal.js"
 import { Final } from "./TurnState.js"
 
@@ -50,7 +51,7 @@ const common = {
  * @since 0.1.0
  * @category Models
  */
-export const schemaVersion = 4
+export const schemaVersion = 5
 
 /**
  * The steps from each older version to the next, as functions of the encoded (JSON) event: `upcasts[n - 1]` turns
@@ -64,8 +65,15 @@ export const schemaVersion = 4
  *   policy).
  * - 3 → 4: `CallbackResolved` gained `requestId` (the client's id of the answer that won): optional, so a version-3
  *   event reads as it is; a retry of an answer resolved before it was recorded is refused as already answered.
+ * - 4 → 5: conditions on arguments: `PermissionRule` gained `when` (in an agent's definition and an approval's
+ *   `decidedBy`), `RuleMatched` gained `when`, `AllowApproval` and `DenyApproval` gained `rememberWhen`, and
+ *   `ApprovalGranted` gained `when` (a grant scoped to arguments); and who may answer: `PermissionRule` and
+ *   `ApprovalRequest` gained `approvers`, `Principal.Client` and `Principal.ApiKey` gained `roles`. All optional, so a
+ *   version-4 event reads as it is: its rules and grants hold for every call of their tools, and anyone who reaches
+ *   its approvals may answer them, as before.
  */
 const upcasts: ReadonlyArray<(encoded: unknown) => unknown> = [
+  (encoded) => encoded,
   (encoded) => encoded,
   (encoded) => encoded,
   (encoded) => encoded
@@ -359,6 +367,11 @@ export class ApprovalGranted
     toolPattern: Schema.String,
     decision: Schema.Literals(["allow", "deny"]),
     scope: Remember,
+    /**
+     * The conditions a call's arguments must meet for the grant to decide it (the answer's `rememberWhen`); without
+     * them it decides every call of its tool (events of schema version 4 and older carry none).
+     */
+    when: Schema.optional(Schema.Array(ArgumentCondition)),
     grantedBy: Principal,
     /** The approval whose answer made the grant. */
     callbackId: CallbackId

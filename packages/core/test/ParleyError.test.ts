@@ -65,12 +65,17 @@ describe("ParleyError messages", () => {
       assert.strictEqual(modelFailure!.message, "Model.generate: model mistral-large-latest failed: HTTP 503")
       assert.strictEqual(transportFailure!.message, "HttpTransport.answer: transport failure: connection refused")
       assert.strictEqual(
-        F.errors[F.errors.length - 2]!.message,
+        F.errors[F.errors.length - 3]!.message,
         "Session.revokeGrant: session ses_1 has no grant grant_9 in force"
       )
       assert.strictEqual(
-        F.errors[F.errors.length - 1]!.message,
+        F.errors[F.errors.length - 2]!.message,
         "HttpTransport.createSession: over the server's limit of 600 sessions started per key per minute (retry in 12 s)"
+      )
+      assert.strictEqual(
+        F.errors[F.errors.length - 1]!.message,
+        "Turn.answer: by id (mallory) may not answer callback cb_guarded; it may be answered by a principal with role " +
+          "finance, or alice; the callback is still open"
       )
     }))
 

@@ -286,7 +286,7 @@ describe("TurnEvent", () => {
         arguments: {}
       })
       const v2 = JSON.parse(JSON.stringify(yield* Schema.encodeEffect(TurnEvent.TurnEvent)(started)))
-      assert.strictEqual(TurnEvent.schemaVersion, 4)
+      assert.strictEqual(TurnEvent.schemaVersion, 5)
       const upcast = TurnEvent.upcast(2, v2)
       assert.deepStrictEqual(upcast, Result.succeed(v2))
       const decoded = yield* Schema.decodeUnknownEffect(TurnEvent.TurnEvent)(Result.getOrThrow(upcast))

@@ -160,6 +160,13 @@ export const errors: ReadonlyArray<ParleyError.ParleyError> = [
     limit: "sessionsPerMinute",
     max: 600,
     retryAfter: 12
+  }),
+  new ParleyError.NotAllowedToAnswer({
+    module: "Turn",
+    method: "answer",
+    callbackId: "cb_guarded",
+    principal: "by id (mallory)",
+    approvers: new Permissions.Approvers({ roles: ["finance"], principals: ["alice"] })
   })
 ]
 

@@ -34,6 +34,7 @@ import type { JsonSchema } from "@parley/core/ToolSpec"
 import type { ApprovalGranted, Executor, Reasoning, Resolution, TraceContext, TurnCause } from "@parley/core/TurnEvent"
 import type { TurnEvent } from "@parley/core/TurnEvent"
 import type { Blocked, Final } from "@parley/core/TurnState"
+import * as ArgumentCondition from "@parley/policy/ArgumentCondition"
 import type * as DateTime from "effect/DateTime"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
@@ -374,16 +375,25 @@ export const answerSchema = (state: TreeState, cb: Callback): JsonSchema =>
   internalAnswer.answerSchema(cb, (sessionId) => session(state, sessionId)?.agent)
 
 /**
- * The grant that decides a call of `toolId` in `sessionId` without asking, if any: the latest in force whose tool is
- * that id and whose scope covers the session (its own session, or the whole tree).
+ * The grant that decides a call of `toolId` with `args` (its arguments) in `sessionId` without asking, if any: the
+ * latest in force whose tool is that id, whose scope covers the session (its own session, or the whole tree) and
+ * whose conditions (`when`, a grant scoped to arguments) the arguments meet.
  *
  * @since 0.1.0
  * @category Utils
  */
-export const grantFor = (state: TreeState, sessionId: SessionId, toolId: string): ApprovalGranted | undefined => {
+export const grantFor = (
+  state: TreeState,
+  sessionId: SessionId,
+  toolId: string,
+  args: unknown
+): ApprovalGranted | undefined => {
   for (let i = state.grants.length - 1; i >= 0; i--) {
     const grant = state.grants[i]
-    if (grant.toolPattern === toolId && (grant.scope === "tree" || grant.sessionId === sessionId)) return grant
+    if (
+      grant.toolPattern === toolId && (grant.scope === "tree" || grant.sessionId === sessionId) &&
+      ArgumentCondition.holdsAll(grant.when, args)
+    ) return grant
   }
   return undefined
 }

@@ -38,6 +38,7 @@ import { dual } from "effect/Function"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
+import * as ArgumentCondition from "./ArgumentCondition.js"
 import { checked, quote } from "./internal/validation.js"
 import * as ToolPattern from "./ToolPattern.js"
 
@@ -165,7 +166,21 @@ export class Evaluation extends Schema.Class<Evaluation>("@parley/policy/Permiss
 export interface RuleInput {
   readonly tools: ReadonlyArray<string>
   readonly decision: Decision
+  readonly when?: ReadonlyArray<ArgumentCondition.ArgumentCondition> | undefined
+  readonly approvers?: ApproversInput | undefined
   readonly editable?: boolean | undefined
+}
+
+/**
+ * Who may answer the approvals of a rule, as `rule` accepts it: roles and principals (API key ids, program labels,
+ * handler names), either or both.
+ *
+ * @since 0.1.0
+ * @category Models
+ */
+export interface ApproversInput {
+  readonly roles?: ReadonlyArray<string> | undefined
+  readonly principals?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -183,7 +198,19 @@ export interface MakeOptions {
 
 /**
  * A rule deciding `decision` for the tool ids that match any of `tools` (one pattern or several). It is checked
- * when the policy is (`make`, `validate`). `editable: false` forbids approvals with edited arguments for those tools.
+ * when the policy is (`make`, `validate`). `when` narrows it to the calls whose arguments meet every condition
+ * (`ArgumentCondition`); `approvers` (on an `ask` rule) says who may answer its approvals (roles, principals: anyone
+ * else's answer is `NotAllowedToAnswer`); `editable: false` forbids approvals with edited arguments for those tools.
+ *
+ * @example
+ * ```ts
+ * import { ArgumentCondition, PermissionPolicy } from "@parley/policy"
+ *
+ * // email colleagues without asking; anyone else waits for an approval (the default)
+ * const colleagues = PermissionPolicy.rule("client.send_email", "allow", {
+ *   when: [ArgumentCondition.glob("/to", "*@corp.com")]
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category Constructors
@@ -191,11 +218,24 @@ export interface MakeOptions {
 export const rule = (
   tools: string | ReadonlyArray<string>,
   decision: Decision,
-  options?: { readonly editable?: boolean | undefined }
+  options?: {
+    readonly when?: ReadonlyArray<ArgumentCondition.ArgumentCondition> | undefined
+    readonly approvers?: ApproversInput | undefined
+    readonly editable?: boolean | undefined
+  }
 ): PermissionRule =>
   new PermissionRule({
     tools: typeof tools === "string" ? [tools] : tools,
     decision,
+    ...(options?.when === undefined ? {} : { when: options.when }),
+    ...(options?.approvers === undefined ? {} : {
+      approvers: options.approvers instanceof Permissions.Approvers
+        ? options.approvers
+        : new Permissions.Approvers({
+          roles: options.approvers.roles ?? [],
+          principals: options.approvers.principals ?? []
+        }, { disableChecks: true })
+    }),
     ...(options?.editable === undefined ? {} : { editable: options.editable })
   }, { disableChecks: true })
 
@@ -218,7 +258,9 @@ export const make = (options: MakeOptions = {}): Effect.Effect<PermissionPolicy,
   const policy = new PermissionPolicy({
     default: options.default ?? options.permissionMode ?? "ask",
     rules: (options.rules ?? []).map((input) =>
-      input instanceof PermissionRule ? input : rule(input.tools, input.decision, { editable: input.editable })
+      input instanceof PermissionRule
+        ? input
+        : rule(input.tools, input.decision, { when: input.when, approvers: input.approvers, editable: input.editable })
     )
   }, { disableChecks: true })
   return checked(policy, "make", contradiction)
@@ -291,7 +333,9 @@ export interface ValidateOptions {
  * The load-time check. Fails with `PolicyInvalid` listing every issue, each naming the rule and the pattern
  * (`rules[1].tools[0] "client..x": empty segment; …`): malformed patterns (empty, empty segment, `**`, bad
  * characters), unknown or missing namespaces (with "did you mean …?"), wrong segment counts, unknown `agents.<x>`
- * builtins, rules without patterns and decisions that are not `allow`, `deny` or `ask`.
+ * builtins, rules without patterns, decisions that are not `allow`, `deny` or `ask`, and conditions (`when`) with a
+ * malformed pointer or a `Bound` without a range (`ArgumentCondition.issues`). What needs the agent's tools — patterns
+ * that match none of them, conditions on fields a tool does not have — is `checkTools`'s.
  *
  * @since 0.1.0
  * @category Utils
@@ -302,40 +346,59 @@ export const validate = (
 ): Effect.Effect<PermissionPolicy, PolicyInvalid> => checked(policy, "validate", [], options.toolIds)
 
 /**
- * What the policy decides for a tool id, and what decided it: the first rule with a matching pattern
- * (`RuleMatched`, with its index and the pattern), or else the default (`DefaultDecision`). Pure; the policy is
- * assumed validated (a malformed pattern matches nothing).
+ * What the policy decides for a call of a tool id with `args` (its arguments), and what decided it: the first rule
+ * with a matching pattern whose conditions (`when`) the arguments meet (`RuleMatched`, with its index, the pattern
+ * and the conditions that held), or else the default (`DefaultDecision`). A rule with conditions decides nothing
+ * when no arguments are given. Pure; the policy is assumed validated (a malformed pattern matches nothing).
+ *
+ * @example
+ * ```ts
+ * import { ArgumentCondition, PermissionPolicy } from "@parley/policy"
+ *
+ * const policy = new PermissionPolicy.PermissionPolicy({
+ *   default: "ask",
+ *   rules: [PermissionPolicy.rule("client.send_email", "allow", { when: [ArgumentCondition.glob("/to", "*@corp.com")] })]
+ * })
+ * PermissionPolicy.evaluate(policy, "client.send_email", { to: "ana@corp.com" }).decision // "allow"
+ * PermissionPolicy.evaluate(policy, "client.send_email", { to: "bob@gmail.com" }).decision // "ask"
+ * ```
  *
  * @since 0.1.0
  * @category Utils
  */
 export const evaluate: {
-  (toolId: string): (policy: PermissionPolicy) => Evaluation
-  (policy: PermissionPolicy, toolId: string): Evaluation
-} = dual(2, (policy: PermissionPolicy, toolId: string): Evaluation => {
-  let evaluation = firstMatch(policy, toolId, undefined)
-  for (const bound of policy.bounds ?? []) {
-    const other = firstMatch(bound, toolId, bound.by)
-    if (stricter(other, evaluation)) evaluation = other
+  (toolId: string, args?: unknown): (policy: PermissionPolicy) => Evaluation
+  (policy: PermissionPolicy, toolId: string, args?: unknown): Evaluation
+} = dual(
+  (args) => typeof args[0] !== "string",
+  (policy: PermissionPolicy, toolId: string, args?: unknown): Evaluation => {
+    let evaluation = firstMatch(policy, toolId, args, undefined)
+    for (const bound of policy.bounds ?? []) {
+      const other = firstMatch(bound, toolId, args, bound.by)
+      if (stricter(other, evaluation)) evaluation = other
+    }
+    return evaluation
   }
-  return evaluation
-})
+)
 
-/** The first rule of `rules` with a pattern that matches, else the default; `bound` marks whose they are. */
+/** The first rule of `rules` with a pattern that matches and conditions that hold, else the default; `bound` marks whose they are. */
 const firstMatch = (
   policy: { readonly default: Decision; readonly rules: ReadonlyArray<PermissionRule> },
   toolId: string,
+  args: unknown,
   bound: string | undefined
 ): Evaluation => {
   const owner = bound === undefined ? {} : { bound }
   for (let index = 0; index < policy.rules.length; index++) {
     const rule = policy.rules[index]
+    if (!ArgumentCondition.holdsAll(rule.when, args)) continue
     for (const pattern of rule.tools) {
       const parsed = ToolPattern.parse(pattern)
       if (Result.isSuccess(parsed) && ToolPattern.matches(parsed.success, toolId)) {
+        const when = rule.when === undefined || rule.when.length === 0 ? {} : { when: rule.when }
         return new Evaluation({
           decision: rule.decision,
-          decidedBy: new RuleMatched({ index, rule, pattern, ...owner }, { disableChecks: true })
+          decidedBy: new RuleMatched({ index, rule, pattern, ...when, ...owner }, { disableChecks: true })
         }, { disableChecks: true })
       }
     }
@@ -389,8 +452,9 @@ export const bounded = (
 
 /**
  * An evaluation as the principal that decided, for the log's audit (`ToolCallStarted.decidedBy`): the rule that matched
- * and its decision, `rules[<index>] <pattern>: <decision>`, or `default: <decision>`; a bound's rule or default is
- * prefixed with who set it (`server rules[0] agents.*: ask`).
+ * and its decision, `rules[<index>] <pattern>: <decision>`, with the conditions that held
+ * (`rules[0] client.send_email when /to matches "*@corp.com": allow`), or `default: <decision>`; a bound's rule or
+ * default is prefixed with who set it (`server rules[0] agents.*: ask`).
  *
  * @example
  * ```ts
@@ -410,12 +474,21 @@ export const bounded = (
 export const principal = (evaluation: Evaluation): Principal.Policy => {
   const { decidedBy } = evaluation
   const rule = decidedBy._tag === "RuleMatched"
-    ? `rules[${decidedBy.index}] ${decidedBy.pattern}: ${evaluation.decision}`
+    ? `rules[${decidedBy.index}] ${decidedBy.pattern}${describeWhen(decidedBy.when)}: ${evaluation.decision}`
     : `default: ${evaluation.decision}`
   return new Principal.Policy({ rule: decidedBy.bound === undefined ? rule : `${decidedBy.bound} ${rule}` }, {
     disableChecks: true
   })
 }
+
+/**
+ * Conditions as the audit writes them after a rule: ` when /to matches "*@corp.com" and /cc = null`, or nothing.
+ *
+ * @since 0.1.0
+ * @category Utils
+ */
+export const describeWhen = (when: ReadonlyArray<ArgumentCondition.ArgumentCondition> | undefined): string =>
+  when === undefined || when.length === 0 ? "" : ` when ${when.map(ArgumentCondition.describe).join(" and ")}`
 
 /**
  * A policy checked against the tools its agent can call: `Callable`, `ToolCheck`, `closestTool`, `checkTools`.

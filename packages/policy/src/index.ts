@@ -1,4 +1,11 @@
 /**
+ * Conditions on a call's arguments: what a rule's `when` and a scoped grant hold to, evaluated and checked.
+ *
+ * @since 0.1.0
+ */
+export * as ArgumentCondition from "./ArgumentCondition.js"
+
+/**
  * Permission policies: constructors, the load-time check and evaluation.
  *
  * @since 0.1.0

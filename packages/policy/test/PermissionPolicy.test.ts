@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ParleyError, Principal } from "@parley/core"
-import { PermissionPolicy } from "@parley/policy"
+import { ArgumentCondition, PermissionPolicy } from "@parley/policy"
 import { Effect, Schema } from "effect"
 
 const { rule } = PermissionPolicy
@@ -170,6 +170,160 @@ describe("PermissionPolicy.evaluate", () => {
       })
       assert.strictEqual(PermissionPolicy.evaluate(policy, "client.get_location").decision, "allow")
       assert.strictEqual(PermissionPolicy.evaluate(policy, "client.set_location").decision, "deny")
+    }))
+})
+
+describe("PermissionPolicy.evaluate with conditions on the arguments", () => {
+  const colleague = ArgumentCondition.glob("/to", "*@corp.com")
+  const small = ArgumentCondition.bound("/amount", { max: 100 })
+  const policy = new PermissionPolicy.PermissionPolicy({
+    default: "ask",
+    rules: [
+      rule("client.send_email", "deny", { when: [ArgumentCondition.equals("/to", "ceo@corp.com")] }),
+      rule("client.send_email", "allow", { when: [colleague] }),
+      rule("client.pay", "allow", { when: [small, ArgumentCondition.equals("/currency", "EUR")] }),
+      rule("client.pay", "deny", { when: [ArgumentCondition.bound("/amount", { min: 10_000 })] }),
+      rule("client.*", "ask")
+    ]
+  })
+
+  const rows: ReadonlyArray<{
+    readonly name: string
+    readonly toolId: string
+    readonly args: unknown
+    readonly decision: PermissionPolicy.Decision
+    readonly rule: number | "default"
+    readonly principal: string
+  }> = [
+    {
+      name: "a colleague's address: the glob holds, the rule allows",
+      toolId: "client.send_email",
+      args: { to: "ana@corp.com", body: "hi" },
+      decision: "allow",
+      rule: 1,
+      principal: `rules[1] client.send_email when /to matches "*@corp.com": allow`
+    },
+    {
+      name: "an earlier rule's equality wins over a later glob",
+      toolId: "client.send_email",
+      args: { to: "ceo@corp.com" },
+      decision: "deny",
+      rule: 0,
+      principal: `rules[0] client.send_email when /to = "ceo@corp.com": deny`
+    },
+    {
+      name: "a customer's address: no condition holds, the catch-all asks",
+      toolId: "client.send_email",
+      args: { to: "bob@gmail.com" },
+      decision: "ask",
+      rule: 4,
+      principal: "rules[4] client.*: ask"
+    },
+    {
+      name: "the glob matches the whole string, not a part",
+      toolId: "client.send_email",
+      args: { to: "ana@corp.com.evil.net" },
+      decision: "ask",
+      rule: 4,
+      principal: "rules[4] client.*: ask"
+    },
+    {
+      name: "a missing field meets no condition",
+      toolId: "client.send_email",
+      args: {},
+      decision: "ask",
+      rule: 4,
+      principal: "rules[4] client.*: ask"
+    },
+    {
+      name: "every condition of a rule holds: a small payment in euros is allowed",
+      toolId: "client.pay",
+      args: { amount: 100, currency: "EUR" },
+      decision: "allow",
+      rule: 2,
+      principal: `rules[2] client.pay when /amount <= 100 and /currency = "EUR": allow`
+    },
+    {
+      name: "one condition fails: a small payment in dollars asks",
+      toolId: "client.pay",
+      args: { amount: 5, currency: "USD" },
+      decision: "ask",
+      rule: 4,
+      principal: "rules[4] client.*: ask"
+    },
+    {
+      name: "a bound's min is inclusive",
+      toolId: "client.pay",
+      args: { amount: 10_000, currency: "EUR" },
+      decision: "deny",
+      rule: 3,
+      principal: "rules[3] client.pay when /amount >= 10000: deny"
+    },
+    {
+      name: "a number given as a string is not a number",
+      toolId: "client.pay",
+      args: { amount: "50", currency: "EUR" },
+      decision: "ask",
+      rule: 4,
+      principal: "rules[4] client.*: ask"
+    },
+    {
+      name: "without arguments, a rule with conditions decides nothing",
+      toolId: "client.pay",
+      args: undefined,
+      decision: "ask",
+      rule: 4,
+      principal: "rules[4] client.*: ask"
+    },
+    {
+      name: "a tool no rule names: the default",
+      toolId: "agents.spawn",
+      args: { agent: "x" },
+      decision: "ask",
+      rule: "default",
+      principal: "default: ask"
+    }
+  ]
+
+  for (const row of rows) {
+    it.effect(row.name, () =>
+      Effect.sync(() => {
+        const evaluation = PermissionPolicy.evaluate(policy, row.toolId, row.args)
+        assert.strictEqual(evaluation.decision, row.decision)
+        const { decidedBy } = evaluation
+        if (row.rule === "default") {
+          assert.strictEqual(decidedBy._tag, "DefaultDecision")
+        } else {
+          assert.isTrue(decidedBy._tag === "RuleMatched" && decidedBy.index === row.rule)
+          // `decidedBy` names the conditions that held: the rule's own.
+          assert.deepStrictEqual(decidedBy._tag === "RuleMatched" ? decidedBy.when : [], policy.rules[row.rule].when)
+        }
+        assert.strictEqual(PermissionPolicy.principal(evaluation).rule, row.principal)
+        // the data-last form agrees
+        assert.deepStrictEqual(PermissionPolicy.evaluate(row.toolId, row.args)(policy), evaluation)
+      }))
+  }
+
+  it.effect("a bound's conditions apply to its own rules; the strictest decision stands", () =>
+    Effect.sync(() => {
+      const bounded = PermissionPolicy.bounded(
+        new PermissionPolicy.PermissionPolicy({ default: "allow", rules: [] }),
+        "server",
+        new PermissionPolicy.PermissionPolicy({
+          default: "allow",
+          rules: [rule("client.pay", "ask", { when: [ArgumentCondition.bound("/amount", { min: 1_000 })] })]
+        })
+      )
+      assert.strictEqual(PermissionPolicy.evaluate(bounded, "client.pay", { amount: 999 }).decision, "allow")
+      const large = PermissionPolicy.evaluate(bounded, "client.pay", { amount: 1_000 })
+      assert.strictEqual(PermissionPolicy.principal(large).rule, "server rules[0] client.pay when /amount >= 1000: ask")
+    }))
+
+  it.effect("an evaluation with conditions round-trips through JSON", () =>
+    Effect.gen(function*() {
+      const evaluation = PermissionPolicy.evaluate(policy, "client.pay", { amount: 1, currency: "EUR" })
+      const json = JSON.parse(JSON.stringify(yield* Schema.encodeEffect(PermissionPolicy.Evaluation)(evaluation)))
+      assert.deepStrictEqual(yield* Schema.decodeUnknownEffect(PermissionPolicy.Evaluation)(json), evaluation)
     }))
 })
 
@@ -393,6 +547,91 @@ describe("PermissionPolicy.Evaluation", () => {
     }))
 })
 
+describe("PermissionPolicy conditions checked at load", () => {
+  it.effect("validate refuses a malformed pointer and a Bound without a range, naming the rule and the condition", () =>
+    Effect.gen(function*() {
+      const error = yield* PermissionPolicy.make({
+        rules: [
+          rule("client.send_email", "allow", { when: [ArgumentCondition.glob("to", "*@corp.com")] }),
+          rule("client.pay", "allow", { when: [ArgumentCondition.bound("/amount", {})] })
+        ]
+      }).pipe(Effect.flip)
+      assert.instanceOf(error, ParleyError.PolicyInvalid)
+      assert.deepStrictEqual(error.issues, [
+        `rules[0].when[0] "to" is not a JSON pointer: it starts with "/" (as in /to), or is "" for all the arguments`,
+        "rules[1].when[0] /amount: a Bound gives min, max or both"
+      ])
+    }))
+
+  it.effect("approvers: kept on an ask rule; refused on a rule that does not ask, or naming nobody", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.make({
+        rules: [rule("client.pay", "ask", { approvers: { roles: ["finance"] } })]
+      })
+      assert.deepStrictEqual(policy.rules[0].approvers?.roles, ["finance"])
+      assert.deepStrictEqual(policy.rules[0].approvers?.principals, [])
+      const error = yield* PermissionPolicy.make({
+        rules: [
+          rule("client.pay", "allow", { approvers: { roles: ["finance"] } }),
+          rule("client.pay", "ask", { approvers: {} })
+        ]
+      }).pipe(Effect.flip)
+      assert.deepStrictEqual(error.issues, [
+        `rules[0]: approvers say who may answer an approval, and a rule deciding "allow" opens none`,
+        "rules[1]: approvers name no role and no principal, so nobody could answer"
+      ])
+    }))
+
+  it.effect("decodeUnknown reads conditions from JSON and checks them", () =>
+    Effect.gen(function*() {
+      const policy = yield* PermissionPolicy.decodeUnknown({
+        default: "ask",
+        rules: [{
+          tools: ["client.send_email"],
+          decision: "allow",
+          when: [{ _tag: "Glob", pointer: "/to", pattern: "*@corp.com" }]
+        }]
+      })
+      assert.deepStrictEqual(policy.rules[0].when, [ArgumentCondition.glob("/to", "*@corp.com")])
+      const error = yield* PermissionPolicy.decodeUnknown({
+        default: "ask",
+        rules: [{ tools: ["client.pay"], decision: "allow", when: [{ _tag: "Bound", pointer: "/amount", min: "1" }] }]
+      }).pipe(Effect.flip)
+      assert.strictEqual(error._tag, "PolicyInvalid")
+    }))
+
+  it.effect("checkTools refuses a condition on a field the tool does not have, or of a type it does not take", () =>
+    Effect.sync(() => {
+      const found = PermissionPolicy.checkTools(
+        new PermissionPolicy.PermissionPolicy({
+          default: "ask",
+          rules: [
+            rule("client.send_email", "allow", { when: [ArgumentCondition.glob("/too", "*@corp.com")] }),
+            rule("client.*", "allow", { when: [ArgumentCondition.bound("/to", { max: 1 })] }),
+            rule("client.send_email", "allow", { when: [ArgumentCondition.glob("/to", "*@corp.com")] })
+          ]
+        }),
+        {
+          agent: "mailer",
+          toolIds: ["client.get_location", "client.send_email"],
+          parameters: {
+            "client.get_location": { type: "object", properties: {} },
+            "client.send_email": {
+              type: "object",
+              properties: { to: { type: "string" }, body: { type: "string" } },
+              additionalProperties: false
+            }
+          }
+        }
+      )
+      assert.deepStrictEqual(found.issues, [
+        `rules[0].when[0] (client.send_email) /too: no field "too" in the arguments; did you mean /to?`,
+        `rules[1].when[0] (client.get_location) /to: the arguments have no fields, so there is no /to`,
+        `rules[1].when[0] (client.send_email) /to <= 1: /to is string, and a Bound compares numbers`
+      ])
+    }))
+})
+
 describe("PermissionPolicy.checkTools", () => {
   const policy = (...rules: ReadonlyArray<PermissionPolicy.PermissionRule>) =>
     new PermissionPolicy.PermissionPolicy({ default: "allow", rules })
@@ -417,15 +656,37 @@ describe("PermissionPolicy.checkTools", () => {
       assert.deepStrictEqual(found.warnings, [])
     }))
 
-  it.effect("a wildcard matching nothing passes; a connector whose tools are not known yet is a warning", () =>
+  it.effect("a wildcard matching no callable tool is an issue naming the closest pattern that matches one", () =>
     Effect.sync(() => {
       const found = PermissionPolicy.checkTools(
-        policy(PermissionPolicy.rule(["client.*_report", "connector.slack.*", "connector.drive.search"], "deny")),
+        policy(
+          PermissionPolicy.rule(["connector.gmial.*", "client.get_*"], "deny"),
+          PermissionPolicy.rule("agents.*", "ask"),
+          PermissionPolicy.rule("client.*_report", "allow"),
+          PermissionPolicy.rule("client.gte_*", "allow")
+        ),
+        callable
+      )
+      assert.deepStrictEqual(found.issues, [
+        "rules[0].tools[0] \"connector.gmial.*\" matches no tool agent \"assistant\" can call; did you mean connector.gmail.* (connector.gmail.latest_email)?",
+        "rules[1].tools[0] \"agents.*\" matches no tool agent \"assistant\" can call (its tools: client.get_location, connector.gmail.latest_email)",
+        "rules[2].tools[0] \"client.*_report\" matches no tool agent \"assistant\" can call (its tools: client.get_location, connector.gmail.latest_email)",
+        "rules[3].tools[0] \"client.gte_*\" matches no tool agent \"assistant\" can call; did you mean client.get_* (client.get_location)?"
+      ])
+      assert.deepStrictEqual(found.warnings, [])
+    }))
+
+  it.effect("a pattern under a connector whose tools are not known yet is a warning, exact or wildcard", () =>
+    Effect.sync(() => {
+      const found = PermissionPolicy.checkTools(
+        policy(PermissionPolicy.rule(["connector.drive.search", "connector.drive.*", "connector.*.list"], "deny")),
         callable
       )
       assert.deepStrictEqual(found.issues, [])
       assert.deepStrictEqual(found.warnings, [
-        "rules[0].tools[2] \"connector.drive.search\": the tools of connector drive are not known yet, so this pattern is not checked against them"
+        "rules[0].tools[0] \"connector.drive.search\": the tools of connector drive are not known yet, so this pattern is not checked against them",
+        "rules[0].tools[1] \"connector.drive.*\": the tools of connector drive are not known yet, so this pattern is not checked against them",
+        "rules[0].tools[2] \"connector.*.list\": the tools of connector drive are not known yet, so this pattern is not checked against them"
       ])
     }))
 

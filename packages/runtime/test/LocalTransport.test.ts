@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Agent, Answer, CallbackHandler, Inbox, Session, type Transport, Turn } from "@parley/core"
-import { PermissionPolicy } from "@parley/policy"
+import { ArgumentCondition, PermissionPolicy } from "@parley/policy"
 import { Connectors, LocalTransport, Models, SessionStore } from "@parley/runtime"
 import { ScriptedModel } from "@parley/testing"
 import * as TransportSuite from "@parley/testing/TransportSuite"
@@ -192,15 +192,54 @@ describe("a permission policy checked against the agent's tools when a session s
       assert.include(connector.message, "did you mean connector.gmail.latest_email?")
     }).pipe(Effect.provide(runtime)))
 
-  it.effect("rules naming a subagent's tool, a builtin, a declared connector's tool, or a wildcard matching nothing pass", () =>
+  it.effect("rules naming a subagent's tool, a builtin, a declared connector's tool, or a wildcard matching one pass", () =>
     Effect.gen(function*() {
       const researcher = Agent.make({ name: "researcher", model: "m", instructions: "Research.", tools: [getLocation] })
       const parent = withPolicy([
         PermissionPolicy.rule(["client.get_location", "agents.spawn", "connector.gmail.latest_email"], "allow"),
-        PermissionPolicy.rule(["client.*_report", "connector.gmail.*"], "deny")
+        PermissionPolicy.rule(["client.get_*", "connector.gmail.*", "agents.*"], "deny")
       ], { tools: [], subagents: [researcher], connectors: ["gmail"] })
       const session = yield* Agent.startSession(parent)
       assert.isString(session.id)
+    }).pipe(Effect.provide(runtime)))
+
+  it.effect("a wildcard matching no tool the agent can call is PolicyInvalid, with the closest pattern", () =>
+    Effect.gen(function*() {
+      const typo = withPolicy([PermissionPolicy.rule("connector.gmial.*", "deny")], { connectors: ["gmail"] })
+      const error = yield* Effect.flip(Agent.startSession(typo))
+      assert.strictEqual(error._tag, "PolicyInvalid")
+      assert.include(
+        error.message,
+        "rules[0].tools[0] \"connector.gmial.*\" matches no tool agent \"assistant\" can call; did you mean " +
+          "connector.gmail.* (connector.gmail.latest_email)?"
+      )
+      // no subagents: no agents.* builtins to match
+      const alone = yield* Effect.flip(Agent.startSession(withPolicy([PermissionPolicy.rule("agents.*", "ask")])))
+      assert.include(
+        alone.message,
+        "\"agents.*\" matches no tool agent \"assistant\" can call (its tools: client.get_location)"
+      )
+    }).pipe(Effect.provide(runtime)))
+
+  it.effect("a condition on a field the tool does not have, or of the wrong type, is PolicyInvalid naming the closest field", () =>
+    Effect.gen(function*() {
+      const sendEmail = ClientTool.make("send_email", {
+        description: "Sends an email.",
+        parameters: { to: Schema.String, body: Schema.String, priority: Schema.Number },
+        success: Schema.Struct({ sent: Schema.Boolean })
+      })
+      const mailer = (when: ReadonlyArray<ArgumentCondition.ArgumentCondition>) =>
+        withPolicy([PermissionPolicy.rule("client.send_email", "allow", { when })], { tools: [sendEmail] })
+      const unknown = yield* Effect.flip(Agent.startSession(mailer([ArgumentCondition.glob("/too", "*@corp.com")])))
+      assert.strictEqual(unknown._tag, "PolicyInvalid")
+      assert.include(
+        unknown.message,
+        "rules[0].when[0] (client.send_email) /too: no field \"too\" in the arguments; did you mean /to?"
+      )
+      const mismatch = yield* Effect.flip(Agent.startSession(mailer([ArgumentCondition.glob("/priority", "1*")])))
+      assert.include(mismatch.message, "/priority is number, and a Glob matches strings")
+      const fine = yield* Agent.startSession(mailer([ArgumentCondition.glob("/to", "*@corp.com")]))
+      assert.isString(fine.id)
     }).pipe(Effect.provide(runtime)))
 
   it.effect("under a connector whose tools are not known yet, an exact pattern is logged, not refused", () =>

@@ -107,7 +107,8 @@ import * as WebApp from "./internal/webApp.js"
 import * as Deliveries from "./internal/webhooks.js"
 
 /**
- * An API key and the tenant it belongs to.
+ * An API key, the tenant it belongs to and its roles: an approval whose rule names `approvers` takes answers from a
+ * key holding one of their roles (or named by its id, `key_…`); any other key's answer is a 403 `NotAllowedToAnswer`.
  *
  * @since 0.1.0
  * @category Models
@@ -115,6 +116,7 @@ import * as Deliveries from "./internal/webhooks.js"
 export interface ApiKey {
   readonly key: Redacted.Redacted<string>
   readonly tenant: string
+  readonly roles?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -285,7 +287,8 @@ export const layerSessionsSql: Layer.Layer<
 > = Layer.merge(Sessions.layerSql, AnswerLinks.layerSql)
 
 /**
- * Parses `key:tenant,key2:tenant2` (the format of `PARLEY_API_KEYS`); a key without `:tenant` belongs to `default`.
+ * Parses `key:tenant,key2:tenant2#finance+oncall` (the format of `PARLEY_API_KEYS`); a key without `:tenant` belongs
+ * to `default`; `#role+role` after the tenant gives the key its roles (what a rule's `approvers` checks).
  *
  * @since 0.1.0
  * @category Constructors

@@ -4,11 +4,12 @@
  * result; the reader agent a sign-in to the demo `gmail` connector.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Agent, Permissions } from "@parley/core"
 import type { Webhook } from "@parley/core"
 import type { ParleyServer } from "@parley/server"
 import { ScriptedModel } from "@parley/testing"
 import { Effect, Logger, References } from "effect"
-import { brain, locator } from "./fixtures/agents.js"
+import { brain, getLocation, locator } from "./fixtures/agents.js"
 import * as App from "./fixtures/appServer.js"
 import { request } from "./fixtures/http.js"
 import { startReceiver } from "./fixtures/receiver.js"
@@ -25,12 +26,35 @@ const brains = (call: ScriptedModel.Call): ScriptedModel.Reply => {
     : ScriptedModel.text(results[0].isFailure ? "I could not read your inbox." : "Your latest email is about lunch.")
 }
 
+/** The locator whose approvals only alice@example.com may answer. */
+const guarded = Agent.make({
+  name: "guarded",
+  model: "scripted",
+  instructions: "Say where the user is.",
+  tools: [getLocation],
+  permissions: new Permissions.PermissionPolicy({
+    default: "allow",
+    rules: [
+      new Permissions.PermissionRule({
+        tools: ["client.get_location"],
+        decision: "ask",
+        approvers: new Permissions.Approvers({ roles: [], principals: ["alice@example.com"] })
+      })
+    ]
+  })
+})
+
 const server = (links: boolean = true, log = false, more: Partial<ParleyServer.Options> = {}) =>
   Effect.gen(function*() {
     const model = yield* ScriptedModel.fromFunction(brains)
     return yield* startServer(sqliteDatabase(yield* sqliteFile), model.languageModel, {
       runtimeTools: [],
-      server: { agents: [locator.spec, App.reader.spec], log, ...(links ? { links: { secret } } : {}), ...more }
+      server: {
+        agents: [locator.spec, App.reader.spec, guarded.spec],
+        log,
+        ...(links ? { links: { secret } } : {}),
+        ...more
+      }
     })
   })
 
@@ -313,6 +337,26 @@ describe("answer links", () => {
           { key: keys.alice }
         )
         assert.strictEqual((waited.json as { state: { _tag: string; text: string } }).state.text, "You are in Lyon.")
+      }),
+    { timeout: 60_000 }
+  )
+
+  it.live(
+    "an approval only some may answer: a link for someone else is refused (403) and stays open; theirs answers",
+    () =>
+      Effect.gen(function*() {
+        const base = yield* server()
+        const at = yield* blocked(base, "guarded")
+        const [bobs] = linksOf(yield* makeLinks(base, at, { answers: ["allow"], person: "bob@example.com" }))
+        const refused = yield* confirm(bobs.url)
+        assert.strictEqual(refused.status, 403, refused.text)
+        assert.include(refused.text, "may only be answered by alice@example.com")
+        assert.strictEqual((yield* open(bobs.url)).status, 200, "the link is still open")
+        assert.deepStrictEqual(yield* resolutions(base, at.sessionId), [])
+        const [alices] = linksOf(yield* makeLinks(base, at, { answers: ["allow"], person: "alice@example.com" }))
+        assert.strictEqual((yield* confirm(alices.url)).status, 200)
+        const resolved = yield* resolutions(base, at.sessionId)
+        assert.strictEqual(resolved[0].answeredBy?.person, "alice@example.com")
       }),
     { timeout: 60_000 }
   )

@@ -73,6 +73,7 @@ import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { answerValidation } from "./internal/transportSuite/answerValidation.js"
+import { approvers } from "./internal/transportSuite/approvers.js"
 import { blocked } from "./internal/transportSuite/blocked.js"
 import { cancel } from "./internal/transportSuite/cancel.js"
 import { driving } from "./internal/transportSuite/driving.js"
@@ -168,6 +169,7 @@ export const suite = (
     expiry(withModel)
     cancel(withModel)
     grants(withModel)
+    approvers(withModel)
     requestIds(withModel)
     modelFailures(withModel)
     policyAndSignIn(withModel)

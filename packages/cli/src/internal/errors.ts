@@ -67,6 +67,15 @@ const fromParleyError = (target: Target, error: ParleyError.ParleyError): CliErr
         }: yours was not used`,
         "`parley callbacks list` shows what still waits"
       )
+    case "NotAllowedToAnswer":
+      return failure(
+        `${error.principal} may not answer callback ${error.callbackId}: nothing was sent, it is still open`,
+        `it may be answered by ${
+          [...error.approvers.roles.map((role) => `a key with role ${role}`), ...error.approvers.principals].join(
+            ", or "
+          )
+        }`
+      )
     case "GrantNotFound":
       return failure(
         `session ${error.sessionId} has no grant ${error.grantId} in force: revoked already, or never made`,

@@ -129,21 +129,25 @@ export const result = <R = never>(
         const decided = decision.value
         if (decided._tag === "KeepCallbackOpen") return "kept"
         answering.add(callback.id)
-        // Another client may have answered first: that answer stands.
-        yield* transport.answer({
+        // Another client may have answered first: that answer stands. A handler the callback does not let answer it
+        // (its `approvers`) leaves it open for someone who may.
+        const outcome = yield* transport.answer({
           ...waiting,
           callbackId: callback.id,
           answer: decided.answer,
           answeredBy: decided.answeredBy
         }).pipe(
+          Effect.as<Decision>("answered"),
           Effect.catchTags({
-            CallbackNotOpen: () => Effect.void,
-            CallbackAlreadyAnswered: () => Effect.void,
+            CallbackNotOpen: () => Effect.succeed<Decision>("answered"),
+            CallbackAlreadyAnswered: () => Effect.succeed<Decision>("answered"),
+            NotAllowedToAnswer: () => Effect.succeed<Decision>("kept"),
             // A handler's answer carries no request id, so none can be malformed.
             InvalidId: (error) => Effect.die(error)
           })
         )
-        return "answered"
+        if (outcome === "kept") answering.delete(callback.id)
+        return outcome
       })
 
     /** Runs the handler for one callback, unless another wait of this process is already on it. */

@@ -4,6 +4,7 @@ import * as Permissions from "@parley/core/Permissions"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as ArgumentCondition from "../ArgumentCondition.js"
 import * as ToolPattern from "../ToolPattern.js"
 
 type PermissionPolicy = Permissions.PermissionPolicy
@@ -36,6 +37,22 @@ const issuesOf = (
       const parsed = ToolPattern.parse(pattern, { toolIds })
       if (Result.isFailure(parsed)) {
         issues.push(`${at}rules[${index}].tools[${position}] ${parsed.failure}`)
+      }
+    })
+    if (rule.approvers !== undefined) {
+      if (rule.decision !== "ask") {
+        issues.push(
+          `${at}rules[${index}]: approvers say who may answer an approval, and a rule deciding ${
+            quote(rule.decision)
+          } opens none`
+        )
+      } else if (rule.approvers.roles.length === 0 && rule.approvers.principals.length === 0) {
+        issues.push(`${at}rules[${index}]: approvers name no role and no principal, so nobody could answer`)
+      }
+    }
+    ;(rule.when ?? []).forEach((condition, position) => {
+      for (const issue of ArgumentCondition.issues(condition)) {
+        issues.push(`${at}rules[${index}].when[${position}] ${issue}`)
       }
     })
   })

@@ -9,6 +9,7 @@ import type {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   GrantNotFound,
+  NotAllowedToAnswer,
   ParleyError,
   SessionNotFound,
   TurnNotFound
@@ -96,6 +97,7 @@ export type Rejection =
   | AnswerMismatch
   | CallbackNotOpen
   | CallbackAlreadyAnswered
+  | NotAllowedToAnswer
   | GrantNotFound
   | SessionNotFound
   | TurnNotFound

@@ -22,12 +22,15 @@ import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   GrantNotFound,
+  NotAllowedToAnswer,
   SessionNotFound,
   StepLimitReached,
   TurnNotFound
 } from "@parley/core/ParleyError"
 import type { AnswerMismatch } from "@parley/core/ParleyError"
+import { Approvers } from "@parley/core/Permissions"
 import type { Principal } from "@parley/core/Principal"
+import * as Principals from "@parley/core/Principal"
 import { Client } from "@parley/core/Principal"
 import { TurnRef } from "@parley/core/Transport"
 import type { Executor } from "@parley/core/TurnEvent"
@@ -43,7 +46,7 @@ import { Completed } from "@parley/core/TurnState"
 import * as TreeState from "@parley/log/TreeState"
 import * as DateTime from "effect/DateTime"
 import * as Result from "effect/Result"
-import { checkClientToolResult, checkEdit } from "./jsonSchema.js"
+import { checkClientToolResult, checkEdit, checkRememberWhen } from "./jsonSchema.js"
 import { settleWait } from "./subagentTools.js"
 import { advance, authorize, execute, openSignIn, startCall, startedBy, toolOf } from "./toolCalls.js"
 import type { Env, Seed } from "./tx.js"
@@ -157,9 +160,30 @@ const validateAnswer = (
   if (callback.sessionId === sessionId ? callback.turnId !== turnId : sessionId !== tx.state.treeId) {
     return Result.fail(notOpen(callbackId, `it belongs to turn ${callback.turnId} of session ${callback.sessionId}`))
   }
+  // Who may answer comes before what the answer says: a principal the asking rule does not name changes nothing.
+  if (callback._tag === "OpenApproval" && !Principals.mayAnswer(command.answeredBy, callback.request.approvers)) {
+    return Result.fail(
+      new NotAllowedToAnswer({
+        module: "Turn",
+        method: "answer",
+        callbackId,
+        principal: command.answeredBy === undefined ? "an anonymous caller" : Principals.describe(command.answeredBy),
+        approvers: callback.request.approvers ?? new Approvers({})
+      })
+    )
+  }
   const kind = Result.flatMap(
     Answers.validateSync(callback, answer),
     (): Result.Result<TreeState.CallbackRecord | "repeated", AnswerMismatch> => {
+      if (
+        callback._tag === "OpenApproval" && (answer._tag === "AllowApproval" || answer._tag === "DenyApproval") &&
+        answer.rememberWhen !== undefined
+      ) {
+        const agent = tx.session(callback.sessionId)?.agent
+        const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
+        const scoped = checkRememberWhen(callback, tool?.spec.parameters, answer.rememberWhen)
+        if (Result.isFailure(scoped)) return Result.fail(scoped.failure)
+      }
       if (callback._tag === "OpenApproval" && answer._tag === "AllowApproval" && answer.arguments !== undefined) {
         const agent = tx.session(callback.sessionId)?.agent
         const tool = agent === undefined ? undefined : tx.env.toolsOf(agent).get(callback.request.tool.name)
@@ -185,7 +209,10 @@ const pendingStep = (tx: Tx, command: { readonly turnId: TurnId; readonly messag
   const turn = tx.turn(command.turnId)
   return turn !== undefined && turn.modelPending && turn.step?.messageId === command.messageId ? turn : undefined
 }
-/** An approval answered with `remember` becomes a grant of its tool id, for its session or its whole tree. */
+/**
+ * An approval answered with `remember` becomes a grant of its tool id, for its session or its whole tree; with
+ * `rememberWhen`, only for the calls whose arguments meet its conditions.
+ */
 const remember = (tx: Tx, callback: Callback, answer: Answer, answeredBy: Principal | undefined) => {
   if (callback._tag !== "OpenApproval") return
   if (answer._tag !== "AllowApproval" && answer._tag !== "DenyApproval") return
@@ -200,6 +227,7 @@ const remember = (tx: Tx, callback: Callback, answer: Answer, answeredBy: Princi
       toolPattern: callback.request.tool.id,
       decision: answer._tag === "AllowApproval" ? "allow" : "deny",
       scope,
+      ...(answer.rememberWhen === undefined || answer.rememberWhen.length === 0 ? {} : { when: answer.rememberWhen }),
       grantedBy: answeredBy ?? new Client({}),
       callbackId: callback.id
     }, noValidation)

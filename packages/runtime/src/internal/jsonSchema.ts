@@ -3,6 +3,7 @@ import type { OpenApproval } from "@parley/core/Callback"
 import type { CallbackId } from "@parley/core/Ids"
 import { AnswerMismatch } from "@parley/core/ParleyError"
 import type { JsonSchema } from "@parley/core/ToolSpec"
+import * as ArgumentCondition from "@parley/policy/ArgumentCondition"
 import { Ajv } from "ajv"
 import * as Result from "effect/Result"
 
@@ -81,5 +82,31 @@ export const checkEdit = (
   const problems = (validate.errors ?? []).map((error) => `${error.instancePath || "the arguments"} ${error.message}`)
   return mismatch(
     `the edited arguments do not match the parameters of ${callback.request.tool.id}: ${problems.join("; ")}`
+  )
+}
+
+/**
+ * Checks the conditions a remembered grant is scoped to (`rememberWhen`) against the tool's parameters JSON Schema,
+ * as a rule's `when` is when its policy is loaded: a malformed pointer, a field the tool does not have (with the
+ * closest it has) or a type it does not take is an `AnswerMismatch`, and nothing is stored.
+ */
+export const checkRememberWhen = (
+  callback: OpenApproval,
+  parameters: JsonSchema | undefined,
+  when: ReadonlyArray<ArgumentCondition.ArgumentCondition>
+): Result.Result<void, AnswerMismatch> => {
+  const problems = when.flatMap((condition, index) =>
+    (parameters === undefined
+      ? ArgumentCondition.issues(condition)
+      : ArgumentCondition.checkParameters(condition, parameters))
+      .map((issue) => `rememberWhen[${index}] ${issue}`)
+  )
+  return problems.length === 0 ? Result.void : Result.fail(
+    new AnswerMismatch({
+      module: "Turn",
+      method: "answer",
+      callbackId: callback.id,
+      reason: `the grant's conditions do not fit ${callback.request.tool.id}: ${problems.join("; ")}`
+    })
   )
 }

@@ -141,16 +141,18 @@ export const proceed = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call, tool
 }
 
 /**
- * What the session's permission policy says about a call of `tool`; none for the subagent tools it does not cover (of
- * them, only agents.spawn asks: the others act on subagents already approved).
+ * What the session's permission policy says about a call of `tool` with `args` (a rule's conditions are on them);
+ * none for the subagent tools it does not cover (of them, only agents.spawn asks: the others act on subagents
+ * already approved).
  */
 export const policyFor = (
   tx: Tx,
   sessionId: SessionId,
-  tool: ResolvedTool
+  tool: ResolvedTool,
+  args: unknown
 ): Policy.Evaluation | undefined => {
   if (tool._tag === "builtin" && tool.builtin !== "spawn") return undefined
-  return Policy.evaluate(tx.session(sessionId)?.agent.permissions ?? allowAll, tool.spec.id)
+  return Policy.evaluate(tx.session(sessionId)?.agent.permissions ?? allowAll, tool.spec.id, args)
 }
 
 /**
@@ -163,7 +165,7 @@ export const startCall = (
   tool: ResolvedTool | undefined,
   call: { readonly id: string; readonly name: string; readonly params: unknown }
 ) => {
-  const evaluation = tool === undefined ? undefined : policyFor(tx, turn.sessionId, tool)
+  const evaluation = tool === undefined ? undefined : policyFor(tx, turn.sessionId, tool, call.params)
   const decidedBy = evaluation === undefined || evaluation.decision === "ask" ? undefined : Policy.principal(evaluation)
   tx.emit((meta) =>
     new ToolCallStarted({
@@ -186,7 +188,7 @@ export const startCall = (
 export const authorize = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) => {
   const tool = toolOf(tx, turn, call)
   if (tool === undefined) return complete(tx, turn, call, failure(`There is no tool named ${call.name}.`))
-  const evaluation = policyFor(tx, turn.sessionId, tool)
+  const evaluation = policyFor(tx, turn.sessionId, tool, call.arguments)
   if (evaluation === undefined || evaluation.decision === "allow") return proceed(tx, turn, call, tool)
   if (evaluation.decision === "deny") {
     return complete(tx, turn, call, failure(`The permission policy denies ${tool.spec.id}; the call was not made.`))
@@ -198,11 +200,15 @@ export const authorize = (tx: Tx, turn: TreeState.Turn, call: TreeState.Call) =>
         tool: refOf(tool),
         toolCallId: call.toolCallId,
         arguments: call.arguments,
-        decidedBy: evaluation.decidedBy
+        decidedBy: evaluation.decidedBy,
+        ...(evaluation.decidedBy._tag === "RuleMatched" && evaluation.decidedBy.rule.approvers !== undefined
+          ? { approvers: evaluation.decidedBy.rule.approvers }
+          : {})
       }, noValidation)
     }, noValidation))
-  // A grant in force answers at once, in the same append: the approval is on record, answered by the grant.
-  const grant = TreeState.grantFor(tx.state, turn.sessionId, tool.spec.id)
+  // A grant in force (for these arguments, when it is scoped to some) answers at once, in the same append: the
+  // approval is on record, answered by the grant.
+  const grant = TreeState.grantFor(tx.state, turn.sessionId, tool.spec.id, call.arguments)
   const record = grant === undefined ? undefined : TreeState.callback(tx.state, tx.state.open[tx.state.open.length - 1])
   if (grant === undefined || record === undefined) return
   const answer = grant.decision === "allow"

@@ -6,6 +6,7 @@ import type { AgentSpec } from "@parley/core/AgentSpec"
 import { AgentSpec as AgentSpecSchema, childSpec, hasSubagentTools } from "@parley/core/AgentSpec"
 import type { AgentInvalid } from "@parley/core/ParleyError"
 import { PolicyInvalid } from "@parley/core/ParleyError"
+import type { ToolSpec } from "@parley/core/ToolSpec"
 import * as Policy from "@parley/policy/PermissionPolicy"
 import * as PolicyWarning from "@parley/policy/PolicyWarning"
 import * as Effect from "effect/Effect"
@@ -51,21 +52,33 @@ export const make = (models: Models.Service, connectors: Connectors.Service) => 
    * The tool ids an agent and its subagents (at any depth) can call — their own tools, the builtins of those with
    * subagents, the tools of the connectors they declare — and the declared connectors whose tools are not known.
    */
-  const callable = (agent: AgentSpec, ids: Set<string> = new Set(), pending: Set<string> = new Set()) => {
-    for (const spec of agent.tools) ids.add(spec.id)
+  const callable = (
+    agent: AgentSpec,
+    parameters: Map<string, ToolSpec["parameters"]> = new Map(),
+    pending: Set<string> = new Set()
+  ) => {
+    // The first spec of an id wins its parameters: a subagent's tool sharing an id with the root's is the same tool.
+    const add = (spec: ToolSpec) => {
+      if (!parameters.has(spec.id)) parameters.set(spec.id, spec.parameters)
+    }
+    for (const spec of agent.tools) add(spec)
     for (const source of agent.connectors) {
       const connector = connectors.get(source)
       if (Option.isSome(connector) && connector.value.tools.length > 0) {
-        for (const tool of connector.value.tools) ids.add(tool.spec.id)
+        for (const tool of connector.value.tools) add(tool.spec)
       } else {
         pending.add(source)
       }
     }
     if (hasSubagentTools(agent) && agent.subagents.length > 0) {
-      for (const spec of Builtins.specs(agent)) ids.add(spec.id)
+      for (const spec of Builtins.specs(agent)) add(spec)
     }
-    for (const child of agent.subagents) callable(child, ids, pending)
-    return { toolIds: [...ids].sort(), pendingSources: [...pending] }
+    for (const child of agent.subagents) callable(child, parameters, pending)
+    return {
+      toolIds: [...parameters.keys()].sort(),
+      parameters: Object.fromEntries(parameters),
+      pendingSources: [...pending]
+    }
   }
 
   /** `ownPolicy`: the agent declares its policy (a subagent without one inherits its parent's, checked there). */
@@ -81,7 +94,8 @@ export const make = (models: Models.Service, connectors: Connectors.Service) => 
       if (agent.permissions !== undefined) yield* Policy.validate(agent.permissions, { toolIds: tools?.toolIds })
       yield* Effect.fromResult(resolveTools(agent, connectors))
       if (agent.permissions !== undefined && tools !== undefined) {
-        // A rule naming a tool the tree cannot call decides nothing: almost always a typo, refused with the closest id.
+        // A rule naming a tool the tree cannot call decides nothing: almost always a typo, refused with the closest id;
+        // a condition on a field the tool does not have never holds, refused with the closest field.
         const found = Policy.checkTools(agent.permissions, { agent: agent.name, ...tools })
         yield* Effect.forEach(found.warnings, (warning) => Effect.logWarning(`Agent ${agent.name}: ${warning}`))
         if (found.issues.length > 0) {

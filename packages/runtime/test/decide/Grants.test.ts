@@ -1,6 +1,7 @@
 import { assert } from "@effect/vitest"
-import { AgentSpec, Answer, Principal } from "@parley/core"
+import { AgentSpec, Answer, Permissions, Principal } from "@parley/core"
 import { TreeState } from "@parley/log"
+import { ArgumentCondition } from "@parley/policy"
 import { assistant, callbackAt, charge, grantAt } from "./fixtures.js"
 import type { Step } from "./spec.js"
 import {
@@ -148,7 +149,7 @@ rules("RevokeGrant", [
     then: appends(ev("GrantRevoked", { grantId: grantAt(7), revokedBy: new Principal.Client({ label: "ops" }) })),
     and: (state) => {
       assert.deepStrictEqual(state.grants, [])
-      assert.isUndefined(TreeState.grantFor(state, state.treeId, "client.charge"))
+      assert.isUndefined(TreeState.grantFor(state, state.treeId, "client.charge", {}))
     }
   },
   {
@@ -156,5 +157,122 @@ rules("RevokeGrant", [
     given: [...granted("session"), revoke(grantAt(7))],
     when: revoke(grantAt(7)),
     then: rejects("GrantNotFound")
+  }
+])
+
+// Scoped grants: `rememberWhen` makes a grant that decides only the calls whose arguments meet its conditions.
+
+const colleagues = [ArgumentCondition.glob("/to", "*@corp.com")]
+const chargeTo = (to: string) => calls({ name: "charge", params: { amount: 5, to } })
+const scoped: ReadonlyArray<Step> = [
+  send("Charge Ana."),
+  chargeTo("ana@corp.com"),
+  answer(new Answer.AllowApproval({ remember: "session", rememberWhen: colleagues })),
+  toolFinished(0, { ok: true })
+]
+
+rules("Answer", [
+  {
+    rule: "an approval remembered with conditions: the grant carries them",
+    given: [send("Charge Ana."), chargeTo("ana@corp.com")],
+    when: answer(new Answer.AllowApproval({ remember: "session", rememberWhen: colleagues })),
+    then: appends(
+      "CallbackResolved",
+      ev("ApprovalGranted", { toolPattern: "client.charge", decision: "allow", when: colleagues }),
+      "ToolExecutionStarted"
+    ),
+    and: (state) => assert.deepStrictEqual(state.grants[0].when, colleagues)
+  },
+  {
+    rule: "rememberWhen on a field the tool does not have: refused naming the closest field, nothing appended",
+    given: [send("Charge Ana."), chargeTo("ana@corp.com")],
+    when: answer(
+      new Answer.AllowApproval({ remember: "session", rememberWhen: [ArgumentCondition.glob("/too", "*@corp.com")] })
+    ),
+    then: rejects("AnswerMismatch"),
+    and: (state) => assert.strictEqual(state.open.length, 1, "the approval stays open")
+  },
+  {
+    rule: "rememberWhen of the wrong type (a Bound on a string): refused",
+    given: [send("Charge Ana."), chargeTo("ana@corp.com")],
+    when: answer(
+      new Answer.DenyApproval({ remember: "tree", rememberWhen: [ArgumentCondition.bound("/to", { max: 3 })] })
+    ),
+    then: rejects("AnswerMismatch")
+  },
+  {
+    rule: "rememberWhen without remember: refused (it would scope no grant)",
+    given: [send("Charge Ana."), chargeTo("ana@corp.com")],
+    when: answer(new Answer.AllowApproval({ rememberWhen: colleagues })),
+    then: rejects("AnswerMismatch")
+  }
+])
+
+rules("ModelStepDone", [
+  {
+    rule: "a later call whose arguments meet the grant's conditions: answered by the grant",
+    given: scoped,
+    when: chargeTo("bob@corp.com"),
+    then: appends(
+      "ToolCallStarted",
+      "CallbackOpened",
+      ev("CallbackResolved", { answer: new Answer.AllowApproval(), answeredBy: byGrant(grantAt(7)) }),
+      "ToolExecutionStarted"
+    )
+  },
+  {
+    rule: "a later call whose arguments do not: it asks, the grant stays in force",
+    given: scoped,
+    when: chargeTo("bob@gmail.com"),
+    then: appends("ToolCallStarted", ev("CallbackOpened", { callback: callbackOf("approval") }), "TurnBlocked"),
+    and: (state) => {
+      assert.strictEqual(state.open.length, 1, "the approval waits for an answer")
+      assert.strictEqual(state.grants.length, 1)
+    }
+  }
+])
+
+// Rules with conditions: the policy decides on the call's arguments, and says which condition decided.
+
+const smallCharges = AgentSpec.make({
+  ...assistant,
+  name: "small-charges",
+  permissions: new Permissions.PermissionPolicy({
+    default: "ask",
+    rules: [
+      new Permissions.PermissionRule({
+        tools: ["client.charge"],
+        decision: "allow",
+        when: [ArgumentCondition.bound("/amount", { max: 10 })]
+      })
+    ]
+  })
+})
+
+rules("ModelStepDone", [
+  {
+    rule: "a call whose arguments meet the rule's conditions runs; ToolCallStarted names the rule and the condition",
+    agent: smallCharges,
+    given: [send("Charge 5.")],
+    when: calls({ name: "charge", params: { amount: 5 } }),
+    then: appends(
+      ev("ToolCallStarted", {
+        decidedBy: new Principal.Policy({ rule: "rules[0] client.charge when /amount <= 10: allow" })
+      }),
+      "ToolExecutionStarted"
+    )
+  },
+  {
+    rule: "a call whose arguments do not: the default asks",
+    agent: smallCharges,
+    given: [send("Charge 50.")],
+    when: calls({ name: "charge", params: { amount: 50 } }),
+    then: appends("ToolCallStarted", ev("CallbackOpened", { callback: callbackOf("approval") }), "TurnBlocked"),
+    and: (state) => {
+      const record = TreeState.callback(state, state.open[0])
+      assert.isTrue(
+        record?.callback._tag === "OpenApproval" && record.callback.request.decidedBy._tag === "DefaultDecision"
+      )
+    }
   }
 ])

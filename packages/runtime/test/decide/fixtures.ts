@@ -39,20 +39,24 @@ const tool = (
     readonly runsIn?: "client" | "runtime"
     readonly idempotent?: boolean
     readonly success?: ToolSpec.JsonSchema
+    readonly parameters?: ToolSpec.JsonSchema
   } = {}
 ) =>
   new ToolSpec.ToolSpec({
     id: `client.${name}` as Ids.ToolId,
     name,
     description: name,
-    parameters: { type: "object", properties: {} },
+    parameters: options.parameters ?? { type: "object", properties: {} },
     ...(options.success === undefined ? {} : { success: options.success }),
     annotations: new ToolSpec.ToolAnnotations({ idempotentHint: options.idempotent ?? false }),
     runsIn: options.runsIn ?? "client"
   })
 
 /** A runtime tool the policy asks for; running it twice is not harmless. */
-export const charge = tool("charge", { runsIn: "runtime" })
+export const charge = tool("charge", {
+  runsIn: "runtime",
+  parameters: { type: "object", properties: { amount: { type: "number" }, to: { type: "string" } } }
+})
 /** A runtime tool the policy allows; running it again is harmless. */
 export const fetchRates = tool("fetch_rates", { runsIn: "runtime", idempotent: true })
 /** A client tool the policy allows, whose success value must be `{ city: string }`. */

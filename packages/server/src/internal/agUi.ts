@@ -20,6 +20,7 @@ import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   InvalidId,
+  NotAllowedToAnswer,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
@@ -71,6 +72,7 @@ export class AgUiGroup extends HttpApiGroup.make("agUi")
         InvalidId.pipe(HttpApiSchema.status(400)),
         MessageTooLong,
         AnswerMismatch.pipe(HttpApiSchema.status(422)),
+        NotAllowedToAnswer.pipe(HttpApiSchema.status(403)),
         SessionNotFound.pipe(HttpApiSchema.status(404)),
         TurnNotFound.pipe(HttpApiSchema.status(404)),
         TooManyStreams,
@@ -198,7 +200,12 @@ export const group = (transport: Served.Served, access: Access, options: Options
           if (!isSessionId(input.threadId)) return yield* TurnStream.notFoundOf(input.threadId)
           const root = yield* TurnStream.ownedSession(transport, access, tenant, input.threadId, params.agent)
           const release = yield* streams.acquire(tenant.keyId)
-          const answeredBy = new ApiKey({ tenant: tenant.id, keyId: tenant.keyId, onBehalfOf: new Client({}) })
+          const answeredBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            ...(tenant.roles === undefined || tenant.roles.length === 0 ? {} : { roles: tenant.roles }),
+            onBehalfOf: new Client({})
+          })
           const started = yield* Effect.gen(function*() {
             const latest = yield* TurnStream.latestTurn(transport, root)
             const running = Option.filter(latest, (turn) => !turn.ended)

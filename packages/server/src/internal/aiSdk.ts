@@ -22,6 +22,7 @@ import {
   CallbackAlreadyAnswered,
   CallbackNotOpen,
   InvalidId,
+  NotAllowedToAnswer,
   SessionNotFound,
   TransportFailure,
   TurnNotFound
@@ -79,6 +80,7 @@ export class AiSdkGroup extends HttpApiGroup.make("aiSdk")
         InvalidId.pipe(HttpApiSchema.status(400)),
         MessageTooLong,
         AnswerMismatch.pipe(HttpApiSchema.status(422)),
+        NotAllowedToAnswer.pipe(HttpApiSchema.status(403)),
         ...streamErrors
       ]
     }).annotate(
@@ -177,7 +179,12 @@ export const group = (transport: Served.Served, access: Access, options: Options
           const root = yield* TurnStream.ownedSession(transport, access, tenant, chat.id, params.agent)
           const proposed = Ui.proposed(chat)
           const release = yield* streams.acquire(tenant.keyId)
-          const answeredBy = new ApiKey({ tenant: tenant.id, keyId: tenant.keyId, onBehalfOf: new Client({}) })
+          const answeredBy = new ApiKey({
+            tenant: tenant.id,
+            keyId: tenant.keyId,
+            ...(tenant.roles === undefined || tenant.roles.length === 0 ? {} : { roles: tenant.roles }),
+            onBehalfOf: new Client({})
+          })
           const started = yield* Effect.gen(function*() {
             if (proposed.text.length > 0) {
               if (proposed.text.length > options.maxMessageLength) {

@@ -21,7 +21,13 @@ import { AllowApproval, type Answer, ClientToolResult, DenyApproval, SignInAnswe
 import * as AnswerLink from "@parley/core/AnswerLink"
 import type { Callback } from "@parley/core/Callback"
 import type { CallbackId, SessionId, TurnId } from "@parley/core/Ids"
-import { AnswerMismatch, CallbackAlreadyAnswered, CallbackNotOpen, TransportFailure } from "@parley/core/ParleyError"
+import {
+  AnswerMismatch,
+  CallbackAlreadyAnswered,
+  CallbackNotOpen,
+  NotAllowedToAnswer,
+  TransportFailure
+} from "@parley/core/ParleyError"
 import { describe as describePrincipal, Link, type Principal } from "@parley/core/Principal"
 import { ProtocolApi, Tenant } from "@parley/core/ProtocolApi"
 import * as Context from "effect/Context"
@@ -547,6 +553,23 @@ export const pages = (transport: Served.Served, links: Service, options: Options
         return again(error.reason)
       }
       if (error instanceof CallbackAlreadyAnswered || error instanceof CallbackNotOpen) return yield* resolved(row)
+      if (error instanceof NotAllowedToAnswer) {
+        yield* links.release(row.id)
+        return page(
+          403,
+          "Not yours to answer",
+          `<p>This request may only be answered by ${
+            escape(
+              [
+                ...(error.approvers.roles.length === 0
+                  ? []
+                  : [`someone with the role ${error.approvers.roles.join(" or ")}`]),
+                ...error.approvers.principals
+              ].join(", or ") || "nobody"
+            )
+          }. Nothing was sent.</p>`
+        )
+      }
       yield* links.release(row.id)
       return page(503, "Not sent", `<p>The server could not take the answer now. Try the link again later.</p>`)
     })

@@ -16,6 +16,7 @@ import { CurrentRequest } from "./requestLog.js"
 export interface ApiKey {
   readonly key: Redacted.Redacted<string>
   readonly tenant: string
+  readonly roles?: ReadonlyArray<string> | undefined
 }
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
@@ -27,13 +28,14 @@ interface Known {
   readonly digest: Buffer
   readonly tenant: string
   readonly keyId: string
+  readonly roles: ReadonlyArray<string>
 }
 
 /** Finds the key's tenant; looks at every key whatever the outcome. */
 export const matcher = (keys: ReadonlyArray<ApiKey>) => {
   const known: ReadonlyArray<Known> = keys.map((entry) => {
     const key = Redacted.value(entry.key)
-    return { digest: digest(key), tenant: entry.tenant, keyId: keyIdOf(key) }
+    return { digest: digest(key), tenant: entry.tenant, keyId: keyIdOf(key), roles: entry.roles ?? [] }
   })
   return (presented: string): Known | undefined => {
     const candidate = digest(presented)
@@ -49,9 +51,11 @@ export const matcher = (keys: ReadonlyArray<ApiKey>) => {
 export const parseKeys = (text: string): ReadonlyArray<ApiKey> =>
   text.split(",").map((part) => part.trim()).filter((part) => part.length > 0).map((part) => {
     const at = part.lastIndexOf(":")
-    return at <= 0
-      ? { key: Redacted.make(part), tenant: "default" }
-      : { key: Redacted.make(part.slice(0, at)), tenant: part.slice(at + 1) }
+    if (at <= 0) return { key: Redacted.make(part), tenant: "default" }
+    // `tenant#role+role`: the key's roles follow its tenant
+    const [tenant, roles] = part.slice(at + 1).split("#", 2)
+    const listed = (roles ?? "").split("+").map((role) => role.trim()).filter((role) => role.length > 0)
+    return { key: Redacted.make(part.slice(0, at)), tenant, ...(listed.length === 0 ? {} : { roles: listed }) }
   })
 
 // =============================================================================
@@ -124,7 +128,11 @@ export const layer = (keys: ReadonlyArray<ApiKey>, limits: Limits): Layer.Layer<
           const startsSession = group.identifier === "sessions" && endpoint.identifier === "create"
           const refused = counters.enter(found.keyId, startsSession, Date.now())
           if (refused !== undefined) return tooMany(refused)
-          return yield* Effect.provideService(httpEffect, Tenant, Tenant.of({ id: found.tenant, keyId: found.keyId }))
+          return yield* Effect.provideService(
+            httpEffect,
+            Tenant,
+            Tenant.of({ id: found.tenant, keyId: found.keyId, roles: found.roles })
+          )
             .pipe(Effect.ensuring(Effect.sync(() => counters.leave(found.keyId))))
         })
     })

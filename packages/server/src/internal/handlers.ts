@@ -245,6 +245,7 @@ export const callbacks = (transport: Served.Served, access: Access) => {
           const answeredBy = new ApiKey({
             tenant: tenant.id,
             keyId: tenant.keyId,
+            ...(tenant.roles === undefined || tenant.roles.length === 0 ? {} : { roles: tenant.roles }),
             onBehalfOf: new Client({ label: payload.label })
           })
           // One request's answer per callback, one tree at a time in the order they opened; the trees side by side.
@@ -294,6 +295,7 @@ export const callbacks = (transport: Served.Served, access: Access) => {
           const answeredBy = new ApiKey({
             tenant: tenant.id,
             keyId: tenant.keyId,
+            ...(tenant.roles === undefined || tenant.roles.length === 0 ? {} : { roles: tenant.roles }),
             onBehalfOf: query.handler !== undefined
               ? new Handler({ name: query.handler })
               : new Client({ label: query.label })

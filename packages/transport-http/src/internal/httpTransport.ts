@@ -329,6 +329,7 @@ export const make = (options: Options) =>
           typed("answer", [
             "InvalidId",
             "AnswerMismatch",
+            "NotAllowedToAnswer",
             "CallbackNotOpen",
             "CallbackAlreadyAnswered",
             "SessionNotFound",

@@ -176,6 +176,7 @@ export const make = (
                 AnswerMismatch: (error) => Effect.fail(failure("sendMessage", error)),
                 CallbackNotOpen: (error) => Effect.fail(failure("sendMessage", error)),
                 CallbackAlreadyAnswered: (error) => Effect.fail(failure("sendMessage", error)),
+                NotAllowedToAnswer: (error) => Effect.fail(failure("sendMessage", error)),
                 GrantNotFound: (error) => Effect.fail(failure("sendMessage", error)),
                 TurnNotFound: (error) => Effect.fail(failure("sendMessage", error))
               })
@@ -354,6 +355,7 @@ export const make = (
             AnswerMismatch: (error) => Effect.fail(failure("revokeGrant", error)),
             CallbackNotOpen: (error) => Effect.fail(failure("revokeGrant", error)),
             CallbackAlreadyAnswered: (error) => Effect.fail(failure("revokeGrant", error)),
+            NotAllowedToAnswer: (error) => Effect.fail(failure("revokeGrant", error)),
             TurnNotFound: (error) => Effect.fail(failure("revokeGrant", error))
           })
         )),
@@ -365,6 +367,7 @@ export const make = (
             AnswerMismatch: (error) => Effect.fail(failure("cancel", error)),
             CallbackNotOpen: (error) => Effect.fail(failure("cancel", error)),
             CallbackAlreadyAnswered: (error) => Effect.fail(failure("cancel", error)),
+            NotAllowedToAnswer: (error) => Effect.fail(failure("cancel", error)),
             GrantNotFound: (error) => Effect.fail(failure("cancel", error)),
             TurnNotFound: (error) => Effect.fail(failure("cancel", error))
           })
