@@ -42,6 +42,23 @@ export default tseslint.config(
     }
   },
   {
+    // A public schema lives in its public module: no public module hands on what `internal/` defines.
+    files: ["packages/*/src/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "ExportAllDeclaration[source.value=/\\/internal\\//]",
+          message: "A public module does not re-export internal/: define what it exports in the module itself."
+        },
+        {
+          selector: "ExportNamedDeclaration[source.value=/\\/internal\\//]",
+          message: "A public module does not re-export internal/: define what it exports in the module itself."
+        }
+      ]
+    }
+  },
+  {
     files: ["**/*.mjs", "**/*.js"],
     ...tseslint.configs.disableTypeChecked
   }
