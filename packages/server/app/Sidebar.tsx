@@ -62,7 +62,9 @@ export const Sidebar = (props: { readonly current: string | undefined; readonly 
     waitingIn.set(id, (waitingIn.get(id) ?? 0) + 1)
     if (entry.callback._tag === "OpenApproval") {
       const tool = entry.callback.request.tool.name
-      approvalsOf.set(tool, [...(approvalsOf.get(tool) ?? []), entry])
+      const ofTool = approvalsOf.get(tool)
+      if (ofTool === undefined) approvalsOf.set(tool, [entry])
+      else ofTool.push(entry)
     }
   }
   const groups = [...approvalsOf].filter(([, entries]) => entries.length > 1)

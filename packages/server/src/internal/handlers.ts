@@ -250,7 +250,11 @@ export const callbacks = (transport: Served.Served, access: Access) => {
           })
           // One request's answer per callback, one tree at a time in the order they opened; the trees side by side.
           const trees = new Map<SessionId, Array<{ readonly callback: Callback; readonly root: SessionId }>>()
-          for (const entry of chosen) trees.set(entry.root, [...(trees.get(entry.root) ?? []), entry])
+          for (const entry of chosen) {
+            const ofTree = trees.get(entry.root)
+            if (ofTree === undefined) trees.set(entry.root, [entry])
+            else ofTree.push(entry)
+          }
           const lines = yield* Effect.forEach(
             trees.values(),
             (entries) =>
